@@ -1,0 +1,760 @@
+"""Private numba kernels for :mod:`diffflow.arrangements.columnar`.
+
+Imported only (and lazily) by ``columnar.py``.  Every kernel *assumes* its
+inputs were validated by the wrapper:
+
+* rows / keys are C-contiguous ``int64`` arrays of shape ``(n, w)`` (``w`` may
+  be 0), times are C-contiguous ``int64`` ``(n, d)`` (``d`` may be 0 where a
+  kernel is used for rows only), diffs are ``int64`` ``(n,)``;
+* "sorted" means lexicographic by the row columns, then the time columns,
+  all compared as signed ``int64``.
+
+All kernels are single-threaded ``@njit(cache=True)`` functions; each is
+compiled for exactly one type signature because the wrapper always passes
+C-contiguous ``int64`` / ``uint64`` arrays and Python ints.
+"""
+
+import numpy as np
+from numba import njit
+
+# --------------------------------------------------------------------------
+# uint64 constants (numba freezes module globals; all are typed uint64 so
+# that arithmetic never silently promotes to float64)
+# --------------------------------------------------------------------------
+_U0 = np.uint64(0)
+_U1 = np.uint64(1)
+_U27 = np.uint64(27)
+_U30 = np.uint64(30)
+_U31 = np.uint64(31)
+_UALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+# write-combining buffer slots per radix bucket
+_WC = 8
+_HASH_SEED = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+# --------------------------------------------------------------------------
+# lexicographic comparison helpers
+# --------------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def _cmp_row(a, i, b, j):
+    """Compare row ``a[i]`` with row ``b[j]``: -1, 0 or 1."""
+    for c in range(a.shape[1]):
+        x = a[i, c]
+        y = b[j, c]
+        if x < y:
+            return -1
+        if x > y:
+            return 1
+    return 0
+
+
+@njit(cache=True, inline="always")
+def _cmp_rt(ra, ta, i, rb, tb, j):
+    """Compare ``(ra[i], ta[i])`` with ``(rb[j], tb[j])``: -1, 0 or 1."""
+    c = _cmp_row(ra, i, rb, j)
+    if c != 0:
+        return c
+    return _cmp_row(ta, i, tb, j)
+
+
+# --------------------------------------------------------------------------
+# sorting: column statistics, key packing, radix sorts
+# --------------------------------------------------------------------------
+@njit(cache=True)
+def _minmax_cols(a, mins, maxs, base):
+    """Column-wise min/max of ``a`` (n >= 1) into ``mins/maxs[base:]``."""
+    n = a.shape[0]
+    for c in range(a.shape[1]):
+        mn = a[0, c]
+        mx = mn
+        for i in range(n):
+            v = a[i, c]
+            mn = min(mn, v)
+            mx = max(mx, v)
+        mins[base + c] = mn
+        maxs[base + c] = mx
+
+
+@njit(cache=True)
+def col_minmax(rows, times):
+    """Per-column min and max of the concatenated columns ``rows | times``.
+
+    Returns two ``int64`` arrays of length ``w + d``; requires ``n >= 1``.
+    """
+    w = rows.shape[1]
+    d = times.shape[1]
+    mins = np.zeros(w + d, np.int64)
+    maxs = np.zeros(w + d, np.int64)
+    if rows.shape[0] > 0:
+        _minmax_cols(rows, mins, maxs, 0)
+        _minmax_cols(times, mins, maxs, w)
+    return mins, maxs
+
+
+@njit(cache=True)
+def minmax1(a):
+    """``(min, max)`` of a non-empty 1-D int64 array."""
+    mn = a[0]
+    mx = mn
+    for i in range(a.shape[0]):
+        v = a[i]
+        mn = min(mn, v)
+        mx = max(mx, v)
+    return mn, mx
+
+
+@njit(cache=True)
+def pack_single(rows, times, mins, p_col, p_dst, diffs, dmin, mode):
+    """Pack ``(rows, times)`` into one uint64 word per row.
+
+    Column ``p_col[p]`` contributes ``(v - mins[c]) << p_dst[p]`` (the caller
+    guarantees it fits).  The low bits receive the row index (``mode == 1``)
+    or ``diffs[i] - dmin`` (``mode == 2``); ``mode == 0`` leaves them zero.
+    """
+    n = rows.shape[0]
+    w = rows.shape[1]
+    npieces = p_col.shape[0]
+    out = np.empty(n, np.uint64)
+    udmin = np.uint64(dmin)
+    for i in range(n):
+        if mode == 1:
+            acc = np.uint64(i)
+        elif mode == 2:
+            acc = np.uint64(diffs[i]) - udmin
+        else:
+            acc = _U0
+        for p in range(npieces):
+            c = p_col[p]
+            if c < w:
+                v = rows[i, c]
+            else:
+                v = times[i, c - w]
+            acc |= (np.uint64(v) - np.uint64(mins[c])) << p_dst[p]
+        out[i] = acc
+    return out
+
+
+@njit(cache=True)
+def pack_keys(rows, times, mins, p_col, p_src, p_mask, p_word, p_dst,
+              nwords, with_index):
+    """Pack ``(rows, times)`` into ``nwords`` uint64 words per row.
+
+    Column ``c`` contributes ``((v - mins[c]) >> p_src) & p_mask`` shifted
+    left by ``p_dst`` into word ``p_word`` for every piece.  Words are stored
+    word-major, shape ``(nwords, n)``; word 0 is the *least* significant.
+    If ``with_index`` the row index is OR-ed into the low bits of word 0.
+    """
+    n = rows.shape[0]
+    w = rows.shape[1]
+    npieces = p_col.shape[0]
+    out = np.zeros((nwords, n), np.uint64)
+    for i in range(n):
+        for p in range(npieces):
+            c = p_col[p]
+            if c < w:
+                v = rows[i, c]
+            else:
+                v = times[i, c - w]
+            u = (np.uint64(v) - np.uint64(mins[c])) >> p_src[p]
+            out[p_word[p], i] |= (u & p_mask[p]) << p_dst[p]
+        if with_index:
+            out[0, i] |= np.uint64(i)
+    return out
+
+
+@njit(cache=True)
+def _digit_plan(lo_bit, hi_bit, max_digit_bits):
+    """Split bit range ``[lo_bit, hi_bit)`` into near-equal digit passes."""
+    nbits = hi_bit - lo_bit
+    npass = (nbits + max_digit_bits - 1) // max_digit_bits
+    if npass == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    dbits = (nbits + npass - 1) // npass
+    shifts = np.empty(npass, np.int64)
+    widths = np.empty(npass, np.int64)
+    s = lo_bit
+    for p in range(npass):
+        shifts[p] = s
+        wd = min(dbits, hi_bit - s)
+        widths[p] = wd
+        s += wd
+    return shifts, widths
+
+
+@njit(cache=True)
+def _histograms(keys, shifts, widths):
+    """All digit histograms of ``keys`` in one pass; shape (npass, 2**maxw)."""
+    npass = shifts.shape[0]
+    maxw = 0
+    for p in range(npass):
+        if widths[p] > maxw:
+            maxw = widths[p]
+    hist = np.zeros((npass, 1 << maxw), np.int64)
+    ush = shifts.astype(np.uint64)
+    masks = np.empty(npass, np.uint64)
+    for p in range(npass):
+        masks[p] = (_U1 << np.uint64(widths[p])) - _U1
+    n = keys.shape[0]
+    for i in range(n):
+        k = keys[i]
+        for p in range(npass):
+            hist[p, (k >> ush[p]) & masks[p]] += 1
+    return hist
+
+
+@njit(cache=True)
+def _is_trivial(h, n):
+    """True if one bucket of histogram ``h`` holds all ``n`` elements."""
+    for b in range(h.shape[0]):
+        if h[b] != 0:
+            return h[b] == n
+    return True
+
+
+@njit(cache=True)
+def _prefix(h):
+    """Exclusive prefix sums of histogram ``h`` (bucket start offsets)."""
+    off = np.empty(h.shape[0], np.int64)
+    s = 0
+    for b in range(h.shape[0]):
+        off[b] = s
+        s += h[b]
+    return off
+
+
+@njit(cache=True)
+def _scatter_u64(src, dst, off, sh, nb, buf, cnt):
+    """One stable counting-sort pass of ``src`` into ``dst`` by digit
+    ``(k >> sh) & (nb - 1)``; ``off`` holds the bucket start offsets.
+
+    Uses software write-combining: keys are staged in a small per-bucket
+    buffer (``_WC`` slots) and flushed in blocks, so that only a few
+    destination pages are touched at a time (the random scatter to 2**11
+    destinations is otherwise TLB-bound).
+    """
+    n = src.shape[0]
+    mask = np.uint64(nb - 1)
+    ush = np.uint64(sh)
+    L = _WC
+    for b in range(nb):
+        cnt[b] = 0
+    for i in range(n):
+        k = src[i]
+        b = np.int64((k >> ush) & mask)
+        c = cnt[b]
+        buf[b * L + c] = k
+        c += 1
+        if c == L:
+            o = off[b]
+            for t in range(L):
+                dst[o + t] = buf[b * L + t]
+            off[b] = o + L
+            c = 0
+        cnt[b] = c
+    for b in range(nb):
+        o = off[b]
+        for t in range(cnt[b]):
+            dst[o + t] = buf[b * L + t]
+
+
+@njit(cache=True)
+def radix_sort_u64(keys, scratch, lo_bit, hi_bit, max_digit_bits):
+    """LSD radix sort of ``keys`` (uint64) by bits ``[lo_bit, hi_bit)``.
+
+    Bits below ``lo_bit`` are ignored (they hold a unique row index or a
+    payload in the packed layouts).  Digit passes in which every key has the
+    same digit are skipped.  May reorder ``keys`` in place and returns the
+    sorted array (either ``keys`` or ``scratch``, a buffer of the same
+    shape; allocating it with numpy gives transparent huge pages, which
+    matters for the scatter passes).
+    """
+    n = keys.shape[0]
+    shifts, widths = _digit_plan(lo_bit, hi_bit, max_digit_bits)
+    npass = shifts.shape[0]
+    if n < 2 or npass == 0:
+        return keys
+    hist = _histograms(keys, shifts, widths)
+    nbmax = hist.shape[1]
+    buf = np.empty(nbmax * _WC, np.uint64)
+    cnt = np.empty(nbmax, np.int64)
+    src = keys
+    dst = scratch
+    for p in range(npass):
+        nb = 1 << widths[p]
+        h = hist[p, :nb]
+        if _is_trivial(h, n):
+            continue
+        off = _prefix(h)
+        _scatter_u64(src, dst, off, shifts[p], nb, buf, cnt)
+        src, dst = dst, src
+    return src
+
+
+@njit(cache=True)
+def radix_sort_pairs(keys, vals, max_digit_bits):
+    """Stable LSD radix sort of ``(keys uint64, vals int64)`` by all 64 key bits.
+
+    Skips trivial digit passes.  Returns the permuted ``vals`` (``keys`` and
+    ``vals`` may be clobbered).
+    """
+    n = keys.shape[0]
+    shifts, widths = _digit_plan(0, 64, max_digit_bits)
+    npass = shifts.shape[0]
+    if n < 2:
+        return vals
+    hist = _histograms(keys, shifts, widths)
+    active = np.zeros(npass, np.bool_)
+    last = -1
+    for p in range(npass):
+        nb = 1 << widths[p]
+        if not _is_trivial(hist[p, :nb], n):
+            active[p] = True
+            last = p
+    ksrc = keys
+    vsrc = vals
+    kdst = np.empty_like(keys)
+    vdst = np.empty_like(vals)
+    for p in range(npass):
+        if not active[p]:
+            continue
+        nb = 1 << widths[p]
+        off = _prefix(hist[p, :nb])
+        sh = np.uint64(shifts[p])
+        mask = np.uint64(nb - 1)
+        if p == last:
+            for i in range(n):
+                b = (ksrc[i] >> sh) & mask
+                pos = off[b]
+                vdst[pos] = vsrc[i]
+                off[b] = pos + 1
+        else:
+            for i in range(n):
+                k = ksrc[i]
+                b = (k >> sh) & mask
+                pos = off[b]
+                kdst[pos] = k
+                vdst[pos] = vsrc[i]
+                off[b] = pos + 1
+            ksrc, kdst = kdst, ksrc
+        vsrc, vdst = vdst, vsrc
+    return vsrc
+
+
+@njit(cache=True)
+def sort_words(words, max_digit_bits):
+    """Stable permutation sorting by multi-word keys ``words`` (nwords, n).
+
+    Word 0 is least significant; one stable radix sort per word, from the
+    least to the most significant word, carrying the permutation along.
+    """
+    nwords = words.shape[0]
+    n = words.shape[1]
+    perm = np.arange(n)
+    for wi in range(nwords):
+        k = np.empty(n, np.uint64)
+        row = words[wi]
+        for i in range(n):
+            k[i] = row[perm[i]]
+        perm = radix_sort_pairs(k, perm, max_digit_bits)
+    return perm
+
+
+@njit(cache=True)
+def low_bits(a, mask):
+    """``(a & mask)`` as int64 (extracts the row index of packed keys)."""
+    n = a.shape[0]
+    out = np.empty(n, np.int64)
+    for i in range(n):
+        out[i] = np.int64(a[i] & mask)
+    return out
+
+
+# --------------------------------------------------------------------------
+# consolidation
+# --------------------------------------------------------------------------
+@njit(cache=True)
+def sortedness(rows, times):
+    """0 if unsorted, 1 if sorted with equal neighbours, 2 if strictly sorted."""
+    n = rows.shape[0]
+    strict = True
+    for i in range(1, n):
+        c = _cmp_rt(rows, times, i - 1, rows, times, i)
+        if c > 0:
+            return 0
+        if c == 0:
+            strict = False
+    return 2 if strict else 1
+
+
+@njit(cache=True)
+def is_consolidated(rows, times, diffs):
+    """True iff (row, time) strictly increases and no diff is zero."""
+    n = rows.shape[0]
+    for i in range(n):
+        if diffs[i] == 0:
+            return False
+        if i > 0 and _cmp_rt(rows, times, i - 1, rows, times, i) >= 0:
+            return False
+    return True
+
+
+@njit(cache=True)
+def consolidate_packed(sorted_keys, ib, rows, times, diffs):
+    """Consolidate using sorted packed keys ``(key << ib) | index``.
+
+    Equal ``key`` (the bits above ``ib``) <=> equal (row, time).  Returns
+    ``(rows, times, diffs, m)`` buffers of capacity ``n``; first ``m`` valid.
+    """
+    n = sorted_keys.shape[0]
+    w = rows.shape[1]
+    d = times.shape[1]
+    out_r = np.empty((n, w), np.int64)
+    out_t = np.empty((n, d), np.int64)
+    out_d = np.empty(n, np.int64)
+    ush = np.uint64(ib)
+    mask = (_U1 << ush) - _U1
+    m = 0
+    i = 0
+    while i < n:
+        kk = sorted_keys[i] >> ush
+        first = np.int64(sorted_keys[i] & mask)
+        s = diffs[first]
+        j = i + 1
+        while j < n and (sorted_keys[j] >> ush) == kk:
+            s += diffs[np.int64(sorted_keys[j] & mask)]
+            j += 1
+        if s != 0:
+            for c in range(w):
+                out_r[m, c] = rows[first, c]
+            for c in range(d):
+                out_t[m, c] = times[first, c]
+            out_d[m] = s
+            m += 1
+        i = j
+    return out_r, out_t, out_d, m
+
+
+@njit(cache=True)
+def consolidate_perm(perm, rows, times, diffs):
+    """Consolidate rows visited in the (sorting) order ``perm``.
+
+    Returns ``(rows, times, diffs, m)`` buffers of capacity ``n``.
+    """
+    n = perm.shape[0]
+    w = rows.shape[1]
+    d = times.shape[1]
+    out_r = np.empty((n, w), np.int64)
+    out_t = np.empty((n, d), np.int64)
+    out_d = np.empty(n, np.int64)
+    m = 0
+    i = 0
+    while i < n:
+        first = perm[i]
+        s = diffs[first]
+        j = i + 1
+        while j < n and _cmp_rt(rows, times, first, rows, times, perm[j]) == 0:
+            s += diffs[perm[j]]
+            j += 1
+        if s != 0:
+            for c in range(w):
+                out_r[m, c] = rows[first, c]
+            for c in range(d):
+                out_t[m, c] = times[first, c]
+            out_d[m] = s
+            m += 1
+        i = j
+    return out_r, out_t, out_d, m
+
+
+@njit(cache=True)
+def consolidate_sorted(rows, times, diffs):
+    """Consolidate input already sorted (possibly with equal neighbours).
+
+    Returns ``(rows, times, diffs, m)`` buffers of capacity ``n``.
+    """
+    n = rows.shape[0]
+    w = rows.shape[1]
+    d = times.shape[1]
+    out_r = np.empty((n, w), np.int64)
+    out_t = np.empty((n, d), np.int64)
+    out_d = np.empty(n, np.int64)
+    m = 0
+    i = 0
+    while i < n:
+        s = diffs[i]
+        j = i + 1
+        while j < n and _cmp_rt(rows, times, i, rows, times, j) == 0:
+            s += diffs[j]
+            j += 1
+        if s != 0:
+            for c in range(w):
+                out_r[m, c] = rows[i, c]
+            for c in range(d):
+                out_t[m, c] = times[i, c]
+            out_d[m] = s
+            m += 1
+        i = j
+    return out_r, out_t, out_d, m
+
+
+@njit(cache=True)
+def merge_consolidated(ra, ta, da, rb, tb, db):
+    """Two-pointer merge of two consolidated runs into a consolidated run.
+
+    Returns ``(rows, times, diffs, m)`` buffers of capacity ``na + nb``.
+    """
+    na = ra.shape[0]
+    nb = rb.shape[0]
+    w = ra.shape[1]
+    d = ta.shape[1]
+    cap = na + nb
+    out_r = np.empty((cap, w), np.int64)
+    out_t = np.empty((cap, d), np.int64)
+    out_d = np.empty(cap, np.int64)
+    i = 0
+    j = 0
+    m = 0
+    while i < na and j < nb:
+        c = _cmp_rt(ra, ta, i, rb, tb, j)
+        if c < 0:
+            for k in range(w):
+                out_r[m, k] = ra[i, k]
+            for k in range(d):
+                out_t[m, k] = ta[i, k]
+            out_d[m] = da[i]
+            m += 1
+            i += 1
+        elif c > 0:
+            for k in range(w):
+                out_r[m, k] = rb[j, k]
+            for k in range(d):
+                out_t[m, k] = tb[j, k]
+            out_d[m] = db[j]
+            m += 1
+            j += 1
+        else:
+            s = da[i] + db[j]
+            if s != 0:
+                for k in range(w):
+                    out_r[m, k] = ra[i, k]
+                for k in range(d):
+                    out_t[m, k] = ta[i, k]
+                out_d[m] = s
+                m += 1
+            i += 1
+            j += 1
+    while i < na:
+        for k in range(w):
+            out_r[m, k] = ra[i, k]
+        for k in range(d):
+            out_t[m, k] = ta[i, k]
+        out_d[m] = da[i]
+        m += 1
+        i += 1
+    while j < nb:
+        for k in range(w):
+            out_r[m, k] = rb[j, k]
+        for k in range(d):
+            out_t[m, k] = tb[j, k]
+        out_d[m] = db[j]
+        m += 1
+        j += 1
+    return out_r, out_t, out_d, m
+
+
+# --------------------------------------------------------------------------
+# hashing and partitioning
+# --------------------------------------------------------------------------
+@njit(cache=True)
+def hash_rows(keys):
+    """Fixed splitmix64-chained hash of each row (see columnar.hash_rows)."""
+    n = keys.shape[0]
+    w = keys.shape[1]
+    out = np.empty(n, np.uint64)
+    for i in range(n):
+        h = _HASH_SEED
+        for c in range(w):
+            z = h ^ np.uint64(keys[i, c])
+            z = (z ^ (z >> _U30)) * _MIX1
+            z = (z ^ (z >> _U27)) * _MIX2
+            h = z ^ (z >> _U31)
+        out[i] = h
+    return out
+
+
+@njit(cache=True)
+def partition_of(keys, parts):
+    """``hash_rows(keys) % parts`` (unsigned) as int64."""
+    n = keys.shape[0]
+    w = keys.shape[1]
+    up = np.uint64(parts)
+    out = np.empty(n, np.int64)
+    for i in range(n):
+        h = _HASH_SEED
+        for c in range(w):
+            z = h ^ np.uint64(keys[i, c])
+            z = (z ^ (z >> _U30)) * _MIX1
+            z = (z ^ (z >> _U27)) * _MIX2
+            h = z ^ (z >> _U31)
+        out[i] = np.int64(h % up)
+    return out
+
+
+@njit(cache=True)
+def part_range_ok(part, parts):
+    """True iff every entry of ``part`` lies in ``[0, parts)``."""
+    for i in range(part.shape[0]):
+        p = part[i]
+        if p < 0 or p >= parts:
+            return False
+    return True
+
+
+@njit(cache=True)
+def group_by_partition(part, parts):
+    """Stable counting sort of indices by partition id; ``(perm, offsets)``."""
+    n = part.shape[0]
+    offsets = np.zeros(parts + 1, np.int64)
+    for i in range(n):
+        offsets[part[i] + 1] += 1
+    for p in range(parts):
+        offsets[p + 1] += offsets[p]
+    pos = offsets[:parts].copy()
+    perm = np.empty(n, np.int64)
+    for i in range(n):
+        p = part[i]
+        perm[pos[p]] = i
+        pos[p] += 1
+    return perm, offsets
+
+
+# --------------------------------------------------------------------------
+# searching and joining sorted rows
+# --------------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def _lower_bound(s, q, j, lo, hi):
+    """First index in ``[lo, hi)`` with ``s[idx] >= q[j]``."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if _cmp_row(s, mid, q, j) < 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, inline="always")
+def _upper_bound(s, q, j, lo, hi):
+    """First index in ``[lo, hi)`` with ``s[idx] > q[j]``."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if _cmp_row(s, mid, q, j) <= 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def key_ranges(sorted_keys, query_keys):
+    """Per query the half-open range ``[lo, hi)`` of equal sorted rows."""
+    n = sorted_keys.shape[0]
+    m = query_keys.shape[0]
+    lo = np.empty(m, np.int64)
+    hi = np.empty(m, np.int64)
+    for j in range(m):
+        a = _lower_bound(sorted_keys, query_keys, j, 0, n)
+        lo[j] = a
+        hi[j] = _upper_bound(sorted_keys, query_keys, j, a, n)
+    return lo, hi
+
+
+@njit(cache=True)
+def searchsorted_rows(sorted_rows, query_rows, right):
+    """Lexicographic ``np.searchsorted`` (left or right side)."""
+    n = sorted_rows.shape[0]
+    m = query_rows.shape[0]
+    out = np.empty(m, np.int64)
+    for j in range(m):
+        if right:
+            out[j] = _upper_bound(sorted_rows, query_rows, j, 0, n)
+        else:
+            out[j] = _lower_bound(sorted_rows, query_rows, j, 0, n)
+    return out
+
+
+@njit(cache=True)
+def _run_end(a, i, n):
+    """End of the run of rows equal to ``a[i]`` starting at ``i``."""
+    j = i + 1
+    while j < n and _cmp_row(a, i, a, j) == 0:
+        j += 1
+    return j
+
+
+@njit(cache=True)
+def match_count(left, right):
+    """Number of equal-key pairs between two sorted key arrays."""
+    nl = left.shape[0]
+    nr = right.shape[0]
+    i = 0
+    j = 0
+    total = 0
+    while i < nl and j < nr:
+        c = _cmp_row(left, i, right, j)
+        if c < 0:
+            i += 1
+        elif c > 0:
+            j += 1
+        else:
+            i1 = _run_end(left, i, nl)
+            j1 = _run_end(right, j, nr)
+            total += (i1 - i) * (j1 - j)
+            i = i1
+            j = j1
+    return total
+
+
+@njit(cache=True)
+def match_fill(left, right, total):
+    """All equal-key pairs ``(i, j)`` ordered by i then j (``total`` of them)."""
+    nl = left.shape[0]
+    nr = right.shape[0]
+    li = np.empty(total, np.int64)
+    ri = np.empty(total, np.int64)
+    i = 0
+    j = 0
+    m = 0
+    while i < nl and j < nr:
+        c = _cmp_row(left, i, right, j)
+        if c < 0:
+            i += 1
+        elif c > 0:
+            j += 1
+        else:
+            i1 = _run_end(left, i, nl)
+            j1 = _run_end(right, j, nr)
+            for a in range(i, i1):
+                for b in range(j, j1):
+                    li[m] = a
+                    ri[m] = b
+                    m += 1
+            i = i1
+            j = j1
+    return li, ri
+
+
+@njit(cache=True)
+def group_starts(sorted_rows):
+    """Start offsets of runs of equal rows, with ``n`` appended."""
+    n = sorted_rows.shape[0]
+    buf = np.empty(n + 1, np.int64)
+    m = 0
+    for i in range(n):
+        if i == 0 or _cmp_row(sorted_rows, i - 1, sorted_rows, i) != 0:
+            buf[m] = i
+            m += 1
+    buf[m] = n
+    return buf[: m + 1].copy()

@@ -1,0 +1,122 @@
+"""Batch: an immutable, consolidated, described set of updates.
+
+A batch holds updates ``(row, time, diff)`` whose rows start with
+``key_width`` key columns.  Invariants (asserted by :meth:`Batch._check`):
+
+* arrays are C-contiguous int64 of matching lengths;
+* updates are sorted by (row, time) and consolidated: no (row, time) pair
+  twice and no zero diff;
+* the description ``(lower, upper, since)`` covers the contents: every
+  update's original time ``t`` had ``lower <= t`` and not ``upper <= t``;
+  times have since been advanced by ``since`` (``advance_by(t, since) == t``).
+  When ``since`` is the minimum antichain the times lie in ``[lower, upper)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..lattice import Antichain, advance_by
+from . import columnar
+from .updates import Updates
+
+
+class Batch:
+    """A consolidated run of updates with a ``(lower, upper, since)`` description.
+
+    >>> from diffflow.lattice import Antichain
+    >>> u = Updates.from_lists([(2, 9), (1, 5), (2, 9)], [(0,), (0,), (0,)], [1, 1, 1])
+    >>> b = Batch.from_updates(u, key_width=1, lower=Antichain([(0,)]), upper=Antichain([(1,)]))
+    >>> b.rows.tolist(), b.diffs.tolist()
+    ([[1, 5], [2, 9]], [1, 2])
+    >>> b._check()
+    """
+
+    __slots__ = ("rows", "times", "diffs", "key_width", "lower", "upper", "since")
+
+    def __init__(self, rows, times, diffs, key_width, lower, upper, since=None):
+        self.rows, self.times, self.diffs = rows, times, diffs
+        self.key_width = key_width
+        self.lower, self.upper = lower, upper
+        self.since = since if since is not None else Antichain.minimum(times.shape[1])
+
+    @staticmethod
+    def from_updates(updates: Updates, key_width: int, lower, upper, since=None) -> "Batch":
+        """Consolidate ``updates`` into a batch with the given description."""
+        rows, times, diffs = columnar.consolidate(updates.rows, updates.times, updates.diffs)
+        return Batch(rows, times, diffs, key_width, lower, upper, since)
+
+    @staticmethod
+    def empty(width: int, key_width: int, dim: int, lower=None, upper=None) -> "Batch":
+        lower = lower if lower is not None else Antichain.minimum(dim)
+        upper = upper if upper is not None else lower
+        e = Updates.empty(width, dim)
+        return Batch(e.rows, e.times, e.diffs, key_width, lower, upper)
+
+    def __len__(self) -> int:
+        return len(self.diffs)
+
+    @property
+    def keys(self) -> np.ndarray:
+        """The key columns (a view)."""
+        return self.rows[:, : self.key_width]
+
+    @property
+    def width(self) -> int:
+        return self.rows.shape[1]
+
+    @property
+    def dim(self) -> int:
+        return self.times.shape[1]
+
+    def updates(self) -> Updates:
+        return Updates(self.rows, self.times, self.diffs)
+
+    def advanced(self, frontier: Antichain) -> "Batch":
+        """Logical compaction: advance times by ``frontier``, consolidate, drop zeros."""
+        if frontier.is_empty() or len(self) == 0:
+            return Batch(self.rows, self.times, self.diffs, self.key_width,
+                         self.lower, self.upper, frontier)
+        times = advance_by(self.times, frontier)
+        rows, times, diffs = columnar.consolidate(self.rows, times, self.diffs)
+        return Batch(rows, times, diffs, self.key_width, self.lower, self.upper, frontier)
+
+    def _check(self) -> None:
+        """Assert every structural invariant of the batch."""
+        n = len(self.diffs)
+        for name in ("rows", "times", "diffs"):
+            arr = getattr(self, name)
+            assert arr.dtype == np.int64, f"{name} must be int64, is {arr.dtype}"
+            assert arr.flags.c_contiguous, f"{name} must be C-contiguous"
+            assert len(arr) == n, f"{name} has {len(arr)} entries, diffs has {n}"
+        assert self.rows.ndim == 2 and self.times.ndim == 2 and self.diffs.ndim == 1
+        assert 0 <= self.key_width <= self.rows.shape[1]
+        assert columnar.is_consolidated(self.rows, self.times, self.diffs), \
+            "batch is not sorted and consolidated"
+        assert self.lower.less_equal(self.upper), "lower must be <= upper"
+        if n == 0:
+            return
+        if not self.since.is_empty():
+            assert np.array_equal(advance_by(self.times, self.since), self.times), \
+                "times are not advanced by since"
+        if self.since == Antichain.minimum(self.dim):
+            assert np.all(self.lower.admits(self.times)), "a time is below lower"
+            if not self.upper.is_empty():
+                assert not np.any(self.upper.admits(self.times)), "a time is at or beyond upper"
+
+    def __repr__(self) -> str:
+        return (f"Batch({len(self)} updates, key_width={self.key_width}, "
+                f"lower={self.lower!r}, upper={self.upper!r}, since={self.since!r})")
+
+
+def merge(older: Batch, newer: Batch, frontier: Antichain) -> Batch:
+    """Merge two adjacent batches into one, compacted to ``frontier``.
+
+    ``frontier`` is the spine's compaction frontier; it is never behind either
+    batch's ``since`` (compaction frontiers only advance).  The result
+    describes ``[older.lower, newer.upper)``.
+    """
+    a = older if older.since == frontier else older.advanced(frontier)
+    b = newer if newer.since == frontier else newer.advanced(frontier)
+    rows, times, diffs = columnar.merge_consolidated(a.rows, a.times, a.diffs,
+                                                     b.rows, b.times, b.diffs)
+    return Batch(rows, times, diffs, a.key_width, older.lower, newer.upper, frontier)

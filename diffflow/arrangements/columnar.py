@@ -1,0 +1,455 @@
+"""Columnar primitives on int64 row arrays (sort, consolidate, merge, hash, join).
+
+Data contract (shared with the rest of ``diffflow``):
+
+* A set of rows is a C-contiguous ``int64`` array of shape ``(n, w)``
+  (row-major; ``w`` may be 0).  All column types are encoded to ``int64``
+  elsewhere.
+* Times are a C-contiguous ``int64`` array ``(n, d)`` with ``d >= 1``; diffs
+  are ``int64`` ``(n,)``.
+* "Sorted" means lexicographic by the row columns, then by the time columns,
+  all compared as signed ``int64``.  "Consolidated" means sorted with
+  strictly increasing ``(row, time)`` and no zero diff.
+
+The wrappers here validate shapes and dtypes (raising ``ValueError`` /
+``TypeError``), convert every array to C-contiguous ``int64`` (any integer or
+bool dtype that casts *safely* to ``int64`` is accepted; ``uint64`` and
+floats are rejected) and then call the private numba kernels in
+``_kernels.py``.  numba and the kernels are imported lazily on first use, so
+importing this module is cheap and compiles nothing.  Arrays returned by
+functions that drop rows (``consolidate``, ``merge_consolidated``) are
+freshly allocated and never alias the inputs, but may be views of a
+slightly larger fresh buffer.
+
+Sorting strategy (``sort_permutation`` / ``consolidate``): per column min and
+max are computed in one pass; each non-constant column is offset by its min
+(uint64 arithmetic, so full-range int64 columns are fine) and packed, most
+significant column first, into as few uint64 words as possible.  If the key
+bits plus the bits of the row index fit in 64, the index is packed into the
+low bits: every word is then unique, stability is automatic and a single
+uint64 array is sorted (the permutation is the low bits).  Otherwise the
+words are sorted from least to most significant with a stable LSD radix
+sort of (word, permutation) pairs, 11-bit digits, skipping digit passes in
+which all elements share the digit (all digit histograms come from one pass).
+
+Measured on this machine (1 core, AVX-512 Xeon, 10M rows, key uniform in
+[0, 1e7), time in [0, 10): 28 key bits + 24 index bits):
+
+* sort of the packed uint64 array: ``np.sort`` (numpy 2's AVX-512 quicksort)
+  ~165 ms; numba LSD radix sort (3 passes of 10 bits) ~140 ms;
+  ``np.argsort(kind='stable')`` of the packed key ~2.4 s,
+  ``np.argsort`` (default) ~1.0 s; ``np.lexsort`` of the two columns ~4.0 s.
+* end to end ``consolidate`` of 10M rows: ~0.4 s (~25M rows/s) versus
+  ~5 s for a ``np.lexsort``-based numpy consolidate.
+
+See ``bench/bench_kernels.py`` for the full figures.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "sort_permutation",
+    "consolidate",
+    "is_consolidated",
+    "merge_consolidated",
+    "hash_rows",
+    "partition_of",
+    "group_by_partition",
+    "key_ranges",
+    "match_sorted",
+    "group_starts",
+    "searchsorted_rows",
+]
+
+# Largest radix digit, in bits (2**11 buckets of int64 counters fit in L1/L2).
+_DIGIT_BITS = 11
+# Sort backend for the single-word packed case: "radix" (numba) or "numpy".
+_PACKED_SORT = "radix"
+
+_KERNELS = None
+
+
+def _k():
+    """Import (once) and return the numba kernel module."""
+    global _KERNELS
+    if _KERNELS is None:
+        import importlib
+
+        _KERNELS = importlib.import_module("diffflow.arrangements._kernels")
+    return _KERNELS
+
+
+# ---------------------------------------------------------------------------
+# validation helpers
+# ---------------------------------------------------------------------------
+_I64 = np.dtype(np.int64)
+
+
+def _int64(x, name: str, ndim: int) -> np.ndarray:
+    """Validate dtype / ndim of ``x`` and return it as C-contiguous int64."""
+    a = np.asarray(x)
+    if a.ndim != ndim:
+        shape = "(n, w)" if ndim == 2 else "(n,)"
+        raise ValueError(f"{name} must be a {ndim}-D array of shape {shape}, got shape {a.shape}")
+    if a.dtype != _I64:
+        if not np.can_cast(a.dtype, _I64, casting="safe"):
+            raise TypeError(f"{name} must have an integer dtype castable to int64, got {a.dtype}")
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def _rows(x, name: str = "rows") -> np.ndarray:
+    return _int64(x, name, 2)
+
+
+def _times(t, n: int, name: str = "times") -> np.ndarray:
+    a = _int64(t, name, 2)
+    if a.shape[0] != n:
+        raise ValueError(f"{name} has {a.shape[0]} rows, expected {n}")
+    if a.shape[1] < 1:
+        raise ValueError(f"{name} must have at least one column, got shape {a.shape}")
+    return a
+
+
+def _diffs(x, n: int, name: str = "diffs") -> np.ndarray:
+    a = _int64(x, name, 1)
+    if a.shape[0] != n:
+        raise ValueError(f"{name} has length {a.shape[0]}, expected {n}")
+    return a
+
+
+def _triple(rows, times, diffs, suffix: str = ""):
+    r = _rows(rows, "rows" + suffix)
+    n = r.shape[0]
+    return r, _times(times, n, "times" + suffix), _diffs(diffs, n, "diffs" + suffix)
+
+
+def _same_width(a: np.ndarray, b: np.ndarray, an: str, bn: str) -> None:
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"{an} has {a.shape[1]} columns but {bn} has {b.shape[1]}")
+
+
+def _trim(buf: np.ndarray, m: int) -> np.ndarray:
+    """First ``m`` entries of a fresh buffer; copy if most of it is unused."""
+    if m == buf.shape[0]:
+        return buf
+    v = buf[:m]
+    return v.copy() if 2 * m < buf.shape[0] else v
+
+
+# ---------------------------------------------------------------------------
+# sorting
+# ---------------------------------------------------------------------------
+def _sort_plan(rows: np.ndarray, times: np.ndarray):
+    """Sort ``(rows, times)`` (validated, n >= 2).
+
+    Returns ``("identity",)``, ``("packed", sorted_keys, ib)`` (sorted
+    uint64 words ``key << ib | index``) or ``("perm", perm)``.
+    """
+    K = _k()
+    n = rows.shape[0]
+    w = rows.shape[1]
+    mins, maxs = K.col_minmax(rows, times)
+    cols = []
+    for c in range(w + times.shape[1]):
+        b = (int(maxs[c]) - int(mins[c])).bit_length()
+        if b:
+            cols.append((c, b))
+    total = sum(b for _, b in cols)
+    if total == 0:
+        return ("identity",)
+    ib = (n - 1).bit_length()
+    packed = total + ib <= 64
+    base = ib if packed else 0
+    nwords = 1 if packed else (total + 63) // 64
+    # global bit offsets (from the least significant end), first column highest
+    pieces = []
+    off = total
+    for c, b in cols:
+        off -= b
+        lo_g, hi_g = off + base, off + base + b
+        for wd in range(lo_g // 64, (hi_g - 1) // 64 + 1):
+            lo = max(lo_g, 64 * wd)
+            hi = min(hi_g, 64 * wd + 64)
+            pieces.append((c, lo - lo_g, (1 << (hi - lo)) - 1, wd, lo - 64 * wd))
+    p_col = np.array([p[0] for p in pieces], dtype=np.int64)
+    p_src = np.array([p[1] for p in pieces], dtype=np.uint64)
+    p_mask = np.array([p[2] for p in pieces], dtype=np.uint64)
+    p_word = np.array([p[3] for p in pieces], dtype=np.int64)
+    p_dst = np.array([p[4] for p in pieces], dtype=np.uint64)
+    words = K.pack_keys(rows, times, mins, p_col, p_src, p_mask, p_word, p_dst, nwords, packed)
+    if packed:
+        keys = words[0]
+        if _PACKED_SORT == "numpy":
+            keys.sort()
+            srt = keys
+        else:
+            srt = K.radix_sort_u64(keys, ib, ib + total, _DIGIT_BITS)
+        return ("packed", srt, ib)
+    return ("perm", K.sort_words(words, _DIGIT_BITS))
+
+
+def _no_times(n: int) -> np.ndarray:
+    return np.empty((n, 0), dtype=np.int64)
+
+
+def sort_permutation(rows, times=None) -> np.ndarray:
+    """Stable permutation sorting lexicographically by ``rows`` then ``times``.
+
+    ``rows`` is ``(n, w)``, ``times`` (optional) is ``(n, d)``; returns an
+    ``int64`` array ``perm`` such that ``rows[perm]`` is sorted (ties keep
+    their original order).  Complexity: O(n * (w + d)) to pack the columns
+    plus O(n * B / 11) for an LSD radix sort over ``B`` total key bits.
+
+    >>> sort_permutation(np.array([[3], [1], [3], [2]]), np.array([[0], [5], [-1], [7]]))
+    array([1, 3, 2, 0])
+    >>> sort_permutation(np.zeros((3, 0), dtype=np.int64))
+    array([0, 1, 2])
+    """
+    r = _rows(rows)
+    n = r.shape[0]
+    t = _no_times(n) if times is None else _int64(times, "times", 2)
+    if t.shape[0] != n:
+        raise ValueError(f"times has {t.shape[0]} rows, expected {n}")
+    if n < 2:
+        return np.arange(n, dtype=np.int64)
+    plan = _sort_plan(r, t)
+    if plan[0] == "identity":
+        return np.arange(n, dtype=np.int64)
+    if plan[0] == "packed":
+        return _k().low_bits(plan[1], np.uint64((1 << plan[2]) - 1))
+    return plan[1]
+
+
+# ---------------------------------------------------------------------------
+# consolidation and merging
+# ---------------------------------------------------------------------------
+def _finish(out):
+    r, t, d, m = out
+    return _trim(r, m), _trim(t, m), _trim(d, m)
+
+
+def consolidate(rows, times, diffs):
+    """Sort by (row, time), sum the diffs of equal pairs and drop zero sums.
+
+    Returns fresh C-contiguous ``(rows, times, diffs)``.  Complexity:
+    O(n) if the input is already sorted (detected in one pass), otherwise
+    the cost of :func:`sort_permutation` plus O(n * (w + d)).
+
+    >>> r, t, d = consolidate(np.array([[2], [1], [2], [1]]),
+    ...                       np.array([[0], [0], [0], [1]]),
+    ...                       np.array([1, 1, -1, 3]))
+    >>> r.tolist(), t.tolist(), d.tolist()
+    ([[1], [1]], [[0], [1]], [1, 3])
+    """
+    r, t, d = _triple(rows, times, diffs)
+    K = _k()
+    n = r.shape[0]
+    if n < 2 or K.sortedness(r, t) > 0:
+        return _finish(K.consolidate_sorted(r, t, d))
+    plan = _sort_plan(r, t)
+    if plan[0] == "identity":  # unreachable (unsorted implies a varying column)
+        return _finish(K.consolidate_sorted(r, t, d))
+    if plan[0] == "packed":
+        return _finish(K.consolidate_packed(plan[1], plan[2], r, t, d))
+    return _finish(K.consolidate_perm(plan[1], r, t, d))
+
+
+def is_consolidated(rows, times, diffs) -> bool:
+    """True iff ``(row, time)`` strictly increases and no diff is zero.
+
+    Complexity: O(n * (w + d)), one pass with early exit.
+
+    >>> is_consolidated(np.array([[1], [2]]), np.array([[0], [0]]), np.array([1, -2]))
+    True
+    >>> is_consolidated(np.array([[1], [1]]), np.array([[0], [0]]), np.array([1, 1]))
+    False
+    """
+    r, t, d = _triple(rows, times, diffs)
+    return bool(_k().is_consolidated(r, t, d))
+
+
+def merge_consolidated(rows_a, times_a, diffs_a, rows_b, times_b, diffs_b):
+    """Merge two consolidated runs into their consolidated sum.
+
+    Equal ``(row, time)`` pairs have their diffs added; zero sums are
+    dropped.  Inputs must already be consolidated (not re-checked).
+    Complexity: O((na + nb) * (w + d)), one two-pointer pass.
+
+    >>> r, t, d = merge_consolidated(np.array([[1], [3]]), np.array([[0], [0]]), np.array([1, 2]),
+    ...                              np.array([[2], [3]]), np.array([[0], [0]]), np.array([5, -2]))
+    >>> r.tolist(), t.tolist(), d.tolist()
+    ([[1], [2]], [[0], [0]], [1, 5])
+    """
+    ra, ta, da = _triple(rows_a, times_a, diffs_a, "_a")
+    rb, tb, db = _triple(rows_b, times_b, diffs_b, "_b")
+    _same_width(ra, rb, "rows_a", "rows_b")
+    _same_width(ta, tb, "times_a", "times_b")
+    return _finish(_k().merge_consolidated(ra, ta, da, rb, tb, db))
+
+
+# ---------------------------------------------------------------------------
+# hashing and partitioning
+# ---------------------------------------------------------------------------
+_SEED = 0x9E3779B97F4A7C15
+_M1 = 0xBF58476D1CE4E5B9
+_M2 = 0x94D049BB133111EB
+
+
+def hash_rows(keys) -> np.ndarray:
+    """Fixed 64-bit hash of each row's columns, as ``uint64`` ``(n,)``.
+
+    The hash is stable across processes and runtimes::
+
+        h = 0x9E3779B97F4A7C15
+        for each column value v (reinterpreted as uint64):
+            h = fmix(h ^ v)
+        fmix(z): z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+                 z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+                 return z ^ (z >> 31)          # all wrapping uint64
+
+    (``fmix`` is the splitmix64 finalizer.)  Width 0 gives the seed for every
+    row.  Complexity: O(n * w).
+
+    >>> hash_rows(np.zeros((2, 0), dtype=np.int64)).tolist() == [0x9E3779B97F4A7C15] * 2
+    True
+    >>> bool((hash_rows(np.array([[1, -2], [7, 0]])) == _hash_rows_numpy(np.array([[1, -2], [7, 0]]))).all())
+    True
+    """
+    return _k().hash_rows(_rows(keys, "keys"))
+
+
+def _hash_rows_numpy(keys) -> np.ndarray:
+    """Pure-numpy reference implementation of :func:`hash_rows`.
+
+    >>> int(_hash_rows_numpy(np.array([[0]]))[0]) == int(hash_rows(np.array([[0]]))[0])
+    True
+    """
+    k = _rows(keys, "keys").view(np.uint64)
+    n, w = k.shape
+    h = np.full(n, _SEED, dtype=np.uint64)
+    s30, s27, s31 = np.uint64(30), np.uint64(27), np.uint64(31)
+    m1, m2 = np.uint64(_M1), np.uint64(_M2)
+    with np.errstate(over="ignore"):
+        for c in range(w):
+            z = h ^ k[:, c]
+            z = (z ^ (z >> s30)) * m1
+            z = (z ^ (z >> s27)) * m2
+            h = z ^ (z >> s31)
+    return h
+
+
+def _check_parts(parts) -> int:
+    if isinstance(parts, (bool, np.bool_)) or not isinstance(parts, (int, np.integer)):
+        raise TypeError(f"parts must be an int, got {type(parts).__name__}")
+    parts = int(parts)
+    if parts < 1:
+        raise ValueError(f"parts must be >= 1, got {parts}")
+    return parts
+
+
+def partition_of(keys, parts) -> np.ndarray:
+    """Partition id ``hash_rows(keys) % parts`` (unsigned modulo), int64 ``(n,)``.
+
+    Complexity: O(n * w).
+
+    >>> p = partition_of(np.array([[1], [2], [1]]), 4)
+    >>> bool(p[0] == p[2]) and bool(((0 <= p) & (p < 4)).all())
+    True
+    """
+    parts = _check_parts(parts)
+    return _k().partition_of(_rows(keys, "keys"), parts)
+
+
+def group_by_partition(part, parts):
+    """Stable counting sort by partition id: ``(perm, offsets)``.
+
+    Rows of partition ``p`` are ``perm[offsets[p]:offsets[p + 1]]`` in their
+    original order; ``offsets`` has length ``parts + 1``.  Every ``part``
+    value must lie in ``[0, parts)``.  Complexity: O(n + parts).
+
+    >>> perm, off = group_by_partition(np.array([1, 0, 1, 2]), 3)
+    >>> perm.tolist(), off.tolist()
+    ([1, 0, 2, 3], [0, 1, 3, 4])
+    """
+    parts = _check_parts(parts)
+    p = _int64(part, "part", 1)
+    K = _k()
+    if not K.part_range_ok(p, parts):
+        raise ValueError(f"part values must lie in [0, {parts})")
+    return K.group_by_partition(p, parts)
+
+
+# ---------------------------------------------------------------------------
+# searching and joining
+# ---------------------------------------------------------------------------
+def key_ranges(sorted_keys, query_keys):
+    """For each query row, the half-open range ``[lo, hi)`` of equal sorted rows.
+
+    ``sorted_keys`` ``(n, k)`` must be sorted (duplicates allowed);
+    ``query_keys`` ``(m, k)`` may be in any order.  With ``k = 0`` every row
+    matches every query.  Complexity: O(m * k * log n), one kernel call.
+
+    >>> lo, hi = key_ranges(np.array([[1], [3], [3], [5]]), np.array([[3], [4], [0]]))
+    >>> lo.tolist(), hi.tolist()
+    ([1, 3, 0], [3, 3, 0])
+    """
+    s = _rows(sorted_keys, "sorted_keys")
+    q = _rows(query_keys, "query_keys")
+    _same_width(s, q, "sorted_keys", "query_keys")
+    return _k().key_ranges(s, q)
+
+
+def searchsorted_rows(sorted_rows, query_rows, side: str = "left") -> np.ndarray:
+    """Lexicographic ``np.searchsorted`` over rows: insertion points, int64 ``(m,)``.
+
+    ``side='left'`` gives the first index ``i`` with ``sorted_rows[i] >= q``,
+    ``side='right'`` the first with ``sorted_rows[i] > q``.
+    Complexity: O(m * k * log n).
+
+    >>> s = np.array([[1, 0], [1, 2], [2, 0]])
+    >>> searchsorted_rows(s, np.array([[1, 2], [0, 9]])).tolist()
+    [1, 0]
+    >>> searchsorted_rows(s, np.array([[1, 2]]), side="right").tolist()
+    [2]
+    """
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+    s = _rows(sorted_rows, "sorted_rows")
+    q = _rows(query_rows, "query_rows")
+    _same_width(s, q, "sorted_rows", "query_rows")
+    return _k().searchsorted_rows(s, q, side == "right")
+
+
+def match_sorted(left_keys, right_keys):
+    """All index pairs ``(i, j)`` with ``left_keys[i] == right_keys[j]``.
+
+    Both inputs are sorted lexicographically (duplicates allowed).  Pairs
+    are ordered by ``i`` then ``j``; ``k = 0`` gives the full cross product.
+    Complexity: O((nl + nr) * k + output), two merge passes (count, fill).
+
+    >>> li, ri = match_sorted(np.array([[1], [2], [2], [4]]), np.array([[2], [2], [3], [4]]))
+    >>> li.tolist(), ri.tolist()
+    ([1, 1, 2, 2, 3], [0, 1, 0, 1, 3])
+    """
+    a = _rows(left_keys, "left_keys")
+    b = _rows(right_keys, "right_keys")
+    _same_width(a, b, "left_keys", "right_keys")
+    K = _k()
+    total = K.match_count(a, b)
+    return K.match_fill(a, b, total)
+
+
+def group_starts(sorted_rows) -> np.ndarray:
+    """Start offsets of runs of equal rows, with ``n`` appended (int64).
+
+    Group ``i`` is ``starts[i]:starts[i + 1]``; ``n = 0`` gives ``[0]``.
+    Complexity: O(n * w).
+
+    >>> group_starts(np.array([[1], [1], [2], [5], [5]])).tolist()
+    [0, 2, 3, 5]
+    >>> group_starts(np.zeros((0, 1), dtype=np.int64)).tolist()
+    [0]
+    """
+    return _k().group_starts(_rows(sorted_rows, "sorted_rows"))

@@ -1,0 +1,150 @@
+"""Spine: one partition's trace of a collection, as an LSM of immutable batches.
+
+Design
+------
+A spine is a list of batches, oldest first, whose descriptions tile the
+history: ``batches[i].upper == batches[i + 1].lower``.  New batches are
+appended at the end; afterwards, while the second-to-last batch is no more
+than twice the size of the last, the two are merged.  Sizes therefore
+decrease geometrically from old to new, a spine of ``n`` updates has
+``O(log n)`` batches, and every update takes part in ``O(log n)`` merges, each
+linear: inserting ``n`` updates costs amortised ``O(n log n)``.
+
+Logical compaction
+------------------
+Readers tell the spine (through :meth:`set_compaction`) the frontier beyond
+which they will ever look.  Updates at times the frontier cannot tell apart
+may then be advanced (``advance_by``) and consolidated.  The spine applies its
+frontier whenever it merges, so compaction costs nothing extra and happens at
+amortised rates; :meth:`compact` forces it everywhere (checkpoints, tests).
+
+Lookups
+-------
+:meth:`gather` finds the updates of many keys at once: one vectorised binary
+search per batch (``O(m log n)`` for ``m`` keys), never per-key Python.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..lattice import Antichain
+from . import columnar
+from .batch import Batch, merge
+from .updates import Updates, concat
+
+
+def expand_ranges(lo: np.ndarray, hi: np.ndarray):
+    """For half-open ranges ``[lo[i], hi[i])``, list (range index, position) pairs.
+
+    >>> q, p = expand_ranges(np.array([5, 0]), np.array([7, 1]))
+    >>> q.tolist(), p.tolist()
+    ([0, 0, 1], [5, 6, 0])
+    """
+    counts = hi - lo
+    total = int(counts.sum())
+    query = np.repeat(np.arange(len(lo), dtype=np.int64), counts)
+    starts = np.cumsum(counts) - counts
+    positions = np.arange(total, dtype=np.int64) + np.repeat(lo - starts, counts)
+    return query, positions
+
+
+class Spine:
+    """A geometric LSM of batches for one partition of an arrangement.
+
+    >>> s = Spine(width=2, key_width=1, dim=1)
+    >>> s.insert_updates(Updates.from_lists([(1, 10), (2, 20)], [(0,), (0,)], [1, 1]),
+    ...                  upper=Antichain([(1,)]))
+    >>> q, rows, times, diffs = s.gather(np.array([[2], [3]]))
+    >>> q.tolist(), rows.tolist()
+    ([0], [[2, 20]])
+    """
+
+    def __init__(self, width: int, key_width: int, dim: int):
+        self.width, self.key_width, self.dim = width, key_width, dim
+        self.batches: list[Batch] = []
+        self.since = Antichain.minimum(dim)
+        self.upper = Antichain.minimum(dim)
+
+    def __len__(self) -> int:
+        return sum(len(b) for b in self.batches)
+
+    def insert(self, batch: Batch) -> None:
+        """Append a batch whose ``lower`` is the spine's ``upper``; merge geometrically."""
+        if batch.lower != self.upper:
+            raise ValueError(f"batch lower {batch.lower!r} does not continue spine upper {self.upper!r}")
+        self.upper = batch.upper
+        if len(batch) == 0 and self.batches:
+            last = self.batches[-1]
+            self.batches[-1] = Batch(last.rows, last.times, last.diffs, last.key_width,
+                                     last.lower, batch.upper, last.since)
+            return
+        self.batches.append(batch)
+        batches = self.batches
+        while len(batches) >= 2 and len(batches[-2]) <= 2 * len(batches[-1]):
+            newer = batches.pop()
+            older = batches.pop()
+            batches.append(merge(older, newer, self.since))
+
+    def insert_updates(self, updates: Updates, upper: Antichain) -> Batch:
+        """Consolidate ``updates`` into a batch ``[self.upper, upper)`` and insert it."""
+        batch = Batch.from_updates(updates, self.key_width, self.upper, upper)
+        self.insert(batch)
+        return batch
+
+    def set_compaction(self, frontier: Antichain) -> None:
+        """Allow times to be advanced to ``frontier`` (frontiers only move forward)."""
+        self.since = frontier
+
+    def compact(self) -> None:
+        """Apply the compaction frontier to every batch now, and merge them into one."""
+        if not self.batches:
+            return
+        merged = self.batches[0]
+        if merged.since != self.since:
+            merged = merged.advanced(self.since)
+        for batch in self.batches[1:]:
+            merged = merge(merged, batch, self.since)
+        self.batches = [merged]
+
+    def gather(self, query_keys: np.ndarray):
+        """All updates whose key equals one of ``query_keys`` (an ``(m, key_width)`` array).
+
+        Returns ``(query_index, rows, times, diffs)``; ``query_index[i]`` is the
+        query row that update ``i`` matched.
+        """
+        query_keys = np.ascontiguousarray(query_keys, dtype=np.int64)
+        parts = []
+        for batch in self.batches:
+            if len(batch) == 0:
+                continue
+            lo, hi = columnar.key_ranges(batch.keys, query_keys)
+            q, pos = expand_ranges(lo, hi)
+            if len(pos):
+                parts.append((q, batch.rows[pos], batch.times[pos], batch.diffs[pos]))
+        if not parts:
+            return (np.zeros(0, np.int64), np.zeros((0, self.width), np.int64),
+                    np.zeros((0, self.dim), np.int64), np.zeros(0, np.int64))
+        if len(parts) == 1:
+            return parts[0]
+        return tuple(np.concatenate(x) for x in zip(*parts))
+
+    def to_updates(self) -> Updates:
+        """Every update in the spine, consolidated."""
+        chunks = [b.updates() for b in self.batches]
+        return concat(chunks, self.width, self.dim).consolidated()
+
+    def _check(self) -> None:
+        """Assert the spine's invariants and those of all its batches."""
+        lower = None
+        for batch in self.batches:
+            batch._check()
+            assert batch.key_width == self.key_width and batch.width == self.width
+            if lower is not None:
+                assert batch.lower == lower, "batch descriptions must tile the history"
+            lower = batch.upper
+        if self.batches:
+            assert self.batches[-1].upper == self.upper
+
+    def __repr__(self) -> str:
+        sizes = [len(b) for b in self.batches]
+        return f"Spine(width={self.width}, key_width={self.key_width}, batches={sizes})"

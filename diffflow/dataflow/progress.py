@@ -1,0 +1,43 @@
+"""Progress tracking: which times may still appear at each operator input.
+
+Following Naiad, every location holds *pointstamps*: the times of messages
+queued for it and the capabilities its operator holds (times it may still
+emit at).  The frontier at an input port is the set of minimal times that
+could still arrive there: pointstamps upstream, carried along the edges by
+each edge's *path summary*.  In the acyclic graphs built so far every summary
+is the identity, so frontiers follow from one pass in topological order:
+
+    out(n) = minimal( in(n) + capabilities(n) + queued(n) )
+    in(n)  = union of out(s) over the inputs s of n
+
+A time that a port's frontier does not admit is complete there: operators
+that must see all input at a time (reduce, arrange, output) wait for it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..lattice import Antichain
+
+
+def frontier_of(parts, dim: int) -> Antichain:
+    """The antichain of minimal times among several ``(k, d)`` arrays and antichains.
+
+    >>> frontier_of([np.array([[3], [1]]), Antichain([(2,)])], 1)
+    Antichain([(1,)])
+    """
+    arrays = []
+    for part in parts:
+        if part is None:
+            continue
+        if isinstance(part, Antichain):
+            if len(part):
+                arrays.append(part.elements)
+        elif len(part):
+            arrays.append(part)
+    if not arrays:
+        return Antichain(d=dim)
+    times = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+    if dim == 1:  # the common case: a total order, the minimum is the frontier
+        return Antichain(times[np.argmin(times[:, 0])][None, :], d=1)
+    return Antichain(times, d=dim)

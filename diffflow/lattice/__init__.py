@@ -1,0 +1,42 @@
+"""Product-order time lattice and frontiers for diffflow.
+
+Times are tuples of ``d`` non-negative int64 coordinates (epoch first, then
+one round counter per nested loop) ordered by the product order; ``join`` is
+the coordinate-wise max and ``meet`` the coordinate-wise min.  Frontiers are
+antichains of such times.  The central invariant, relied on for compaction:
+for every ``t2`` a frontier ``F`` admits, ``t <= t2`` iff
+``advance_by(t, F) <= t2``.
+
+This package depends on numpy only.
+
+>>> F = Antichain([(1, 0), (0, 2)])
+>>> advance_by((0, 0), F).tolist(), F.admits((0, 0))
+([0, 0], False)
+>>> advance_by((0, 3), F).tolist()
+[0, 3]
+"""
+
+from .antichain import Antichain, MutableAntichain
+from .times import (
+    advance_by,
+    as_times,
+    join,
+    less_equal,
+    less_than,
+    lex_order,
+    meet,
+    minimal,
+)
+
+__all__ = [
+    "Antichain",
+    "MutableAntichain",
+    "advance_by",
+    "as_times",
+    "join",
+    "less_equal",
+    "less_than",
+    "lex_order",
+    "meet",
+    "minimal",
+]

@@ -1,0 +1,381 @@
+"""Frontiers: antichains of product-order times.
+
+An *antichain* is a set of mutually incomparable times.  Used as a
+*frontier* it stands for the upward-closed set of times it *admits*: ``t``
+is admitted when some element ``f`` has ``f <= t``.  Frontiers are ordered
+by admission: ``F <= G`` iff every element of ``G`` is admitted by ``F``
+(``F`` is "earlier").  The empty antichain admits nothing and is the top
+frontier ("done").
+
+Invariant of :class:`Antichain`: ``elements`` holds exactly the distinct
+minimal elements inserted so far, as a read-only, lexicographically sorted
+``(k, d)`` int64 array.  Since lexicographic order extends the product order,
+the representation is canonical, so equality and hashing compare arrays.
+
+:class:`MutableAntichain` keeps signed counts per time (Naiad's pointstamp
+counts, timely's ``MutableAntichain``); its frontier is the antichain of
+minimal times whose count is positive, and updates report how it moved.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from .times import _dominated, as_times, lex_order, minimal
+
+__all__ = ["Antichain", "MutableAntichain"]
+
+
+def _readonly(arr: np.ndarray) -> np.ndarray:
+    arr.flags.writeable = False
+    return arr
+
+
+class Antichain:
+    """A frontier: the minimal elements of a set of times.
+
+    ``Antichain(times=(), d=None)`` keeps only the minimal elements of
+    ``times`` (anything :func:`~diffflow.lattice.times.as_times` accepts;
+    a tuple is one time).  ``d`` is required when ``times`` is empty.
+    Mutable only through :meth:`insert`, which swaps in a new array, so an
+    ``elements`` array obtained earlier is a stable snapshot.  Do not
+    mutate an antichain while it is a key in a dict or set.
+
+    >>> a = Antichain([(1, 0), (0, 2), (1, 1)])
+    >>> a
+    Antichain([(0, 2), (1, 0)])
+    >>> a.admits((1, 5)), a.admits((0, 1))
+    (True, False)
+    >>> Antichain(d=2)
+    Antichain([], d=2)
+    """
+
+    __slots__ = ("_elements", "__weakref__")
+
+    def __init__(self, times=(), d: int | None = None):
+        self._elements = _readonly(minimal(times, d))
+
+    @classmethod
+    def from_array(cls, arr) -> Antichain:
+        """Build from a 2-D ``(n, d)`` array (need not be minimal or sorted).
+
+        Unlike the constructor it insists on 2-D input, so an empty
+        ``(0, d)`` array carries its dimension.
+
+        >>> Antichain.from_array(np.array([[3, 1], [2, 2], [3, 3]]))
+        Antichain([(2, 2), (3, 1)])
+        >>> len(Antichain.from_array(np.empty((0, 3), dtype=np.int64)))
+        0
+        """
+        a = np.asarray(arr)
+        if a.ndim != 2:
+            raise ValueError(f"from_array needs a 2-D (n, d) array, got shape {a.shape}")
+        return cls(a, d=a.shape[1] if a.shape[1] else None)
+
+    @classmethod
+    def _from_minimal(cls, elements: np.ndarray) -> Antichain:
+        # Trusted fast path: `elements` already minimal, distinct, lex-sorted.
+        obj = cls.__new__(cls)
+        obj._elements = _readonly(np.ascontiguousarray(elements, dtype=np.int64))
+        return obj
+
+    @classmethod
+    def minimum(cls, d: int) -> Antichain:
+        """The bottom frontier ``{(0,)*d}``, which admits every time.
+
+        >>> Antichain.minimum(3)
+        Antichain([(0, 0, 0)])
+        """
+        return cls._from_minimal(np.zeros((1, int(d)), dtype=np.int64))
+
+    @property
+    def elements(self) -> np.ndarray:
+        """The minimal elements, a read-only lex-sorted ``(k, d)`` int64 array.
+
+        >>> Antichain([(2, 0), (0, 2)]).elements.tolist()
+        [[0, 2], [2, 0]]
+        """
+        return self._elements
+
+    @property
+    def dim(self) -> int:
+        """Number of coordinates ``d`` of the times.
+
+        >>> Antichain(d=2).dim
+        2
+        """
+        return self._elements.shape[1]
+
+    def insert(self, t) -> bool:
+        """Add the time ``t`` unless already admitted; return whether it changed.
+
+        Elements ``>= t`` are removed, keeping the set minimal.
+
+        >>> a = Antichain([(1, 1)])
+        >>> a.insert((2, 2)), a.insert((0, 1)), a
+        (False, True, Antichain([(0, 1)]))
+        """
+        tt = as_times(t, d=self.dim)
+        if tt.shape[0] != 1:
+            raise ValueError(f"insert takes a single time, got {tt.shape[0]}")
+        e = self._elements
+        if e.shape[0] and np.all(e <= tt, axis=1).any():
+            return False
+        kept = e[~np.all(tt <= e, axis=1)]
+        merged = np.concatenate([kept, tt])
+        self._elements = _readonly(np.ascontiguousarray(merged[lex_order(merged)]))
+        return True
+
+    def admits(self, times):
+        """Whether some element is ``<=`` each time (vectorised).
+
+        A single time (tuple or 1-D array) gives a ``bool``; an ``(n, d)``
+        array gives a bool array.
+
+        >>> a = Antichain([(0, 2), (1, 0)])
+        >>> a.admits([(0, 3), (0, 1), (4, 0)]).tolist()
+        [True, False, True]
+        >>> Antichain(d=2).admits((0, 0))
+        False
+        """
+        single = np.ndim(times) == 1
+        tt = as_times(times, d=self.dim)
+        out = _dominated(self._elements, tt)
+        return bool(out[0]) if single else out
+
+    def _check_dim(self, other):
+        if isinstance(other, Antichain):
+            if other.dim != self.dim:
+                raise ValueError(f"dimension mismatch: {self.dim} vs {other.dim}")
+            return other.elements
+        return other
+
+    def less_equal(self, other) -> bool:
+        """Frontier order: ``self <= other`` iff self admits all of ``other``.
+
+        ``other`` is an :class:`Antichain` or a set of times.
+
+        >>> Antichain([(0, 1)]).less_equal(Antichain([(0, 2), (3, 1)]))
+        True
+        >>> Antichain([(0, 1)]).less_equal(Antichain([(1, 0)]))
+        False
+        >>> Antichain([(5, 5)]).less_equal(Antichain(d=2))
+        True
+        """
+        other_elems = self._check_dim(other)
+        tt = as_times(other_elems, d=self.dim)
+        return bool(_dominated(self._elements, tt).all())
+
+    def union(self, other) -> Antichain:
+        """Minimal elements of both antichains (the meet of two frontiers).
+
+        >>> Antichain([(0, 2)]).union(Antichain([(1, 0), (1, 3)]))
+        Antichain([(0, 2), (1, 0)])
+        """
+        other_elems = self._check_dim(other)
+        o = as_times(other_elems, d=self.dim)
+        both = np.concatenate([self._elements, o])
+        return Antichain._from_minimal(minimal(both, self.dim))
+
+    def is_empty(self) -> bool:
+        """True when the antichain has no elements (admits nothing).
+
+        >>> Antichain(d=1).is_empty(), Antichain.minimum(1).is_empty()
+        (True, False)
+        """
+        return self._elements.shape[0] == 0
+
+    def to_list(self) -> list[tuple[int, ...]]:
+        """Elements as a list of tuples of Python ints, lex-sorted.
+
+        >>> Antichain([(1, 0), (0, 1)]).to_list()
+        [(0, 1), (1, 0)]
+        """
+        return [tuple(row) for row in self._elements.tolist()]
+
+    def copy(self) -> Antichain:
+        """An independent antichain with the same elements.
+
+        >>> a = Antichain([(1, 1)]); b = a.copy(); b.insert((0, 0))
+        True
+        >>> a, b
+        (Antichain([(1, 1)]), Antichain([(0, 0)]))
+        """
+        # Sharing is safe: the array is read-only and insert replaces it.
+        return Antichain._from_minimal(self._elements)
+
+    def __len__(self) -> int:
+        return self._elements.shape[0]
+
+    def __iter__(self) -> Iterator[tuple[int, ...]]:
+        return iter(self.to_list())
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Antichain):
+            return NotImplemented
+        return self._elements.shape == other._elements.shape and bool(
+            np.array_equal(self._elements, other._elements)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self._elements.shape, self._elements.tobytes()))
+
+    def __repr__(self) -> str:
+        if self.is_empty():
+            return f"Antichain([], d={self.dim})"
+        return f"Antichain({self.to_list()!r})"
+
+
+class MutableAntichain:
+    """Counted times whose frontier is tracked incrementally.
+
+    Holds a ``dict`` mapping time tuples to non-zero signed counts (zero
+    counts are deleted).  The frontier is the set of minimal times with a
+    *positive* count.  A negative total is allowed transiently (e.g. a
+    retraction delivered before its matching addition); such a time simply
+    does not count towards the frontier until its total becomes positive.
+
+    >>> m = MutableAntichain(2)
+    >>> m.update([(0, 1), (1, 0), (0, 2)], [1, 1, 2])
+    [((0, 1), 1), ((1, 0), 1)]
+    >>> m.update((0, 1), -1)
+    [((0, 1), -1), ((0, 2), 1)]
+    >>> m.frontier()
+    Antichain([(0, 2), (1, 0)])
+    """
+
+    __slots__ = ("_d", "_counts", "_frontier")
+
+    def __init__(self, d: int):
+        d = int(d)
+        if d < 1:
+            raise ValueError(f"dimension d must be >= 1, got {d}")
+        self._d = d
+        self._counts: dict[tuple[int, ...], int] = {}
+        self._frontier = Antichain(d=d)
+
+    @property
+    def dim(self) -> int:
+        """Number of coordinates of the times.
+
+        >>> MutableAntichain(3).dim
+        3
+        """
+        return self._d
+
+    def update(self, times, deltas) -> list[tuple[tuple[int, ...], int]]:
+        """Apply count changes; return how the frontier moved.
+
+        ``times`` is an ``(n, d)`` set of times (or one time), ``deltas`` an
+        ``(n,)`` integer array or a scalar applied to every time.  Equal
+        times are consolidated first.  Returns ``(time, +1)`` for times that
+        entered the frontier and ``(time, -1)`` for times that left it,
+        sorted by time.
+
+        >>> m = MutableAntichain(1)
+        >>> m.update([(3,), (2,), (3,)], [1, 1, 1])
+        [((2,), 1)]
+        >>> m.update([(2,), (2,)], [-1, 1])
+        []
+        >>> m.count((3,))
+        2
+        """
+        d = self._d
+        t = as_times(times, d=d)
+        n = t.shape[0]
+        dl = np.asarray(deltas)
+        if dl.size and dl.dtype.kind not in "iu":
+            raise ValueError(f"deltas must be integers, got dtype {dl.dtype}")
+        dl = dl.astype(np.int64)
+        if dl.ndim == 0:
+            dl = np.full(n, dl, dtype=np.int64)
+        elif dl.shape != (n,):
+            raise ValueError(f"deltas must have shape ({n},), got {dl.shape}")
+        if n == 0:
+            return []
+
+        order = lex_order(t)
+        ts, ds = t[order], dl[order]
+        starts = np.flatnonzero(
+            np.concatenate([[True], np.any(ts[1:] != ts[:-1], axis=1)])
+        )
+        totals = np.add.reduceat(ds, starts)
+        keys = ts[starts]
+
+        counts = self._counts
+        became_pos: list[tuple[int, ...]] = []
+        became_nonpos: list[tuple[int, ...]] = []
+        for key, delta in zip(map(tuple, keys.tolist()), totals.tolist()):
+            if delta == 0:
+                continue
+            old = counts.get(key, 0)
+            new = old + delta
+            if new == 0:
+                del counts[key]
+            else:
+                counts[key] = new
+            if old <= 0 < new:
+                became_pos.append(key)
+            elif new <= 0 < old:
+                became_nonpos.append(key)
+
+        old_front = self._frontier
+        old_set = set(old_front)
+        if any(k in old_set for k in became_nonpos):
+            # A frontier element vanished: what it hid may now be minimal.
+            pos = [k for k, c in counts.items() if c > 0]
+            new_front = Antichain(np.array(pos, dtype=np.int64).reshape(-1, d), d=d)
+        elif became_pos:
+            # Every positive time is still above some old frontier element,
+            # so only the new arrivals can join the frontier.
+            arrivals = np.array(became_pos, dtype=np.int64).reshape(-1, d)
+            fresh = arrivals[~old_front.admits(arrivals)]
+            if fresh.shape[0] == 0:
+                return []
+            new_front = old_front.union(fresh)
+        else:
+            return []
+
+        self._frontier = new_front
+        new_set = set(new_front)
+        changes = [(k, -1) for k in old_set - new_set]
+        changes += [(k, 1) for k in new_set - old_set]
+        changes.sort()
+        return changes
+
+    def frontier(self) -> Antichain:
+        """Minimal elements among times with positive count (a copy).
+
+        >>> m = MutableAntichain(2); _ = m.update([(2, 0), (3, 1)], 1)
+        >>> m.frontier()
+        Antichain([(2, 0)])
+        """
+        return self._frontier.copy()
+
+    def count(self, t) -> int:
+        """Current count of the single time ``t`` (0 if absent).
+
+        >>> m = MutableAntichain(2); _ = m.update((1, 2), 5)
+        >>> m.count((1, 2)), m.count((0, 0))
+        (5, 0)
+        """
+        tt = as_times(t, d=self._d)
+        if tt.shape[0] != 1:
+            raise ValueError(f"count takes a single time, got {tt.shape[0]}")
+        return self._counts.get(tuple(tt[0].tolist()), 0)
+
+    def is_empty(self) -> bool:
+        """True when no time has a positive count (the frontier is empty).
+
+        >>> m = MutableAntichain(1); m.is_empty()
+        True
+        >>> _ = m.update((0,), 1); m.is_empty()
+        False
+        """
+        return self._frontier.is_empty()
+
+    def __repr__(self) -> str:
+        items = ", ".join(f"{k!r}: {c}" for k, c in sorted(self._counts.items()))
+        return f"MutableAntichain(d={self._d}, counts={{{items}}})"

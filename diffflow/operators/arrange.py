@@ -1,0 +1,55 @@
+"""``arrange``: maintain a shared, indexed trace of a collection.
+
+The input port exchanges updates by the hash of the key columns, so each
+partition's spine holds exactly its keys.  Updates wait in ``pending`` until
+their times are complete (the input frontier no longer admits them); then
+they are sealed into a batch ``[previous upper, frontier)``, appended to the
+spine and emitted downstream.  Readers (join, reduce) see the spine and the
+stream of batches; the invariant they rely on is *the spine holds exactly the
+batches emitted so far*.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..arrangements.spine import Spine
+from ..arrangements.updates import Updates, concat
+from .base import Operator
+
+
+class ArrangeOp(Operator):
+    """Seal complete updates into a spine keyed by the first ``key_width`` columns."""
+
+    def __init__(self, node, ctx):
+        super().__init__(node, ctx)
+        self.order = node.params["column_order"]  # input column for each arranged column
+        self.key_width = node.params["key_width"]
+        self.spine = Spine(node.schema.width, self.key_width, ctx.dim)
+        self.pending: Updates | None = None
+
+    def step(self, inputs, frontiers):
+        chunk = self.port_chunks(inputs, 0)
+        if len(chunk):
+            chunk = Updates(np.ascontiguousarray(chunk.rows[:, self.order]), chunk.times, chunk.diffs)
+            self.pending = chunk if self.pending is None else \
+                concat([self.pending, chunk], chunk.width, chunk.dim)
+        frontier = frontiers[0]
+        if self.pending is None and frontier == self.spine.upper:
+            return []
+        ready = self.pending
+        if ready is not None and not frontier.is_empty():
+            incomplete = frontier.admits(ready.times)
+            if incomplete.any():
+                self.pending = ready.take(incomplete)
+                ready = ready.take(~incomplete)
+            else:
+                self.pending = None
+        else:
+            self.pending = None
+        if ready is None:
+            ready = Updates.empty(self.node.schema.width, self.ctx.dim)
+        batch = self.spine.insert_updates(ready, frontier)
+        return [batch.updates()] if len(batch) else []
+
+    def capabilities(self):
+        return None if self.pending is None else self.pending.times

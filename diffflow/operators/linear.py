@@ -1,0 +1,139 @@
+"""Linear operators: their output at each time depends only on the input updates.
+
+``select`` (projection, renaming, column expressions), ``filter``, ``negate``,
+``concat`` and ``flat_map`` act on each update independently, so they need no
+state and no frontier: they transform chunks as they pass.  ``flat_map`` calls
+a Python function per row -- the documented slow path; column expressions are
+the fast path.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..arrangements.updates import Updates, concat
+from ..schema import decode_rows, encode_column
+from .base import Operator
+
+
+class SelectOp(Operator):
+    """Compute output columns from expressions (``params['exprs']``: list of Expr)."""
+
+    def step(self, inputs, frontiers):
+        chunk = self.port_chunks(inputs, 0)
+        if not len(chunk):
+            return []
+        plan = self.node.params["plan"]
+        if plan is not None:  # pure projection: a column gather
+            rows = np.ascontiguousarray(chunk.rows[:, plan])
+        else:
+            schema = self.node.params["input_schema"]
+            exprs = self.node.params["exprs"]
+            rows = np.empty((len(chunk), len(exprs)), dtype=np.int64)
+            for j, expr in enumerate(exprs):
+                rows[:, j] = expr.evaluate(chunk.rows, schema, self.ctx.symbols)
+        return [Updates(rows, chunk.times, chunk.diffs)]
+
+
+class FilterOp(Operator):
+    """Keep updates whose row satisfies a boolean expression."""
+
+    def step(self, inputs, frontiers):
+        chunk = self.port_chunks(inputs, 0)
+        if not len(chunk):
+            return []
+        expr = self.node.params["predicate"]
+        keep = expr.evaluate(chunk.rows, self.node.params["input_schema"], self.ctx.symbols) != 0
+        return [chunk.take(keep)] if keep.any() else []
+
+
+class NegateOp(Operator):
+    """Negate every diff."""
+
+    def step(self, inputs, frontiers):
+        return [c.negated() for c in inputs[0] if len(c)]
+
+
+class ConcatOp(Operator):
+    """Union of several inputs with the same columns."""
+
+    def step(self, inputs, frontiers):
+        return [c for port in inputs for c in port if len(c)]
+
+
+class ConsolidateOp(Operator):
+    """Consolidate what arrives (the input port exchanges by the whole row)."""
+
+    def step(self, inputs, frontiers):
+        chunk = self.port_chunks(inputs, 0)
+        if not len(chunk):
+            return []
+        return [chunk.consolidated()]
+
+
+class FlatMapOp(Operator):
+    """Apply a Python function to each row (slow path: per-row Python).
+
+    The function receives the row as a tuple of Python values and returns an
+    iterable of output rows (``map`` wraps a one-row function).
+    """
+
+    def step(self, inputs, frontiers):
+        chunk = self.port_chunks(inputs, 0)
+        if not len(chunk):
+            return []
+        fn = self.node.params["fn"]
+        in_schema, out_schema = self.node.params["input_schema"], self.node.schema
+        symbols = self.ctx.symbols
+        source, produced = [], []
+        for i, row in enumerate(decode_rows(chunk.rows, in_schema, symbols)):
+            for out in fn(row):
+                out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+                if len(out) != out_schema.width:
+                    raise ValueError(
+                        f"function returned {out!r} for row {row!r}; expected "
+                        f"{out_schema.width} values for columns {list(out_schema.names)}")
+                source.append(i)
+                produced.append(out)
+        if not produced:
+            return []
+        where = f"{self.node.label} output"
+        columns = [encode_column([r[j] for r in produced], kind, symbols, f"{where}.{name}")
+                   for j, (name, kind) in enumerate(zip(out_schema.names, out_schema.types))]
+        rows = np.stack(columns, axis=1) if columns else np.zeros((len(produced), 0), np.int64)
+        source = np.array(source, dtype=np.int64)
+        return [Updates(np.ascontiguousarray(rows), chunk.times[source], chunk.diffs[source])]
+
+
+class InputOp(Operator):
+    """Holds updates staged by the user until their epoch closes.
+
+    Its capabilities are the open epoch (nothing earlier can still be staged)
+    and the times of closed-epoch updates not yet sent.
+    """
+
+    def __init__(self, node, ctx):
+        super().__init__(node, ctx)
+        self.staged: list[Updates] = []    # at the open epoch
+        self.released: list[Updates] = []  # closed epochs, sent at the next step
+        self.epoch = 0
+
+    def stage(self, rows: np.ndarray, diffs: np.ndarray) -> None:
+        times = np.zeros((len(rows), self.ctx.dim), dtype=np.int64)
+        times[:, 0] = self.epoch
+        self.staged.append(Updates(rows, times, diffs))
+
+    def close_epoch(self) -> None:
+        self.epoch += 1
+        self.released.extend(self.staged)
+        self.staged = []
+
+    def step(self, inputs, frontiers):
+        out, self.released = self.released, []
+        return out
+
+    def capabilities(self):
+        t = np.zeros((1, self.ctx.dim), dtype=np.int64)
+        t[0, 0] = self.epoch
+        if self.released:
+            t = np.concatenate([t] + [c.times for c in self.released])
+        return t

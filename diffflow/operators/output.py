@@ -1,0 +1,112 @@
+"""Sinks and probes: ``output`` (snapshot + changelog) and ``inspect`` (callback).
+
+Both apply only complete updates -- those whose time the input frontier no
+longer admits -- so what a user reads is exact for every closed epoch.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..arrangements import columnar
+from ..arrangements.updates import Updates, concat
+from ..schema import decode_rows
+from .base import Operator
+
+
+class Accumulator:
+    """A multiset of rows (times dropped), kept as a geometric LSM of consolidated runs.
+
+    >>> acc = Accumulator(1)
+    >>> acc.add(np.array([[1], [2]]), np.array([1, 1])); acc.add(np.array([[1]]), np.array([-1]))
+    >>> rows, diffs = acc.contents(); rows.tolist(), diffs.tolist()
+    ([[2]], [1])
+    """
+
+    def __init__(self, width: int):
+        self.width = width
+        self.runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(self, rows: np.ndarray, diffs: np.ndarray) -> None:
+        zeros = np.zeros((len(rows), 1), np.int64)
+        run = columnar.consolidate(np.ascontiguousarray(rows), zeros, diffs)
+        if not len(run[2]):
+            return
+        self.runs.append(run)
+        while len(self.runs) >= 2 and len(self.runs[-2][2]) <= 2 * len(self.runs[-1][2]):
+            b, a = self.runs.pop(), self.runs.pop()
+            merged = columnar.merge_consolidated(*a, *b)
+            if len(merged[2]):
+                self.runs.append(merged)
+
+    def contents(self):
+        """``(rows, multiplicities)``: consolidated and sorted."""
+        while len(self.runs) >= 2:
+            b, a = self.runs.pop(), self.runs.pop()
+            self.runs.append(columnar.merge_consolidated(*a, *b))
+        if not self.runs:
+            return np.zeros((0, self.width), np.int64), np.zeros(0, np.int64)
+        rows, _, diffs = self.runs[0]
+        return rows, diffs
+
+
+class _CompleteFilter(Operator):
+    """Holds updates until their times are complete, then hands them to ``apply``."""
+
+    def __init__(self, node, ctx):
+        super().__init__(node, ctx)
+        self.pending: Updates | None = None
+
+    def step(self, inputs, frontiers):
+        chunks = [c for c in inputs[0] if len(c)]
+        if self.pending is not None:
+            chunks.insert(0, self.pending)
+            self.pending = None
+        if not chunks:
+            return []
+        chunk = concat(chunks, self.node.input_widths[0], self.ctx.dim)
+        frontier = frontiers[0]
+        if not frontier.is_empty():
+            incomplete = frontier.admits(chunk.times)
+            if incomplete.any():
+                self.pending = chunk.take(incomplete)
+                chunk = chunk.take(~incomplete)
+        if len(chunk):
+            return self.apply(chunk)
+        return []
+
+    def capabilities(self):
+        return None if self.pending is None else self.pending.times
+
+
+class OutputOp(_CompleteFilter):
+    """Keeps this partition's part of the current collection and its changelog."""
+
+    def __init__(self, node, ctx):
+        super().__init__(node, ctx)
+        self.accumulated = Accumulator(node.schema.width)
+        self.changes: list[Updates] = []
+
+    def apply(self, chunk):
+        self.accumulated.add(chunk.rows, chunk.diffs)
+        self.changes.append(chunk)
+        return []
+
+    def take_changes(self) -> list[Updates]:
+        out, self.changes = self.changes, []
+        return out
+
+
+class InspectOp(_CompleteFilter):
+    """Calls ``callback(updates)`` with the complete updates, then passes them on.
+
+    The callback receives a list of ``(row, time, diff)`` with decoded rows
+    (per-row Python: a debugging and monitoring slow path).
+    """
+
+    def apply(self, chunk):
+        chunk = chunk.consolidated()
+        rows = decode_rows(chunk.rows, self.node.schema, self.ctx.symbols)
+        times = [tuple(t) for t in chunk.times.tolist()]
+        if rows:
+            self.node.params["callback"](list(zip(rows, times, chunk.diffs.tolist())))
+        return [chunk]

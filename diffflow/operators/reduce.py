@@ -1,0 +1,209 @@
+"""``reduce``: per-key reductions that are correct for partially ordered times.
+
+Mathematics
+-----------
+For each key, the output collection must satisfy ``O(t) = f(I(t))`` at every
+time ``t``, where ``I(t)`` accumulates the input updates at times ``<= t``.
+When input changes at new times ``N``, ``I`` changes only at times ``>= n``
+for some ``n`` in ``N``, and ``f(I(t)) - O(t)`` can only change value at
+joins of a new time with times already in the key's history (input times,
+output times, pending times).  These *interesting times* are the closure of
+``N`` under joining with the history.  At each interesting time ``t`` (in an
+order that extends the product order) the driver emits the correction
+``f(I(t)) - O(t)``, where ``O(t)`` includes the corrections just made at
+earlier times.  Interesting times that the input frontier still admits are
+not complete -- more input may arrive at or below them -- so they are held as
+capabilities and processed once the frontier passes them.
+
+With totally ordered times (``d == 1``) the closure adds nothing: the new
+times are the interesting times, and the driver skips computing it.
+
+Driver and tactic
+-----------------
+This module is the driver: traces, frontiers, interesting times, pending
+capabilities.  What ``f`` computes is a tactic from :mod:`.reducers`, applied
+to many (key, time) queries at once.  :mod:`.reduce_reference` is a plain
+per-key implementation of the same mathematics, kept for tests.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..arrangements import columnar
+from ..arrangements.spine import Spine, expand_ranges
+from ..arrangements.updates import Updates, concat
+from .base import Operator
+
+
+def _unique_pairs(keys: np.ndarray, times: np.ndarray):
+    """Distinct (key, time) pairs, sorted by key then time."""
+    k, t, _ = columnar.consolidate(np.ascontiguousarray(keys), np.ascontiguousarray(times),
+                                   np.ones(len(keys), np.int64))
+    return k, t
+
+
+def join_closure(new_times: np.ndarray, history: np.ndarray) -> np.ndarray:
+    """The closure of ``new_times`` under joining with ``history`` and itself.
+
+    >>> join_closure(np.array([[1, 0]]), np.array([[0, 1], [0, 2]])).tolist()
+    [[1, 0], [1, 1], [1, 2]]
+    """
+    found = {tuple(t) for t in new_times.tolist()}
+    others = {tuple(t) for t in history.tolist()} | found
+    todo = list(found)
+    while todo:
+        fresh = []
+        for t in todo:
+            for h in list(others):
+                j = tuple(max(a, b) for a, b in zip(t, h))
+                if j not in found:
+                    found.add(j)
+                    fresh.append(j)
+        others.update(fresh)
+        todo = fresh
+    return np.array(sorted(found), dtype=np.int64).reshape(len(found), new_times.shape[1])
+
+
+class ReduceOp(Operator):
+    """Maintain ``f(input)`` per key in an output trace; emit its changes."""
+
+    def __init__(self, node, ctx):
+        super().__init__(node, ctx)
+        self.key_width = kk = node.params["key_width"]
+        self.reducer = node.params["reducer"]
+        self.in_spine = ctx.peer(node.inputs[0]).spine
+        self.out_spine = Spine(kk + self.reducer.out_width, kk, ctx.dim)
+        self.pending_keys = np.zeros((0, kk), np.int64)
+        self.pending_times = np.zeros((0, ctx.dim), np.int64)
+
+    def capabilities(self):
+        return self.pending_times if len(self.pending_times) else None
+
+    def set_compaction(self, frontier) -> None:
+        self.out_spine.set_compaction(frontier)
+
+    def step(self, inputs, frontiers):
+        frontier = frontiers[0]
+        kk, dim = self.key_width, self.ctx.dim
+        delta = self.port_chunks(inputs, 0)
+        cand_k, cand_t = self.pending_keys, self.pending_times
+        if len(delta):
+            new_k, new_t = _unique_pairs(delta.rows[:, :kk], delta.times)
+            if dim > 1:
+                new_k, new_t = self._interesting(new_k, new_t)
+            if len(cand_k):
+                new_k, new_t = _unique_pairs(np.concatenate([cand_k, new_k]),
+                                             np.concatenate([cand_t, new_t]))
+            cand_k, cand_t = new_k, new_t
+        if len(cand_k) == 0:
+            self._seal(None, frontier)
+            return []
+        if frontier.is_empty():
+            complete = np.ones(len(cand_k), dtype=bool)
+        else:
+            complete = ~frontier.admits(cand_t)
+        self.pending_keys, self.pending_times = cand_k[~complete], cand_t[~complete]
+        if not complete.any():
+            return []
+        corrections = self._corrections(cand_k[complete], cand_t[complete])
+        self._seal(corrections, frontier)
+        return [corrections] if corrections is not None and len(corrections) else []
+
+    def _seal(self, corrections, frontier):
+        if corrections is None or not len(corrections):
+            if frontier == self.out_spine.upper:
+                return
+            corrections = Updates.empty(self.out_spine.width, self.ctx.dim)
+        self.out_spine.insert_updates(corrections, frontier)
+
+    # -- interesting times -------------------------------------------------
+    def _interesting(self, new_k, new_t):
+        """Add joins of the new times with each key's history (partial orders only)."""
+        starts = columnar.group_starts(new_k)
+        keys = new_k[starts[:-1]]
+        history = [self.in_spine.gather(keys), self.out_spine.gather(keys)]
+        if len(self.pending_keys):
+            lo, hi = columnar.key_ranges(self.pending_keys, keys)
+            q, pos = expand_ranges(lo, hi)
+            history.append((q, None, self.pending_times[pos], None))
+        hq = np.concatenate([h[0] for h in history])
+        ht = np.concatenate([h[2] for h in history])
+        order = np.argsort(hq, kind="stable")
+        hq, ht = hq[order], ht[order]
+        bounds = np.searchsorted(hq, np.arange(len(keys) + 1))
+        out_k, out_t = [], []
+        for i in range(len(keys)):
+            times = join_closure(new_t[starts[i]:starts[i + 1]], ht[bounds[i]:bounds[i + 1]])
+            out_t.append(times)
+            out_k.append(np.repeat(keys[i:i + 1], len(times), axis=0))
+        return _unique_pairs(np.concatenate(out_k), np.concatenate(out_t))
+
+    # -- corrections ---------------------------------------------------------
+    def _corrections(self, qk, qt):
+        """Emit ``f(I(t)) - O(t)`` at every complete interesting (key, time)."""
+        made = []
+        while len(qk):
+            ready = self._ready(qk, qt)
+            rk, rt = qk[ready], qt[ready]
+            earlier = concat(made, self.out_spine.width, self.ctx.dim).consolidated() \
+                if made else None
+            g_in, v_in, m_in = self._accumulate([self.in_spine], None, rk, rt)
+            desired = self.reducer.reduce(g_in, v_in, m_in)
+            current = self._accumulate([self.out_spine], earlier, rk, rt)
+            delta = self._difference(desired, current, rk, rt)
+            if delta is not None:
+                made.append(delta)
+            qk, qt = qk[~ready], qt[~ready]
+        if not made:
+            return None
+        return concat(made, self.out_spine.width, self.ctx.dim)
+
+    def _ready(self, qk, qt):
+        """Queries with no strictly earlier query of the same key (sorted input)."""
+        first = np.ones(len(qk), dtype=bool)
+        if len(qk) > 1:
+            first[1:] = np.any(qk[1:] != qk[:-1], axis=1)
+        if self.ctx.dim == 1 or first.all():
+            return first
+        starts = np.flatnonzero(first).tolist() + [len(qk)]
+        ready = np.ones(len(qk), dtype=bool)
+        for a, b in zip(starts[:-1], starts[1:]):
+            if b - a > 1:
+                t = qt[a:b]
+                below = np.all(t[:, None, :] <= t[None, :, :], axis=2)  # below[j, i]: t_j <= t_i
+                np.fill_diagonal(below, False)
+                ready[a:b] = ~below.any(axis=0)
+        return ready
+
+    def _accumulate(self, spines, extra, qk, qt):
+        """Consolidated ``(group, vals, mults)`` of each query's collection at its time."""
+        kk = self.key_width
+        parts = [s.gather(qk) for s in spines]
+        if extra is not None and len(extra):
+            lo, hi = columnar.key_ranges(np.ascontiguousarray(extra.rows[:, :kk]), qk)
+            q, pos = expand_ranges(lo, hi)
+            parts.append((q, extra.rows[pos], extra.times[pos], extra.diffs[pos]))
+        q = np.concatenate([p[0] for p in parts])
+        rows = np.concatenate([p[1] for p in parts])
+        times = np.concatenate([p[2] for p in parts])
+        diffs = np.concatenate([p[3] for p in parts])
+        visible = np.all(times <= qt[q], axis=1)
+        table = np.empty((int(visible.sum()), 1 + rows.shape[1] - kk), np.int64)
+        table[:, 0] = q[visible]
+        table[:, 1:] = rows[visible, kk:]
+        table, _, mults = columnar.consolidate(table, np.zeros((len(table), 1), np.int64),
+                                               diffs[visible])
+        return table[:, 0], np.ascontiguousarray(table[:, 1:]), mults
+
+    def _difference(self, desired, current, qk, qt):
+        """``desired - current`` as output updates at each query's time."""
+        table = np.concatenate([np.column_stack([desired[0], desired[1]]),
+                                np.column_stack([current[0], current[1]])]).astype(np.int64)
+        diffs = np.concatenate([desired[2], -current[2]])
+        table, _, diffs = columnar.consolidate(np.ascontiguousarray(table),
+                                               np.zeros((len(table), 1), np.int64), diffs)
+        if not len(diffs):
+            return None
+        group = table[:, 0]
+        rows = np.concatenate([qk[group], table[:, 1:]], axis=1)
+        return Updates(np.ascontiguousarray(rows), np.ascontiguousarray(qt[group]), diffs)
