@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dataflow.graph import Graph, user_location
+from .arrangements import columnar
+from .dataflow.graph import Graph
 from .expr import Col, Expr, ExpressionError, Lit
 from .operators.reducers import AggregateReducer, DistinctReducer, ThresholdReducer
 from .schema import Schema, SymbolTable, decode_rows, encode_column
@@ -659,6 +660,8 @@ class Output:
             return {}
         rows = np.concatenate([p[0] for p in parts])
         diffs = np.concatenate([p[1] for p in parts])
+        if len(parts) > 1:  # a row may sit in several partitions (its diffs cancel or add)
+            rows, _, diffs = columnar.consolidate(rows, np.zeros((len(rows), 1), np.int64), diffs)
         return dict(zip(self._decode(rows), diffs.tolist()))
 
     def changes(self) -> list:
@@ -668,10 +671,9 @@ class Output:
             return []
         from .arrangements.updates import concat
         merged = concat(chunks, self.node.schema.width, self.node.dim).consolidated()
-        epochs = merged.times[:, 0].tolist()
-        items = list(zip(self._decode(merged.rows), epochs, merged.diffs.tolist()))
-        order = sorted(range(len(items)), key=lambda i: epochs[i])  # stable: rows stay sorted
-        return [items[i] for i in order]
+        items = list(zip(self._decode(merged.rows), merged.times[:, 0].tolist(),
+                         merged.diffs.tolist()))
+        return sorted(items, key=lambda item: (item[1], item[0]))
 
     def to_pandas(self):
         """The current collection as a pandas DataFrame, one line per copy of a row."""

@@ -135,7 +135,7 @@ class SymbolTable:
 
     >>> table = SymbolTable()
     >>> ids = table.encode(["a", "b", "a"])
-    >>> ids[0] == ids[2], table.decode(ids)
+    >>> bool(ids[0] == ids[2]), table.decode(ids)
     (True, ['a', 'b', 'a'])
     """
 

@@ -370,6 +370,11 @@ def test_antichain_basics():
     ]
     assert Antichain.from_array(np.empty((0, 4), dtype=np.int64)).dim == 4
     assert Antichain((2, 3)).to_list() == [(2, 3)]  # a tuple is one time
+    one = Antichain([(2,)])
+    assert one.admits([3]) is True and one.admits(np.array([1])) is False
+    assert one.admits([[1], [3]]).tolist() == [False, True]
+    with pytest.raises(ValueError):
+        one.admits([1, 3])  # 1-D means a single time, whose length must be d
     with pytest.raises(ValueError):
         Antichain()  # empty without d
     with pytest.raises(ValueError):

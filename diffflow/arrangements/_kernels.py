@@ -28,7 +28,7 @@ _U30 = np.uint64(30)
 _U31 = np.uint64(31)
 _UALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 # write-combining buffer slots per radix bucket
-_WC = 8
+_WC = 64
 _HASH_SEED = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -37,7 +37,7 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 # --------------------------------------------------------------------------
 # lexicographic comparison helpers
 # --------------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _cmp_row(a, i, b, j):
     """Compare row ``a[i]`` with row ``b[j]``: -1, 0 or 1."""
     for c in range(a.shape[1]):
@@ -50,7 +50,7 @@ def _cmp_row(a, i, b, j):
     return 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _cmp_rt(ra, ta, i, rb, tb, j):
     """Compare ``(ra[i], ta[i])`` with ``(rb[j], tb[j])``: -1, 0 or 1."""
     c = _cmp_row(ra, i, rb, j)
@@ -71,8 +71,8 @@ def _minmax_cols(a, mins, maxs, base):
         mx = mn
         for i in range(n):
             v = a[i, c]
-            mn = min(mn, v)
-            mx = max(mx, v)
+            mn = v if v < mn else mn
+            mx = v if v > mx else mx
         mins[base + c] = mn
         maxs[base + c] = mx
 
@@ -100,23 +100,23 @@ def minmax1(a):
     mx = mn
     for i in range(a.shape[0]):
         v = a[i]
-        mn = min(mn, v)
-        mx = max(mx, v)
+        mn = v if v < mn else mn
+        mx = v if v > mx else mx
     return mn, mx
 
 
 @njit(cache=True)
-def pack_single(rows, times, mins, p_col, p_dst, diffs, dmin, mode):
-    """Pack ``(rows, times)`` into one uint64 word per row.
+def pack_single(rows, times, mins, p_col, p_dst, diffs, dmin, mode, out):
+    """Pack ``(rows, times)`` into one uint64 word per row, written to ``out``.
 
     Column ``p_col[p]`` contributes ``(v - mins[c]) << p_dst[p]`` (the caller
-    guarantees it fits).  The low bits receive the row index (``mode == 1``)
-    or ``diffs[i] - dmin`` (``mode == 2``); ``mode == 0`` leaves them zero.
+    guarantees the bit fields fit and do not overlap).  The low bits receive
+    the row index (``mode == 1``) or ``diffs[i] - dmin`` (``mode == 2``);
+    ``mode == 0`` leaves them zero.
     """
     n = rows.shape[0]
     w = rows.shape[1]
     npieces = p_col.shape[0]
-    out = np.empty(n, np.uint64)
     udmin = np.uint64(dmin)
     for i in range(n):
         if mode == 1:
@@ -133,23 +133,19 @@ def pack_single(rows, times, mins, p_col, p_dst, diffs, dmin, mode):
                 v = times[i, c - w]
             acc |= (np.uint64(v) - np.uint64(mins[c])) << p_dst[p]
         out[i] = acc
-    return out
 
 
 @njit(cache=True)
-def pack_keys(rows, times, mins, p_col, p_src, p_mask, p_word, p_dst,
-              nwords, with_index):
-    """Pack ``(rows, times)`` into ``nwords`` uint64 words per row.
+def pack_words(rows, times, mins, p_col, p_src, p_mask, p_word, p_dst, out):
+    """Pack ``(rows, times)`` into ``out`` of shape ``(nwords, n)`` (zeroed).
 
-    Column ``c`` contributes ``((v - mins[c]) >> p_src) & p_mask`` shifted
-    left by ``p_dst`` into word ``p_word`` for every piece.  Words are stored
-    word-major, shape ``(nwords, n)``; word 0 is the *least* significant.
-    If ``with_index`` the row index is OR-ed into the low bits of word 0.
+    Column ``c = p_col[p]`` contributes ``((v - mins[c]) >> p_src) & p_mask``
+    shifted left by ``p_dst`` into word ``p_word``, for each piece ``p``
+    (a column may straddle two words).  Word 0 is the *least* significant.
     """
     n = rows.shape[0]
     w = rows.shape[1]
     npieces = p_col.shape[0]
-    out = np.zeros((nwords, n), np.uint64)
     for i in range(n):
         for p in range(npieces):
             c = p_col[p]
@@ -159,9 +155,6 @@ def pack_keys(rows, times, mins, p_col, p_src, p_mask, p_word, p_dst,
                 v = times[i, c - w]
             u = (np.uint64(v) - np.uint64(mins[c])) >> p_src[p]
             out[p_word[p], i] |= (u & p_mask[p]) << p_dst[p]
-        if with_index:
-            out[0, i] |= np.uint64(i)
-    return out
 
 
 @njit(cache=True)
@@ -169,11 +162,11 @@ def _digit_plan(lo_bit, hi_bit, max_digit_bits):
     """Split bit range ``[lo_bit, hi_bit)`` into near-equal digit passes."""
     nbits = hi_bit - lo_bit
     npass = (nbits + max_digit_bits - 1) // max_digit_bits
-    if npass == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    dbits = (nbits + npass - 1) // npass
     shifts = np.empty(npass, np.int64)
     widths = np.empty(npass, np.int64)
+    if npass == 0:
+        return shifts, widths
+    dbits = (nbits + npass - 1) // npass
     s = lo_bit
     for p in range(npass):
         shifts[p] = s
@@ -192,15 +185,13 @@ def _histograms(keys, shifts, widths):
         if widths[p] > maxw:
             maxw = widths[p]
     hist = np.zeros((npass, 1 << maxw), np.int64)
-    ush = shifts.astype(np.uint64)
-    masks = np.empty(npass, np.uint64)
-    for p in range(npass):
-        masks[p] = (_U1 << np.uint64(widths[p])) - _U1
     n = keys.shape[0]
-    for i in range(n):
-        k = keys[i]
-        for p in range(npass):
-            hist[p, (k >> ush[p]) & masks[p]] += 1
+    for p in range(npass):
+        sh = np.uint64(shifts[p])
+        mask = (_U1 << np.uint64(widths[p])) - _U1
+        hp = hist[p]
+        for i in range(n):
+            hp[(keys[i] >> sh) & mask] += 1
     return hist
 
 
@@ -229,10 +220,9 @@ def _scatter_u64(src, dst, off, sh, nb, buf, cnt):
     """One stable counting-sort pass of ``src`` into ``dst`` by digit
     ``(k >> sh) & (nb - 1)``; ``off`` holds the bucket start offsets.
 
-    Uses software write-combining: keys are staged in a small per-bucket
-    buffer (``_WC`` slots) and flushed in blocks, so that only a few
-    destination pages are touched at a time (the random scatter to 2**11
-    destinations is otherwise TLB-bound).
+    Software write-combining: keys are staged in a per-bucket buffer of
+    ``_WC`` slots and flushed in blocks, so only a few destination pages are
+    touched at a time (a plain scatter to 2**11 destinations is TLB-bound).
     """
     n = src.shape[0]
     mask = np.uint64(nb - 1)
@@ -265,10 +255,9 @@ def radix_sort_u64(keys, scratch, lo_bit, hi_bit, max_digit_bits):
 
     Bits below ``lo_bit`` are ignored (they hold a unique row index or a
     payload in the packed layouts).  Digit passes in which every key has the
-    same digit are skipped.  May reorder ``keys`` in place and returns the
-    sorted array (either ``keys`` or ``scratch``, a buffer of the same
-    shape; allocating it with numpy gives transparent huge pages, which
-    matters for the scatter passes).
+    same digit are skipped.  Returns the sorted array: ``keys`` or
+    ``scratch`` (same shape; allocating both with numpy gives transparent
+    huge pages, which the scatter passes need).
     """
     n = keys.shape[0]
     shifts, widths = _digit_plan(lo_bit, hi_bit, max_digit_bits)
@@ -293,72 +282,32 @@ def radix_sort_u64(keys, scratch, lo_bit, hi_bit, max_digit_bits):
 
 
 @njit(cache=True)
-def radix_sort_pairs(keys, vals, max_digit_bits):
-    """Stable LSD radix sort of ``(keys uint64, vals int64)`` by all 64 key bits.
-
-    Skips trivial digit passes.  Returns the permuted ``vals`` (``keys`` and
-    ``vals`` may be clobbered).
-    """
-    n = keys.shape[0]
-    shifts, widths = _digit_plan(0, 64, max_digit_bits)
-    npass = shifts.shape[0]
-    if n < 2:
-        return vals
-    hist = _histograms(keys, shifts, widths)
-    active = np.zeros(npass, np.bool_)
-    last = -1
-    for p in range(npass):
-        nb = 1 << widths[p]
-        if not _is_trivial(hist[p, :nb], n):
-            active[p] = True
-            last = p
-    ksrc = keys
-    vsrc = vals
-    kdst = np.empty_like(keys)
-    vdst = np.empty_like(vals)
-    for p in range(npass):
-        if not active[p]:
-            continue
-        nb = 1 << widths[p]
-        off = _prefix(hist[p, :nb])
-        sh = np.uint64(shifts[p])
-        mask = np.uint64(nb - 1)
-        if p == last:
-            for i in range(n):
-                b = (ksrc[i] >> sh) & mask
-                pos = off[b]
-                vdst[pos] = vsrc[i]
-                off[b] = pos + 1
-        else:
-            for i in range(n):
-                k = ksrc[i]
-                b = (k >> sh) & mask
-                pos = off[b]
-                kdst[pos] = k
-                vdst[pos] = vsrc[i]
-                off[b] = pos + 1
-            ksrc, kdst = kdst, ksrc
-        vsrc, vdst = vdst, vsrc
-    return vsrc
+def chunk_keys(chunk, perm, ib, first, out):
+    """``out[i] = (chunk[perm[i]] << ib) | i`` (``perm`` ignored if ``first``,
+    i.e. the identity).  Prepares one LSD stage of a multi-chunk sort."""
+    n = chunk.shape[0]
+    ush = np.uint64(ib)
+    if first:
+        for i in range(n):
+            out[i] = (chunk[i] << ush) | np.uint64(i)
+    else:
+        for i in range(n):
+            out[i] = (chunk[perm[i]] << ush) | np.uint64(i)
 
 
 @njit(cache=True)
-def sort_words(words, max_digit_bits):
-    """Stable permutation sorting by multi-word keys ``words`` (nwords, n).
-
-    Word 0 is least significant; one stable radix sort per word, from the
-    least to the most significant word, carrying the permutation along.
-    """
-    nwords = words.shape[0]
-    n = words.shape[1]
-    perm = np.arange(n)
-    for wi in range(nwords):
-        k = np.empty(n, np.uint64)
-        row = words[wi]
+def compose_perm(perm, sorted_keys, mask, first):
+    """``perm[sorted_keys & mask]`` (or just ``sorted_keys & mask`` if
+    ``first``): the permutation after one stable LSD stage."""
+    n = sorted_keys.shape[0]
+    out = np.empty(n, np.int64)
+    if first:
         for i in range(n):
-            k[i] = row[perm[i]]
-        perm = radix_sort_pairs(k, perm, max_digit_bits)
-    return perm
+            out[i] = np.int64(sorted_keys[i] & mask)
+    else:
+        for i in range(n):
+            out[i] = perm[np.int64(sorted_keys[i] & mask)]
+    return out
 
 
 @njit(cache=True)
@@ -401,39 +350,58 @@ def is_consolidated(rows, times, diffs):
 
 
 @njit(cache=True)
-def consolidate_packed(sorted_keys, ib, rows, times, diffs):
-    """Consolidate using sorted packed keys ``(key << ib) | index``.
+def _emit(out_r, out_t, out_d, m, r, t, i, dv):
+    """Write row ``r[i]``, time ``t[i]`` and diff ``dv`` at output slot ``m``."""
+    for k in range(r.shape[1]):
+        out_r[m, k] = r[i, k]
+    for k in range(t.shape[1]):
+        out_t[m, k] = t[i, k]
+    out_d[m] = dv
 
-    Equal ``key`` (the bits above ``ib``) <=> equal (row, time).  Returns
-    ``(rows, times, diffs, m)`` buffers of capacity ``n``; first ``m`` valid.
+
+@njit(cache=True)
+def consolidate_packed(sorted_keys, low, mode, mins, c_sh, c_mask, diffs, dmin,
+                       out_r, out_t, out_d):
+    """Consolidate from sorted packed words ``(key << low) | payload``.
+
+    Equal ``key`` (the bits above ``low``) <=> equal (row, time), and the
+    row / time columns are decoded from the key (``mins[c] + ((k >> c_sh[c])
+    & c_mask[c])``), so only the diffs may need a random access: the payload
+    is the row index (``mode == 1``: diff = ``diffs[idx]``) or the diff
+    itself (``mode == 2``: diff = ``payload + dmin``).  Writes into the
+    ``out_*`` buffers (capacity ``n``) and returns the number of rows ``m``.
     """
     n = sorted_keys.shape[0]
-    w = rows.shape[1]
-    d = times.shape[1]
-    out_r = np.empty((n, w), np.int64)
-    out_t = np.empty((n, d), np.int64)
-    out_d = np.empty(n, np.int64)
-    ush = np.uint64(ib)
-    mask = (_U1 << ush) - _U1
+    w = out_r.shape[1]
+    d = out_t.shape[1]
+    ush = np.uint64(low)
+    lmask = (_U1 << ush) - _U1
+    umins = mins.astype(np.uint64)
     m = 0
     i = 0
     while i < n:
-        kk = sorted_keys[i] >> ush
-        first = np.int64(sorted_keys[i] & mask)
-        s = diffs[first]
-        j = i + 1
-        while j < n and (sorted_keys[j] >> ush) == kk:
-            s += diffs[np.int64(sorted_keys[j] & mask)]
+        k = sorted_keys[i]
+        kk = k >> ush
+        s = np.int64(0)
+        j = i
+        while j < n:
+            kj = sorted_keys[j]
+            if (kj >> ush) != kk:
+                break
+            if mode == 1:
+                s += diffs[np.int64(kj & lmask)]
+            else:
+                s += np.int64(kj & lmask) + dmin
             j += 1
         if s != 0:
             for c in range(w):
-                out_r[m, c] = rows[first, c]
+                out_r[m, c] = np.int64(umins[c] + ((k >> c_sh[c]) & c_mask[c]))
             for c in range(d):
-                out_t[m, c] = times[first, c]
+                out_t[m, c] = np.int64(umins[w + c] + ((k >> c_sh[w + c]) & c_mask[w + c]))
             out_d[m] = s
             m += 1
         i = j
-    return out_r, out_t, out_d, m
+    return m
 
 
 @njit(cache=True)
@@ -458,11 +426,7 @@ def consolidate_perm(perm, rows, times, diffs):
             s += diffs[perm[j]]
             j += 1
         if s != 0:
-            for c in range(w):
-                out_r[m, c] = rows[first, c]
-            for c in range(d):
-                out_t[m, c] = times[first, c]
-            out_d[m] = s
+            _emit(out_r, out_t, out_d, m, rows, times, first, s)
             m += 1
         i = j
     return out_r, out_t, out_d, m
@@ -489,11 +453,7 @@ def consolidate_sorted(rows, times, diffs):
             s += diffs[j]
             j += 1
         if s != 0:
-            for c in range(w):
-                out_r[m, c] = rows[i, c]
-            for c in range(d):
-                out_t[m, c] = times[i, c]
-            out_d[m] = s
+            _emit(out_r, out_t, out_d, m, rows, times, i, s)
             m += 1
         i = j
     return out_r, out_t, out_d, m
@@ -507,11 +467,9 @@ def merge_consolidated(ra, ta, da, rb, tb, db):
     """
     na = ra.shape[0]
     nb = rb.shape[0]
-    w = ra.shape[1]
-    d = ta.shape[1]
     cap = na + nb
-    out_r = np.empty((cap, w), np.int64)
-    out_t = np.empty((cap, d), np.int64)
+    out_r = np.empty((cap, ra.shape[1]), np.int64)
+    out_t = np.empty((cap, ta.shape[1]), np.int64)
     out_d = np.empty(cap, np.int64)
     i = 0
     j = 0
@@ -519,46 +477,26 @@ def merge_consolidated(ra, ta, da, rb, tb, db):
     while i < na and j < nb:
         c = _cmp_rt(ra, ta, i, rb, tb, j)
         if c < 0:
-            for k in range(w):
-                out_r[m, k] = ra[i, k]
-            for k in range(d):
-                out_t[m, k] = ta[i, k]
-            out_d[m] = da[i]
+            _emit(out_r, out_t, out_d, m, ra, ta, i, da[i])
             m += 1
             i += 1
         elif c > 0:
-            for k in range(w):
-                out_r[m, k] = rb[j, k]
-            for k in range(d):
-                out_t[m, k] = tb[j, k]
-            out_d[m] = db[j]
+            _emit(out_r, out_t, out_d, m, rb, tb, j, db[j])
             m += 1
             j += 1
         else:
             s = da[i] + db[j]
             if s != 0:
-                for k in range(w):
-                    out_r[m, k] = ra[i, k]
-                for k in range(d):
-                    out_t[m, k] = ta[i, k]
-                out_d[m] = s
+                _emit(out_r, out_t, out_d, m, ra, ta, i, s)
                 m += 1
             i += 1
             j += 1
     while i < na:
-        for k in range(w):
-            out_r[m, k] = ra[i, k]
-        for k in range(d):
-            out_t[m, k] = ta[i, k]
-        out_d[m] = da[i]
+        _emit(out_r, out_t, out_d, m, ra, ta, i, da[i])
         m += 1
         i += 1
     while j < nb:
-        for k in range(w):
-            out_r[m, k] = rb[j, k]
-        for k in range(d):
-            out_t[m, k] = tb[j, k]
-        out_d[m] = db[j]
+        _emit(out_r, out_t, out_d, m, rb, tb, j, db[j])
         m += 1
         j += 1
     return out_r, out_t, out_d, m
@@ -633,7 +571,7 @@ def group_by_partition(part, parts):
 # --------------------------------------------------------------------------
 # searching and joining sorted rows
 # --------------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _lower_bound(s, q, j, lo, hi):
     """First index in ``[lo, hi)`` with ``s[idx] >= q[j]``."""
     while lo < hi:
@@ -645,7 +583,7 @@ def _lower_bound(s, q, j, lo, hi):
     return lo
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _upper_bound(s, q, j, lo, hi):
     """First index in ``[lo, hi)`` with ``s[idx] > q[j]``."""
     while lo < hi:

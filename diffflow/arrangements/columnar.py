@@ -65,8 +65,9 @@ __all__ = [
 
 # Largest radix digit, in bits (2**11 buckets of int64 counters fit in L1/L2).
 _DIGIT_BITS = 11
-# Sort backend for the single-word packed case: "radix" (numba) or "numpy".
-_PACKED_SORT = "radix"
+# Single-word keys needing at most this many non-trivial radix passes are
+# radix sorted; otherwise numpy's (SIMD) np.sort is faster -- see docstring.
+_MAX_RADIX_PASSES = 2
 
 _KERNELS = None
 
@@ -141,18 +142,34 @@ def _trim(buf: np.ndarray, m: int) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # sorting
 # ---------------------------------------------------------------------------
-def _sort_plan(rows: np.ndarray, times: np.ndarray):
-    """Sort ``(rows, times)`` (validated, n >= 2).
+def _sort_u64(words: np.ndarray, low: int, high: int) -> np.ndarray:
+    """Sort uint64 ``words`` by bits ``[low, high)``; the bits below ``low``
+    make every word unique (row index) or are an order-irrelevant payload."""
+    if -(-(high - low) // _DIGIT_BITS) <= _MAX_RADIX_PASSES:
+        return _k().radix_sort_u64(words, np.empty_like(words), low, high, _DIGIT_BITS)
+    words.sort()  # numpy 2: AVX-512 / AVX2 quicksort on uint64
+    return words
 
-    Returns ``("identity",)``, ``("packed", sorted_keys, ib)`` (sorted
-    uint64 words ``key << ib | index``) or ``("perm", perm)``.
+
+def _sort_plan(rows: np.ndarray, times: np.ndarray, diffs=None):
+    """Sort ``(rows, times)`` (validated, n >= 2); see the module docstring.
+
+    Returns one of
+
+    * ``("identity",)`` -- every column is constant;
+    * ``("packed", sorted_words, low, mode, mins, c_sh, c_mask, dmin)`` --
+      sorted uint64 words ``key << low | payload`` where the payload is the
+      row index (``mode == 1``) or, only when ``diffs`` is given and fits,
+      ``diff - dmin`` (``mode == 2``); ``c_sh`` / ``c_mask`` decode column
+      ``c`` from a word;
+    * ``("perm", perm)`` -- a stable permutation (multi-chunk keys).
     """
     K = _k()
     n = rows.shape[0]
-    w = rows.shape[1]
+    ncols = rows.shape[1] + times.shape[1]
     mins, maxs = K.col_minmax(rows, times)
     cols = []
-    for c in range(w + times.shape[1]):
+    for c in range(ncols):
         b = (int(maxs[c]) - int(mins[c])).bit_length()
         if b:
             cols.append((c, b))
@@ -160,34 +177,53 @@ def _sort_plan(rows: np.ndarray, times: np.ndarray):
     if total == 0:
         return ("identity",)
     ib = (n - 1).bit_length()
-    packed = total + ib <= 64
-    base = ib if packed else 0
-    nwords = 1 if packed else (total + 63) // 64
-    # global bit offsets (from the least significant end), first column highest
+    mode, low, dmin = 1, ib, 0
+    if diffs is not None:
+        dmin, dmax = K.minmax1(diffs)
+        dbits = (int(dmax) - int(dmin)).bit_length()
+        if total + dbits <= 64:
+            mode, low = 2, dbits
+    if total + low <= 64:
+        c_sh = np.zeros(ncols, dtype=np.uint64)
+        c_mask = np.zeros(ncols, dtype=np.uint64)
+        off = low + total
+        for c, b in cols:
+            off -= b
+            c_sh[c] = off
+            c_mask[c] = (1 << b) - 1
+        p_col = np.array([c for c, _ in cols], dtype=np.int64)
+        words = np.empty(n, dtype=np.uint64)  # numpy allocation: huge pages
+        K.pack_single(rows, times, mins, p_col, c_sh[p_col], diffs if diffs is not None
+                      else np.zeros(0, np.int64), int(dmin), mode, words)
+        words = _sort_u64(words, low, low + total)
+        return ("packed", words, low, mode, mins, c_sh, c_mask, int(dmin))
+    # Multi-chunk keys: split the key bits (first column most significant)
+    # into chunks of 64 - ib bits and run one stable LSD stage per chunk,
+    # least significant first, on words (chunk << ib | position).
+    size = 64 - ib
+    nchunks = -(-total // size)
     pieces = []
     off = total
     for c, b in cols:
         off -= b
-        lo_g, hi_g = off + base, off + base + b
-        for wd in range(lo_g // 64, (hi_g - 1) // 64 + 1):
-            lo = max(lo_g, 64 * wd)
-            hi = min(hi_g, 64 * wd + 64)
-            pieces.append((c, lo - lo_g, (1 << (hi - lo)) - 1, wd, lo - 64 * wd))
-    p_col = np.array([p[0] for p in pieces], dtype=np.int64)
-    p_src = np.array([p[1] for p in pieces], dtype=np.uint64)
-    p_mask = np.array([p[2] for p in pieces], dtype=np.uint64)
-    p_word = np.array([p[3] for p in pieces], dtype=np.int64)
-    p_dst = np.array([p[4] for p in pieces], dtype=np.uint64)
-    words = K.pack_keys(rows, times, mins, p_col, p_src, p_mask, p_word, p_dst, nwords, packed)
-    if packed:
-        keys = words[0]
-        if _PACKED_SORT == "numpy":
-            keys.sort()
-            srt = keys
-        else:
-            srt = K.radix_sort_u64(keys, ib, ib + total, _DIGIT_BITS)
-        return ("packed", srt, ib)
-    return ("perm", K.sort_words(words, _DIGIT_BITS))
+        lo_g, hi_g = off, off + b
+        for wd in range(lo_g // size, (hi_g - 1) // size + 1):
+            lo = max(lo_g, size * wd)
+            hi = min(hi_g, size * wd + size)
+            pieces.append((c, lo - lo_g, (1 << (hi - lo)) - 1, wd, lo - size * wd))
+    arr = lambda i, dt: np.array([p[i] for p in pieces], dtype=dt)  # noqa: E731
+    chunks = np.zeros((nchunks, n), dtype=np.uint64)
+    K.pack_words(rows, times, mins, arr(0, np.int64), arr(1, np.uint64), arr(2, np.uint64),
+                 arr(3, np.int64), arr(4, np.uint64), chunks)
+    perm = np.zeros(0, dtype=np.int64)
+    mask = np.uint64((1 << ib) - 1)
+    for j in range(nchunks):
+        bits = min(size, total - size * j)
+        words = np.empty(n, dtype=np.uint64)
+        K.chunk_keys(chunks[j], perm, ib, j == 0, words)
+        words = _sort_u64(words, ib, ib + bits)
+        perm = K.compose_perm(perm, words, mask, j == 0)
+    return ("perm", perm)
 
 
 def _no_times(n: int) -> np.ndarray:
@@ -248,11 +284,14 @@ def consolidate(rows, times, diffs):
     n = r.shape[0]
     if n < 2 or K.sortedness(r, t) > 0:
         return _finish(K.consolidate_sorted(r, t, d))
-    plan = _sort_plan(r, t)
+    plan = _sort_plan(r, t, d)
     if plan[0] == "identity":  # unreachable (unsorted implies a varying column)
         return _finish(K.consolidate_sorted(r, t, d))
     if plan[0] == "packed":
-        return _finish(K.consolidate_packed(plan[1], plan[2], r, t, d))
+        _, words, low, mode, mins, c_sh, c_mask, dmin = plan
+        out = (np.empty_like(r), np.empty_like(t), np.empty_like(d))
+        m = K.consolidate_packed(words, low, mode, mins, c_sh, c_mask, d, dmin, *out)
+        return _finish(out + (m,))
     return _finish(K.consolidate_perm(plan[1], r, t, d))
 
 

@@ -52,8 +52,8 @@ class Spine:
     """A geometric LSM of batches for one partition of an arrangement.
 
     >>> s = Spine(width=2, key_width=1, dim=1)
-    >>> s.insert_updates(Updates.from_lists([(1, 10), (2, 20)], [(0,), (0,)], [1, 1]),
-    ...                  upper=Antichain([(1,)]))
+    >>> batch = s.insert_updates(Updates.from_lists([(1, 10), (2, 20)], [(0,), (0,)], [1, 1]),
+    ...                          upper=Antichain([(1,)]))
     >>> q, rows, times, diffs = s.gather(np.array([[2], [3]]))
     >>> q.tolist(), rows.tolist()
     ([0], [[2, 20]])

@@ -131,8 +131,8 @@ class Antichain:
     def admits(self, times):
         """Whether some element is ``<=`` each time (vectorised).
 
-        A single time (tuple or 1-D array) gives a ``bool``; an ``(n, d)``
-        array gives a bool array.
+        A single time (tuple or any 1-D array of length ``d``) gives a
+        ``bool``; an ``(n, d)`` array gives a bool array of length ``n``.
 
         >>> a = Antichain([(0, 2), (1, 0)])
         >>> a.admits([(0, 3), (0, 1), (4, 0)]).tolist()
@@ -141,7 +141,9 @@ class Antichain:
         False
         """
         single = np.ndim(times) == 1
-        tt = as_times(times, d=self.dim)
+        # 1-D always means one time here, even for d == 1 (as_times would
+        # read a 1-D list as a column of 1-dimensional times).
+        tt = as_times(np.reshape(times, (1, -1)) if single else times, d=self.dim)
         out = _dominated(self._elements, tt)
         return bool(out[0]) if single else out
 
@@ -207,12 +209,15 @@ class Antichain:
         return Antichain._from_minimal(self._elements)
 
     def __len__(self) -> int:
+        """Number of elements of the antichain."""
         return self._elements.shape[0]
 
     def __iter__(self) -> Iterator[tuple[int, ...]]:
+        """Iterate over the elements as tuples of ints, lex-sorted."""
         return iter(self.to_list())
 
     def __eq__(self, other) -> bool:
+        """Equal iff same dimension and same elements (order-insensitive)."""
         if not isinstance(other, Antichain):
             return NotImplemented
         return self._elements.shape == other._elements.shape and bool(
@@ -220,6 +225,7 @@ class Antichain:
         )
 
     def __hash__(self) -> int:
+        """Hash of the canonical element array (consistent with ``==``)."""
         return hash((self._elements.shape, self._elements.tobytes()))
 
     def __repr__(self) -> str:

@@ -25,7 +25,7 @@ def reduce_reference(updates, reducer):
 
     >>> count = lambda group: {(sum(group.values()),): 1} if group else {}
     >>> sorted(reduce_reference([(1, (), (0, 1), 1), (1, (), (1, 0), 1)], count))
-    [(1, (1,), (0, 1), 1), (1, (1,), (1, 0), 1), (1, (1,), (1, 1), -1), (1, (2,), (1, 1), 1)]
+    [(1, (1,), (0, 1), 1), (1, (1,), (1, 0), 1), (1, (1,), (1, 1), -2), (1, (2,), (1, 1), 1)]
     """
     by_key = defaultdict(list)
     for key, val, time, diff in updates:
