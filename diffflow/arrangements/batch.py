@@ -31,13 +31,14 @@ class Batch:
     >>> b._check()
     """
 
-    __slots__ = ("rows", "times", "diffs", "key_width", "lower", "upper", "since")
+    __slots__ = ("rows", "times", "diffs", "key_width", "lower", "upper", "since", "_keys")
 
     def __init__(self, rows, times, diffs, key_width, lower, upper, since=None):
         self.rows, self.times, self.diffs = rows, times, diffs
         self.key_width = key_width
         self.lower, self.upper = lower, upper
         self.since = since if since is not None else Antichain.minimum(times.shape[1])
+        self._keys = None
 
     @staticmethod
     def from_updates(updates: Updates, key_width: int, lower, upper, since=None) -> "Batch":
@@ -57,8 +58,11 @@ class Batch:
 
     @property
     def keys(self) -> np.ndarray:
-        """The key columns (a view)."""
-        return self.rows[:, : self.key_width]
+        """The key columns, C-contiguous (copied once, then cached: batches are immutable)."""
+        if self._keys is None:
+            self._keys = self.rows if self.key_width == self.rows.shape[1] else \
+                np.ascontiguousarray(self.rows[:, : self.key_width])
+        return self._keys
 
     @property
     def width(self) -> int:
@@ -71,9 +75,16 @@ class Batch:
     def updates(self) -> Updates:
         return Updates(self.rows, self.times, self.diffs)
 
+    def extended_to(self, upper: Antichain) -> "Batch":
+        """The same updates described up to a later ``upper`` (nothing happened since)."""
+        extended = Batch(self.rows, self.times, self.diffs, self.key_width, self.lower, upper,
+                         self.since)
+        extended._keys = self._keys
+        return extended
+
     def advanced(self, frontier: Antichain) -> "Batch":
         """Logical compaction: advance times by ``frontier``, consolidate, drop zeros."""
-        if frontier.is_empty() or len(self) == 0:
+        if frontier.is_empty() or len(self) == 0 or not frontier.elements.any():
             return Batch(self.rows, self.times, self.diffs, self.key_width,
                          self.lower, self.upper, frontier)
         times = advance_by(self.times, frontier)

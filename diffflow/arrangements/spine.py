@@ -74,9 +74,7 @@ class Spine:
             raise ValueError(f"batch lower {batch.lower!r} does not continue spine upper {self.upper!r}")
         self.upper = batch.upper
         if len(batch) == 0 and self.batches:
-            last = self.batches[-1]
-            self.batches[-1] = Batch(last.rows, last.times, last.diffs, last.key_width,
-                                     last.lower, batch.upper, last.since)
+            self.batches[-1] = self.batches[-1].extended_to(batch.upper)
             return
         self.batches.append(batch)
         batches = self.batches

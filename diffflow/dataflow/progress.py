@@ -36,8 +36,8 @@ def frontier_of(parts, dim: int) -> Antichain:
         elif len(part):
             arrays.append(part)
     if not arrays:
-        return Antichain(d=dim)
+        return Antichain._from_minimal(np.zeros((0, dim), np.int64))
     times = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
     if dim == 1:  # the common case: a total order, the minimum is the frontier
-        return Antichain(times[np.argmin(times[:, 0])][None, :], d=1)
+        return Antichain._from_minimal(times[np.argmin(times[:, 0])][None, :])
     return Antichain(times, d=dim)

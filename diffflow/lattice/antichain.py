@@ -220,9 +220,11 @@ class Antichain:
         """Equal iff same dimension and same elements (order-insensitive)."""
         if not isinstance(other, Antichain):
             return NotImplemented
-        return self._elements.shape == other._elements.shape and bool(
-            np.array_equal(self._elements, other._elements)
-        )
+        if self is other:
+            return True
+        a, b = self._elements, other._elements
+        # canonical, contiguous int64 arrays: comparing bytes is exact and cheap
+        return a.shape == b.shape and a.tobytes() == b.tobytes()
 
     def __hash__(self) -> int:
         """Hash of the canonical element array (consistent with ``==``)."""

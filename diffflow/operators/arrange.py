@@ -49,7 +49,7 @@ class ArrangeOp(Operator):
         if ready is None:
             ready = Updates.empty(self.node.schema.width, self.ctx.dim)
         batch = self.spine.insert_updates(ready, frontier)
-        return [batch.updates()] if len(batch) else []
+        return [batch] if len(batch) else []
 
     def capabilities(self):
         return None if self.pending is None else self.pending.times

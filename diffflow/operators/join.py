@@ -23,6 +23,7 @@ import numpy as np
 
 from ..arrangements import columnar
 from ..arrangements.spine import expand_ranges
+from ..arrangements.batch import Batch
 from ..arrangements.updates import Updates, concat
 from .base import Operator
 
@@ -43,10 +44,9 @@ def matching_pairs(probe_keys: np.ndarray, batch_keys: np.ndarray):
     return columnar.match_sorted(probe_keys, batch_keys)
 
 
-def join_updates(left: Updates, right: Updates, key_width: int, perm: np.ndarray) -> Updates:
-    """Join two key-sorted chunks: rows ``left + right[key_width:]`` reordered by ``perm``."""
-    li, ri = matching_pairs(np.ascontiguousarray(left.rows[:, :key_width]),
-                            np.ascontiguousarray(right.rows[:, :key_width]))
+def join_updates(left, right, key_width: int, perm: np.ndarray) -> Updates:
+    """Join two key-sorted batches: rows ``left + right[key_width:]`` reordered by ``perm``."""
+    li, ri = matching_pairs(left.keys, right.keys)
     if len(li) == 0:
         return None
     rows = np.concatenate([left.rows[li], right.rows[ri, key_width:]], axis=1)[:, perm]
@@ -71,19 +71,22 @@ class JoinOp(Operator):
         out = []
         if d_left is not None:
             for batch in self.right_spine.batches:
-                out.append(join_updates(d_left, batch.updates(), kk, perm))
+                out.append(join_updates(d_left, batch, kk, perm))
         if d_right is not None:
             for batch in self.left_spine.batches:
-                out.append(join_updates(batch.updates(), d_right, kk, perm))
+                out.append(join_updates(batch, d_right, kk, perm))
             if d_left is not None:
                 both = join_updates(d_left, d_right, kk, perm)
                 out.append(both.negated() if both is not None else None)
         return [o for o in out if o is not None and len(o)]
 
     def _delta(self, inputs, port):
+        """The new batches of one port, as one key-sorted batch."""
         chunks = [c for c in inputs[port] if len(c)]
         if not chunks:
             return None
-        if len(chunks) == 1:
-            return chunks[0]  # a sealed batch: already sorted and consolidated
-        return concat(chunks, chunks[0].width, self.ctx.dim).consolidated()
+        if len(chunks) == 1 and isinstance(chunks[0], Batch):
+            return chunks[0]
+        merged = concat([c.updates() if isinstance(c, Batch) else c for c in chunks],
+                        chunks[0].width, self.ctx.dim)
+        return Batch.from_updates(merged, self.key_width, None, None)

@@ -79,7 +79,13 @@ class LocalRuntime:
         self._compact()
 
     def _sweep(self) -> bool:
-        worked = False
+        """One pass in topological order; True if work is left for another pass.
+
+        In an acyclic graph data and frontiers only move to later nodes, which
+        this same pass visits, so one pass suffices unless something reached
+        an earlier node (a loop's feedback edge).
+        """
+        self._backward = False
         for node in self.nodes:
             nid = node.id
             frontiers = [self.out_frontier[src] for src in node.inputs]
@@ -101,18 +107,20 @@ class LocalRuntime:
                     raise OperatorError(f"operator {node.describe()} failed: "
                                         f"{type(exc).__name__}: {exc}") from exc
                 if outs:
-                    worked = True
                     self._route(node, p, outs)
                 caps.append(op.capabilities())
             new = frontier_of(frontiers + caps, node.dim) if node.kind != "input" \
                 else frontier_of(caps, node.dim)
             if new != self.out_frontier[nid]:
-                worked = True
                 self.out_frontier[nid] = new
-        return worked
+                if any(c <= nid for c, _ in self.consumers[nid]):
+                    self._backward = True
+        return self._backward
 
     def _route(self, node, p: int, outs) -> None:
         for consumer, port in self.consumers[node.id]:
+            if consumer <= node.id:
+                self._backward = True
             key = self.nodes[consumer].exchange[port]
             if key is None or self.parts == 1:
                 self.queues[p][consumer][port].extend(outs)

@@ -1,0 +1,110 @@
+"""Latency and throughput of a join + count pipeline over a 1M-row arrangement.
+
+    python bench/bench_pipeline.py --rows 1000000 --epochs 1000
+
+Pipeline: ``queries(k)`` joined with ``facts(k, v)`` on ``k``, then
+``aggregate(by=["k"], n=count())``.  ``facts`` holds ``--rows`` rows over
+``rows / 10`` keys; ``queries`` holds ``--queries`` keys.  Reported:
+
+* single-row epochs: one query inserted or removed (the join reads ~10 rows
+  of the big arrangement) and one fact inserted or removed; median / p90 of
+  ``flow.advance()`` end to end;
+* throughput: epochs of ``--batch`` fact updates (half inserts, half removals).
+
+Not collected by pytest.  Single core: set NUMBA_NUM_THREADS=1.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+import diffflow as dd
+
+
+def build(rows: int, queries: int, parts: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    keys = max(1, rows // 10)
+    flow = dd.Dataflow(partitions=parts)
+    q = flow.input("queries", ["k"])
+    facts = flow.input("facts", ["k", "v"])
+    counts = q.join(facts, on="k").aggregate(by=["k"], n=dd.count())
+    out = counts.output()
+    fact_rows = np.stack([rng.integers(0, keys, rows), rng.integers(0, 1 << 40, rows)], axis=1)
+    facts.insert(fact_rows)
+    q.insert(rng.choice(keys, size=queries, replace=False)[:, None])
+    t0 = time.perf_counter()
+    flow.advance()
+    load = time.perf_counter() - t0
+    return flow, q, facts, out, fact_rows, keys, load, rng
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--queries", type=int, default=10_000)
+    parser.add_argument("--epochs", type=int, default=1000)
+    parser.add_argument("--batch", type=int, default=100_000)
+    parser.add_argument("--batch-epochs", type=int, default=10)
+    parser.add_argument("--partitions", type=int, default=1)
+    args = parser.parse_args()
+
+    flow, q, facts, out, fact_rows, keys, load, rng = build(args.rows, args.queries,
+                                                            args.partitions)
+    print(f"initial load: {args.rows:,} facts + {args.queries:,} queries in {load:.2f} s "
+          f"({(args.rows + args.queries) / load / 1e6:.2f} M updates/s)")
+
+    def timed(change):
+        samples = []
+        for _ in range(args.epochs):
+            change()
+            t0 = time.perf_counter()
+            flow.advance()
+            samples.append(time.perf_counter() - t0)
+        samples.sort()
+        return statistics.median(samples) * 1e3, samples[int(len(samples) * 0.9)] * 1e3
+
+    live_queries = set()
+
+    def query_change():
+        k = int(rng.integers(0, keys))
+        if k in live_queries:
+            q.remove([(k,)])
+            live_queries.discard(k)
+        else:
+            q.insert([(k,)])
+            live_queries.add(k)
+
+    med, p90 = timed(query_change)
+    print(f"single-row query epochs: median {med:.3f} ms, p90 {p90:.3f} ms")
+
+    def fact_change():
+        i = int(rng.integers(0, len(fact_rows)))
+        facts.update(fact_rows[i:i + 1], np.array([-1]))
+        fact_rows[i, 1] = int(rng.integers(0, 1 << 40))
+        facts.update(fact_rows[i:i + 1].copy(), np.array([1]))
+
+    med, p90 = timed(fact_change)
+    print(f"single-fact replace epochs (1 remove + 1 insert): median {med:.3f} ms, p90 {p90:.3f} ms")
+
+    total, spent = 0, 0.0
+    half = args.batch // 2
+    for _ in range(args.batch_epochs):
+        removed = rng.choice(len(fact_rows), size=half, replace=False)
+        added = np.stack([rng.integers(0, keys, half), rng.integers(0, 1 << 40, half)], axis=1)
+        facts.update(fact_rows[removed], -np.ones(half, np.int64))
+        facts.update(added, np.ones(half, np.int64))
+        fact_rows[removed] = added
+        t0 = time.perf_counter()
+        flow.advance()
+        spent += time.perf_counter() - t0
+        total += 2 * half
+    print(f"{args.batch:,}-update epochs: {total / spent / 1e6:.2f} M updates/s "
+          f"({spent / args.batch_epochs * 1e3:.0f} ms per epoch)")
+    print(f"output groups: {len(out.snapshot()):,}")
+
+
+if __name__ == "__main__":
+    main()
