@@ -135,3 +135,24 @@ def test_arrangement_is_shared_between_operators():
     assert outs[0].snapshot() == {(1, 10, 5): 1, (1, 11, 5): 1}
     assert outs[1].snapshot() == {(1, 2): 1}
     assert outs[2].snapshot() == outs[0].snapshot()
+
+
+def test_traces_stay_bounded_over_many_epochs():
+    """Logical compaction: memory follows the live data, not the number of epochs."""
+    flow = dd.Dataflow(partitions=2)
+    a = flow.input("a", ["k", "v"])
+    b = flow.input("b", ["k"])
+    out = a.join(b, on="k").aggregate(by=["k"], n=dd.count()).output()
+    b.insert([(k,) for k in range(5)])
+    for epoch in range(600):
+        row = (epoch % 5, epoch % 3)
+        a.insert([row])
+        flow.advance()
+        a.remove([row])
+        flow.advance()
+    sizes = [len(op.spine) for node in flow.graph.nodes if node.kind == "arrange"
+             for op in flow._runtime.operators(node.id)]
+    sizes += [len(op.out_spine) for node in flow.graph.nodes if node.kind == "reduce"
+              for op in flow._runtime.operators(node.id)]
+    assert out.snapshot() == {}
+    assert sum(sizes) < 120, f"traces hold {sum(sizes)} updates after 1200 epochs"

@@ -296,28 +296,23 @@ def chunk_keys(chunk, perm, ib, first, out):
 
 
 @njit(cache=True)
-def compose_perm(perm, sorted_keys, mask, first):
-    """``perm[sorted_keys & mask]`` (or just ``sorted_keys & mask`` if
+def compose_perm(perm, sorted_keys, mask, first, out):
+    """``out = perm[sorted_keys & mask]`` (or just ``sorted_keys & mask`` if
     ``first``): the permutation after one stable LSD stage."""
     n = sorted_keys.shape[0]
-    out = np.empty(n, np.int64)
     if first:
         for i in range(n):
             out[i] = np.int64(sorted_keys[i] & mask)
     else:
         for i in range(n):
             out[i] = perm[np.int64(sorted_keys[i] & mask)]
-    return out
 
 
 @njit(cache=True)
-def low_bits(a, mask):
-    """``(a & mask)`` as int64 (extracts the row index of packed keys)."""
-    n = a.shape[0]
-    out = np.empty(n, np.int64)
-    for i in range(n):
+def low_bits(a, mask, out):
+    """``out = a & mask`` as int64 (extracts the row index of packed keys)."""
+    for i in range(a.shape[0]):
         out[i] = np.int64(a[i] & mask)
-    return out
 
 
 # --------------------------------------------------------------------------
@@ -405,91 +400,75 @@ def consolidate_packed(sorted_keys, low, mode, mins, c_sh, c_mask, diffs, dmin,
 
 
 @njit(cache=True)
-def consolidate_perm(perm, rows, times, diffs):
+def consolidate_perm(perm, rows, times, diffs, out_r, out_t, out_d):
     """Consolidate rows visited in the (sorting) order ``perm``.
 
-    Returns ``(rows, times, diffs, m)`` buffers of capacity ``n``.
+    Writes into the ``out_*`` buffers (capacity ``n``); returns the count.
     """
     n = perm.shape[0]
-    w = rows.shape[1]
-    d = times.shape[1]
-    out_r = np.empty((n, w), np.int64)
-    out_t = np.empty((n, d), np.int64)
-    out_d = np.empty(n, np.int64)
     m = 0
     i = 0
     while i < n:
         first = perm[i]
         s = diffs[first]
-        j = i + 1
-        while j < n and _cmp_rt(rows, times, first, rows, times, perm[j]) == 0:
-            s += diffs[perm[j]]
-            j += 1
+        i += 1
+        while i < n and _cmp_rt(rows, times, first, rows, times, perm[i]) == 0:
+            s += diffs[perm[i]]
+            i += 1
         if s != 0:
             _emit(out_r, out_t, out_d, m, rows, times, first, s)
             m += 1
-        i = j
-    return out_r, out_t, out_d, m
+    return m
 
 
 @njit(cache=True)
-def consolidate_sorted(rows, times, diffs):
+def consolidate_sorted(rows, times, diffs, out_r, out_t, out_d):
     """Consolidate input already sorted (possibly with equal neighbours).
 
-    Returns ``(rows, times, diffs, m)`` buffers of capacity ``n``.
+    Writes into the ``out_*`` buffers (capacity ``n``); returns the count.
     """
     n = rows.shape[0]
-    w = rows.shape[1]
-    d = times.shape[1]
-    out_r = np.empty((n, w), np.int64)
-    out_t = np.empty((n, d), np.int64)
-    out_d = np.empty(n, np.int64)
     m = 0
     i = 0
     while i < n:
+        first = i
         s = diffs[i]
-        j = i + 1
-        while j < n and _cmp_rt(rows, times, i, rows, times, j) == 0:
-            s += diffs[j]
-            j += 1
+        i += 1
+        while i < n and _cmp_rt(rows, times, first, rows, times, i) == 0:
+            s += diffs[i]
+            i += 1
         if s != 0:
-            _emit(out_r, out_t, out_d, m, rows, times, i, s)
+            _emit(out_r, out_t, out_d, m, rows, times, first, s)
             m += 1
-        i = j
-    return out_r, out_t, out_d, m
+    return m
 
 
 @njit(cache=True)
-def merge_consolidated(ra, ta, da, rb, tb, db):
+def merge_consolidated(ra, ta, da, rb, tb, db, out_r, out_t, out_d):
     """Two-pointer merge of two consolidated runs into a consolidated run.
 
-    Returns ``(rows, times, diffs, m)`` buffers of capacity ``na + nb``.
+    Writes into the ``out_*`` buffers (capacity ``na + nb``); returns the
+    number of output rows.
     """
     na = ra.shape[0]
     nb = rb.shape[0]
-    cap = na + nb
-    out_r = np.empty((cap, ra.shape[1]), np.int64)
-    out_t = np.empty((cap, ta.shape[1]), np.int64)
-    out_d = np.empty(cap, np.int64)
     i = 0
     j = 0
     m = 0
     while i < na and j < nb:
         c = _cmp_rt(ra, ta, i, rb, tb, j)
-        if c < 0:
-            _emit(out_r, out_t, out_d, m, ra, ta, i, da[i])
-            m += 1
-            i += 1
-        elif c > 0:
-            _emit(out_r, out_t, out_d, m, rb, tb, j, db[j])
-            m += 1
-            j += 1
-        else:
-            s = da[i] + db[j]
+        if c <= 0:
+            s = da[i]
+            if c == 0:
+                s += db[j]
+                j += 1
             if s != 0:
                 _emit(out_r, out_t, out_d, m, ra, ta, i, s)
                 m += 1
             i += 1
+        else:
+            _emit(out_r, out_t, out_d, m, rb, tb, j, db[j])
+            m += 1
             j += 1
     while i < na:
         _emit(out_r, out_t, out_d, m, ra, ta, i, da[i])
@@ -499,18 +478,20 @@ def merge_consolidated(ra, ta, da, rb, tb, db):
         _emit(out_r, out_t, out_d, m, rb, tb, j, db[j])
         m += 1
         j += 1
-    return out_r, out_t, out_d, m
+    return m
 
 
 # --------------------------------------------------------------------------
 # hashing and partitioning
 # --------------------------------------------------------------------------
 @njit(cache=True)
-def hash_rows(keys):
-    """Fixed splitmix64-chained hash of each row (see columnar.hash_rows)."""
+def hash_rows(keys, out):
+    """Fixed splitmix64-chained hash of each row into ``out`` (uint64).
+
+    See ``columnar.hash_rows`` for the definition.
+    """
     n = keys.shape[0]
     w = keys.shape[1]
-    out = np.empty(n, np.uint64)
     for i in range(n):
         h = _HASH_SEED
         for c in range(w):
@@ -519,16 +500,14 @@ def hash_rows(keys):
             z = (z ^ (z >> _U27)) * _MIX2
             h = z ^ (z >> _U31)
         out[i] = h
-    return out
 
 
 @njit(cache=True)
-def partition_of(keys, parts):
-    """``hash_rows(keys) % parts`` (unsigned) as int64."""
+def partition_of(keys, parts, out):
+    """``hash_rows(keys) % parts`` (unsigned) as int64, into ``out``."""
     n = keys.shape[0]
     w = keys.shape[1]
     up = np.uint64(parts)
-    out = np.empty(n, np.int64)
     for i in range(n):
         h = _HASH_SEED
         for c in range(w):
@@ -537,7 +516,6 @@ def partition_of(keys, parts):
             z = (z ^ (z >> _U27)) * _MIX2
             h = z ^ (z >> _U31)
         out[i] = np.int64(h % up)
-    return out
 
 
 @njit(cache=True)
@@ -551,8 +529,9 @@ def part_range_ok(part, parts):
 
 
 @njit(cache=True)
-def group_by_partition(part, parts):
-    """Stable counting sort of indices by partition id; ``(perm, offsets)``."""
+def group_by_partition(part, parts, perm):
+    """Stable counting sort of indices by partition id into ``perm``;
+    returns ``offsets`` (length ``parts + 1``)."""
     n = part.shape[0]
     offsets = np.zeros(parts + 1, np.int64)
     for i in range(n):
@@ -560,12 +539,11 @@ def group_by_partition(part, parts):
     for p in range(parts):
         offsets[p + 1] += offsets[p]
     pos = offsets[:parts].copy()
-    perm = np.empty(n, np.int64)
     for i in range(n):
         p = part[i]
         perm[pos[p]] = i
         pos[p] += 1
-    return perm, offsets
+    return offsets
 
 
 # --------------------------------------------------------------------------
@@ -656,12 +634,11 @@ def match_count(left, right):
 
 
 @njit(cache=True)
-def match_fill(left, right, total):
-    """All equal-key pairs ``(i, j)`` ordered by i then j (``total`` of them)."""
+def match_fill(left, right, li, ri):
+    """All equal-key pairs ``(i, j)``, ordered by i then j, into ``li, ri``
+    (sized by ``match_count``)."""
     nl = left.shape[0]
     nr = right.shape[0]
-    li = np.empty(total, np.int64)
-    ri = np.empty(total, np.int64)
     i = 0
     j = 0
     m = 0
@@ -681,7 +658,6 @@ def match_fill(left, right, total):
                     m += 1
             i = i1
             j = j1
-    return li, ri
 
 
 @njit(cache=True)

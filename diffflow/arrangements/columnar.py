@@ -222,7 +222,9 @@ def _sort_plan(rows: np.ndarray, times: np.ndarray, diffs=None):
         words = np.empty(n, dtype=np.uint64)
         K.chunk_keys(chunks[j], perm, ib, j == 0, words)
         words = _sort_u64(words, ib, ib + bits)
-        perm = K.compose_perm(perm, words, mask, j == 0)
+        nperm = np.empty(n, dtype=np.int64)
+        K.compose_perm(perm, words, mask, j == 0, nperm)
+        perm = nperm
     return ("perm", perm)
 
 
@@ -254,15 +256,17 @@ def sort_permutation(rows, times=None) -> np.ndarray:
     if plan[0] == "identity":
         return np.arange(n, dtype=np.int64)
     if plan[0] == "packed":
-        return _k().low_bits(plan[1], np.uint64((1 << plan[2]) - 1))
+        perm = np.empty(n, dtype=np.int64)
+        _k().low_bits(plan[1], np.uint64((1 << plan[2]) - 1), perm)
+        return perm
     return plan[1]
 
 
 # ---------------------------------------------------------------------------
 # consolidation and merging
 # ---------------------------------------------------------------------------
-def _finish(out):
-    r, t, d, m = out
+def _finish(out, m):
+    r, t, d = out
     return _trim(r, m), _trim(t, m), _trim(d, m)
 
 
@@ -282,17 +286,22 @@ def consolidate(rows, times, diffs):
     r, t, d = _triple(rows, times, diffs)
     K = _k()
     n = r.shape[0]
-    if n < 2 or K.sortedness(r, t) > 0:
-        return _finish(K.consolidate_sorted(r, t, d))
+    state = K.sortedness(r, t) if n >= 2 else 2
+    if state == 2:  # strictly sorted: only zero diffs can go
+        keep = d != 0
+        if keep.all():
+            return r.copy(), t.copy(), d.copy()
+        return r[keep], t[keep], d[keep]
+    # numpy allocates the outputs (transparent huge pages: cheaper faults)
+    out = (np.empty_like(r), np.empty_like(t), np.empty_like(d))
+    if state == 1:
+        return _finish(out, K.consolidate_sorted(r, t, d, *out))
     plan = _sort_plan(r, t, d)
-    if plan[0] == "identity":  # unreachable (unsorted implies a varying column)
-        return _finish(K.consolidate_sorted(r, t, d))
     if plan[0] == "packed":
         _, words, low, mode, mins, c_sh, c_mask, dmin = plan
-        out = (np.empty_like(r), np.empty_like(t), np.empty_like(d))
-        m = K.consolidate_packed(words, low, mode, mins, c_sh, c_mask, d, dmin, *out)
-        return _finish(out + (m,))
-    return _finish(K.consolidate_perm(plan[1], r, t, d))
+        return _finish(out, K.consolidate_packed(words, low, mode, mins, c_sh, c_mask, d, dmin, *out))
+    # (an unsorted input always has a varying column, so plan is not identity)
+    return _finish(out, K.consolidate_perm(plan[1], r, t, d, *out))
 
 
 def is_consolidated(rows, times, diffs) -> bool:
@@ -325,7 +334,10 @@ def merge_consolidated(rows_a, times_a, diffs_a, rows_b, times_b, diffs_b):
     rb, tb, db = _triple(rows_b, times_b, diffs_b, "_b")
     _same_width(ra, rb, "rows_a", "rows_b")
     _same_width(ta, tb, "times_a", "times_b")
-    return _finish(_k().merge_consolidated(ra, ta, da, rb, tb, db))
+    cap = ra.shape[0] + rb.shape[0]
+    out = (np.empty((cap, ra.shape[1]), np.int64), np.empty((cap, ta.shape[1]), np.int64),
+           np.empty(cap, np.int64))
+    return _finish(out, _k().merge_consolidated(ra, ta, da, rb, tb, db, *out))
 
 
 # ---------------------------------------------------------------------------
@@ -356,7 +368,10 @@ def hash_rows(keys) -> np.ndarray:
     >>> bool((hash_rows(np.array([[1, -2], [7, 0]])) == _hash_rows_numpy(np.array([[1, -2], [7, 0]]))).all())
     True
     """
-    return _k().hash_rows(_rows(keys, "keys"))
+    k = _rows(keys, "keys")
+    out = np.empty(k.shape[0], dtype=np.uint64)
+    _k().hash_rows(k, out)
+    return out
 
 
 def _hash_rows_numpy(keys) -> np.ndarray:
@@ -398,7 +413,10 @@ def partition_of(keys, parts) -> np.ndarray:
     True
     """
     parts = _check_parts(parts)
-    return _k().partition_of(_rows(keys, "keys"), parts)
+    k = _rows(keys, "keys")
+    out = np.empty(k.shape[0], dtype=np.int64)
+    _k().partition_of(k, parts, out)
+    return out
 
 
 def group_by_partition(part, parts):
@@ -417,7 +435,8 @@ def group_by_partition(part, parts):
     K = _k()
     if not K.part_range_ok(p, parts):
         raise ValueError(f"part values must lie in [0, {parts})")
-    return K.group_by_partition(p, parts)
+    perm = np.empty(p.shape[0], dtype=np.int64)
+    return perm, K.group_by_partition(p, parts, perm)
 
 
 # ---------------------------------------------------------------------------
@@ -477,7 +496,10 @@ def match_sorted(left_keys, right_keys):
     _same_width(a, b, "left_keys", "right_keys")
     K = _k()
     total = K.match_count(a, b)
-    return K.match_fill(a, b, total)
+    li = np.empty(total, dtype=np.int64)
+    ri = np.empty(total, dtype=np.int64)
+    K.match_fill(a, b, li, ri)
+    return li, ri
 
 
 def group_starts(sorted_rows) -> np.ndarray:
