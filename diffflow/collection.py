@@ -538,9 +538,11 @@ class Arranged:
         return self.collection.join(other, on, left_on, right_on)
 
     def semijoin(self, other, on=None, left_on=None, right_on=None) -> Collection:
+        """See :meth:`Collection.semijoin`."""
         return self.collection.semijoin(other, on, left_on, right_on)
 
     def antijoin(self, other, on=None, left_on=None, right_on=None) -> Collection:
+        """See :meth:`Collection.antijoin`."""
         return self.collection.antijoin(other, on, left_on, right_on)
 
     def aggregate(self, **aggregates) -> Collection:
@@ -553,6 +555,7 @@ class Arranged:
         return _aggregate(self, aggregates)
 
     def output(self, name: str | None = None) -> "Output":
+        """See :meth:`Collection.output`."""
         return self.collection.output(name)
 
 
@@ -653,7 +656,12 @@ class Output:
         return decode_rows(rows, self.node.schema, self.flow.symbols)
 
     def snapshot(self) -> dict:
-        """``{row: multiplicity}`` of the collection after the last computed epoch."""
+        """``{row: multiplicity}`` of the collection after the last computed epoch.
+
+        >>> flow = Dataflow(); a = flow.input("a", ["x"]); out = a.output()
+        >>> a.insert([3, 3, 4]); flow.advance(); out.snapshot()
+        {(3,): 2, (4,): 1}
+        """
         parts = [op.accumulated.contents() for op in self._ops()]
         parts = [p for p in parts if len(p[1])]
         if not parts:
@@ -665,7 +673,13 @@ class Output:
         return dict(zip(self._decode(rows), diffs.tolist()))
 
     def changes(self) -> list:
-        """``[(row, epoch, diff), ...]`` since the last call, consolidated, by epoch then row."""
+        """``[(row, epoch, diff), ...]`` since the last call, consolidated, by epoch then row.
+
+        >>> flow = Dataflow(); a = flow.input("a", ["x"]); out = a.output()
+        >>> a.insert([1]); flow.advance(); a.remove([1]); a.insert([2]); flow.advance()
+        >>> out.changes()
+        [((1,), 0, 1), ((1,), 1, -1), ((2,), 1, 1)]
+        """
         chunks = [c for op in self._ops() for c in op.take_changes()]
         if not chunks:
             return []
@@ -676,7 +690,12 @@ class Output:
         return sorted(items, key=lambda item: (item[1], item[0]))
 
     def to_pandas(self):
-        """The current collection as a pandas DataFrame, one line per copy of a row."""
+        """The current collection as a pandas DataFrame, one line per copy of a row.
+
+        >>> flow = Dataflow(); a = flow.input("a", ["x", ("s", str)]); out = a.output()
+        >>> a.insert([(1, "p")]); flow.advance(); out.to_pandas().values.tolist()
+        [[1, 'p']]
+        """
         import pandas as pd
 
         snap = self.snapshot()

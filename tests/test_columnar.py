@@ -208,6 +208,17 @@ def test_consolidate_all_zero_and_cancelling():
         assert r.shape == (0, 1) and t.shape == (0, 1) and d.shape == (0,)
 
 
+def test_consolidate_sorted_inputs():
+    rows = np.array([[1], [1], [2], [3], [3]])
+    times = np.array([[0], [1], [0], [0], [0]])
+    # strictly sorted, with a zero diff
+    assert_triple_equal(C.consolidate(rows[:4], times[:4], np.array([1, 0, 2, 3])),
+                        (np.array([[1], [2], [3]]), np.array([[0], [0], [0]]), np.array([1, 2, 3])))
+    # sorted with equal neighbours (no sort needed, still summed)
+    assert_triple_equal(C.consolidate(rows, times, np.array([1, 1, 1, 2, -2])),
+                        (np.array([[1], [1], [2]]), np.array([[0], [1], [0]]), np.array([1, 1, 1])))
+
+
 def test_consolidate_does_not_alias_inputs():
     rows = np.array([[1], [2]])
     times = np.array([[0], [0]])
@@ -342,13 +353,17 @@ def test_key_ranges_width_zero_and_empty():
     assert lo.shape == (0,) and hi.shape == (0,)
 
 
-def test_searchsorted_rows_matches_numpy_one_column():
-    rng = np.random.default_rng(2)
-    s = np.sort(rng.integers(-50, 50, 2000))
-    q = rng.integers(-60, 60, 500)
+@pytest.mark.parametrize("distinct", [3, 100, 5000])
+def test_searchsorted_and_key_ranges_match_numpy_one_column(distinct):
+    rng = np.random.default_rng(distinct)
+    s = np.sort(rng.integers(-distinct, distinct, 5000))
+    q = rng.integers(-distinct - 5, distinct + 5, 500)
     for side in ("left", "right"):
         np.testing.assert_array_equal(C.searchsorted_rows(s[:, None], q[:, None], side=side),
                                       np.searchsorted(s, q, side=side))
+    lo, hi = C.key_ranges(s[:, None], q[:, None])
+    np.testing.assert_array_equal(lo, np.searchsorted(s, q, side="left"))
+    np.testing.assert_array_equal(hi, np.searchsorted(s, q, side="right"))
 
 
 @st.composite

@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 
+from diffflow.arrangements.columnar import partition_of
 from diffflow.arrangements.updates import Updates
 from diffflow.dataflow.graph import Node
 from diffflow.dataflow.progress import frontier_of
@@ -78,6 +79,25 @@ class Harness:
             if all(a <= b for a, b in zip(time, t)):
                 acc[row] += diff
         return {k: v for k, v in acc.items() if v}
+
+
+class PartitionedHarness:
+    """``parts`` harnesses, each fed the keys whose hash lands in its partition."""
+
+    def __init__(self, reducer, width, parts, dim=2):
+        self.parts = [Harness(reducer, width, dim) for _ in range(parts)]
+
+    def step(self, updates, frontier):
+        owner = partition_of(np.array([[u[0][0]] for u in updates], dtype=np.int64).reshape(-1, 1),
+                             len(self.parts)) if updates else []
+        for p, h in enumerate(self.parts):
+            h.step([u for u, o in zip(updates, owner) if o == p], frontier)
+
+    def output_at(self, t):
+        out = {}
+        for h in self.parts:
+            out.update(h.output_at(t))  # keys never span partitions
+        return out
 
 
 def expected_at(inputs, t, fn):
@@ -150,18 +170,19 @@ def random_schedule(rng, grid, n_updates, keys, vals):
     return updates, steps
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("parts", [1, 3])
+@pytest.mark.parametrize("seed", range(30))
 @pytest.mark.parametrize("which", ["aggregate", "distinct"])
-def test_random_partial_order_schedules(seed, which):
+def test_random_partial_order_schedules(seed, which, parts):
     rng = random.Random(seed)
     grid = [(a, b) for a in range(3) for b in range(3)]
     reducer, fn, width = ((AggregateReducer(AGG), agg_python, 2) if which == "aggregate"
                           else (DistinctReducer(), distinct_python, 1))
-    updates, steps = random_schedule(rng, grid, rng.randrange(1, 14), keys=2, vals=3)
+    updates, steps = random_schedule(rng, grid, rng.randrange(1, 14), keys=4, vals=3)
     if width == 1:
         updates = [((u[0][0],), u[1], u[2]) for u in updates]
         steps = [([((u[0][0],), u[1], u[2]) for u in now], f, d) for now, f, d in steps]
-    h = Harness(reducer, width)
+    h = PartitionedHarness(reducer, width, parts)
     delivered = []
     for now, frontier, done in steps:
         delivered.extend(now)

@@ -10,8 +10,12 @@ inputs were validated by the wrapper:
   all compared as signed ``int64``.
 
 All kernels are single-threaded ``@njit(cache=True)`` functions; each is
-compiled for exactly one type signature because the wrapper always passes
-C-contiguous ``int64`` / ``uint64`` arrays and Python ints.
+compiled for one type signature because the wrapper always passes
+C-contiguous ``int64`` / ``uint64`` arrays and Python ints / bools.  Large
+outputs are allocated by the wrapper with numpy and passed in (``out``
+arguments): numpy requests transparent huge pages for big buffers, which
+makes first-touch page faults and the TLB misses of scatters much cheaper
+than with numba's own allocator.
 """
 
 import numpy as np
@@ -26,8 +30,7 @@ _U1 = np.uint64(1)
 _U27 = np.uint64(27)
 _U30 = np.uint64(30)
 _U31 = np.uint64(31)
-_UALL = np.uint64(0xFFFFFFFFFFFFFFFF)
-# write-combining buffer slots per radix bucket
+# write-combining buffer slots per radix bucket (64 x 2**11 x 8 B = 1 MiB)
 _WC = 64
 _HASH_SEED = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -78,19 +81,11 @@ def _minmax_cols(a, mins, maxs, base):
 
 
 @njit(cache=True)
-def col_minmax(rows, times):
-    """Per-column min and max of the concatenated columns ``rows | times``.
-
-    Returns two ``int64`` arrays of length ``w + d``; requires ``n >= 1``.
-    """
-    w = rows.shape[1]
-    d = times.shape[1]
-    mins = np.zeros(w + d, np.int64)
-    maxs = np.zeros(w + d, np.int64)
-    if rows.shape[0] > 0:
-        _minmax_cols(rows, mins, maxs, 0)
-        _minmax_cols(times, mins, maxs, w)
-    return mins, maxs
+def col_minmax(rows, times, mins, maxs):
+    """Per-column min and max of the concatenated columns ``rows | times``
+    into ``mins`` / ``maxs`` (length ``w + d``); requires ``n >= 1``."""
+    _minmax_cols(rows, mins, maxs, 0)
+    _minmax_cols(times, mins, maxs, rows.shape[1])
 
 
 @njit(cache=True)
@@ -137,11 +132,11 @@ def pack_single(rows, times, mins, p_col, p_dst, diffs, dmin, mode, out):
 
 @njit(cache=True)
 def pack_words(rows, times, mins, p_col, p_src, p_mask, p_word, p_dst, out):
-    """Pack ``(rows, times)`` into ``out`` of shape ``(nwords, n)`` (zeroed).
+    """Pack ``(rows, times)`` into bit chunks ``out`` (nchunks, n), zeroed.
 
     Column ``c = p_col[p]`` contributes ``((v - mins[c]) >> p_src) & p_mask``
-    shifted left by ``p_dst`` into word ``p_word``, for each piece ``p``
-    (a column may straddle two words).  Word 0 is the *least* significant.
+    shifted left by ``p_dst`` into chunk ``p_word``, for each piece ``p``
+    (a column may straddle chunks).  Chunk 0 is the *least* significant.
     """
     n = rows.shape[0]
     w = rows.shape[1]
@@ -155,64 +150,6 @@ def pack_words(rows, times, mins, p_col, p_src, p_mask, p_word, p_dst, out):
                 v = times[i, c - w]
             u = (np.uint64(v) - np.uint64(mins[c])) >> p_src[p]
             out[p_word[p], i] |= (u & p_mask[p]) << p_dst[p]
-
-
-@njit(cache=True)
-def _digit_plan(lo_bit, hi_bit, max_digit_bits):
-    """Split bit range ``[lo_bit, hi_bit)`` into near-equal digit passes."""
-    nbits = hi_bit - lo_bit
-    npass = (nbits + max_digit_bits - 1) // max_digit_bits
-    shifts = np.empty(npass, np.int64)
-    widths = np.empty(npass, np.int64)
-    if npass == 0:
-        return shifts, widths
-    dbits = (nbits + npass - 1) // npass
-    s = lo_bit
-    for p in range(npass):
-        shifts[p] = s
-        wd = min(dbits, hi_bit - s)
-        widths[p] = wd
-        s += wd
-    return shifts, widths
-
-
-@njit(cache=True)
-def _histograms(keys, shifts, widths):
-    """All digit histograms of ``keys`` in one pass; shape (npass, 2**maxw)."""
-    npass = shifts.shape[0]
-    maxw = 0
-    for p in range(npass):
-        if widths[p] > maxw:
-            maxw = widths[p]
-    hist = np.zeros((npass, 1 << maxw), np.int64)
-    n = keys.shape[0]
-    for p in range(npass):
-        sh = np.uint64(shifts[p])
-        mask = (_U1 << np.uint64(widths[p])) - _U1
-        hp = hist[p]
-        for i in range(n):
-            hp[(keys[i] >> sh) & mask] += 1
-    return hist
-
-
-@njit(cache=True)
-def _is_trivial(h, n):
-    """True if one bucket of histogram ``h`` holds all ``n`` elements."""
-    for b in range(h.shape[0]):
-        if h[b] != 0:
-            return h[b] == n
-    return True
-
-
-@njit(cache=True)
-def _prefix(h):
-    """Exclusive prefix sums of histogram ``h`` (bucket start offsets)."""
-    off = np.empty(h.shape[0], np.int64)
-    s = 0
-    for b in range(h.shape[0]):
-        off[b] = s
-        s += h[b]
-    return off
 
 
 @njit(cache=True)
@@ -253,30 +190,46 @@ def _scatter_u64(src, dst, off, sh, nb, buf, cnt):
 def radix_sort_u64(keys, scratch, lo_bit, hi_bit, max_digit_bits):
     """LSD radix sort of ``keys`` (uint64) by bits ``[lo_bit, hi_bit)``.
 
-    Bits below ``lo_bit`` are ignored (they hold a unique row index or a
-    payload in the packed layouts).  Digit passes in which every key has the
-    same digit are skipped.  Returns the sorted array: ``keys`` or
+    The bit range is split into near-equal digits of at most
+    ``max_digit_bits``; one sweep per digit builds all histograms first, and
+    digit passes in which every key has the same digit are skipped.  Bits
+    below ``lo_bit`` are ignored (they hold a unique row index or a payload
+    in the packed layouts).  Returns the sorted array: ``keys`` or
     ``scratch`` (same shape; allocating both with numpy gives transparent
     huge pages, which the scatter passes need).
     """
     n = keys.shape[0]
-    shifts, widths = _digit_plan(lo_bit, hi_bit, max_digit_bits)
-    npass = shifts.shape[0]
-    if n < 2 or npass == 0:
+    nbits = hi_bit - lo_bit
+    npass = (nbits + max_digit_bits - 1) // max_digit_bits
+    if n < 2 or npass <= 0:
         return keys
-    hist = _histograms(keys, shifts, widths)
-    nbmax = hist.shape[1]
+    width = (nbits + npass - 1) // npass
+    nbmax = 1 << width
+    hist = np.zeros((npass, nbmax), np.int64)
+    for p in range(npass):
+        sh = np.uint64(lo_bit + p * width)
+        mask = np.uint64((1 << min(width, hi_bit - lo_bit - p * width)) - 1)
+        hp = hist[p]
+        for i in range(n):
+            hp[(keys[i] >> sh) & mask] += 1
     buf = np.empty(nbmax * _WC, np.uint64)
     cnt = np.empty(nbmax, np.int64)
+    off = np.empty(nbmax, np.int64)
     src = keys
     dst = scratch
     for p in range(npass):
-        nb = 1 << widths[p]
-        h = hist[p, :nb]
-        if _is_trivial(h, n):
+        nb = 1 << min(width, hi_bit - lo_bit - p * width)
+        hp = hist[p]
+        trivial = False
+        total = 0
+        for b in range(nb):
+            if hp[b] == n:
+                trivial = True
+            off[b] = total
+            total += hp[b]
+        if trivial:
             continue
-        off = _prefix(h)
-        _scatter_u64(src, dst, off, shifts[p], nb, buf, cnt)
+        _scatter_u64(src, dst, off, lo_bit + p * width, nb, buf, cnt)
         src, dst = dst, src
     return src
 
@@ -485,37 +438,31 @@ def merge_consolidated(ra, ta, da, rb, tb, db, out_r, out_t, out_d):
 # hashing and partitioning
 # --------------------------------------------------------------------------
 @njit(cache=True)
-def hash_rows(keys, out):
-    """Fixed splitmix64-chained hash of each row into ``out`` (uint64).
+def _hash_row(keys, i):
+    """Hash of row ``keys[i]``: splitmix64 finalizer chained over columns."""
+    h = _HASH_SEED
+    for c in range(keys.shape[1]):
+        z = h ^ np.uint64(keys[i, c])
+        z = (z ^ (z >> _U30)) * _MIX1
+        z = (z ^ (z >> _U27)) * _MIX2
+        h = z ^ (z >> _U31)
+    return h
 
-    See ``columnar.hash_rows`` for the definition.
-    """
-    n = keys.shape[0]
-    w = keys.shape[1]
-    for i in range(n):
-        h = _HASH_SEED
-        for c in range(w):
-            z = h ^ np.uint64(keys[i, c])
-            z = (z ^ (z >> _U30)) * _MIX1
-            z = (z ^ (z >> _U27)) * _MIX2
-            h = z ^ (z >> _U31)
-        out[i] = h
+
+@njit(cache=True)
+def hash_rows(keys, out):
+    """Fixed 64-bit hash of each row into ``out`` (uint64); see
+    ``columnar.hash_rows`` for the definition."""
+    for i in range(keys.shape[0]):
+        out[i] = _hash_row(keys, i)
 
 
 @njit(cache=True)
 def partition_of(keys, parts, out):
     """``hash_rows(keys) % parts`` (unsigned) as int64, into ``out``."""
-    n = keys.shape[0]
-    w = keys.shape[1]
     up = np.uint64(parts)
-    for i in range(n):
-        h = _HASH_SEED
-        for c in range(w):
-            z = h ^ np.uint64(keys[i, c])
-            z = (z ^ (z >> _U30)) * _MIX1
-            z = (z ^ (z >> _U27)) * _MIX2
-            h = z ^ (z >> _U31)
-        out[i] = np.int64(h % up)
+    for i in range(keys.shape[0]):
+        out[i] = np.int64(_hash_row(keys, i) % up)
 
 
 @njit(cache=True)
@@ -574,31 +521,43 @@ def _upper_bound(s, q, j, lo, hi):
 
 
 @njit(cache=True)
-def key_ranges(sorted_keys, query_keys):
-    """Per query the half-open range ``[lo, hi)`` of equal sorted rows."""
-    n = sorted_keys.shape[0]
-    m = query_keys.shape[0]
-    lo = np.empty(m, np.int64)
-    hi = np.empty(m, np.int64)
-    for j in range(m):
-        a = _lower_bound(sorted_keys, query_keys, j, 0, n)
-        lo[j] = a
-        hi[j] = _upper_bound(sorted_keys, query_keys, j, a, n)
-    return lo, hi
+def _gallop_upper(s, q, j, lo, n):
+    """First index in ``[lo, n)`` with ``s[idx] > q[j]``, given that no
+    index below ``lo`` qualifies: galloping (1, 2, 4, ... steps) and then a
+    binary search, so short runs of equal rows cost O(log run) local probes."""
+    step = 1
+    hi = n
+    while True:
+        probe = lo + step - 1
+        if probe >= n:
+            break
+        if _cmp_row(s, probe, q, j) > 0:
+            hi = probe
+            break
+        lo = probe + 1
+        step *= 2
+    return _upper_bound(s, q, j, lo, hi)
 
 
 @njit(cache=True)
-def searchsorted_rows(sorted_rows, query_rows, right):
-    """Lexicographic ``np.searchsorted`` (left or right side)."""
+def key_ranges(sorted_keys, query_keys, lo, hi):
+    """Per query the half-open range ``[lo, hi)`` of equal sorted rows."""
+    n = sorted_keys.shape[0]
+    for j in range(query_keys.shape[0]):
+        a = _lower_bound(sorted_keys, query_keys, j, 0, n)
+        lo[j] = a
+        hi[j] = _gallop_upper(sorted_keys, query_keys, j, a, n)
+
+
+@njit(cache=True)
+def searchsorted_rows(sorted_rows, query_rows, right, out):
+    """Lexicographic ``np.searchsorted`` (left or right side) into ``out``."""
     n = sorted_rows.shape[0]
-    m = query_rows.shape[0]
-    out = np.empty(m, np.int64)
-    for j in range(m):
+    for j in range(query_rows.shape[0]):
         if right:
             out[j] = _upper_bound(sorted_rows, query_rows, j, 0, n)
         else:
             out[j] = _lower_bound(sorted_rows, query_rows, j, 0, n)
-    return out
 
 
 @njit(cache=True)
@@ -661,14 +620,14 @@ def match_fill(left, right, li, ri):
 
 
 @njit(cache=True)
-def group_starts(sorted_rows):
-    """Start offsets of runs of equal rows, with ``n`` appended."""
+def group_starts(sorted_rows, buf):
+    """Start offsets of runs of equal rows, with ``n`` appended, written to
+    ``buf`` (capacity ``n + 1``); returns the number of entries."""
     n = sorted_rows.shape[0]
-    buf = np.empty(n + 1, np.int64)
     m = 0
     for i in range(n):
         if i == 0 or _cmp_row(sorted_rows, i - 1, sorted_rows, i) != 0:
             buf[m] = i
             m += 1
     buf[m] = n
-    return buf[: m + 1].copy()
+    return m + 1

@@ -21,26 +21,51 @@ functions that drop rows (``consolidate``, ``merge_consolidated``) are
 freshly allocated and never alias the inputs, but may be views of a
 slightly larger fresh buffer.
 
-Sorting strategy (``sort_permutation`` / ``consolidate``): per column min and
-max are computed in one pass; each non-constant column is offset by its min
-(uint64 arithmetic, so full-range int64 columns are fine) and packed, most
-significant column first, into as few uint64 words as possible.  If the key
-bits plus the bits of the row index fit in 64, the index is packed into the
-low bits: every word is then unique, stability is automatic and a single
-uint64 array is sorted (the permutation is the low bits).  Otherwise the
-words are sorted from least to most significant with a stable LSD radix
-sort of (word, permutation) pairs, 11-bit digits, skipping digit passes in
-which all elements share the digit (all digit histograms come from one pass).
+Sorting strategy (``sort_permutation`` / ``consolidate``):
 
-Measured on this machine (1 core, AVX-512 Xeon, 10M rows, key uniform in
-[0, 1e7), time in [0, 10): 28 key bits + 24 index bits):
+1. one pass computes every column's min and max; constant columns are
+   dropped and each other column, offset by its min (wrapping uint64
+   arithmetic, so full-range int64 columns are fine), needs
+   ``bit_length(max - min)`` bits;
+2. if the ``B`` key bits plus a ``low`` payload fit in one uint64 word, each
+   row becomes ``key << low | payload`` (first column most significant).
+   The payload is the row index (``sort_permutation``; words are then
+   unique, so any sort is stable and the permutation is the low bits) or,
+   in ``consolidate`` when the diffs' range is narrow enough, the diff
+   itself -- then consolidation needs no random access at all: rows and
+   times are decoded from the sorted words and diffs summed from the low
+   bits.  The words are sorted with numpy's ``np.sort`` (numpy 2 uses an
+   AVX-512/AVX2 quicksort for uint64), except for ``B <= 11``, where a
+   single numba LSD radix pass (one histogram pass computes all digit
+   histograms; trivial digits are skipped; software write-combining
+   buffers) is faster;
+3. otherwise the key bits are split into chunks of ``64 - index_bits`` and
+   sorted chunk by chunk, least significant first, each chunk as a
+   one-word sort of ``chunk << index_bits | position`` (stable LSD over
+   chunks).
 
-* sort of the packed uint64 array: ``np.sort`` (numpy 2's AVX-512 quicksort)
-  ~165 ms; numba LSD radix sort (3 passes of 10 bits) ~140 ms;
-  ``np.argsort(kind='stable')`` of the packed key ~2.4 s,
-  ``np.argsort`` (default) ~1.0 s; ``np.lexsort`` of the two columns ~4.0 s.
-* end to end ``consolidate`` of 10M rows: ~0.4 s (~25M rows/s) versus
-  ~5 s for a ``np.lexsort``-based numpy consolidate.
+Measured on this machine (1 core of a 2-vCPU AVX-512 Xeon VM shared with
+other work, so +-20% noise; numpy 2.4, numba 0.68).  Sorting 10M packed
+uint64 words (key uniform, index in the low 24 bits):
+
+==============  ========  =========  ========  =========  =========  ========
+key bits         8         11         16        22         28         33
+==============  ========  =========  ========  =========  =========  ========
+numba LSD        84 ms     154 ms     194 ms    255 ms     290 ms     371 ms
+``np.sort``     185 ms     182 ms     175 ms    169 ms     176 ms     184 ms
+==============  ========  =========  ========  =========  =========  ========
+
+(at 1M rows: radix 9-31 ms vs ``np.sort`` 13 ms).  The numba radix pass is
+memory/TLB bound in this VM (a plain 2048-way scatter costs ~140 ms per pass
+at 10M; write-combining brings it to ~60 ms).  For comparison, on the 10M
+rows of the benchmark below (28 key bits): ``np.argsort(kind='stable')`` on
+the packed key 2.4 s, ``np.argsort`` (default) 1.0 s, ``np.lexsort`` of the
+two columns 4.0 s.
+
+End to end, ``consolidate`` of 10M random rows (key uniform in [0, N), time
+in [0, 10), diff +-1) takes ~0.36-0.5 s (20-28M rows/s; min/max 15 ms, pack
+70-100 ms, sort 160-180 ms, decode + sum 100-200 ms) versus ~5 s
+(~2M rows/s) for an ``np.lexsort``-based numpy consolidate.
 
 See ``bench/bench_kernels.py`` for the full figures.
 """
@@ -67,7 +92,7 @@ __all__ = [
 _DIGIT_BITS = 11
 # Single-word keys needing at most this many non-trivial radix passes are
 # radix sorted; otherwise numpy's (SIMD) np.sort is faster -- see docstring.
-_MAX_RADIX_PASSES = 2
+_MAX_RADIX_PASSES = 1
 
 _KERNELS = None
 
@@ -167,7 +192,9 @@ def _sort_plan(rows: np.ndarray, times: np.ndarray, diffs=None):
     K = _k()
     n = rows.shape[0]
     ncols = rows.shape[1] + times.shape[1]
-    mins, maxs = K.col_minmax(rows, times)
+    mins = np.empty(ncols, dtype=np.int64)
+    maxs = np.empty(ncols, dtype=np.int64)
+    K.col_minmax(rows, times, mins, maxs)
     cols = []
     for c in range(ncols):
         b = (int(maxs[c]) - int(mins[c])).bit_length()
@@ -447,7 +474,9 @@ def key_ranges(sorted_keys, query_keys):
 
     ``sorted_keys`` ``(n, k)`` must be sorted (duplicates allowed);
     ``query_keys`` ``(m, k)`` may be in any order.  With ``k = 0`` every row
-    matches every query.  Complexity: O(m * k * log n), one kernel call.
+    matches every query.  Complexity: O(m * k * (log n + log r)) for runs of
+    length r (lower bound by binary search, upper bound by galloping), one
+    kernel call.
 
     >>> lo, hi = key_ranges(np.array([[1], [3], [3], [5]]), np.array([[3], [4], [0]]))
     >>> lo.tolist(), hi.tolist()
@@ -456,7 +485,10 @@ def key_ranges(sorted_keys, query_keys):
     s = _rows(sorted_keys, "sorted_keys")
     q = _rows(query_keys, "query_keys")
     _same_width(s, q, "sorted_keys", "query_keys")
-    return _k().key_ranges(s, q)
+    lo = np.empty(q.shape[0], dtype=np.int64)
+    hi = np.empty(q.shape[0], dtype=np.int64)
+    _k().key_ranges(s, q, lo, hi)
+    return lo, hi
 
 
 def searchsorted_rows(sorted_rows, query_rows, side: str = "left") -> np.ndarray:
@@ -477,7 +509,9 @@ def searchsorted_rows(sorted_rows, query_rows, side: str = "left") -> np.ndarray
     s = _rows(sorted_rows, "sorted_rows")
     q = _rows(query_rows, "query_rows")
     _same_width(s, q, "sorted_rows", "query_rows")
-    return _k().searchsorted_rows(s, q, side == "right")
+    out = np.empty(q.shape[0], dtype=np.int64)
+    _k().searchsorted_rows(s, q, side == "right", out)
+    return out
 
 
 def match_sorted(left_keys, right_keys):
@@ -513,4 +547,6 @@ def group_starts(sorted_rows) -> np.ndarray:
     >>> group_starts(np.zeros((0, 1), dtype=np.int64)).tolist()
     [0]
     """
-    return _k().group_starts(_rows(sorted_rows, "sorted_rows"))
+    s = _rows(sorted_rows, "sorted_rows")
+    buf = np.empty(s.shape[0] + 1, dtype=np.int64)
+    return _trim(buf, _k().group_starts(s, buf))
