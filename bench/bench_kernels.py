@@ -60,7 +60,7 @@ def numpy_consolidate(rows, times, diffs):
 
 
 def report(name, n_items, seconds, unit="rows"):
-    print(f"  {name:<44s} {seconds * 1e3:9.1f} ms  {n_items / seconds / 1e6:8.2f} M{unit}/s", flush=True)
+    print(f"  {name:<48s} {seconds * 1e3:9.1f} ms  {n_items / seconds / 1e6:8.2f} M{unit}/s", flush=True)
 
 
 def run(n, repeat, rng):
@@ -81,7 +81,7 @@ def run(n, repeat, rng):
     a = C.consolidate(rows[:h], times[:h], diffs[:h])
     b = C.consolidate(rows[h:], times[h:], diffs[h:])
     na, nb = len(a[2]), len(b[2])
-    report(f"merge_consolidated ({na:,} + {nb:,})", na + nb,
+    report(f"merge_consolidated ({na + nb:,} rows in)", na + nb,
            best_of(lambda: C.merge_consolidated(*a, *b), repeat))
     report("merge (numpy concat + lexsort baseline)", na + nb,
            best_of(lambda: numpy_consolidate(*(np.concatenate(x) for x in zip(a, b))), repeat))
@@ -89,7 +89,7 @@ def run(n, repeat, rng):
     left = np.arange(h, dtype=np.int64)[:, None]
     right = np.repeat(np.arange(h, dtype=np.int64), 2)[:, None]
     nout = len(C.match_sorted(left, right)[0])
-    report(f"match_sorted ({h:,} x {2 * h:,} -> {nout:,} pairs)", nout,
+    report(f"match_sorted (N/2 x N -> {nout:,} pairs)", nout,
            best_of(lambda: C.match_sorted(left, right), repeat), unit="out")
 
     def hash_partition():
@@ -109,11 +109,11 @@ def run(n, repeat, rng):
     skeys = cons[0]
     q = rng.integers(0, n, (1000, 1))
     t_kr = best_of(lambda: C.key_ranges(skeys, q), repeat)
-    print(f"  {'key_ranges (1000 queries into %s rows)' % f'{len(skeys):,}':<44s} {t_kr * 1e6:9.1f} us  "
+    print(f"  {'key_ranges (1000 queries, %s rows)' % f'{len(skeys):,}':<48s} {t_kr * 1e6:9.1f} us  "
           f"{1000 / t_kr / 1e6:8.2f} Mqueries/s")
     sk, qq = skeys[:, 0].copy(), q[:, 0].copy()
     t_np = best_of(lambda: (np.searchsorted(sk, qq), np.searchsorted(sk, qq, side="right")), repeat)
-    print(f"  {'key_ranges (np.searchsorted x2 baseline)':<44s} {t_np * 1e6:9.1f} us  "
+    print(f"  {'key_ranges (np.searchsorted x2 baseline)':<48s} {t_np * 1e6:9.1f} us  "
           f"{1000 / t_np / 1e6:8.2f} Mqueries/s")
 
 

@@ -35,14 +35,18 @@ Sorting strategy (``sort_permutation`` / ``consolidate``):
    itself -- then consolidation needs no random access at all: rows and
    times are decoded from the sorted words and diffs summed from the low
    bits.  The words are sorted with numpy's ``np.sort`` (numpy 2 uses an
-   AVX-512/AVX2 quicksort for uint64), except for ``B <= 11``, where a
-   single numba LSD radix pass (one histogram pass computes all digit
-   histograms; trivial digits are skipped; software write-combining
-   buffers) is faster;
+   AVX-512/AVX2 quicksort for uint64), except when the key has at most
+   ``_DIGIT_BITS * _MAX_RADIX_PASSES`` (= 11) bits: then the numba LSD radix
+   sort (``_kernels.radix_sort_u64``: all digit histograms first, trivial
+   digit passes skipped, software write-combining scatter) is faster;
 3. otherwise the key bits are split into chunks of ``64 - index_bits`` and
    sorted chunk by chunk, least significant first, each chunk as a
    one-word sort of ``chunk << index_bits | position`` (stable LSD over
    chunks).
+
+``consolidate`` first checks in one O(n) pass whether the input is already
+sorted; if so it skips sorting (strictly sorted input only loses its zero
+diffs).
 
 Measured on this machine (1 core of a 2-vCPU AVX-512 Xeon VM shared with
 other work, so +-20% noise; numpy 2.4, numba 0.68).  Sorting 10M packed
@@ -90,8 +94,8 @@ __all__ = [
 
 # Largest radix digit, in bits (2**11 buckets of int64 counters fit in L1/L2).
 _DIGIT_BITS = 11
-# Single-word keys needing at most this many non-trivial radix passes are
-# radix sorted; otherwise numpy's (SIMD) np.sort is faster -- see docstring.
+# Keys of at most _DIGIT_BITS * _MAX_RADIX_PASSES bits are radix sorted;
+# wider ones use numpy's (SIMD) np.sort, which measured faster -- see above.
 _MAX_RADIX_PASSES = 1
 
 _KERNELS = None
