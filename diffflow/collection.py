@@ -20,6 +20,7 @@ the available ones -- and add nodes to the graph.  Nothing computes until
 """
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,6 +112,8 @@ class Dataflow:
         self._inputs: list[InputCollection] = []
         self._runtime = None
         self._arrangements: dict = {}
+        self._entered: dict = {}
+        self._loops: list = []
 
     def input(self, name: str, columns) -> "InputCollection":
         """Declare an input collection: ``columns`` are names (int) or ``(name, type)`` pairs."""
@@ -124,6 +127,17 @@ class Dataflow:
         handle = InputCollection(self, node, name)
         self._inputs.append(handle)
         return handle
+
+    def loop(self, name: str | None = None, max_rounds: int = 10_000) -> "Loop":
+        """A loop scope for mutually recursive variables (see :mod:`diffflow.iteration`).
+
+        >>> flow = Dataflow(); loop = flow.loop("fix", max_rounds=100)
+        >>> loop.scope.dim
+        2
+        """
+        from .iteration import Loop
+
+        return Loop(self, self.graph.root, name, max_rounds)
 
     def advance(self, run: bool = True) -> None:
         """Close the current epoch; with ``run`` compute until outputs are exact for it.
@@ -147,6 +161,8 @@ class Dataflow:
 
     def _ensure_runtime(self):
         if self._runtime is None:
+            for loop in self._loops:
+                loop._check_complete()
             from .runtime.local import LocalRuntime
             self._runtime = LocalRuntime(self.graph, self.partitions, self.symbols)
         return self._runtime
@@ -187,14 +203,50 @@ class Collection:
         """Column names, in order."""
         return list(self.schema.names)
 
+    @property
+    def scope(self):
+        """The scope (root or loop) this collection lives in."""
+        return self.node.scope
+
     def __repr__(self) -> str:
         return f"<Collection {self.node.label} {self.schema!r}>"
 
     # -- helpers --------------------------------------------------------------------
     def _add(self, kind, inputs, schema, **kw) -> "Collection":
         self.flow._check_building(kind)
-        node = self.flow.graph.add(kind, [c.node.id for c in inputs], schema, **kw)
+        node = self.flow.graph.add(kind, [c.node.id for c in inputs], schema,
+                                   scope=inputs[0].scope, **kw)
         return Collection(self.flow, node)
+
+    def _enter_into(self, scope) -> "Collection":
+        """This collection as seen inside ``scope``, a loop nested in its own scope."""
+        if scope is self.scope:
+            return self
+        chain = scope.ancestors()
+        if self.scope not in chain:
+            raise GraphError(
+                f"{self!r} belongs to {self.scope.describe()}, which does not enclose "
+                f"{scope.describe()}; use the loop's results (leave()) outside of it")
+        collection = self
+        for inner in reversed(chain[: chain.index(self.scope)]):
+            key = (collection.node.id, inner.id)
+            entered = self.flow._entered.get(key)
+            if entered is None:
+                self.flow._check_building("enter")
+                node = self.flow.graph.add("enter", [collection.node.id], collection.schema,
+                                           scope=inner, label=f"enter {inner.label!r}")
+                entered = Collection(self.flow, node)
+                self.flow._entered[key] = entered
+            collection = entered
+        return collection
+
+    def _align(self, *others) -> list:
+        """All operands brought into the innermost of their scopes (entering outer ones)."""
+        operands = [self, *others]
+        for other in others:
+            self._same_flow(other, "combining collections")
+        inner = builtins.max((c.scope for c in operands), key=lambda s: s.depth)
+        return [c._enter_into(inner) for c in operands]
 
     def _require(self, names, where: str) -> None:
         for n in names:
@@ -305,7 +357,8 @@ class Collection:
                                  f"{other.schema!r}; use select() to line them up")
         if not others:
             return self
-        return self._add("concat", [self, *others], self.schema)
+        operands = self._align(*others)
+        return self._add("concat", operands, self.schema)
 
     def negate(self) -> "Collection":
         """Negate every multiplicity.
@@ -345,6 +398,9 @@ class Collection:
         >>> a.insert([(1,), (1,)]); flow.advance(); out.snapshot()
         {(1,): 2}
         """
+        if self.scope.parent is not None:
+            raise GraphError(f"output() of a collection inside {self.scope.describe()}: leave "
+                             f"the loop first (iterate() returns the left result)")
         c = self._add("output", [self], self.schema, label=f"output {name or ''}".strip())
         return Output(self.flow, c.node, name)
 
@@ -401,9 +457,10 @@ class Collection:
             lt, rt = self.schema.type_of(lk), right.schema.type_of(rk)
             if lt != rt:
                 raise GraphError(f"join key types differ: left {lk!r} is {lt}, right {rk!r} is {rt}")
-        left_arr = self.arrange(left_keys)
+        left, right_in = self._align(right)
+        left_arr = left.arrange(left_keys)
         right_arr = other if isinstance(other, Arranged) and other.keys == right_keys \
-            else right.arrange(right_keys)
+            and right_in is right else right_in.arrange(right_keys)
         return _join_arranged(left_arr, right_arr)
 
     def semijoin(self, other, on=None, left_on=None, right_on=None) -> "Collection":
@@ -461,6 +518,35 @@ class Collection:
         keys = _as_names(by, "aggregate(by=...)")
         self._require(keys, "aggregate(by=...)")
         return _aggregate(self.arrange(keys), aggregates)
+
+    # -- iteration --------------------------------------------------------------------------
+    def iterate(self, body, *, max_rounds: int = 10_000, name: str | None = None) -> "Collection":
+        """The fixpoint of ``x = body(x)`` starting from this collection.
+
+        ``body`` receives the loop variable (a collection inside a new loop
+        scope, whose times carry a round coordinate) and returns its next
+        value.  Collections from enclosing scopes can be used inside ``body``
+        as they are.  A loop still changing after ``max_rounds`` rounds raises
+        :class:`~diffflow.runtime.local.NonConvergenceError`.
+
+        >>> flow = Dataflow()
+        >>> edges = flow.input("edges", ["src", "dst"]); roots = flow.input("roots", ["node"])
+        >>> reach = roots.iterate(lambda r: roots.concat(
+        ...     r.join(edges, left_on="node", right_on="src").select(node="dst")).distinct())
+        >>> out = reach.output()
+        >>> edges.insert([(1, 2), (2, 3), (3, 1), (4, 5)]); roots.insert([1]); flow.advance()
+        >>> sorted(out.snapshot())
+        [(1,), (2,), (3,)]
+        """
+        from .iteration import Loop
+
+        loop = Loop(self.flow, self.scope, name or "iterate", max_rounds)
+        variable = loop.variable(self)
+        result = body(variable)
+        if not isinstance(result, Collection):
+            raise TypeError(f"iterate: the body must return a Collection, got {result!r}")
+        variable.set(result)
+        return variable.leave()
 
 
 class InputCollection(Collection):
@@ -591,7 +677,7 @@ def _join_arranged(left: Arranged, right: Arranged) -> Collection:
     flow = left.flow
     flow._check_building("join")
     node = flow.graph.add("join", [left.node.id, right.node.id], Schema(names, types),
-                          params={"key_width": kk, "perm": perm},
+                          params={"key_width": kk, "perm": perm}, scope=left.node.scope,
                           label=f"join on {left.keys}={right.keys}")
     return Collection(flow, node)
 
@@ -601,6 +687,7 @@ def _reduce(arranged: Arranged, reducer, schema: Schema, label: str) -> Collecti
     flow._check_building(label)
     node = flow.graph.add("reduce", [arranged.node.id], schema,
                           params={"key_width": len(arranged.keys), "reducer": reducer},
+                          scope=arranged.node.scope,
                           label=label)
     return Collection(flow, node)
 

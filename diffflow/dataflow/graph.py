@@ -1,8 +1,13 @@
-"""The dataflow graph: nodes (operators with their parameters) and their inputs.
+"""The dataflow graph: nodes (operators with their parameters), inputs and scopes.
 
-Nodes are created by the public collection API in construction order, which
-is a topological order of the (acyclic, for now) graph.  Every node remembers
-the user's source line that built it, so runtime failures can point at it.
+Nodes are created by the public collection API in construction order.  Every
+edge goes from an earlier node to a later one except a loop's feedback edge,
+which closes a cycle back to the loop variable: construction order is a
+topological order of the graph with its feedback edges removed.
+
+A :class:`Scope` is the root (times ``(epoch,)``) or a loop nested in another
+scope, whose times carry one more coordinate, the round.  Every node remembers
+the user's source line that built it, so failures can point at it.
 """
 from __future__ import annotations
 
@@ -26,6 +31,37 @@ def user_location() -> str:
     return "<unknown>"
 
 
+@dataclass(eq=False)
+class Scope:
+    """The root scope or a loop; ``depth`` is the number of enclosing loops."""
+
+    id: int
+    parent: "Scope | None" = None
+    label: str = "root"
+    location: str = "<unknown>"
+    max_rounds: int = 10_000
+
+    @property
+    def depth(self) -> int:
+        return 0 if self.parent is None else self.parent.depth + 1
+
+    @property
+    def dim(self) -> int:
+        """Number of time coordinates inside this scope."""
+        return self.depth + 1
+
+    def ancestors(self) -> list:
+        """This scope and its parents, innermost first."""
+        out, s = [], self
+        while s is not None:
+            out.append(s)
+            s = s.parent
+        return out
+
+    def describe(self) -> str:
+        return f"loop {self.label!r} (built at {self.location})" if self.parent else "the root scope"
+
+
 @dataclass
 class Node:
     """One operator of the graph.
@@ -44,6 +80,7 @@ class Node:
     dim: int = 1
     location: str = "<unknown>"
     label: str = ""
+    scope: Scope = None
 
     def describe(self) -> str:
         return f"{self.label or self.kind} (node {self.id}, built at {self.location})"
@@ -54,17 +91,31 @@ class Graph:
 
     def __init__(self):
         self.nodes: list[Node] = []
+        self.root = Scope(0)
+        self.scopes: list[Scope] = [self.root]
+
+    def new_scope(self, parent: Scope, label: str, max_rounds: int) -> Scope:
+        scope = Scope(len(self.scopes), parent, label, user_location(), max_rounds)
+        self.scopes.append(scope)
+        return scope
 
     def add(self, kind: str, inputs, schema: Schema, *, exchange=None, params=None,
-            dim: int = 1, label: str = "", location: str | None = None) -> Node:
+            scope: Scope | None = None, label: str = "", location: str | None = None) -> Node:
         inputs = list(inputs)
+        scope = scope or self.root
         node = Node(
             id=len(self.nodes), kind=kind, inputs=inputs, schema=schema,
             params=params or {}, exchange=list(exchange or [None] * len(inputs)),
-            input_widths=[self.nodes[i].schema.width for i in inputs], dim=dim,
-            location=location or user_location(), label=label or kind)
+            input_widths=[self.nodes[i].schema.width for i in inputs], dim=scope.dim,
+            location=location or user_location(), label=label or kind, scope=scope)
         self.nodes.append(node)
         return node
+
+    def connect(self, node: Node, source: Node) -> None:
+        """Add an input port to ``node`` reading ``source`` (closes a loop's cycle)."""
+        node.inputs.append(source.id)
+        node.input_widths.append(source.schema.width)
+        node.exchange.append(None)
 
     def consumers(self) -> list[list[tuple[int, int]]]:
         """For each node, the ``(consumer, port)`` pairs reading its output."""

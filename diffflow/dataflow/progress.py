@@ -41,3 +41,27 @@ def frontier_of(parts, dim: int) -> Antichain:
     if dim == 1:  # the common case: a total order, the minimum is the frontier
         return Antichain._from_minimal(times[np.argmin(times[:, 0])][None, :])
     return Antichain(times, d=dim)
+
+
+def summarize(kind: str, frontier: Antichain) -> Antichain:
+    """Carry a frontier across a node from its inputs to its output (its path summary).
+
+    ``enter`` appends a zero round, ``leave`` drops the round, ``feedback``
+    adds one to it; every other operator leaves times as they are.
+
+    >>> summarize("feedback", Antichain([(2, 3)]))
+    Antichain([(2, 4)])
+    >>> summarize("leave", Antichain([(2, 3), (3, 0)]))
+    Antichain([(2,)])
+    """
+    if kind == "enter":
+        e = frontier.elements
+        return Antichain._from_minimal(np.concatenate([e, np.zeros((len(e), 1), np.int64)], 1))
+    if kind == "leave":
+        e = frontier.elements
+        return frontier_of([np.ascontiguousarray(e[:, :-1])], e.shape[1] - 1)
+    if kind == "feedback":
+        e = frontier.elements.copy()
+        e[:, -1] += 1
+        return Antichain._from_minimal(e)
+    return frontier

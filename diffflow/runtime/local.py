@@ -5,19 +5,29 @@ own state.  Exchanges split columnar chunks by the key hash and append the
 pieces to the destination worker's queues -- the same partitioned code paths
 the Spark runtime drives, so results are identical for every ``P``.
 
-Scheduling sweeps the graph in topological order, stepping every node whose
-queues hold data or whose input frontiers moved, until nothing is left to do.
-Progress (frontiers) is computed as in :mod:`diffflow.dataflow.progress`.
+Scheduling sweeps the nodes in construction order (topological but for
+loop feedback edges), stepping every node whose queues hold data or whose
+input frontiers moved, until nothing is left to do.
+
+Progress: before each sweep the frontier of every node is recomputed from
+scratch from the pointstamps -- operator capabilities and queued chunks --
+carried along the edges by each node's path summary, iterated to a fixpoint
+around loops (:mod:`diffflow.dataflow.progress`).  During a sweep a node's
+output frontier is refreshed right after it steps, from its inputs' current
+frontiers; values taken from later nodes (feedback edges) are the ones of
+the sweep's start, which stay valid lower bounds because pointstamps only
+ever move to larger times.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..arrangements.arrangement import split_by_partition
-from ..dataflow.progress import frontier_of
+from ..dataflow.progress import frontier_of, summarize
 from ..lattice import Antichain
 from ..operators.arrange import ArrangeOp
 from ..operators.base import OperatorContext
+from ..operators.iterate import EnterOp, FeedbackOp, LeaveOp
 from ..operators.join import JoinOp
 from ..operators.linear import (ConcatOp, ConsolidateOp, FilterOp, FlatMapOp, InputOp,
                                 NegateOp, SelectOp)
@@ -28,12 +38,21 @@ OPERATORS = {
     "input": InputOp, "select": SelectOp, "filter": FilterOp, "negate": NegateOp,
     "concat": ConcatOp, "consolidate": ConsolidateOp, "flat_map": FlatMapOp,
     "arrange": ArrangeOp, "join": JoinOp, "reduce": ReduceOp, "output": OutputOp,
-    "inspect": InspectOp,
+    "inspect": InspectOp, "enter": EnterOp, "leave": LeaveOp, "feedback": FeedbackOp,
 }
 
 
 class OperatorError(RuntimeError):
     """An operator failed while processing data; names the operator and the user's line."""
+
+
+class NonConvergenceError(RuntimeError):
+    """A loop still changed after its round limit (the run finished with the loop cut there)."""
+
+
+def _input_dim(node) -> int:
+    return node.dim - 1 if node.kind == "enter" else node.dim + 1 if node.kind == "leave" \
+        else node.dim
 
 
 class LocalRuntime:
@@ -74,9 +93,51 @@ class LocalRuntime:
     # -- scheduling --------------------------------------------------------------
     def run(self) -> None:
         """Step operators until no queue holds data and no frontier moves."""
+        self._recompute_frontiers()
         while self._sweep():
-            pass
+            self._recompute_frontiers()
         self._compact()
+        self._check_loops()
+
+    def _out_frontier(self, node, port_frontiers, caps):
+        """A node's output frontier from its input frontiers and its own pointstamps."""
+        if node.kind == "input":
+            return frontier_of(caps, node.dim)
+        inward = frontier_of(port_frontiers, _input_dim(node))
+        return frontier_of([summarize(node.kind, inward)] + caps, node.dim)
+
+    def _recompute_frontiers(self) -> None:
+        """Exact frontiers from the current pointstamps (a fixpoint around loops)."""
+        empty = {n.id: frontier_of([], n.dim) for n in self.nodes}
+        out = dict(empty)
+        changed = True
+        while changed:
+            changed = False
+            for node in self.nodes:
+                nid = node.id
+                ports = [out[src] for src in node.inputs]
+                queued = [c.times for q in self.queues for port in q[nid] for c in port]
+                caps = [ops[nid].capabilities() for ops in self.workers]
+                new = self._out_frontier(node, ports + queued, caps)
+                if new != out[nid]:
+                    out[nid] = new
+                    changed = True
+        self.out_frontier = out
+
+    def _check_loops(self) -> None:
+        for node in self.nodes:
+            if node.kind != "feedback":
+                continue
+            epochs = set()
+            for ops in self.workers:
+                epochs |= ops[node.id].take_overflow()
+            if epochs:
+                scope = node.scope
+                raise NonConvergenceError(
+                    f"{scope.describe()} was still changing after {scope.max_rounds} rounds in "
+                    f"epoch(s) {sorted(epochs)}; its results for them are cut at that round. "
+                    f"Make sure the loop reaches a fixpoint (e.g. distinct() keeps set-valued "
+                    f"recursion finite) or raise max_rounds. The dataflow stays usable.")
 
     def _sweep(self) -> bool:
         """One pass in topological order; True if work is left for another pass.
@@ -109,8 +170,7 @@ class LocalRuntime:
                 if outs:
                     self._route(node, p, outs)
                 caps.append(op.capabilities())
-            new = frontier_of(frontiers + caps, node.dim) if node.kind != "input" \
-                else frontier_of(caps, node.dim)
+            new = self._out_frontier(node, frontiers, caps)
             if new != self.out_frontier[nid]:
                 self.out_frontier[nid] = new
                 if any(c <= nid for c, _ in self.consumers[nid]):
