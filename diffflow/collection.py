@@ -240,6 +240,22 @@ class Collection:
             collection = entered
         return collection
 
+    def enter(self, where) -> "Collection":
+        """This collection inside the loop of ``where`` (a collection or a loop).
+
+        Binary operators enter outer collections automatically; call this when
+        a loop must *start* inside another one, e.g. to ``iterate`` from an
+        outer collection within a loop body.
+
+        >>> flow = Dataflow(); a = flow.input("a", ["x"]); loop = flow.loop()
+        >>> a.enter(loop).scope is loop.scope
+        True
+        """
+        scope = getattr(where, "scope", None)
+        if scope is None:
+            raise TypeError(f"enter() takes a collection or a loop, got {where!r}")
+        return self._enter_into(scope)
+
     def _align(self, *others) -> list:
         """All operands brought into the innermost of their scopes (entering outer ones)."""
         operands = [self, *others]

@@ -13,7 +13,9 @@ A loop's times carry one more coordinate than its parent's: the round.
   makes times larger.  It also enforces the loop's round limit: updates that
   would enter a round past ``max_rounds`` are dropped and the overflow is
   reported (the run still finishes, computing the loop cut at that round, so
-  the dataflow stays consistent and usable).
+  the dataflow stays consistent and usable).  Dropped updates are tallied: a
+  later epoch's retraction of what was dropped before cancels it instead of
+  being reported again, so once the inputs are fixed the loop runs clean.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import numpy as np
 
 from ..arrangements.updates import Updates
 from .base import Operator
+from .output import Accumulator
 
 
 class EnterOp(Operator):
@@ -57,6 +60,7 @@ class FeedbackOp(Operator):
         super().__init__(node, ctx)
         self.max_rounds = node.scope.max_rounds
         self.overflow_epochs: set = set()  # epochs cut at the round limit since last asked
+        self.dropped = Accumulator(node.schema.width)  # everything ever cut, summed
 
     def step(self, inputs, frontiers):
         out = []
@@ -68,6 +72,7 @@ class FeedbackOp(Operator):
             beyond = times[:, -1] > self.max_rounds
             if beyond.any():
                 self.overflow_epochs.update(np.unique(times[beyond, 0]).tolist())
+                self.dropped.add(c.rows[beyond], c.diffs[beyond])
                 keep = ~beyond
                 c, times = c.take(keep), times[keep]
                 if not len(c):
@@ -76,5 +81,8 @@ class FeedbackOp(Operator):
         return out
 
     def take_overflow(self) -> set:
+        """Epochs cut at the round limit since the last call, if the cut data still matters."""
         out, self.overflow_epochs = self.overflow_epochs, set()
+        if out and not len(self.dropped.contents()[1]):
+            return set()  # this run's cuts only retracted earlier cuts
         return out
