@@ -40,7 +40,26 @@ def frontier_of(parts, dim: int) -> Antichain:
     times = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
     if dim == 1:  # the common case: a total order, the minimum is the frontier
         return Antichain._from_minimal(times[np.argmin(times[:, 0])][None, :])
+    if len(times) <= 16:  # frontiers are tiny: plain Python beats numpy's call overhead
+        return Antichain._from_minimal(_minimal_small(times, dim))
+    if dim == 2:  # sort lexicographically; keep times whose round beats every earlier one
+        order = np.lexsort((times[:, 1], times[:, 0]))
+        t = times[order]
+        best = np.minimum.accumulate(t[:, 1])
+        keep = np.ones(len(t), dtype=bool)
+        keep[1:] = t[1:, 1] < best[:-1]
+        return Antichain._from_minimal(t[keep])
     return Antichain(times, d=dim)
+
+
+def _minimal_small(times: np.ndarray, dim: int) -> np.ndarray:
+    """Minimal elements of a few times, lexicographically sorted (pure Python)."""
+    points = sorted(set(map(tuple, times.tolist())))
+    kept: list = []
+    for p in points:  # lexicographic order: a point is dominated only by an earlier one
+        if not any(all(a <= b for a, b in zip(k, p)) for k in kept):
+            kept.append(p)
+    return np.array(kept, dtype=np.int64).reshape(len(kept), dim)
 
 
 def summarize(kind: str, frontier: Antichain) -> Antichain:
@@ -64,4 +83,48 @@ def summarize(kind: str, frontier: Antichain) -> Antichain:
         e = frontier.elements.copy()
         e[:, -1] += 1
         return Antichain._from_minimal(e)
+    return frontier
+
+
+# -- frontiers as tuples --------------------------------------------------------------------
+# The scheduler recomputes frontiers many times per round; they hold a handful of
+# times, so it keeps them as sorted tuples of tuples (cheap to build, compare and
+# hash) and hands operators an Antichain only when it steps them.
+
+def minimal_tuples(points) -> tuple:
+    """The minimal elements of some times (tuples), lexicographically sorted.
+
+    >>> minimal_tuples([(1, 2), (0, 3), (2, 0), (1, 3)])
+    ((0, 3), (1, 2), (2, 0))
+    """
+    kept: list = []
+    for p in sorted(set(points)):  # lexicographic: only an earlier point can dominate p
+        if not any(all(a <= b for a, b in zip(k, p)) for k in kept):
+            kept.append(p)
+    return tuple(kept)
+
+
+def array_frontier(times) -> tuple:
+    """The frontier (minimal times) of a ``(n, d)`` array, as tuples."""
+    if times is None or len(times) == 0:
+        return ()
+    if times.shape[1] == 1:
+        return ((int(times[:, 0].min()),),)
+    if len(times) > 16:
+        times = frontier_of([times], times.shape[1]).elements
+    return minimal_tuples(map(tuple, times.tolist()))
+
+
+def summarize_tuples(kind: str, frontier: tuple) -> tuple:
+    """:func:`summarize` on a tuple frontier.
+
+    >>> summarize_tuples("enter", ((3,),)), summarize_tuples("feedback", ((3, 1),))
+    (((3, 0),), ((3, 2),))
+    """
+    if kind == "enter":
+        return tuple(t + (0,) for t in frontier)
+    if kind == "leave":
+        return minimal_tuples(t[:-1] for t in frontier)
+    if kind == "feedback":
+        return tuple(t[:-1] + (t[-1] + 1,) for t in frontier)
     return frontier

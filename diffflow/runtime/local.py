@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..arrangements.arrangement import split_by_partition
-from ..dataflow.progress import frontier_of, summarize
+from ..dataflow.progress import array_frontier, minimal_tuples, summarize_tuples
 from ..lattice import Antichain
 from ..operators.arrange import ArrangeOp
 from ..operators.base import OperatorContext
@@ -70,8 +70,10 @@ class LocalRuntime:
                 ops[node.id] = OPERATORS[node.kind](node, ctx)
             self.workers.append(ops)
         self.queues = [{n.id: [[] for _ in n.inputs] for n in self.nodes} for _ in range(parts)]
-        self.out_frontier = {n.id: Antichain.minimum(n.dim) for n in self.nodes}
+        self.out_frontier = {n.id: ((0,) * n.dim,) for n in self.nodes}  # tuple frontiers
         self.seen_frontiers = {n.id: None for n in self.nodes}
+        self.has_loops = any(n.kind == "feedback" for n in self.nodes)
+        self._antichains: dict = {}
         self.readers = {n.id: [c for c, _ in self.consumers[n.id]] for n in self.nodes}
 
     # -- inputs ----------------------------------------------------------------
@@ -93,23 +95,39 @@ class LocalRuntime:
     # -- scheduling --------------------------------------------------------------
     def run(self) -> None:
         """Step operators until no queue holds data and no frontier moves."""
-        self._recompute_frontiers()
+        if self.has_loops:
+            self._recompute_frontiers()
         while self._sweep():
             self._recompute_frontiers()
         self._compact()
         self._check_loops()
 
-    def _out_frontier(self, node, port_frontiers, caps):
+    def antichain(self, frontier: tuple, dim: int) -> Antichain:
+        """The Antichain for a tuple frontier (cached: frontiers repeat a lot)."""
+        found = self._antichains.get((frontier, dim))
+        if found is None:
+            arr = np.array(frontier, dtype=np.int64).reshape(len(frontier), dim)
+            found = Antichain._from_minimal(arr)
+            if len(self._antichains) > 10_000:
+                self._antichains.clear()
+            self._antichains[(frontier, dim)] = found
+        return found
+
+    @staticmethod
+    def _out_frontier(node, port_frontiers, queued, caps) -> tuple:
         """A node's output frontier from its input frontiers and its own pointstamps."""
-        if node.kind == "input":
-            return frontier_of(caps, node.dim)
-        inward = frontier_of(port_frontiers, _input_dim(node))
-        return frontier_of([summarize(node.kind, inward)] + caps, node.dim)
+        points = [t for f in port_frontiers for t in f]
+        points += [t for arr in queued for t in array_frontier(arr)]
+        if len(port_frontiers) > 1 or queued:
+            points = list(minimal_tuples(points))
+        points = list(summarize_tuples(node.kind, tuple(points)))
+        for arr in caps:
+            points.extend(array_frontier(arr))
+        return minimal_tuples(points)
 
     def _recompute_frontiers(self) -> None:
         """Exact frontiers from the current pointstamps (a fixpoint around loops)."""
-        empty = {n.id: frontier_of([], n.dim) for n in self.nodes}
-        out = dict(empty)
+        out = {n.id: () for n in self.nodes}
         changed = True
         while changed:
             changed = False
@@ -118,7 +136,7 @@ class LocalRuntime:
                 ports = [out[src] for src in node.inputs]
                 queued = [c.times for q in self.queues for port in q[nid] for c in port]
                 caps = [ops[nid].capabilities() for ops in self.workers]
-                new = self._out_frontier(node, ports + queued, caps)
+                new = self._out_frontier(node, ports, queued, caps)
                 if new != out[nid]:
                     out[nid] = new
                     changed = True
@@ -155,13 +173,15 @@ class LocalRuntime:
                     and frontiers == self.seen_frontiers[nid]):
                 continue
             self.seen_frontiers[nid] = frontiers
+            in_dim = _input_dim(node)
+            antichains = [self.antichain(f, in_dim) for f in frontiers]
             caps = []
             for p, ops in enumerate(self.workers):
                 inputs = self.queues[p][nid]
                 self.queues[p][nid] = [[] for _ in node.inputs]
                 op = ops[nid]
                 try:
-                    outs = op.step(inputs, frontiers)
+                    outs = op.step(inputs, antichains)
                 except OperatorError:
                     raise
                 except Exception as exc:
@@ -170,7 +190,7 @@ class LocalRuntime:
                 if outs:
                     self._route(node, p, outs)
                 caps.append(op.capabilities())
-            new = self._out_frontier(node, frontiers, caps)
+            new = self._out_frontier(node, frontiers, (), caps)
             if new != self.out_frontier[nid]:
                 self.out_frontier[nid] = new
                 if any(c <= nid for c, _ in self.consumers[nid]):
@@ -194,13 +214,13 @@ class LocalRuntime:
         """Let traces forget distinctions no reader can observe any more."""
         for node in self.nodes:
             if node.kind == "arrange":
-                ports = [self.out_frontier[src] for c in self.readers[node.id]
-                         for src in self.nodes[c].inputs]
-                frontier = frontier_of(ports, node.dim) if ports else self.out_frontier[node.id]
+                ports = [t for c in self.readers[node.id] for src in self.nodes[c].inputs
+                         for t in self.out_frontier[src]]
+                frontier = minimal_tuples(ports) if ports else self.out_frontier[node.id]
                 for ops in self.workers:
-                    ops[node.id].spine.set_compaction(frontier)
+                    ops[node.id].spine.set_compaction(self.antichain(frontier, node.dim))
             elif node.kind == "reduce":
-                frontier = self.out_frontier[node.inputs[0]]
+                frontier = self.antichain(self.out_frontier[node.inputs[0]], node.dim)
                 for ops in self.workers:
                     ops[node.id].set_compaction(frontier)
 
