@@ -35,6 +35,18 @@ from ..arrangements.updates import Updates, concat
 from .base import Operator
 
 
+_KERNELS = None
+
+
+def _kernels():
+    """The numba kernels, imported (and compiled) on first use."""
+    global _KERNELS
+    if _KERNELS is None:
+        from . import _reduce_kernels
+        _KERNELS = _reduce_kernels
+    return _KERNELS
+
+
 def _unique_pairs(keys: np.ndarray, times: np.ndarray):
     """Distinct (key, time) pairs, sorted by key then time."""
     k, t, _ = columnar.consolidate(np.ascontiguousarray(keys), np.ascontiguousarray(times),
@@ -128,15 +140,11 @@ class ReduceOp(Operator):
             history.append((q, None, self.pending_times[pos], None))
         hq = np.concatenate([h[0] for h in history])
         ht = np.concatenate([h[2] for h in history])
-        order = np.argsort(hq, kind="stable")
-        hq, ht = hq[order], ht[order]
-        bounds = np.searchsorted(hq, np.arange(len(keys) + 1))
-        out_k, out_t = [], []
-        for i in range(len(keys)):
-            times = join_closure(new_t[starts[i]:starts[i + 1]], ht[bounds[i]:bounds[i + 1]])
-            out_t.append(times)
-            out_k.append(np.repeat(keys[i:i + 1], len(times), axis=0))
-        return _unique_pairs(np.concatenate(out_k), np.concatenate(out_t))
+        # distinct (key, time) history pairs, grouped by key
+        hq, ht, _ = columnar.consolidate(hq[:, None], ht, np.ones(len(hq), np.int64))
+        bounds = np.searchsorted(hq[:, 0], np.arange(len(keys) + 1))
+        group, times = _kernels().join_closure_groups(new_t, starts, ht, bounds)
+        return _unique_pairs(keys[group], times)
 
     # -- corrections ---------------------------------------------------------
     def _corrections(self, qk, qt):
@@ -165,15 +173,8 @@ class ReduceOp(Operator):
             first[1:] = np.any(qk[1:] != qk[:-1], axis=1)
         if self.ctx.dim == 1 or first.all():
             return first
-        starts = np.flatnonzero(first).tolist() + [len(qk)]
-        ready = np.ones(len(qk), dtype=bool)
-        for a, b in zip(starts[:-1], starts[1:]):
-            if b - a > 1:
-                t = qt[a:b]
-                below = np.all(t[:, None, :] <= t[None, :, :], axis=2)  # below[j, i]: t_j <= t_i
-                np.fill_diagonal(below, False)
-                ready[a:b] = ~below.any(axis=0)
-        return ready
+        starts = np.append(np.flatnonzero(first), len(qk)).astype(np.int64)
+        return _kernels().ready_mask(np.ascontiguousarray(qt), starts)
 
     def _accumulate(self, spines, extra, qk, qt):
         """Consolidated ``(group, vals, mults)`` of each query's collection at its time."""

@@ -1,0 +1,104 @@
+"""Numba kernels for the reduce driver over partially ordered times (private).
+
+Imported lazily by :mod:`diffflow.operators.reduce` only.  The driver
+validates; these kernels assume C-contiguous int64 arrays.
+"""
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _contains(buf, n, t):
+    d = t.shape[0]
+    for i in range(n):
+        same = True
+        for k in range(d):
+            if buf[i, k] != t[k]:
+                same = False
+                break
+        if same:
+            return True
+    return False
+
+
+@njit(cache=True)
+def join_closure_groups(new_t, new_starts, hist_t, hist_starts):
+    """Per group, the closure of its new times under join with its history and itself.
+
+    Groups are ``new_t[new_starts[g]:new_starts[g+1]]`` (distinct new times)
+    and ``hist_t[hist_starts[g]:hist_starts[g+1]]``.  Returns ``(group,
+    times)`` of every time in every closure (unsorted within a group).
+    """
+    groups = new_starts.shape[0] - 1
+    d = new_t.shape[1]
+    cap = max(16, 2 * new_t.shape[0])
+    out_g = np.empty(cap, np.int64)
+    out_t = np.empty((cap, d), np.int64)
+    n_out = 0
+    scratch = np.empty((64, d), np.int64)
+    tmp = np.empty(d, np.int64)
+    for g in range(groups):
+        a, b = new_starts[g], new_starts[g + 1]
+        ha, hb = hist_starts[g], hist_starts[g + 1]
+        found = 0
+        for i in range(a, b):
+            if found == scratch.shape[0]:
+                bigger = np.empty((2 * found, d), np.int64)
+                bigger[:found] = scratch[:found]
+                scratch = bigger
+            if not _contains(scratch, found, new_t[i]):
+                scratch[found] = new_t[i]
+                found += 1
+        i = 0
+        while i < found:
+            # join scratch[i] with every history time and every closure time so far
+            for src in range(2):
+                lo = ha if src == 0 else 0
+                hi = hb if src == 0 else found
+                for j in range(lo, hi):
+                    for k in range(d):
+                        x = scratch[i, k]
+                        y = hist_t[j, k] if src == 0 else scratch[j, k]
+                        tmp[k] = x if x > y else y
+                    if not _contains(scratch, found, tmp):
+                        if found == scratch.shape[0]:
+                            bigger = np.empty((2 * found, d), np.int64)
+                            bigger[:found] = scratch[:found]
+                            scratch = bigger
+                        scratch[found] = tmp
+                        found += 1
+            i += 1
+        if n_out + found > cap:
+            cap = 2 * (n_out + found)
+            g2 = np.empty(cap, np.int64)
+            t2 = np.empty((cap, d), np.int64)
+            g2[:n_out] = out_g[:n_out]
+            t2[:n_out] = out_t[:n_out]
+            out_g, out_t = g2, t2
+        for i in range(found):
+            out_g[n_out] = g
+            out_t[n_out] = scratch[i]
+            n_out += 1
+    return out_g[:n_out].copy(), out_t[:n_out].copy()
+
+
+@njit(cache=True)
+def ready_mask(times, starts):
+    """True for times with no strictly smaller time (product order) in their group."""
+    n, d = times.shape
+    ready = np.ones(n, np.bool_)
+    for g in range(starts.shape[0] - 1):
+        a, b = starts[g], starts[g + 1]
+        for i in range(a, b):
+            for j in range(a, b):
+                if i == j:
+                    continue
+                below = True
+                for k in range(d):
+                    if times[j, k] > times[i, k]:
+                        below = False
+                        break
+                if below:
+                    ready[i] = False
+                    break
+    return ready
