@@ -95,6 +95,7 @@ def load_edges(name):
     return np.unique(np.array(rows, dtype=np.int64), axis=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,key", [("p2p-Gnutella08.txt.gz", "p2p-Gnutella08"),
                                       ("wiki-Vote.txt.gz", "wiki-Vote")])
 def test_real_graph_component_sizes(name, key):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arrangements import columnar
 from ..lattice import Antichain
 
 
@@ -111,7 +112,17 @@ def array_frontier(times) -> tuple:
     if times.shape[1] == 1:
         return ((int(times[:, 0].min()),),)
     if len(times) > 16:
-        times = frontier_of([times], times.shape[1]).elements
+        # chunks usually carry a few distinct times: dedupe (sorted) before the quadratic part
+        n = len(times)
+        times, _, _ = columnar.consolidate(times, np.zeros((n, 1), np.int64),
+                                           np.ones(n, np.int64))
+        if times.shape[1] == 2 and len(times) > 1:  # sorted: keep rounds beating all earlier
+            best = np.minimum.accumulate(times[:, 1])
+            keep = np.ones(len(times), dtype=bool)
+            keep[1:] = times[1:, 1] < best[:-1]
+            return tuple(map(tuple, times[keep].tolist()))
+        if len(times) > 64:
+            times = frontier_of([times], times.shape[1]).elements
     return minimal_tuples(map(tuple, times.tolist()))
 
 

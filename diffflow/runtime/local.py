@@ -74,6 +74,7 @@ class LocalRuntime:
         self.seen_frontiers = {n.id: None for n in self.nodes}
         self.has_loops = any(n.kind == "feedback" for n in self.nodes)
         self._antichains: dict = {}
+        self._cap_frontiers: dict = {}  # id(capability array) -> (array, its frontier)
         self.readers = {n.id: [c for c, _ in self.consumers[n.id]] for n in self.nodes}
 
     # -- inputs ----------------------------------------------------------------
@@ -113,16 +114,28 @@ class LocalRuntime:
             self._antichains[(frontier, dim)] = found
         return found
 
-    @staticmethod
-    def _out_frontier(node, port_frontiers, queued, caps) -> tuple:
+    def _array_frontier(self, arr) -> tuple:
+        """:func:`array_frontier`, remembered per array (held data rarely changes)."""
+        if arr is None or len(arr) <= 16:
+            return array_frontier(arr)
+        cached = self._cap_frontiers.get(id(arr))
+        if cached is not None and cached[0] is arr:
+            return cached[1]
+        frontier = array_frontier(arr)
+        if len(self._cap_frontiers) > 4096:
+            self._cap_frontiers.clear()
+        self._cap_frontiers[id(arr)] = (arr, frontier)
+        return frontier
+
+    def _out_frontier(self, node, port_frontiers, queued, caps) -> tuple:
         """A node's output frontier from its input frontiers and its own pointstamps."""
         points = [t for f in port_frontiers for t in f]
-        points += [t for arr in queued for t in array_frontier(arr)]
+        points += [t for arr in queued for t in self._array_frontier(arr)]
         if len(port_frontiers) > 1 or queued:
             points = list(minimal_tuples(points))
         points = list(summarize_tuples(node.kind, tuple(points)))
         for arr in caps:
-            points.extend(array_frontier(arr))
+            points.extend(self._array_frontier(arr))
         return minimal_tuples(points)
 
     def _recompute_frontiers(self) -> None:
