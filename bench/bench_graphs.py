@@ -1,0 +1,177 @@
+"""Incremental graph algorithms: diffflow versus recomputation with scipy and networkx.
+
+    python bench/bench_graphs.py --graph rmat --scale 14 --edges 120000
+    python bench/bench_graphs.py --graph ego-twitter
+
+For reachability from 10 roots and for weakly connected components it reports
+the initial computation, then the latency of update batches (10 edges
+inserted + 10 removed, ``--batches`` of them), next to scipy.sparse.csgraph
+and networkx recomputing the same answer from scratch in the same run.
+Not collected by pytest.  Single core: set NUMBA_NUM_THREADS=1.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import statistics
+import time
+
+import numpy as np
+
+import diffflow as dd
+from diffflow import graphs
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "graphs")
+
+
+def rmat_edges(scale: int, count: int, seed: int = 0, a=0.57, b=0.19, c=0.19) -> np.ndarray:
+    """Distinct R-MAT (Graph500 Kronecker) edges over ``2**scale`` nodes, no self loops."""
+    rng = np.random.default_rng(seed)
+    out = np.zeros((0, 2), np.int64)
+    while len(out) < count:
+        n = int((count - len(out)) * 1.3) + 16
+        src = np.zeros(n, np.int64)
+        dst = np.zeros(n, np.int64)
+        for bit in range(scale):
+            r = rng.random(n)
+            right = (r >= a) & (r < a + b) | (r >= a + b + c)
+            down = r >= a + b
+            src |= down.astype(np.int64) << bit
+            dst |= right.astype(np.int64) << bit
+        batch = np.stack([src, dst], 1)
+        batch = batch[batch[:, 0] != batch[:, 1]]
+        out = np.unique(np.concatenate([out, batch]), axis=0)
+    return out[rng.permutation(len(out))[:count]]
+
+
+def load_graph(name: str) -> np.ndarray:
+    with gzip.open(os.path.join(DATA, name), "rt") as fh:
+        rows = [line.split() for line in fh if line.strip() and not line.startswith("#")]
+    return np.unique(np.array(rows, dtype=np.int64), axis=0)
+
+
+def scipy_reach(edges: np.ndarray, roots: np.ndarray) -> int:
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import breadth_first_order
+
+    ids, inv = np.unique(np.concatenate([edges.ravel(), roots]), return_inverse=True)
+    e, r = inv[: edges.size].reshape(-1, 2), inv[edges.size:]
+    m = sp.csr_matrix((np.ones(len(e)), (e[:, 0], e[:, 1])), shape=(len(ids), len(ids)))
+    seen = np.zeros(len(ids), bool)
+    for root in r:
+        if not seen[root]:
+            seen[breadth_first_order(m, root, directed=True, return_predecessors=False)] = True
+    return int(seen.sum())
+
+
+def scipy_wcc(edges: np.ndarray) -> int:
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    ids, inv = np.unique(edges.ravel(), return_inverse=True)
+    e = inv.reshape(-1, 2)
+    m = sp.csr_matrix((np.ones(len(e)), (e[:, 0], e[:, 1])), shape=(len(ids), len(ids)))
+    n, labels = connected_components(m, directed=True, connection="weak")
+    return int(np.bincount(labels).max())
+
+
+def nx_reach(edges, roots) -> int:
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_edges_from(edges.tolist())
+    seen = set(roots.tolist())
+    for r in roots.tolist():
+        if r in g:
+            seen |= nx.descendants(g, r)
+    return len(seen)
+
+
+def nx_wcc(edges) -> int:
+    import networkx as nx
+
+    g = nx.Graph()
+    g.add_edges_from(edges.tolist())
+    return max(len(c) for c in nx.connected_components(g))
+
+
+def timed(fn, *args):
+    t0 = time.perf_counter()
+    value = fn(*args)
+    return time.perf_counter() - t0, value
+
+
+def run(algorithm: str, edges_np: np.ndarray, batches: int, parts: int, seed: int = 1):
+    rng = np.random.default_rng(seed)
+    flow = dd.Dataflow(partitions=parts)
+    edges = flow.input("edges", ["src", "dst"])
+    roots_np = rng.choice(np.unique(edges_np[:, 0]), 10, replace=False)
+    if algorithm == "reach":
+        roots = flow.input("roots", ["node"])
+        result = graphs.reachable(edges, roots).aggregate(by=[], n=dd.count())
+        roots.insert(roots_np[:, None])
+    else:
+        result = graphs.connected_components(edges).aggregate(by=["label"], size=dd.count())
+    out = result.output()
+    edges.insert(edges_np)
+    initial, _ = timed(flow.advance)
+    if algorithm == "reach":
+        answer = out.snapshot() and next(iter(out.snapshot()))[0]
+        t_scipy, ref = timed(scipy_reach, edges_np, roots_np)
+        t_nx, _ = timed(nx_reach, edges_np, roots_np)
+    else:
+        answer = max(r[1] for r in out.snapshot())
+        t_scipy, ref = timed(scipy_wcc, edges_np)
+        t_nx, _ = timed(nx_wcc, edges_np)
+    assert answer == ref, (answer, ref)
+    current = edges_np.copy()
+    nodes = np.unique(edges_np)
+    latencies = []
+    for _ in range(batches):
+        drop = rng.choice(len(current), 10, replace=False)
+        add = np.stack([rng.choice(nodes, 10), rng.choice(nodes, 10)], 1)
+        edges.remove(current[drop])
+        edges.insert(add)
+        current[drop] = add
+        t, _ = timed(flow.advance)
+        latencies.append(t)
+    if algorithm == "reach":
+        check = scipy_reach(np.unique(current, axis=0), roots_np)
+        got = next(iter(out.snapshot()))[0]
+    else:
+        check = scipy_wcc(np.unique(current, axis=0))
+        got = max(r[1] for r in out.snapshot())
+    assert got == check, (got, check)
+    med = statistics.median(latencies)
+    print(f"{algorithm:5s} initial {initial:7.2f} s | scipy {t_scipy * 1e3:8.1f} ms "
+          f"(ratio {initial / t_scipy:6.1f}x) | networkx {t_nx:6.2f} s")
+    print(f"{'':5s} 10+10 update batches: median {med * 1e3:7.1f} ms, "
+          f"p90 {sorted(latencies)[int(0.9 * len(latencies))] * 1e3:7.1f} ms | "
+          f"networkx recompute / update = {t_nx / med:7.0f}x | scipy recompute / update = "
+          f"{t_scipy / med:5.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--graph", default="rmat",
+                        help="rmat, ego-twitter, wiki-Vote, soc-Epinions1, email-Enron, ...")
+    parser.add_argument("--scale", type=int, default=14)
+    parser.add_argument("--edges", type=int, default=120_000)
+    parser.add_argument("--batches", type=int, default=20)
+    parser.add_argument("--partitions", type=int, default=1)
+    parser.add_argument("--algorithms", default="reach,wcc")
+    args = parser.parse_args()
+    if args.graph == "rmat":
+        edges = rmat_edges(args.scale, args.edges)
+        label = f"R-MAT scale {args.scale}, {len(edges):,} edges"
+    else:
+        edges = load_graph(f"{args.graph}.txt.gz")
+        label = f"{args.graph}, {len(edges):,} edges"
+    print(label)
+    for algorithm in args.algorithms.split(","):
+        run(algorithm, edges, args.batches, args.partitions)
+
+
+if __name__ == "__main__":
+    main()
