@@ -2,6 +2,7 @@
 
     python bench/bench_graphs.py --graph rmat --scale 14 --edges 120000
     python bench/bench_graphs.py --graph ego-twitter
+    python bench/bench_graphs.py --graph ego-twitter --algorithms components
 
 For reachability from 10 roots and for weakly connected components it reports
 the initial computation, then the latency of update batches (10 edges
@@ -152,6 +153,30 @@ def run(algorithm: str, edges_np: np.ndarray, batches: int, parts: int, seed: in
           f"{t_scipy / med:5.2f}x")
 
 
+def component_sizes(edges_np: np.ndarray, graph: str) -> None:
+    """Largest WCC and SCC computed by diffflow, checked against ../shared stats.json."""
+    import json
+
+    with open(os.path.join(DATA, "stats.json")) as fh:
+        stats = json.load(fh)
+    key = graph.lower().replace("-", "_")
+    entry = next((e for e in stats if key in e["file"].lower()), None)
+    flow = dd.Dataflow()
+    edges = flow.input("edges", ["src", "dst"])
+    wcc = graphs.connected_components(edges).aggregate(by=["label"], size=dd.count()).output()
+    scc = graphs.strongly_connected_components(edges).aggregate(
+        by=["label"], size=dd.count()).output()
+    edges.insert(edges_np)
+    elapsed, _ = timed(flow.advance)
+    largest_wcc = max(r[1] for r in wcc.snapshot())
+    largest_scc = max(r[1] for r in scc.snapshot())
+    expected = (entry["largest_wcc_nodes"], entry["largest_scc_nodes"]) if entry else None
+    print(f"components: largest WCC {largest_wcc:,}, largest SCC {largest_scc:,} "
+          f"(stats.json: {expected}) in {elapsed:.1f} s")
+    if expected:
+        assert (largest_wcc, largest_scc) == expected
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--graph", default="rmat",
@@ -170,7 +195,10 @@ def main() -> None:
         label = f"{args.graph}, {len(edges):,} edges"
     print(label)
     for algorithm in args.algorithms.split(","):
-        run(algorithm, edges, args.batches, args.partitions)
+        if algorithm == "components":
+            component_sizes(edges, args.graph)
+        else:
+            run(algorithm, edges, args.batches, args.partitions)
 
 
 if __name__ == "__main__":
