@@ -631,3 +631,67 @@ def group_starts(sorted_rows, buf):
             m += 1
     buf[m] = n
     return m + 1
+
+
+@njit(cache=True)
+def _cmp_prefix(rows, i, queries, j, width):
+    """Compare ``rows[i, :width]`` with ``queries[j]`` lexicographically: -1, 0 or 1."""
+    for k in range(width):
+        a = rows[i, k]
+        b = queries[j, k]
+        if a < b:
+            return -1
+        if a > b:
+            return 1
+    return 0
+
+
+@njit(cache=True)
+def gather_prefix(rows, times, diffs, width, queries):
+    """Every update whose first ``width`` row columns equal a query row.
+
+    ``rows`` sorted lexicographically; queries in any order.  Two binary
+    searches per query, then one copy pass.  Returns ``(query_index, rows,
+    times, diffs)``.
+    """
+    n = rows.shape[0]
+    m = queries.shape[0]
+    lo = np.empty(m, np.int64)
+    hi = np.empty(m, np.int64)
+    total = 0
+    for j in range(m):
+        a, b = 0, n
+        while a < b:
+            mid = (a + b) >> 1
+            if _cmp_prefix(rows, mid, queries, j, width) < 0:
+                a = mid + 1
+            else:
+                b = mid
+        first = a
+        b = n
+        while a < b:
+            mid = (a + b) >> 1
+            if _cmp_prefix(rows, mid, queries, j, width) <= 0:
+                a = mid + 1
+            else:
+                b = mid
+        lo[j] = first
+        hi[j] = a
+        total += a - first
+    w = rows.shape[1]
+    d = times.shape[1]
+    out_q = np.empty(total, np.int64)
+    out_r = np.empty((total, w), np.int64)
+    out_t = np.empty((total, d), np.int64)
+    out_d = np.empty(total, np.int64)
+    p = 0
+    for j in range(m):
+        for i in range(lo[j], hi[j]):
+            out_q[p] = j
+            for k in range(w):
+                out_r[p, k] = rows[i, k]
+            for k in range(d):
+                out_t[p, k] = times[i, k]
+            out_d[p] = diffs[i]
+            p += 1
+    return out_q, out_r, out_t, out_d

@@ -113,12 +113,11 @@ class Spine:
         query_keys = np.ascontiguousarray(query_keys, dtype=np.int64)
         parts = []
         for batch in self.batches:
-            if len(batch) == 0:
-                continue
-            lo, hi = columnar.key_ranges(batch.keys, query_keys)
-            q, pos = expand_ranges(lo, hi)
-            if len(pos):
-                parts.append((q, batch.rows[pos], batch.times[pos], batch.diffs[pos]))
+            if len(batch):
+                found = columnar.gather_prefix(batch.rows, batch.times, batch.diffs,
+                                               self.key_width, query_keys)
+                if len(found[0]):
+                    parts.append(found)
         if not parts:
             return (np.zeros(0, np.int64), np.zeros((0, self.width), np.int64),
                     np.zeros((0, self.dim), np.int64), np.zeros(0, np.int64))

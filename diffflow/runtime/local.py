@@ -129,12 +129,15 @@ class LocalRuntime:
 
     def _out_frontier(self, node, port_frontiers, queued, caps) -> tuple:
         """A node's output frontier from its input frontiers and its own pointstamps."""
+        held = [arr for arr in caps if arr is not None and len(arr)]
+        if len(port_frontiers) == 1 and not queued and not held:  # the common case
+            return summarize_tuples(node.kind, port_frontiers[0])
         points = [t for f in port_frontiers for t in f]
         points += [t for arr in queued for t in self._array_frontier(arr)]
         if len(port_frontiers) > 1 or queued:
             points = list(minimal_tuples(points))
         points = list(summarize_tuples(node.kind, tuple(points)))
-        for arr in caps:
+        for arr in held:
             points.extend(self._array_frontier(arr))
         return minimal_tuples(points)
 
