@@ -20,6 +20,8 @@ ever move to larger times.
 """
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from ..arrangements.arrangement import split_by_partition
@@ -142,20 +144,31 @@ class LocalRuntime:
         return minimal_tuples(points)
 
     def _recompute_frontiers(self) -> None:
-        """Exact frontiers from the current pointstamps (a fixpoint around loops)."""
+        """Exact frontiers from the current pointstamps (a least fixpoint around loops).
+
+        Starting from "nothing can arrive" everywhere, each node's frontier is
+        recomputed from its inputs and pointstamps, and its consumers are
+        revisited whenever it changes.  Nodes are taken in construction order,
+        so an acyclic graph is settled in one visit per node and only loop
+        nodes are revisited once their feedback edge has a value.
+        """
         out = {n.id: () for n in self.nodes}
-        changed = True
-        while changed:
-            changed = False
-            for node in self.nodes:
-                nid = node.id
-                ports = [out[src] for src in node.inputs]
-                queued = [c.times for q in self.queues for port in q[nid] for c in port]
-                caps = [ops[nid].capabilities() for ops in self.workers]
-                new = self._out_frontier(node, ports, queued, caps)
-                if new != out[nid]:
-                    out[nid] = new
-                    changed = True
+        todo = list(range(len(self.nodes)))
+        pending = set(todo)
+        while todo:
+            nid = heapq.heappop(todo)
+            pending.discard(nid)
+            node = self.nodes[nid]
+            ports = [out[src] for src in node.inputs]
+            queued = [c.times for q in self.queues for port in q[nid] for c in port]
+            caps = [ops[nid].capabilities() for ops in self.workers]
+            new = self._out_frontier(node, ports, queued, caps)
+            if new != out[nid]:
+                out[nid] = new
+                for consumer, _ in self.consumers[nid]:
+                    if consumer not in pending:
+                        pending.add(consumer)
+                        heapq.heappush(todo, consumer)
         self.out_frontier = out
 
     def _check_loops(self) -> None:
