@@ -41,9 +41,9 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 # lexicographic comparison helpers
 # --------------------------------------------------------------------------
 @njit(cache=True)
-def _cmp_row(a, i, b, j):
-    """Compare row ``a[i]`` with row ``b[j]``: -1, 0 or 1."""
-    for c in range(a.shape[1]):
+def _cmp_prefix(a, i, b, j, width):
+    """Compare ``a[i, :width]`` with ``b[j, :width]`` lexicographically: -1, 0 or 1."""
+    for c in range(width):
         x = a[i, c]
         y = b[j, c]
         if x < y:
@@ -51,6 +51,12 @@ def _cmp_row(a, i, b, j):
         if x > y:
             return 1
     return 0
+
+
+@njit(cache=True)
+def _cmp_row(a, i, b, j):
+    """Compare row ``a[i]`` with row ``b[j]``: -1, 0 or 1."""
+    return _cmp_prefix(a, i, b, j, a.shape[1])
 
 
 @njit(cache=True)
@@ -631,19 +637,6 @@ def group_starts(sorted_rows, buf):
             m += 1
     buf[m] = n
     return m + 1
-
-
-@njit(cache=True)
-def _cmp_prefix(rows, i, queries, j, width):
-    """Compare ``rows[i, :width]`` with ``queries[j]`` lexicographically: -1, 0 or 1."""
-    for k in range(width):
-        a = rows[i, k]
-        b = queries[j, k]
-        if a < b:
-            return -1
-        if a > b:
-            return 1
-    return 0
 
 
 @njit(cache=True)
