@@ -118,6 +118,24 @@ def test_join_closure():
     assert got.tolist() == [[1, 0], [1, 1]]
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_closure_kernel_matches_plain_closure(seed):
+    from diffflow.operators.reduce import _kernels
+
+    rng = np.random.default_rng(seed)
+    groups, d = 4, int(rng.integers(2, 4))
+    new = [np.unique(rng.integers(0, 4, (int(rng.integers(1, 4)), d)), axis=0) for _ in range(groups)]
+    hist = [rng.integers(0, 4, (int(rng.integers(0, 6)), d)) for _ in range(groups)]
+    new_starts = np.concatenate([[0], np.cumsum([len(x) for x in new])]).astype(np.int64)
+    hist_starts = np.concatenate([[0], np.cumsum([len(x) for x in hist])]).astype(np.int64)
+    group, times = _kernels().join_closure_groups(
+        np.concatenate(new).astype(np.int64), new_starts,
+        np.concatenate(hist).astype(np.int64).reshape(-1, d), hist_starts)
+    for g in range(groups):
+        got = sorted(map(tuple, times[group == g].tolist()))
+        assert got == sorted(map(tuple, join_closure(new[g], hist[g]).tolist()))
+
+
 def test_hand_built_times_hold_back_the_join_until_complete():
     h = Harness(AggregateReducer(AGG), width=2)
     # (0,1) and (1,0) arrive; their join (1,1) is still admitted by the frontier

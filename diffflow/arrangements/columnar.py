@@ -516,30 +516,6 @@ def gather_prefix(rows, times, diffs, width: int, query_keys):
     return _k().gather_prefix(r, t, d, width, q)
 
 
-def key_ranges_many(sorted_key_arrays, query_keys) -> list:
-    """:func:`key_ranges` of the same queries in several sorted arrays (a spine's batches).
-
-    The queries are validated once; each sorted array must be C-contiguous
-    int64 of the queries' width (batches guarantee it).
-
-    >>> [(lo.tolist(), hi.tolist()) for lo, hi in
-    ...  key_ranges_many([np.array([[1], [3]]), np.array([[3], [3]])], np.array([[3]]))]
-    [([1], [2]), ([0], [2])]
-    """
-    q = _rows(query_keys, "query_keys")
-    kernel = _k().key_ranges
-    out = []
-    for s in sorted_key_arrays:
-        if s.dtype != np.int64 or s.ndim != 2 or not s.flags.c_contiguous:
-            s = _rows(s, "sorted_keys")
-        _same_width(s, q, "sorted_keys", "query_keys")
-        lo = np.empty(q.shape[0], dtype=np.int64)
-        hi = np.empty(q.shape[0], dtype=np.int64)
-        kernel(s, q, lo, hi)
-        out.append((lo, hi))
-    return out
-
-
 def searchsorted_rows(sorted_rows, query_rows, side: str = "left") -> np.ndarray:
     """Lexicographic ``np.searchsorted`` over rows: insertion points, int64 ``(m,)``.
 
