@@ -46,13 +46,6 @@ class Batch:
         rows, times, diffs = columnar.consolidate(updates.rows, updates.times, updates.diffs)
         return Batch(rows, times, diffs, key_width, lower, upper, since)
 
-    @staticmethod
-    def empty(width: int, key_width: int, dim: int, lower=None, upper=None) -> "Batch":
-        lower = lower if lower is not None else Antichain.minimum(dim)
-        upper = upper if upper is not None else lower
-        e = Updates.empty(width, dim)
-        return Batch(e.rows, e.times, e.diffs, key_width, lower, upper)
-
     def __len__(self) -> int:
         return len(self.diffs)
 

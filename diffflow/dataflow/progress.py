@@ -55,36 +55,8 @@ def frontier_of(parts, dim: int) -> Antichain:
 
 def _minimal_small(times: np.ndarray, dim: int) -> np.ndarray:
     """Minimal elements of a few times, lexicographically sorted (pure Python)."""
-    points = sorted(set(map(tuple, times.tolist())))
-    kept: list = []
-    for p in points:  # lexicographic order: a point is dominated only by an earlier one
-        if not any(all(a <= b for a, b in zip(k, p)) for k in kept):
-            kept.append(p)
+    kept = minimal_tuples(map(tuple, times.tolist()))
     return np.array(kept, dtype=np.int64).reshape(len(kept), dim)
-
-
-def summarize(kind: str, frontier: Antichain) -> Antichain:
-    """Carry a frontier across a node from its inputs to its output (its path summary).
-
-    ``enter`` appends a zero round, ``leave`` drops the round, ``feedback``
-    adds one to it; every other operator leaves times as they are.
-
-    >>> summarize("feedback", Antichain([(2, 3)]))
-    Antichain([(2, 4)])
-    >>> summarize("leave", Antichain([(2, 3), (3, 0)]))
-    Antichain([(2,)])
-    """
-    if kind == "enter":
-        e = frontier.elements
-        return Antichain._from_minimal(np.concatenate([e, np.zeros((len(e), 1), np.int64)], 1))
-    if kind == "leave":
-        e = frontier.elements
-        return frontier_of([np.ascontiguousarray(e[:, :-1])], e.shape[1] - 1)
-    if kind == "feedback":
-        e = frontier.elements.copy()
-        e[:, -1] += 1
-        return Antichain._from_minimal(e)
-    return frontier
 
 
 # -- frontiers as tuples --------------------------------------------------------------------
@@ -127,7 +99,10 @@ def array_frontier(times) -> tuple:
 
 
 def summarize_tuples(kind: str, frontier: tuple) -> tuple:
-    """:func:`summarize` on a tuple frontier.
+    """Carry a frontier across a node from its inputs to its output (its path summary).
+
+    ``enter`` appends a zero round, ``leave`` drops the round, ``feedback``
+    adds one to it; every other operator leaves times as they are.
 
     >>> summarize_tuples("enter", ((3,),)), summarize_tuples("feedback", ((3, 1),))
     (((3, 0),), ((3, 2),))
