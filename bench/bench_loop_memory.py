@@ -22,14 +22,9 @@ from diffflow import graphs
 
 def trace_updates(flow) -> int:
     total = 0
-    runtime = flow._runtime
-    for node in flow.graph.nodes:
-        for op in runtime.operators(node.id):
-            for attr in ("spine", "out_spine"):
-                spine = getattr(op, attr, None)
-                if spine is not None:
-                    spine.compact()
-                    total += len(spine)
+    for spine in flow._runtime.spines():
+        spine.compact()
+        total += len(spine)
     return total
 
 

@@ -21,13 +21,8 @@ def clean(counter) -> dict:
 
 def check_traces(flow) -> None:
     """Assert the invariants of every spine held by the runtime."""
-    runtime = flow._runtime
-    for node in flow.graph.nodes:
-        for op in runtime.operators(node.id):
-            for attr in ("spine", "out_spine"):
-                spine = getattr(op, attr, None)
-                if spine is not None:
-                    spine._check()
+    for spine in flow._runtime.spines():
+        spine._check()
 
 
 class Case:

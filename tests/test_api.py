@@ -150,10 +150,7 @@ def test_traces_stay_bounded_over_many_epochs():
         flow.advance()
         a.remove([row])
         flow.advance()
-    sizes = [len(op.spine) for node in flow.graph.nodes if node.kind == "arrange"
-             for op in flow._runtime.operators(node.id)]
-    sizes += [len(op.out_spine) for node in flow.graph.nodes if node.kind == "reduce"
-              for op in flow._runtime.operators(node.id)]
+    sizes = [len(spine) for spine in flow._runtime.spines()]
     assert out.snapshot() == {}
     assert sum(sizes) < 120, f"traces hold {sum(sizes)} updates after 1200 epochs"
 

@@ -170,13 +170,9 @@ def test_loop_traces_stay_bounded_over_many_epochs():
         flow.advance()
     assert out.snapshot() == {(i,): 1 for i in range(11)}
     total = 0
-    for node in flow.graph.nodes:
-        for op in flow._runtime.operators(node.id):
-            for attr in ("spine", "out_spine"):
-                spine = getattr(op, attr, None)
-                if spine is not None:
-                    spine.compact()
-                    total += len(spine)
+    for spine in flow._runtime.spines():
+        spine.compact()
+        total += len(spine)
     assert total < 400, f"traces hold {total} updates after 600 epochs"
 
 

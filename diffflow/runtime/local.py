@@ -257,3 +257,14 @@ class LocalRuntime:
     def operators(self, node_id: int) -> list:
         """The instances of one node, one per partition."""
         return [ops[node_id] for ops in self.workers]
+
+    def spines(self) -> list:
+        """Every trace the runtime holds: arrangements and reduce outputs, all partitions."""
+        found = []
+        for ops in self.workers:
+            for op in ops.values():
+                for attr in ("spine", "out_spine"):
+                    spine = getattr(op, attr, None)
+                    if spine is not None:
+                        found.append(spine)
+        return found
