@@ -16,6 +16,7 @@ Importing diffflow imports neither pyspark nor numba: kernels compile on first u
 """
 from .collection import (Aggregate, Arranged, Collection, Dataflow, GraphError, InputCollection,
                          Output, count, max, min, sum)
+from .dsl import DatalogError, Program
 from .expr import col, lit
 from .iteration import Loop, Variable
 from .runtime.local import NonConvergenceError, OperatorError
@@ -23,5 +24,5 @@ from .schema import Schema
 
 __all__ = ["Dataflow", "Collection", "InputCollection", "Arranged", "Output", "Aggregate",
            "Loop", "Variable", "GraphError", "OperatorError", "NonConvergenceError", "Schema",
-           "col", "lit", "count", "sum", "min", "max"]
+           "Program", "DatalogError", "col", "lit", "count", "sum", "min", "max"]
 __version__ = "0.1.0"

@@ -168,6 +168,7 @@ class BinOp(Expr):
             return "float"
         return "float" if "float" in (a, b) else "int"
 
+
     def _eval(self, rows, schema, symbols):
         a = self.left._eval(rows, schema, symbols)
         b = self.right._eval(rows, schema, symbols)
@@ -176,8 +177,11 @@ class BinOp(Expr):
             return _COMPARE[op](a, b)
         if op in _LOGIC:
             return _LOGIC[op](a, b)
-        if op in ("//", "%") and self.infer(schema) == "int" and np.any(np.asarray(b) == 0):
+        if op in ("//", "%", "tdiv", "tmod") and self.infer(schema) == "int" \
+                and np.any(np.asarray(b) == 0):
             raise ZeroDivisionError(f"integer division by zero in {self!r}")
+        if op in ("tdiv", "tmod"):
+            return _truncating(op, a, b, self.infer(schema))
         if op == "**" and self.infer(schema) == "int" and np.any(np.asarray(b) < 0):
             raise ExpressionError(f"{self!r}: negative integer exponent; use a float base")
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -202,6 +206,8 @@ class UnOp(Expr):
             return "bool"
         if kind in ("str", "bool"):
             raise ExpressionError(f"{self!r}: {self.op} needs a number, got {kind}")
+        if self.op in ("wrap32", "wrapu32") and kind != "int":
+            raise ExpressionError(f"{self!r}: {self.op} needs an int, got {kind}")
         return kind
 
     def _eval(self, rows, schema, symbols):
@@ -210,10 +216,16 @@ class UnOp(Expr):
             return np.logical_not(v)
         if self.op == "abs":
             return np.abs(v)
+        if self.op == "wrap32":
+            return (np.asarray(v, dtype=np.int64) + _2_31) % _2_32 - _2_31
+        if self.op == "wrapu32":
+            return np.asarray(v, dtype=np.int64) % _2_32
         return np.negative(v)
 
     def __repr__(self):
-        return f"{self.op}{self.operand!r}" if self.op != "abs" else f"abs({self.operand!r})"
+        if self.op in ("-", "~"):
+            return f"{self.op}{self.operand!r}"
+        return f"{self.op}({self.operand!r})"
 
 
 def col(name: str) -> Col:
@@ -234,6 +246,63 @@ def lit(value) -> Lit:
     3
     """
     return Lit(value)
+
+
+def trunc_div(a, b) -> Expr:
+    """Division rounding toward zero, as in C and Soufflé (``/`` on ints).
+
+    >>> import numpy as np; from diffflow.schema import Schema
+    >>> e = trunc_div(col("a"), 2)
+    >>> e._eval(np.array([[-7], [7]]), Schema.of(["a"]), None).tolist()
+    [-3, 3]
+    """
+    return _as_expr(a)._bin("tdiv", b)
+
+
+def trunc_mod(a, b) -> Expr:
+    """Remainder with the sign of the dividend, as in C and Soufflé (``%`` on ints).
+
+    >>> import numpy as np; from diffflow.schema import Schema
+    >>> trunc_mod(col("a"), 3)._eval(np.array([[-7], [7]]), Schema.of(["a"]), None).tolist()
+    [-1, 1]
+    """
+    return _as_expr(a)._bin("tmod", b)
+
+
+def wrap_int32(e) -> Expr:
+    """Wrap an int expression into the signed 32-bit range (two's complement overflow).
+
+    >>> import numpy as np; from diffflow.schema import Schema
+    >>> wrap_int32(col("a") + 1)._eval(np.array([[2**31 - 1]]), Schema.of(["a"]), None).tolist()
+    [-2147483648]
+    """
+    return UnOp("wrap32", _as_expr(e))
+
+
+def wrap_uint32(e) -> Expr:
+    """Wrap an int expression into the unsigned 32-bit range.
+
+    >>> import numpy as np; from diffflow.schema import Schema
+    >>> wrap_uint32(col("a") - 1)._eval(np.array([[0]]), Schema.of(["a"]), None).tolist()
+    [4294967295]
+    """
+    return UnOp("wrapu32", _as_expr(e))
+
+
+_2_31, _2_32 = np.int64(2**31), np.int64(2**32)
+
+
+def _as_expr(value) -> Expr:
+    return value if isinstance(value, Expr) else Lit(value)
+
+
+def _truncating(op, a, b, kind):
+    if kind == "float":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.trunc(np.divide(a, b)) if op == "tdiv" else np.fmod(a, b)
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    quotient = np.abs(a) // np.abs(b) * np.sign(a) * np.sign(b)
+    return quotient if op == "tdiv" else a - b * quotient
 
 
 def _encode_result(values, kind: str, n: int) -> np.ndarray:

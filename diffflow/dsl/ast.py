@@ -1,0 +1,180 @@
+"""The Datalog syntax tree: plain dataclasses, each carrying its source position.
+
+Every node has ``line`` and ``column`` (1-based) so that analysis errors can
+point at the exact token.  ``to_data()`` gives a JSON-friendly nested form
+(used by the parser's golden tests and handy for debugging).
+
+>>> from diffflow.dsl.parser import parse
+>>> program = parse("p(x) :- q(x, _).")
+>>> rule = program.rules[0]
+>>> rule.head.relation, [type(t).__name__ for t in rule.body[0].literals[0].args]
+('p', ['Var', 'Wildcard'])
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+
+@dataclass
+class Node:
+    line: int
+    column: int
+
+    def to_data(self):
+        """A nested dict/list form without positions except ``at`` = "line:col"."""
+        out = {"node": type(self).__name__, "at": f"{self.line}:{self.column}"}
+        for f in fields(self):
+            if f.name in ("line", "column"):
+                continue
+            out[f.name] = _data(getattr(self, f.name))
+        return out
+
+
+def _data(value):
+    if isinstance(value, Node):
+        return value.to_data()
+    if isinstance(value, (list, tuple)):
+        return [_data(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _data(v) for k, v in value.items()}
+    return value
+
+
+# -- terms ---------------------------------------------------------------------------------
+
+@dataclass
+class Var(Node):
+    name: str
+
+
+@dataclass
+class Wildcard(Node):
+    pass
+
+
+@dataclass
+class Number(Node):
+    """An integer constant; ``unsigned`` for a literal written with a ``u`` suffix."""
+    value: int
+    unsigned: bool = False
+
+
+@dataclass
+class Float(Node):
+    value: float
+
+
+@dataclass
+class String(Node):
+    value: str
+
+
+@dataclass
+class BinaryOp(Node):
+    """Arithmetic ``+ - * / % ^``."""
+    op: str
+    left: Node
+    right: Node
+
+
+@dataclass
+class Negative(Node):
+    operand: Node
+
+
+@dataclass
+class AggregateTerm(Node):
+    """``count : {...}``, ``sum x : {...}``, ``min x : {...}``, ``max x : {...}``."""
+    function: str
+    target: Node | None
+    body: list  # of literals (a conjunction)
+
+
+# -- literals ------------------------------------------------------------------------------
+
+@dataclass
+class Atom(Node):
+    relation: str
+    args: list
+
+
+@dataclass
+class Negation(Node):
+    atom: Atom
+
+
+@dataclass
+class Comparison(Node):
+    op: str  # = != < <= > >=
+    left: Node
+    right: Node
+
+
+@dataclass
+class Boolean(Node):
+    value: bool
+
+
+@dataclass
+class Conjunction(Node):
+    literals: list  # Atom | Negation | Comparison | Boolean | Disjunction
+
+
+@dataclass
+class Disjunction(Node):
+    alternatives: list  # of Conjunction
+
+
+# -- items ---------------------------------------------------------------------------------
+
+@dataclass
+class Attribute(Node):
+    name: str
+    type: str
+
+
+@dataclass
+class Declaration(Node):
+    relation: str
+    attributes: list
+    qualifiers: list = field(default_factory=list)
+
+
+@dataclass
+class TypeDeclaration(Node):
+    """``.type T <: base`` (subtype) or ``.type T = base`` (alias)."""
+    name: str
+    base: str
+    alternatives: list = field(default_factory=list)  # union members, if any
+
+
+@dataclass
+class Directive(Node):
+    """``.input r``, ``.output r(IO=file, filename="...")``, ``.printsize r``."""
+    kind: str
+    relation: str
+    params: dict = field(default_factory=dict)
+
+
+@dataclass
+class Rule(Node):
+    """``head :- body.``; ``body`` is a list of alternatives (conjunctions) after ``;``.
+
+    A fact ``r(1, 2).`` is a rule with an empty body list.
+    """
+    head: Atom
+    body: list  # of Conjunction; [] for a fact
+
+
+@dataclass
+class Program(Node):
+    filename: str
+    declarations: list
+    types: list
+    directives: list
+    rules: list
+
+    def to_data(self):
+        data = super().to_data()
+        data.pop("filename")
+        return data

@@ -1,0 +1,86 @@
+"""The lark grammar of diffflow's Soufflé-compatible Datalog subset (LALR(1))."""
+
+GRAMMAR = r"""
+start: _item*
+
+_item: declaration | type_declaration | directive | clause
+
+declaration: ".decl" IDENT "(" [attribute ("," attribute)*] ")" qualifier*
+attribute: IDENT ":" IDENT
+qualifier: QUALIFIER
+
+type_declaration: ".type" IDENT SUBTYPE IDENT           -> subtype
+                | ".type" IDENT "=" IDENT ("|" IDENT)*   -> type_alias
+
+directive: DIRECTIVE IDENT ("," IDENT)* [params]
+params: "(" [param ("," param)*] ")"
+param: IDENT "=" (STRING | IDENT | INT)
+
+clause: atom ("," atom)* [":-" disjunction] "."
+
+disjunction: conjunction (";" conjunction)*
+conjunction: _literal ("," _literal)*
+_literal: atom | negation | comparison | group | boolean
+negation: "!" atom
+group: "(" disjunction ")"
+boolean: TRUE | FALSE
+comparison: term COMPARE term
+
+atom: IDENT "(" [term ("," term)*] ")"
+
+?term: sum
+?sum: product
+    | sum PLUS product   -> binary
+    | sum MINUS product  -> binary
+?product: power
+    | product TIMES power  -> binary
+    | product DIVIDE power -> binary
+    | product MODULO power -> binary
+?power: unary
+    | unary CARET power -> binary
+?unary: primary
+    | MINUS unary -> negative
+?primary: IDENT        -> variable
+    | WILDCARD         -> wildcard
+    | INT              -> integer
+    | FLOAT            -> float
+    | STRING           -> string
+    | "(" term ")"
+    | aggregate
+
+aggregate: COUNT ":" _aggregate_body
+         | (SUM | MIN | MAX) term ":" _aggregate_body
+_aggregate_body: "{" aggregate_conjunction "}" | aggregate_atom
+aggregate_conjunction: _literal ("," _literal)*
+aggregate_atom: atom
+
+DIRECTIVE: ".input" | ".output" | ".printsize"
+SUBTYPE: "<:"
+COMPARE: "!=" | "<=" | ">=" | "=" | "<" | ">"
+PLUS: "+"
+MINUS: "-"
+TIMES: "*"
+DIVIDE: "/"
+MODULO: "%"
+CARET: "^"
+WILDCARD: "_"
+COUNT: "count"
+SUM: "sum"
+MIN: "min"
+MAX: "max"
+TRUE: "true"
+FALSE: "false"
+// a name after a declaration that does not open an atom: btree, brie, inline, ...
+QUALIFIER.2: /[A-Za-z_][A-Za-z0-9_]*(?![A-Za-z0-9_?]|\s*\()/
+IDENT: /[A-Za-z_?][A-Za-z0-9_?]*/
+FLOAT.2: /\d+\.\d+([eE][-+]?\d+)?/ | /\d+[eE][-+]?\d+/
+INT: /0x[0-9A-Fa-f]+u?/ | /0b[01]+u?/ | /\d+u?/
+STRING: /"(\\.|[^"\\\n])*"/
+
+COMMENT: /\/\/[^\n]*/
+BLOCK_COMMENT: /\/\*(.|\n)*?\*\//
+%import common.WS
+%ignore WS
+%ignore COMMENT
+%ignore BLOCK_COMMENT
+"""

@@ -1,0 +1,255 @@
+"""Text to syntax tree: lark (LALR) parsing plus a transformer building :mod:`.ast` nodes.
+
+>>> program = parse('.decl edge(x: number, y: number)\\nedge(1, 2).')
+>>> program.declarations[0].relation, program.rules[0].head.args[1].value
+('edge', 2)
+"""
+from __future__ import annotations
+
+import functools
+
+from . import ast
+from .errors import DatalogError
+from .grammar import GRAMMAR
+
+
+@functools.lru_cache(maxsize=1)
+def _parser():
+    from lark import Lark  # imported lazily: importing diffflow stays cheap
+
+    return Lark(GRAMMAR, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+def parse(source: str, filename: str = "<program>") -> ast.Program:
+    """Parse Datalog text into an :class:`~diffflow.dsl.ast.Program`.
+
+    Syntax errors raise :class:`DatalogError` with the position and what was expected.
+
+    >>> parse("p(x) :- q(x)").rules
+    Traceback (most recent call last):
+    ...
+    diffflow.dsl.errors.DatalogError: <program>:1:13: error: unexpected end of the program ...
+    """
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+
+    try:
+        tree = _parser().parse(source)
+    except UnexpectedEOF as e:
+        line = source.count("\n") + 1
+        col = len(source.rsplit("\n", 1)[-1]) + 1
+        raise DatalogError("unexpected end of the program (is a '.' missing at the end of a "
+                           "rule?)", source, filename, line, col) from None
+    except UnexpectedToken as e:
+        token = e.token
+        if token.type == "$END":
+            line = source.count("\n") + 1
+            col = len(source.rsplit("\n", 1)[-1]) + 1
+            raise DatalogError("unexpected end of the program (is a '.' missing at the end of "
+                               "a rule?)", source, filename, line, col) from None
+        expected = _describe_expected(e.expected)
+        raise DatalogError(f"unexpected {token.value!r}; expected {expected}", source, filename,
+                           token.line, token.column, hint=_syntax_hint(token, e.expected)) from None
+    except UnexpectedCharacters as e:
+        char = source[e.pos_in_stream] if e.pos_in_stream < len(source) else ""
+        hint = None
+        if char == "#":
+            hint = "the C preprocessor (#include, #define) is not supported; inline the text"
+        elif char == "'":
+            hint = "strings use double quotes: \"text\""
+        raise DatalogError(f"unexpected character {char!r}", source, filename, e.line, e.column,
+                           hint=hint) from None
+    return _Builder(source, filename).program(tree)
+
+
+_TOKEN_NAMES = {"IDENT": "a name", "INT": "a number", "FLOAT": "a float", "STRING": "a string",
+                "DOT": "'.'", "COMMA": "','", "LPAR": "'('", "RPAR": "')'", "COLON": "':'",
+                "IF": "':-'", "SEMICOLON": "';'", "COMPARE": "a comparison", "LBRACE": "'{'",
+                "RBRACE": "'}'", "BANG": "'!'", "WILDCARD": "'_'", "MINUS": "'-'",
+                "PLUS": "'+'", "TIMES": "'*'", "DIVIDE": "'/'", "MODULO": "'%'",
+                "CARET": "'^'", "DIRECTIVE": "a directive", "COUNT": "'count'",
+                "SUM": "'sum'", "MIN": "'min'", "MAX": "'max'", "EQUAL": "'='", "SUBTYPE": "'<:'",
+                "VBAR": "'|'", "TRUE": "'true'", "FALSE": "'false'", "__ANON_0": "':-'"}
+
+
+def _describe_expected(expected) -> str:
+    names = sorted({_TOKEN_NAMES.get(t, t.lower()) for t in expected})
+    if len(names) > 6:
+        names = names[:6] + ["..."]
+    return " or ".join(names) if len(names) <= 2 else ", ".join(names)
+
+
+def _syntax_hint(token, expected) -> str | None:
+    if token.value == ":-":
+        return "a rule head is a single atom such as path(x, y)"
+    return None
+
+
+def _int(text: str) -> tuple:
+    unsigned = text.endswith("u")
+    body = text[:-1] if unsigned else text
+    if body.startswith("0x"):
+        return int(body, 16), unsigned
+    if body.startswith("0b"):
+        return int(body, 2), unsigned
+    return int(body), unsigned
+
+
+def _unescape(text: str) -> str:
+    body = text[1:-1]
+    if "\\" not in body:
+        return body
+    out, i = [], 0
+    escapes = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            out.append(escapes.get(body[i + 1], "\\" + body[i + 1]))
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+class _Builder:
+    """Walks the lark tree into AST dataclasses (explicit, so positions are exact)."""
+
+    def __init__(self, source, filename):
+        self.source, self.filename = source, filename
+
+    def error(self, message, node, hint=None):
+        return DatalogError(message, self.source, self.filename, node.line, node.column, hint)
+
+    def program(self, tree) -> ast.Program:
+        declarations, types, directives, rules = [], [], [], []
+        for item in tree.children:
+            kind = item.data
+            if kind == "declaration":
+                declarations.append(self.declaration(item))
+            elif kind in ("subtype", "type_alias"):
+                types.append(self.type_declaration(item))
+            elif kind == "directive":
+                directives.extend(self.directive(item))
+            else:
+                rules.extend(self.clause(item))
+        return ast.Program(1, 1, self.filename, declarations, types, directives, rules)
+
+    def declaration(self, tree):
+        name, *rest = tree.children
+        attributes, qualifiers = [], []
+        for child in rest:
+            if child is None:
+                continue
+            if child.data == "attribute":
+                attr_name, attr_type = child.children
+                attributes.append(ast.Attribute(attr_name.line, attr_name.column,
+                                                str(attr_name), str(attr_type)))
+            else:
+                q = child.children[0]
+                qualifiers.append(str(q))
+        return ast.Declaration(name.line, name.column, str(name), attributes, qualifiers)
+
+    def type_declaration(self, tree):
+        name, *rest = tree.children
+        if tree.data == "subtype":
+            return ast.TypeDeclaration(name.line, name.column, str(name), str(rest[1]))
+        members = [str(t) for t in rest]
+        return ast.TypeDeclaration(name.line, name.column, str(name), members[0],
+                                   members if len(members) > 1 else [])
+
+    def directive(self, tree):
+        kind_token, *rest = tree.children
+        params = {}
+        if rest and rest[-1] is not None and getattr(rest[-1], "data", None) == "params":
+            for p in rest[-1].children:
+                if p is None:
+                    continue
+                key, value = p.children
+                if value.type == "STRING":
+                    params[str(key)] = _unescape(str(value))
+                else:
+                    params[str(key)] = str(value)
+        names = [t for t in rest if t is not None and getattr(t, "type", None) == "IDENT"]
+        kind = str(kind_token)[1:]
+        return [ast.Directive(n.line, n.column, kind, str(n), dict(params)) for n in names]
+
+    def clause(self, tree):
+        children = [c for c in tree.children]
+        body_tree = children[-1]
+        heads = [self.atom(c) for c in children[:-1]]
+        body = self.disjunction(body_tree) if body_tree is not None else []
+        return [ast.Rule(h.line, h.column, h, body) for h in heads]
+
+    # -- bodies --------------------------------------------------------------------------
+    def disjunction(self, tree) -> list:
+        return [self.conjunction(c) for c in tree.children]
+
+    def conjunction(self, tree):
+        return ast.Conjunction(tree.meta.line, tree.meta.column,
+                               [self.literal(c) for c in tree.children])
+
+    def literal(self, tree):
+        kind = tree.data
+        if kind == "atom":
+            return self.atom(tree)
+        if kind == "negation":
+            atom = self.atom(tree.children[0])
+            return ast.Negation(tree.meta.line, tree.meta.column, atom)
+        if kind == "comparison":
+            left, op, right = tree.children
+            return ast.Comparison(op.line, op.column, str(op), self.term(left), self.term(right))
+        if kind == "boolean":
+            token = tree.children[0]
+            return ast.Boolean(token.line, token.column, str(token) == "true")
+        if kind == "group":
+            return ast.Disjunction(tree.meta.line, tree.meta.column,
+                                   self.disjunction(tree.children[0]))
+        raise AssertionError(kind)
+
+    def atom(self, tree):
+        name, *args = tree.children
+        args = [self.term(a) for a in args if a is not None]
+        return ast.Atom(name.line, name.column, str(name), args)
+
+    # -- terms ---------------------------------------------------------------------------
+    def term(self, tree):
+        from lark import Token
+
+        if isinstance(tree, Token):  # pragma: no cover - terms always arrive as trees
+            raise AssertionError(tree)
+        kind = tree.data
+        if kind in ("variable", "wildcard", "integer", "float", "string"):
+            token = tree.children[0]
+            line, column = token.line, token.column
+            if kind == "variable":
+                return ast.Var(line, column, str(token))
+            if kind == "wildcard":
+                return ast.Wildcard(line, column)
+            if kind == "integer":
+                value, unsigned = _int(str(token))
+                return ast.Number(line, column, value, unsigned)
+            if kind == "float":
+                return ast.Float(line, column, float(str(token)))
+            return ast.String(line, column, _unescape(str(token)))
+        if kind == "binary":
+            left, op, right = tree.children
+            return ast.BinaryOp(op.line, op.column, str(op), self.term(left), self.term(right))
+        if kind == "negative":
+            op, operand = tree.children
+            inner = self.term(operand)
+            if isinstance(inner, (ast.Number, ast.Float)) and not getattr(inner, "unsigned", False):
+                return type(inner)(op.line, op.column, -inner.value)
+            return ast.Negative(op.line, op.column, inner)
+        if kind == "aggregate":
+            function = tree.children[0]
+            if function.type == "COUNT":
+                target, body = None, tree.children[1]
+            else:
+                target, body = self.term(tree.children[1]), tree.children[2]
+            if body.data == "aggregate_atom":
+                literals = [self.atom(body.children[0])]
+            else:
+                literals = [self.literal(c) for c in body.children]
+            return ast.AggregateTerm(function.line, function.column, str(function), target,
+                                     literals)
+        raise AssertionError(kind)

@@ -1,0 +1,275 @@
+"""``dd.Program``: a Datalog program kept up to date as facts are inserted and removed.
+
+>>> import diffflow as dd
+>>> p = dd.Program('''
+...     .decl edge(x: number, y: number)
+...     .decl path(x: number, y: number)
+...     path(x, y) :- edge(x, y).
+...     path(x, z) :- path(x, y), edge(y, z).
+... ''')
+>>> new = p.insert("edge", [(1, 2), (2, 3)]); p.commit()
+>>> sorted(p.relation("path"))
+[(1, 2), (1, 3), (2, 3)]
+>>> gone = p.remove("edge", [(2, 3)]); p.commit(); p.changes("path")
+[((1, 3), -1), ((2, 3), -1)]
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..arrangements import columnar
+from .analysis import NUMBER_RANGE, UNSIGNED_RANGE, analyse
+from .compiler import UNIT, compile_program, relation_columns
+from .errors import DatalogError, did_you_mean
+from .parser import parse
+
+
+class Program:
+    """A compiled Datalog program over the local runtime.
+
+    ``source`` is Soufflé-style Datalog text.  Input relations (``.input``,
+    relations with facts in the text, and relations without rules) accept
+    :meth:`insert` and :meth:`remove`; every relation can be read after
+    :meth:`commit` with :meth:`relation`, :meth:`size` and :meth:`changes`.
+    Relations are sets: inserting a present fact or removing an absent one
+    changes nothing.  ``outputs`` limits which relations can be read (all by
+    default; fewer saves the memory of their result copies).
+    """
+
+    def __init__(self, source: str, partitions: int = 1, filename: str = "<program>",
+                 outputs=None):
+        self.source, self.filename = source, filename
+        self.ast = parse(source, filename)
+        self.analysed = analyse(self.ast, source)
+        self.relations = self.analysed.relations
+        if outputs is not None:
+            for name in outputs:
+                self._relation(name)
+        self._compiled = compile_program(self.analysed, partitions, outputs)
+        self.flow = self._compiled.flow
+        self._present = {name: np.zeros((0, inp.schema.width), np.int64)
+                         for name, inp in self._compiled.inputs.items()}
+        self._change_marks: dict = {}
+        if self._compiled.unit is not None:
+            self._compiled.unit.insert([0])
+        for relation in self.relations.values():
+            if relation.facts:
+                rows = [tuple(arg.value for arg in rule.head.args) for rule in relation.facts]
+                self.insert(relation.name, rows)
+
+    @classmethod
+    def from_file(cls, path, partitions: int = 1, outputs=None) -> "Program":
+        """Read and compile a ``.dl`` file (errors name the file)."""
+        with open(path, encoding="utf-8") as f:
+            return cls(f.read(), partitions=partitions, filename=str(path), outputs=outputs)
+
+    # -- facts in -------------------------------------------------------------------------
+    def _relation(self, name):
+        relation = self.relations.get(name)
+        if relation is None:
+            raise KeyError(f"unknown relation {name!r}{did_you_mean(name, self.relations)}; "
+                           f"relations: {', '.join(self.relations)}")
+        return relation
+
+    def _input(self, name):
+        relation = self._relation(name)
+        inp = self._compiled.inputs.get(name)
+        if inp is None:
+            raise ValueError(f"relation {name!r} is computed by rules and takes no facts; "
+                             f"declare it .input to add facts to it as well")
+        return relation, inp
+
+    def encode(self, name: str, rows) -> np.ndarray:
+        """Validate and encode rows for an input relation (raises, changing nothing)."""
+        relation, inp = self._input(name)
+        if relation.arity == 0:
+            rows = list(rows)
+            for row in rows:
+                if tuple(row) != ():
+                    raise ValueError(f"{name} is nullary; its only fact is (), got {row!r}")
+            return np.zeros((len(rows), 1), np.int64)
+        if isinstance(rows, np.ndarray) and rows.ndim == 2 and rows.dtype.kind in "iu" and \
+                "symbol" not in relation.types and "float" not in relation.types:
+            if rows.shape[1] != relation.arity:
+                raise ValueError(f"{name} has {relation.arity} attributes, got rows of width "
+                                 f"{rows.shape[1]}")
+            encoded = rows.astype(np.int64, copy=False)
+        else:
+            if type(rows).__module__.split(".")[0] == "pandas" and hasattr(rows, "columns"):
+                if len(rows.columns) != relation.arity:
+                    raise ValueError(f"{name} has {relation.arity} attributes, got a DataFrame "
+                                     f"with {len(rows.columns)} columns")
+                rows = rows.set_axis([c for c, _ in relation_columns(relation)], axis=1)
+            if isinstance(rows, (list, tuple)):
+                self._check_python_rows(relation, rows)
+            encoded = inp._encode(rows)
+        for j, kind in enumerate(relation.types):
+            if kind in ("number", "unsigned"):
+                low, high = NUMBER_RANGE if kind == "number" else UNSIGNED_RANGE
+                column = encoded[:, j]
+                bad = (column < low) | (column > high)
+                if bad.any():
+                    i = int(np.flatnonzero(bad)[0])
+                    raise ValueError(f"{name}: row {i} attribute {relation.attributes[j]!r} = "
+                                     f"{int(column[i])} does not fit a 32-bit {kind}")
+        return encoded
+
+    @staticmethod
+    def _check_python_rows(relation, rows):
+        checks = {"number": (int,), "unsigned": (int,), "float": (int, float), "symbol": (str,)}
+        for i, row in enumerate(rows):
+            if not isinstance(row, (tuple, list)):
+                if relation.arity == 1:
+                    row = (row,)
+                else:
+                    raise ValueError(f"{relation.name}: row {i} is {row!r}, not a tuple of "
+                                     f"{relation.arity} values")
+            if len(row) != relation.arity:
+                raise ValueError(f"{relation.name} has {relation.arity} attributes, but row {i} "
+                                 f"{tuple(row)!r} has {len(row)}")
+            for value, kind, attr in zip(row, relation.types, relation.attributes):
+                if isinstance(value, bool) or not isinstance(value, checks[kind]) and \
+                        not (kind != "symbol" and isinstance(value, np.integer)):
+                    raise ValueError(f"{relation.name}: row {i} attribute {attr!r} should be a "
+                                     f"{kind}, got {value!r}")
+
+    def insert(self, name: str, rows) -> int:
+        """Add facts (tuples, a 2-D int array, or a DataFrame); returns how many were new.
+
+        >>> p = Program(".decl e(x: number)")
+        >>> p.insert("e", [(1,), (1,), (2,)])
+        2
+        """
+        return self._change(name, self.encode(name, rows), +1)
+
+    def remove(self, name: str, rows) -> int:
+        """Remove facts; absent ones are ignored.  Returns how many were present.
+
+        >>> p = Program(".decl e(x: number)"); p.insert("e", [(1,)])
+        1
+        >>> p.remove("e", [(1,), (5,)])
+        1
+        """
+        return self._change(name, self.encode(name, rows), -1)
+
+    def _change(self, name, encoded, sign) -> int:
+        if len(encoded) == 0:
+            return 0
+        zeros = np.zeros((len(encoded), 1), np.int64)
+        unique, _, _ = columnar.consolidate(encoded, zeros, np.ones(len(encoded), np.int64))
+        present = self._present[name]
+        member = np.zeros(len(unique), bool)
+        if len(present):
+            at = columnar.searchsorted_rows(present, unique)
+            inside = at < len(present)
+            member[inside] = np.all(present[at[inside]] == unique[inside], axis=1)
+        changed = unique[~member] if sign > 0 else unique[member]
+        if len(changed) == 0:
+            return 0
+        diffs = np.full(len(changed), sign, np.int64)
+        merged = columnar.merge_consolidated(present, np.zeros((len(present), 1), np.int64),
+                                             np.ones(len(present), np.int64),
+                                             changed, np.zeros((len(changed), 1), np.int64), diffs)
+        self._present[name] = merged[0]
+        self._compiled.inputs[name].update(changed, diffs)
+        return len(changed)
+
+    def commit(self) -> None:
+        """Compute every relation for the facts inserted and removed so far."""
+        self.flow.advance()
+
+    # -- results out ---------------------------------------------------------------------------
+    def _output(self, name):
+        self._relation(name)
+        out = self._compiled.outputs.get(name)
+        if out is None:
+            raise ValueError(f"relation {name!r} is not observed; pass it in outputs=[...]")
+        return out
+
+    def relation(self, name: str) -> set:
+        """The relation's facts after the last commit, as a set of tuples."""
+        snapshot = self._output(name).snapshot()
+        if self.relations[name].arity == 0:
+            return {()} if snapshot else set()
+        return set(snapshot)
+
+    def size(self, name: str) -> int:
+        """Number of facts in the relation after the last commit (no decoding)."""
+        rows = self._encoded(name)
+        return len(rows)
+
+    def _encoded(self, name):
+        out = self._output(name)
+        parts = [op.accumulated.contents() for op in out._ops()]
+        parts = [p for p in parts if len(p[1])]
+        if not parts:
+            return np.zeros((0, out.node.schema.width), np.int64)
+        rows = np.concatenate([p[0] for p in parts])
+        if len(parts) > 1:
+            diffs = np.concatenate([p[1] for p in parts])
+            rows, _, diffs = columnar.consolidate(rows, np.zeros((len(rows), 1), np.int64), diffs)
+            rows = rows[diffs > 0]
+        return rows
+
+    def rows(self, name: str) -> list:
+        """The relation's facts as a list of tuples in a stable order (sorted encoded rows)."""
+        out = self._output(name)
+        rows = self._encoded(name)
+        if self.relations[name].arity == 0:
+            return [()] if len(rows) else []
+        from ..schema import decode_rows
+        return decode_rows(rows, out.node.schema, self.flow.symbols)
+
+    def changes(self, name: str) -> list:
+        """Net ``[(fact, +1 or -1)]`` since the previous call (or the start), sorted."""
+        changes = self._output(name).changes()
+        net: dict = {}
+        for row, _epoch, diff in changes:
+            net[row] = net.get(row, 0) + diff
+        nullary = self.relations[name].arity == 0
+        items = [(() if nullary else row, d) for row, d in net.items() if d != 0]
+        return sorted(items, key=lambda item: (item[0], item[1]))
+
+    def plan(self) -> str:
+        """The compiled plan: strata, join orders, shared arrangements.
+
+        >>> print(Program(".decl e(x: number, y: number)\\n.decl p(x: number)\\n"
+        ...               "p(y) :- e(x, y), x > 2.").plan())
+        stratum e
+          e: input facts only
+        stratum p
+          p(y) :- e(x, y), x > 2.
+              scan e(x, y) → filter x > 2
+        """
+        return "\n".join(self._compiled.plan)
+
+    # -- Soufflé-style files ---------------------------------------------------------------------
+    def input_files(self, facts_dir) -> dict:
+        """``{relation: (path, delimiter)}`` for every ``.input`` directive."""
+        files = {}
+        for relation in self.relations.values():
+            for d in relation.inputs:
+                filename = d.params.get("filename", f"{relation.name}.facts")
+                files[relation.name] = (os.path.join(facts_dir, filename),
+                                        d.params.get("delimiter", "\t"),
+                                        d.params.get("headers", "false") == "true")
+        return files
+
+    def load_facts(self, facts_dir, progress=None) -> dict:
+        """Insert every ``.input`` relation's file (a missing file is an empty relation).
+
+        Returns ``{relation: facts read}``; ``progress(message)`` is told about large files.
+        """
+        from .facts import read_facts
+
+        counts = {}
+        for name, (path, delimiter, headers) in self.input_files(facts_dir).items():
+            if not os.path.exists(path):
+                counts[name] = 0
+                continue
+            rows = read_facts(path, self.relations[name], delimiter, headers, progress)
+            self.insert(name, rows)
+            counts[name] = len(rows)
+        return counts
