@@ -602,6 +602,10 @@ class InputCollection(Collection):
         diffs_arr = _as_diffs(diffs, len(encoded), self.name)
         self._staged.append((encoded, diffs_arr))
 
+    def _stage_encoded(self, rows: np.ndarray, diffs: np.ndarray) -> None:
+        """Stage rows already encoded by :meth:`_encode` (no second validation)."""
+        self._staged.append((rows, diffs))
+
     def _encode(self, data) -> np.ndarray:
         columns = _columns_of(data, self.schema, self.name)
         schema, symbols = self.schema, self.flow.symbols

@@ -259,6 +259,10 @@ class _Compiler:
         progress = True
         while progress:
             progress = False
+            # cheap filters first, then antijoins, assignments and aggregates
+            pending.sort(key=lambda item: _PRIORITY.get(type(item).__name__, 0) +
+                         (1 if isinstance(item, ast.Comparison) and
+                          self.assignment_target(item, set(frame.variables)) else 0))
             for item in list(pending):
                 bound = set(frame.variables)
                 if isinstance(item, ast.AggregateTerm):
@@ -435,6 +439,9 @@ class _Compiler:
             value = {"+": left.__add__, "-": left.__sub__, "*": left.__mul__,
                      "^": left.__pow__}[op](right)
         return _wrap(value, kind)
+
+
+_PRIORITY = {"Boolean": 0, "Comparison": 0, "Negation": 2, "AggregateTerm": 3}
 
 
 def _wrap(value, kind):

@@ -10,6 +10,8 @@
 >>> new = p.insert("edge", [(1, 2), (2, 3)]); p.commit()
 >>> sorted(p.relation("path"))
 [(1, 2), (1, 3), (2, 3)]
+>>> p.changes("path")
+[((1, 2), 1), ((1, 3), 1), ((2, 3), 1)]
 >>> gone = p.remove("edge", [(2, 3)]); p.commit(); p.changes("path")
 [((1, 3), -1), ((2, 3), -1)]
 """
@@ -35,7 +37,8 @@ class Program:
     :meth:`commit` with :meth:`relation`, :meth:`size` and :meth:`changes`.
     Relations are sets: inserting a present fact or removing an absent one
     changes nothing.  ``outputs`` limits which relations can be read (all by
-    default; fewer saves the memory of their result copies).
+    default; fewer saves the memory of their result copies; ``"directives"``
+    means those with ``.output`` or ``.printsize``).
     """
 
     def __init__(self, source: str, partitions: int = 1, filename: str = "<program>",
@@ -44,6 +47,8 @@ class Program:
         self.ast = parse(source, filename)
         self.analysed = analyse(self.ast, source)
         self.relations = self.analysed.relations
+        if isinstance(outputs, str) and outputs == "directives":
+            outputs = [r.name for r in self.relations.values() if r.outputs or r.printsize]
         if outputs is not None:
             for name in outputs:
                 self._relation(name)
@@ -173,7 +178,7 @@ class Program:
                                              np.ones(len(present), np.int64),
                                              changed, np.zeros((len(changed), 1), np.int64), diffs)
         self._present[name] = merged[0]
-        self._compiled.inputs[name].update(changed, diffs)
+        self._compiled.inputs[name]._stage_encoded(changed, diffs)
         return len(changed)
 
     def commit(self) -> None:

@@ -1,0 +1,236 @@
+"""The ``diffflow`` command: run Datalog programs like Soufflé, then keep them up to date.
+
+    diffflow run prog.dl -F facts -D out            # Soufflé-style batch run
+    diffflow run prog.dl -F facts -D - --updates steps   # ... then incremental steps
+    diffflow explain-plan prog.dl                   # strata, join orders, shared indexes
+
+``run`` reads ``facts/<r>.facts`` for every ``.input r`` (TAB-separated, no
+header; a missing file is an empty relation) and writes ``out/<r>.csv`` for
+every ``.output r``; ``-D -`` prints outputs to stdout in Soufflé's format;
+``.printsize r`` prints ``r<TAB>count``.  With ``--updates DIR``, every
+numbered sub-folder of ``DIR`` (``1/``, ``2/``, ...) is a step holding
+``<r>.insert.facts`` and ``<r>.remove.facts``; after each step the changes of
+every output relation are written to ``out/<r>.step-<N>.csv`` with a last
+column ``+1`` or ``-1``.
+
+>>> main(["--version"])
+diffflow 0.1.0
+0
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+_SLOW_SECONDS = 2.0
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``diffflow`` console script; returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from . import __version__
+        print(f"diffflow {__version__}")
+        return 0
+    if args.command is None:
+        parser.print_help()
+        return 2
+    from .dsl.errors import DatalogError
+
+    try:
+        return args.handler(args)
+    except DatalogError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    except (OSError, ValueError, KeyError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"diffflow: error: {message}", file=sys.stderr)
+        return 1
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog="diffflow",
+                                     description="Incremental Datalog (Soufflé-compatible).")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    commands = parser.add_subparsers(dest="command")
+    run = commands.add_parser("run", help="evaluate a Datalog program on fact files")
+    run.add_argument("program", help="the .dl file")
+    run.add_argument("-F", "--fact-dir", default=".", help="folder of <relation>.facts files")
+    run.add_argument("-D", "--output-dir", default=".",
+                     help="folder for <relation>.csv outputs; '-' prints them to stdout")
+    run.add_argument("-j", "--jobs", type=int, default=1,
+                     help="number of partitions (workers) of the local runtime")
+    run.add_argument("--updates", metavar="DIR",
+                     help="apply the numbered steps in DIR incrementally after the initial run")
+    run.add_argument("-v", "--verbose", action="store_true",
+                     help="report loading and computing times on stderr")
+    run.set_defaults(handler=_run)
+    plan = commands.add_parser("explain-plan", help="print the compiled plan of a program")
+    plan.add_argument("program", help="the .dl file")
+    plan.set_defaults(handler=_explain)
+    return parser
+
+
+def _explain(args) -> int:
+    from .dsl.program import Program
+
+    print(Program.from_file(args.program).plan())
+    return 0
+
+
+class _Reporter:
+    def __init__(self, verbose):
+        self.verbose = verbose
+
+    def __call__(self, message):
+        print(f"diffflow: {message}", file=sys.stderr, flush=True)
+
+    def timed(self, what, seconds):
+        if self.verbose or seconds > _SLOW_SECONDS:
+            self(f"{what} in {seconds:.2f} s")
+
+
+def _run(args) -> int:
+    from .dsl.program import Program
+
+    report = _Reporter(args.verbose)
+    if args.jobs < 1:
+        raise ValueError(f"-j must be at least 1, got {args.jobs}")
+    if not os.path.isdir(args.fact_dir):
+        raise ValueError(f"fact directory {args.fact_dir!r} does not exist")
+    started = time.perf_counter()
+    program = Program.from_file(args.program, partitions=args.jobs, outputs="directives")
+    steps = _steps(args.updates) if args.updates else []  # validate before computing
+    counts = program.load_facts(args.fact_dir, progress=report)
+    report.timed(f"loaded {sum(counts.values()):,} facts", time.perf_counter() - started)
+    started = time.perf_counter()
+    program.commit()
+    report.timed("computed the program", time.perf_counter() - started)
+    if args.output_dir != "-":
+        os.makedirs(args.output_dir, exist_ok=True)
+    _write_outputs(program, args.output_dir)
+    _print_sizes(program)
+    for relation in program.relations.values():
+        if relation.outputs:
+            program.changes(relation.name)  # steps report changes from here on
+    for number, folder in steps:
+        started = time.perf_counter()
+        applied = _apply_step(program, folder)
+        program.commit()
+        report.timed(f"step {number}: {applied:,} fact changes applied and propagated",
+                     time.perf_counter() - started)
+        _write_changes(program, args.output_dir, number)
+        _print_sizes(program)
+    return 0
+
+
+def _steps(folder):
+    if not os.path.isdir(folder):
+        raise ValueError(f"updates directory {folder!r} does not exist")
+    steps = []
+    for entry in os.listdir(folder):
+        path = os.path.join(folder, entry)
+        if os.path.isdir(path):
+            if not entry.isdigit():
+                raise ValueError(f"update step folder {path!r} is not numbered; name steps "
+                                 f"1, 2, 3, ...")
+            steps.append((int(entry), path))
+    if not steps:
+        raise ValueError(f"{folder!r} holds no numbered step folders (1/, 2/, ...)")
+    return sorted(steps)
+
+
+def _apply_step(program, folder) -> int:
+    from .dsl.facts import read_facts
+
+    suffixes = {".insert.facts": program.insert, ".remove.facts": program.remove}
+    batches = []
+    for entry in sorted(os.listdir(folder)):
+        for suffix, action in suffixes.items():
+            if entry.endswith(suffix):
+                name = entry[: -len(suffix)]
+                relation = program._relation(name)
+                program._input(name)
+                rows = read_facts(os.path.join(folder, entry), relation)
+                batches.append((action, name, program.encode(name, rows)))
+                break
+        else:
+            raise ValueError(f"unexpected file {os.path.join(folder, entry)!r} in an update "
+                             f"step; expected <relation>.insert.facts or .remove.facts")
+    # removals first, so a step may replace a fact by removing and inserting it
+    batches.sort(key=lambda b: b[0] != program.remove)
+    return sum(program._change(name, encoded, +1 if action == program.insert else -1)
+               for action, name, encoded in batches)
+
+
+def _output_lines(program, relation, rows, delimiter, extra=None):
+    from .dsl.facts import format_rows
+
+    lines = format_rows(rows, relation.types, delimiter)
+    if extra is not None:
+        lines = [f"{line}{delimiter}{tag}" for line, tag in zip(lines, extra)]
+    return lines
+
+
+def _write_outputs(program, out_dir):
+    for relation in program.relations.values():
+        for d in relation.outputs:
+            rows = sorted(program.relation(relation.name))
+            delimiter = d.params.get("delimiter", "\t")
+            lines = _output_lines(program, relation, rows, delimiter)
+            header = delimiter.join(relation.attributes) \
+                if d.params.get("headers", "false") == "true" else None
+            if out_dir == "-" or d.params.get("IO") == "stdout":
+                _print_stdout(relation.name, header, lines)
+            else:
+                filename = d.params.get("filename", f"{relation.name}.csv")
+                _write_file(os.path.join(out_dir, filename), header, lines)
+
+
+def _write_changes(program, out_dir, number):
+    for relation in program.relations.values():
+        if not relation.outputs:
+            continue
+        changes = program.changes(relation.name)
+        delimiter = relation.outputs[0].params.get("delimiter", "\t")
+        lines = _output_lines(program, relation, [row for row, _ in changes], delimiter,
+                              extra=["+1" if d > 0 else "-1" for _, d in changes])
+        if relation.arity == 0:
+            lines = [f"(){delimiter}{'+1' if d > 0 else '-1'}" for _, d in changes]
+        if out_dir == "-":
+            _print_stdout(f"{relation.name} step {number}", None, lines)
+        else:
+            _write_file(os.path.join(out_dir, f"{relation.name}.step-{number}.csv"), None, lines)
+
+
+def _write_file(path, header, lines):
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        if header is not None:
+            f.write(header + "\n")
+        if lines:
+            f.write("\n".join(lines) + "\n")
+
+
+def _print_stdout(name, header, lines):
+    out = sys.stdout
+    out.write("---------------\n" + name + "\n")
+    if header is not None:
+        out.write(header + "\n")
+    out.write("===============\n")
+    if lines:
+        out.write("\n".join(lines) + "\n")
+    out.write("===============\n")
+    out.flush()
+
+
+def _print_sizes(program):
+    for relation in program.relations.values():
+        if relation.printsize:
+            print(f"{relation.name}\t{program.size(relation.name)}", flush=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
