@@ -175,3 +175,14 @@ def test_operator_state_is_picklable_and_resumes(parts):
         handle.remove([(1, 7)])
         f.advance()
     assert out.snapshot() == out2.snapshot() == {(1, 1, 5): 1, (2, 2, 9): 1}
+
+
+@pytest.mark.parametrize("partitions", [1, 2, 3])
+def test_join_on_every_column_in_swapped_order(partitions):
+    # regression: exchange hashed an all-columns key in schema order, not key order
+    flow = dd.Dataflow(partitions=partitions)
+    a = flow.input("a", ["x", "y"])
+    b = flow.input("b", ["p", "q"])
+    out = a.join(b, left_on=["x", "y"], right_on=["q", "p"]).output()
+    a.insert([(1, 2), (2, 1), (3, 4)]); b.insert([(2, 1), (1, 2), (3, 4)]); flow.advance()
+    assert out.snapshot() == {(1, 2): 1, (2, 1): 1}

@@ -25,8 +25,9 @@ def split_by_partition(updates: Updates, key_columns, parts: int) -> list[Update
     """
     if parts == 1:
         return [updates]
-    keys = updates.rows[:, list(key_columns)] if len(key_columns) != updates.width \
-        else updates.rows
+    columns = list(key_columns)
+    # all columns in their own order need no copy; any other selection or order does
+    keys = updates.rows if columns == list(range(updates.width)) else updates.rows[:, columns]
     part = columnar.partition_of(np.ascontiguousarray(keys), parts)
     perm, offsets = columnar.group_by_partition(part, parts)
     shuffled = updates.take(perm)

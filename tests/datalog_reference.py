@@ -1,0 +1,232 @@
+"""A plain, slow, obviously-correct Datalog evaluator used as the tests' oracle.
+
+It interprets the analysed program (the same parse and checks the compiler
+sees) tuple by tuple with nested loops, stratum by stratum, iterating each
+stratum from empty relations until nothing changes.  It shares no code with
+the compiler or the engine.  Arithmetic follows Soufflé: 32-bit wrapping
+``number`` and ``unsigned``, ``/`` and ``%`` truncating toward zero.
+"""
+from __future__ import annotations
+
+import math
+
+from diffflow.dsl import ast
+from diffflow.dsl.analysis import analyse
+from diffflow.dsl.parser import parse
+
+
+def evaluate(source: str, facts: dict, max_rounds: int = 10_000) -> dict:
+    """``{relation: set of tuples}`` for ``facts`` (``{relation: iterable of tuples}``)."""
+    analysed = analyse(parse(source), source)
+    values: dict = {}
+    base = {name: set() for name in analysed.relations}
+    for name, relation in analysed.relations.items():
+        for rule in relation.facts:
+            base[name].add(tuple(a.value for a in rule.head.args))
+    for name, rows in facts.items():
+        base[name] |= {tuple(r) for r in rows}
+    for stratum in analysed.strata:
+        current = {n: set() for n in stratum.relations}
+        for _ in range(max_rounds):
+            env = dict(values)
+            env.update(current)
+            new = {}
+            for n in stratum.relations:
+                relation = analysed.relations[n]
+                rows = set(base[n])
+                for clause in relation.clauses:
+                    rows |= _clause(clause, env, relation)
+                new[n] = rows
+            if new == current:
+                break
+            current = new
+        else:
+            raise RuntimeError(f"stratum {stratum.relations} did not converge")
+        values.update(current)
+    return values
+
+
+def _clause(clause, env, relation) -> set:
+    out = set()
+    for binding in _solve(clause.literals, [{}], env, clause):
+        row = tuple(_convert(_term(arg, binding, clause.var_types, kind), kind)
+                    for arg, kind in zip(clause.head.args, relation.types))
+        out.add(row)
+    return out
+
+
+def _convert(value, kind):
+    if kind == "float":
+        return float(value)
+    if kind == "number":
+        return _wrap32(value)
+    if kind == "unsigned":
+        return value % 2**32
+    return value
+
+
+def _solve(literals, bindings, env, clause):
+    """All bindings (a list: duplicates matter for aggregates) satisfying ``literals``."""
+    atoms = [l for l in literals if isinstance(l, ast.Atom)]
+    rest = [l for l in literals if not isinstance(l, ast.Atom)]
+    for atom in atoms:
+        bindings = [b2 for b in bindings for b2 in _match(atom, b, env[atom.relation])]
+    while rest:
+        for lit in rest:
+            ready = _ready(lit, bindings, clause)
+            if ready:
+                break
+        else:
+            raise AssertionError(f"nothing ready among {rest}")
+        rest.remove(lit)
+        bindings = [b2 for b in bindings for b2 in _apply(lit, b, env, clause)]
+    return bindings
+
+
+def _variables(node):
+    if isinstance(node, ast.Var):
+        return {node.name}
+    if isinstance(node, ast.BinaryOp):
+        return _variables(node.left) | _variables(node.right)
+    if isinstance(node, ast.Negative):
+        return _variables(node.operand)
+    return set()
+
+
+def _ready(lit, bindings, clause) -> bool:
+    if not bindings:
+        return True
+    bound = set(bindings[0])
+    if isinstance(lit, ast.Negation):
+        return {a.name for a in lit.atom.args if isinstance(a, ast.Var)} <= bound
+    if isinstance(lit, ast.Comparison):
+        free = (_variables(lit.left) | _variables(lit.right)) - bound
+        if not free:
+            return True
+        return lit.op == "=" and len(free) == 1 and (
+            (isinstance(lit.left, ast.Var) and lit.left.name in free) or
+            (isinstance(lit.right, ast.Var) and lit.right.name in free))
+    return True
+
+
+def _match(atom, binding, rows):
+    for row in rows:
+        b = dict(binding)
+        ok = True
+        for arg, value in zip(atom.args, row):
+            if isinstance(arg, ast.Var):
+                if arg.name in b:
+                    if b[arg.name] != value:
+                        ok = False
+                        break
+                else:
+                    b[arg.name] = value
+            elif isinstance(arg, (ast.Number, ast.Float, ast.String)):
+                if arg.value != value:
+                    ok = False
+                    break
+        if ok:
+            yield b
+
+
+def _apply(lit, binding, env, clause):
+    if isinstance(lit, ast.Boolean):
+        return [binding] if lit.value else []
+    if isinstance(lit, ast.Negation):
+        return [] if any(True for _ in _match(lit.atom, binding, env[lit.atom.relation])) \
+            else [binding]
+    types = clause.var_types
+    for target, other in ((lit.left, lit.right), (lit.right, lit.left)):
+        if lit.op == "=" and isinstance(target, ast.Var) and target.name not in binding:
+            kind = types[target.name]
+            value = _term(other, binding, types, kind, env, clause)
+            if value is _NONE:
+                return []
+            b = dict(binding)
+            b[target.name] = _convert(value, kind)
+            return [b]
+    kind = _kind(lit.left, types) or _kind(lit.right, types) or "number"
+    left = _term(lit.left, binding, types, kind, env, clause)
+    right = _term(lit.right, binding, types, kind, env, clause)
+    if left is _NONE or right is _NONE:
+        return []
+    holds = {"=": left == right, "!=": left != right, "<": left < right, "<=": left <= right,
+             ">": left > right, ">=": left >= right}[lit.op]
+    return [binding] if holds else []
+
+
+_NONE = object()  # min/max over nothing: the rule does not fire
+
+
+def _kind(node, types):
+    if isinstance(node, ast.Var):
+        return types.get(node.name)
+    if isinstance(node, ast.Float):
+        return "float"
+    if isinstance(node, ast.String):
+        return "symbol"
+    if isinstance(node, ast.Number) and node.unsigned:
+        return "unsigned"
+    if isinstance(node, ast.BinaryOp):
+        return _kind(node.left, types) or _kind(node.right, types)
+    if isinstance(node, ast.Negative):
+        return _kind(node.operand, types)
+    if isinstance(node, ast.AggregateTerm):
+        return "number" if node.function == "count" else _kind(node.target, types)
+    return None
+
+
+def _wrap32(v):
+    return (v + 2**31) % 2**32 - 2**31
+
+
+def _term(node, binding, types, kind, env=None, clause=None):
+    if isinstance(node, ast.Var):
+        return binding[node.name]
+    if isinstance(node, (ast.Number, ast.Float, ast.String)):
+        return float(node.value) if kind == "float" and isinstance(node, ast.Number) \
+            else node.value
+    if isinstance(node, ast.AggregateTerm):
+        return _aggregate(node, binding, env, clause)
+    if isinstance(node, ast.Negative):
+        value = _term(node.operand, binding, types, kind, env, clause)
+        return _NONE if value is _NONE else _fix(-value, kind)
+    a = _term(node.left, binding, types, kind, env, clause)
+    b = _term(node.right, binding, types, kind, env, clause)
+    if a is _NONE or b is _NONE:
+        return _NONE
+    op = node.op
+    if kind == "float":
+        return {"+": a + b, "-": a - b, "*": a * b}.get(op) if op in "+-*" else \
+            (a / b if op == "/" else math.fmod(a, b) if op == "%" else a ** b)
+    if op == "/":
+        q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
+        return _fix(q, kind)
+    if op == "%":
+        q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
+        return _fix(a - b * q, kind)
+    if op == "^":
+        return _fix(a ** b, kind)
+    return _fix({"+": a + b, "-": a - b, "*": a * b}[op], kind)
+
+
+def _fix(value, kind):
+    if kind == "number":
+        return _wrap32(value)
+    if kind == "unsigned":
+        return value % 2**32
+    return value
+
+
+def _aggregate(agg, binding, env, clause):
+    outer = {k: v for k, v in binding.items()}
+    solutions = _solve(list(agg.body), [outer], env, clause)
+    if agg.function == "count":
+        return len(solutions)
+    kind = _kind(agg.target, clause.var_types) or "number"
+    values = [_term(agg.target, s, clause.var_types, kind, env, clause) for s in solutions]
+    if agg.function == "sum":
+        return _fix(sum(values), kind) if values else (0.0 if kind == "float" else 0)
+    if not values:
+        return _NONE
+    return min(values) if agg.function == "min" else max(values)
