@@ -451,16 +451,21 @@ class Collection:
         self.flow._arrangements[cache_key] = arranged
         return arranged
 
-    def join(self, other, on=None, left_on=None, right_on=None) -> "Collection":
+    def join(self, other, on=None, left_on=None, right_on=None,
+             rename=None) -> "Collection":
         """Equi-join: rows of both sides with equal key columns.
 
         Output columns: this collection's columns, then ``other``'s non-key
-        columns.  ``other`` may be a :class:`Collection` or an :class:`Arranged`.
+        columns (renamed by ``rename={old: new}``, which avoids a copy of
+        ``other`` when names clash).  ``other`` may be a :class:`Collection`
+        or an :class:`Arranged`.
 
         >>> flow = Dataflow()
         >>> a = flow.input("a", ["k", "x"]); b = flow.input("b", ["k2", "y"])
         >>> a.join(b, left_on="k", right_on="k2").columns
         ['k', 'x', 'y']
+        >>> a.join(a, on="k", rename={"x": "x2"}).columns
+        ['k', 'x', 'x2']
         """
         left_keys, right_keys = _join_keys(on, left_on, right_on)
         right = other.collection if isinstance(other, Arranged) else other
@@ -477,7 +482,7 @@ class Collection:
         left_arr = left.arrange(left_keys)
         right_arr = other if isinstance(other, Arranged) and other.keys == right_keys \
             and right_in is right else right_in.arrange(right_keys)
-        return _join_arranged(left_arr, right_arr)
+        return _join_arranged(left_arr, right_arr, rename or {})
 
     def semijoin(self, other, on=None, left_on=None, right_on=None) -> "Collection":
         """Rows of this collection whose key appears in ``other`` (multiplicities kept).
@@ -630,7 +635,7 @@ class Arranged:
     def __repr__(self) -> str:
         return f"<Arranged by {self.keys} of {self.collection!r}>"
 
-    def join(self, other, on=None, left_on=None, right_on=None) -> Collection:
+    def join(self, other, on=None, left_on=None, right_on=None, rename=None) -> Collection:
         """Join with another collection or arrangement; this side's keys are the arrangement's.
 
         >>> flow = Dataflow(); a = flow.input("a", ["k", "x"]); b = flow.input("b", ["k", "y"])
@@ -641,7 +646,7 @@ class Arranged:
         if left_keys != self.keys:
             raise GraphError(f"this arrangement is keyed by {self.keys}; join on those columns "
                              f"(got {left_keys}) or arrange by the columns you need")
-        return self.collection.join(other, on, left_on, right_on)
+        return self.collection.join(other, on, left_on, right_on, rename)
 
     def semijoin(self, other, on=None, left_on=None, right_on=None) -> Collection:
         """See :meth:`Collection.semijoin`."""
@@ -679,20 +684,28 @@ def _join_keys(on, left_on, right_on):
     return left, right
 
 
-def _join_arranged(left: Arranged, right: Arranged) -> Collection:
+def _join_arranged(left: Arranged, right: Arranged, rename: dict) -> Collection:
     kk = len(left.keys)
     lschema, rschema = left.collection.schema, right.collection.schema
     right_rest = [n for n in rschema.names if n not in right.keys]
-    clash = [n for n in right_rest if n in lschema.names]
+    unknown = [n for n in rename if n not in right_rest]
+    if unknown:
+        raise GraphError(f"join rename={rename}: {unknown[0]!r} is not a non-key column of the "
+                         f"other side; those are {right_rest}")
+    out_rest = [rename.get(n, n) for n in right_rest]
+    clash = [n for n in out_rest if n in lschema.names]
+    if len(set(out_rest)) != len(out_rest):
+        raise GraphError(f"join rename={rename} gives two output columns the same name")
     if clash:
         raise GraphError(
             f"join output would have two columns named {clash[0]!r} (one from each side); "
-            f"rename it on one side first, e.g. other.select(..., {clash[0]}_right={clash[0]!r})")
+            f"pass rename={{{clash[0]!r}: {clash[0] + '_right'!r}}} to name the other side's "
+            f"column differently")
     # arranged rows: left = keys + left rest, right = keys + right rest
     left_arranged = list(left.node.schema.names)
     perm = [left_arranged.index(n) for n in lschema.names]
     perm += [len(left_arranged) + i for i in range(len(right_rest))]
-    names = tuple(lschema.names) + tuple(right_rest)
+    names = tuple(lschema.names) + tuple(out_rest)
     types = tuple(lschema.types) + tuple(rschema.type_of(n) for n in right_rest)
     flow = left.flow
     flow._check_building("join")

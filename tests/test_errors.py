@@ -58,9 +58,10 @@ def test_join_name_clash_says_how_to_rename():
     flow = dd.Dataflow()
     a = flow.input("a", ["k", "v"])
     b = flow.input("b", ["k", "v"])
-    with pytest.raises(GraphError, match=r"two columns named 'v'.*v_right='v'"):
+    with pytest.raises(GraphError, match=r"two columns named 'v'.*rename=\{'v': 'v_right'\}"):
         a.join(b, on="k")
     assert a.join(b.select("k", v_right="v"), on="k").columns == ["k", "v", "v_right"]
+    assert a.join(b, on="k", rename={"v": "v_right"}).columns == ["k", "v", "v_right"]
 
 
 def test_type_errors_in_expressions_and_joins():

@@ -94,6 +94,7 @@ class _Analyser:
         self.program, self.source = program, source
         self.types: dict = {}
         self.relations: dict = {}
+        self.fresh = 0
 
     def error(self, message, node, hint=None):
         return DatalogError(message, self.source, self.program.filename,
@@ -218,7 +219,27 @@ class _Analyser:
                                  "body or a constant")
         for alternative in rule.body:
             for literals in self.expand(alternative):
-                relation.clauses.append(Clause(rule.head, literals, rule))
+                relation.clauses.append(Clause(rule.head, self.name_expressions(literals), rule))
+
+    def name_expressions(self, literals):
+        """``r(x, y + 1)`` in a body becomes ``r(x, #e1), #e1 = y + 1`` (likewise aggregates)."""
+        out, extra = [], []
+        for lit in literals:
+            if isinstance(lit, ast.Atom) and any(
+                    isinstance(a, (ast.BinaryOp, ast.Negative, ast.AggregateTerm))
+                    for a in lit.args):
+                args = []
+                for a in lit.args:
+                    if isinstance(a, (ast.BinaryOp, ast.Negative, ast.AggregateTerm)):
+                        self.fresh += 1
+                        var = ast.Var(a.line, a.column, f"#e{self.fresh}")
+                        extra.append(ast.Comparison(a.line, a.column, "=", var, a))
+                        args.append(var)
+                    else:
+                        args.append(a)
+                lit = ast.Atom(lit.line, lit.column, lit.relation, args)
+            out.append(lit)
+        return out + extra
 
     def expand(self, conjunction: ast.Conjunction):
         """Disjunctive normal form of a conjunction (nested ``;`` groups multiply out)."""
@@ -294,10 +315,8 @@ class _Analyser:
                     pass
                 elif isinstance(arg, (ast.Number, ast.Float, ast.String)):
                     self.check_constant(arg, kind)
-                else:
-                    raise self.error(f"an expression inside a body atom ({_describe(arg)}); "
-                                     f"bind it to a variable first", arg,
-                                     hint=f"write {atom.relation}(..., v, ...), v = <expr>")
+                else:  # pragma: no cover - name_expressions removed these
+                    raise AssertionError(arg)
         # x = expr binds x once expr's variables are bound; repeat to a fixpoint
         comparisons = [l for l in clause.literals if isinstance(l, ast.Comparison)]
         changed = True

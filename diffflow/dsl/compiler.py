@@ -41,7 +41,7 @@ def relation_columns(relation: Relation) -> list:
 
 
 def var_column(name: str) -> str:
-    return "v_" + name.replace("?", "_q")
+    return "v_" + name.replace("?", "_q").replace("#", "_h")
 
 
 @dataclass
@@ -61,9 +61,25 @@ def compile_program(analysed: Analysed, partitions: int = 1, outputs=None) -> Co
 
 @dataclass
 class _Frame:
-    """Intermediate bindings: a collection whose columns are variables (``v_*``)."""
+    """Intermediate bindings: a collection and the column holding each variable.
+
+    A *raw* frame is a relation scanned as it is (variables in its ``c*``
+    columns), so a following join reads the relation's shared arrangement
+    instead of a renamed copy.  ``named()`` renames to ``v_*`` columns.
+    """
     collection: object
-    variables: list  # variable names in column order (internal columns excluded)
+    variables: list  # variable names (internal columns excluded)
+    raw: dict = None  # variable -> relation column, for a raw scan
+    source: str = ""  # the scanned relation, for a raw scan
+
+    def column(self, var: str) -> str:
+        return self.raw[var] if self.raw is not None else var_column(var)
+
+    def named(self) -> "_Frame":
+        if self.raw is None:
+            return self
+        names = {var_column(v): self.raw[v] for v in self.variables} or {UNIT: 0}
+        return _Frame(self.collection.select(**names), list(self.variables))
 
 
 class _Compiler:
@@ -95,8 +111,10 @@ class _Compiler:
         shared = {k: n for k, n in self.arrangement_uses.items() if n > 1}
         if shared:
             self.plan.append("shared arrangements:")
-            for (rel, keys), n in sorted(shared.items()):
-                self.plan.append(f"  {rel} by ({', '.join(keys)}): used by {n} joins")
+            for (rel, keys, scope), n in sorted(shared.items()):
+                where = f" in loop {scope!r}" if scope else ""
+                self.plan.append(f"  {rel} by ({', '.join(keys)}){where}: one index read by "
+                                 f"{n} join inputs")
         for note in self.analysed.notes:
             self.plan.append(f"note: {note}")
         return Compiled(self.flow, self.inputs, self.values, self.outputs, self.unit, self.plan)
@@ -176,6 +194,7 @@ class _Compiler:
         if frame is None:  # no positive atom: start from the one-row unit collection
             frame = _Frame(self.unit_collection(), [])
             frame = self.apply_ready(frame, pending, env, types, aggregates, steps, [])
+        frame = frame.named()
         if pending:  # analysis guarantees this cannot happen; fail loudly if it does
             raise AssertionError(f"unplaced literals {pending}")
         self.plan.append("      " + " → ".join(steps))
@@ -221,17 +240,16 @@ class _Compiler:
         label = _render_atom(atom)
         if frame is None:
             keep = [v for v in positions if v in needed]
-            names = {var_column(v): f"c{positions[v]}" for v in keep}
-            if not names:
-                names = {UNIT: 0}
             steps.append(f"scan {label}")
-            return _Frame(base.select(**names), keep)
+            return _Frame(base, keep, {v: f"c{positions[v]}" for v in keep}, atom.relation)
         shared = [v for v in positions if v in frame.variables]
         left = frame.collection
         if shared:
-            left_on = [var_column(v) for v in shared]
+            left_on = [frame.column(v) for v in shared]
             right_on = [f"c{positions[v]}" for v in shared]
         else:  # a cross product: join on a constant column
+            frame = frame.named()
+            left = frame.collection
             if UNIT not in left.columns:
                 left = left.select(*left.columns, **{UNIT: 0})
             if arity == 0:
@@ -240,15 +258,21 @@ class _Compiler:
                 right_base = base.select(*base.columns, **{UNIT: 0})
             left_on = right_on = [UNIT]
             base = right_base
-        use = (atom.relation, tuple(right_on))
-        self.arrangement_uses[use] = self.arrangement_uses.get(use, 0) + 1
-        joined = left.join(base, left_on=left_on, right_on=right_on)
+        rest = [c for c in base.columns if c not in right_on]
+        joined = left.join(base, left_on=left_on, right_on=right_on,
+                           rename={c: f"_r{c}" for c in rest})
+        scope = joined.scope.label if joined.scope.parent is not None else ""
+        uses = [(atom.relation, tuple(right_on), scope)]
+        if frame.raw is not None and shared:
+            uses.append((frame.source, tuple(left_on), scope))
+        for use in uses:
+            self.arrangement_uses[use] = self.arrangement_uses.get(use, 0) + 1
         steps.append(f"join {label} on ({', '.join(shared) or 'nothing: cross product'})")
         variables = [v for v in frame.variables if v in needed]
-        names = {var_column(v): var_column(v) for v in variables}
+        names = {var_column(v): frame.column(v) for v in variables}
         for v, i in positions.items():
             if v not in frame.variables and v in needed:
-                names[var_column(v)] = f"c{i}"
+                names[var_column(v)] = f"_rc{i}"
                 variables.append(v)
         if not names:
             names = {UNIT: 0}
@@ -272,13 +296,14 @@ class _Compiler:
                     # wait until every correlated variable the outer rule binds is bound
                     if not correlated <= bound and later_atoms:
                         continue
-                    frame = self.aggregate(frame, item, outer, env, types, aggregates, steps)
+                    frame = self.aggregate(frame.named(), item, outer, env, types, aggregates, steps)
                 elif isinstance(item, ast.Negation):
                     if not set(_atom_vars(item.atom)) <= bound:
                         continue
-                    frame = self.negate(frame, item.atom, env, steps)
+                    frame = self.negate(frame.named(), item.atom, env, steps)
                 elif isinstance(item, ast.Boolean):
                     if not item.value:
+                        frame = frame.named()
                         frame = _Frame(frame.collection.filter(Lit(False) == Lit(True)),
                                        frame.variables)
                         steps.append("false")
@@ -288,6 +313,8 @@ class _Compiler:
                         continue
                     target = self.assignment_target(item, bound)
                     free = [v for v in _cmp_vars(item) if v not in bound]
+                    if target is not None or not free:
+                        frame = frame.named()
                     if target is not None:
                         var, expr = target
                         kind = types[var]
