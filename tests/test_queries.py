@@ -112,14 +112,16 @@ def test_readme_lists_every_query():
 
 # --------------------------------------------------------------------------- the CLI
 
+@pytest.mark.parametrize("jobs", [None, 3])
 @pytest.mark.parametrize("name", NAMES)
-def test_cli_output_matches_expected(name, tmp_path):
+def test_cli_output_matches_expected(name, jobs, tmp_path):
     from diffflow.cli import main
     q = QUERIES[name]
     out = tmp_path / "out"
     out.mkdir()
-    rc = main(["run", os.path.join(q.dir, "prog.dl"), "-F", os.path.join(q.dir, "facts"),
-               "-D", str(out)])
+    args = ["run", os.path.join(q.dir, "prog.dl"), "-F", os.path.join(q.dir, "facts"),
+            "-D", str(out)]
+    rc = main(args + (["-j", str(jobs)] if jobs else []))
     assert rc == 0
     expected_dir = os.path.join(q.dir, "expected")
     assert sorted(os.listdir(out)) == sorted(os.listdir(expected_dir))
@@ -138,15 +140,15 @@ def _sorted(rows):
     return sorted(rows)
 
 
-def _random_run(name, seed, partitions):
+def _random_run(name, seed, partitions, scale=None, commits=COMMITS):
     q = QUERIES[name]
     rng = random.Random(f"{name}/{seed}")
-    scale = 1 + seed % 3
+    scale = 1 + seed % 3 if scale is None else scale
     p = _program(q, partitions)
     facts = {rel: set() for rel in q.inputs}
     previous = {rel: set() for rel in q.outputs}
     log = []
-    for step in range(COMMITS):
+    for step in range(commits):
         fresh = q.generate(rng, scale)
         for rel in sorted(q.inputs):
             present = _sorted(facts[rel])
@@ -154,7 +156,7 @@ def _random_run(name, seed, partitions):
                 drop = []
             else:
                 # the last commit removes more, to shrink results through recursion
-                prob = 0.6 if step == COMMITS - 1 else 0.3
+                prob = 0.6 if step == commits - 1 else 0.3
                 drop = [t for t in present if rng.random() < prob]
             candidates = [t for t in _sorted(fresh[rel]) if t not in facts[rel]]
             k = len(candidates) if step == 0 else rng.randrange(0, 4)
@@ -224,7 +226,7 @@ def test_load_facts_then_update(name):
 
 
 @pytest.mark.parametrize("name", ["transitive_closure", "sssp", "andersen"])
-def test_inserting_present_facts_is_a_no_op(name):
+def test_set_semantics_of_inserts_and_removes(name):
     q = QUERIES[name]
     p = _program(q, 1)
     facts = read_facts(q)
@@ -241,7 +243,11 @@ def test_inserting_present_facts_is_a_no_op(name):
         p.remove(rel, _sorted(rows)[:3])           # one remove takes them out
         facts[rel] -= set(_sorted(rows)[:3])
     p.commit()
-    _check_commit(p, q, facts, outs, f"{name} after removing the re-inserted facts")
+    outs = _check_commit(p, q, facts, outs, f"{name} after removing the re-inserted facts")
+    absent = _sorted(read_facts(q)[sorted(q.inputs)[0]])[:2]
+    p.remove(sorted(q.inputs)[0], absent)          # no longer present: nothing to remove
+    p.commit()
+    _check_commit(p, q, facts, outs, f"{name} after removing absent facts {absent}")
 
 
 @pytest.mark.parametrize("partitions", PARTITIONS)
