@@ -460,3 +460,20 @@ def test_validation_errors():
         C.searchsorted_rows(r, r, side="middle")
     with pytest.raises(ValueError):
         C.group_starts(np.zeros(3, np.int64))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3)), max_size=60),
+       st.lists(st.integers(0, 7), max_size=25), st.booleans())
+def test_gather_prefix_matches_a_scan_for_sorted_and_unsorted_queries(data, keys, sort):
+    # sorted queries take the galloping path, unsorted ones the plain binary search
+    rows = np.array(sorted(data), dtype=np.int64).reshape(-1, 2)
+    times = np.arange(len(rows), dtype=np.int64).reshape(-1, 1)
+    diffs = np.arange(1, len(rows) + 1, dtype=np.int64)
+    queries = np.array(sorted(keys) if sort else keys, dtype=np.int64).reshape(-1, 1)
+    q, r, t, d = C.gather_prefix(rows, times, diffs, 1, queries)
+    expected = [(j, tuple(rows[i]), int(times[i, 0]), int(diffs[i]))
+                for j in range(len(queries)) for i in range(len(rows))
+                if rows[i, 0] == queries[j, 0]]
+    got = list(zip(q.tolist(), map(tuple, r.tolist()), t[:, 0].tolist(), d.tolist()))
+    assert got == expected

@@ -643,8 +643,9 @@ def group_starts(sorted_rows, buf):
 def gather_prefix(rows, times, diffs, width, queries):
     """Every update whose first ``width`` row columns equal a query row.
 
-    ``rows`` sorted lexicographically; queries in any order.  Two binary
-    searches per query, then one copy pass.  Returns ``(query_index, rows,
+    ``rows`` sorted lexicographically; queries in any order (a query not
+    smaller than the previous one gallops from the previous match, so sorted
+    queries cost O(m log(n/m))), then one copy pass.  Returns ``(query_index, rows,
     times, diffs)``.
     """
     n = rows.shape[0]
@@ -652,8 +653,19 @@ def gather_prefix(rows, times, diffs, width, queries):
     lo = np.empty(m, np.int64)
     hi = np.empty(m, np.int64)
     total = 0
+    start = 0
     for j in range(m):
-        a, b = 0, n
+        # queries usually arrive sorted: gallop forward from the previous match, so
+        # the search touches memory near the last hit instead of the whole batch
+        if j > 0 and _cmp_prefix(queries, j - 1, queries, j, width) <= 0:
+            a = start
+            step = 1
+            while a + step < n and _cmp_prefix(rows, a + step, queries, j, width) < 0:
+                a += step
+                step *= 2
+            b = a + step if a + step < n else n
+        else:
+            a, b = 0, n
         while a < b:
             mid = (a + b) >> 1
             if _cmp_prefix(rows, mid, queries, j, width) < 0:
@@ -661,7 +673,11 @@ def gather_prefix(rows, times, diffs, width, queries):
             else:
                 b = mid
         first = a
-        b = n
+        step = 1  # gallop to the end of the (usually short) run of matches
+        while a + step <= n and _cmp_prefix(rows, a + step - 1, queries, j, width) <= 0:
+            a += step
+            step *= 2
+        b = a + step - 1 if a + step - 1 < n else n
         while a < b:
             mid = (a + b) >> 1
             if _cmp_prefix(rows, mid, queries, j, width) <= 0:
@@ -670,6 +686,7 @@ def gather_prefix(rows, times, diffs, width, queries):
                 b = mid
         lo[j] = first
         hi[j] = a
+        start = first
         total += a - first
     w = rows.shape[1]
     d = times.shape[1]

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..arrangements import columnar
 from ..arrangements.updates import Updates, concat
+from ..lattice import minimal
 from ..schema import decode_rows
 from .base import Operator
 
@@ -50,32 +51,44 @@ class Accumulator:
 
 
 class _CompleteFilter(Operator):
-    """Holds updates until their times are complete, then hands them to ``apply``."""
+    """Holds updates until their times are complete, then hands them to ``apply``.
+
+    Each arriving chunk is split once; held pieces are re-examined only when
+    the input frontier moves, so a loop feeding many rounds into an epoch
+    that is not yet closed costs linear, not quadratic, time.
+    """
 
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
-        self.pending: Updates | None = None
+        self.pending: list[Updates] = []
+        self._pending_minimal = None  # minimal times of ``pending`` (the capabilities)
+        self._frontier = None
 
     def step(self, inputs, frontiers):
-        chunks = [c for c in inputs[0] if len(c)]
-        if self.pending is not None:
-            chunks.insert(0, self.pending)
-            self.pending = None
-        if not chunks:
-            return []
-        chunk = concat(chunks, self.node.input_widths[0], self.ctx.dim)
         frontier = frontiers[0]
+        fresh = [c for c in inputs[0] if len(c)]
+        if self.pending and frontier != self._frontier:
+            fresh = self.pending + fresh
+            self.pending, self._pending_minimal = [], None
+        self._frontier = frontier
+        if not fresh:
+            return []
+        chunk = concat(fresh, self.node.input_widths[0], self.ctx.dim)
         if not frontier.is_empty():
             incomplete = frontier.admits(chunk.times)
             if incomplete.any():
-                self.pending = chunk.take(incomplete)
+                held = chunk.take(incomplete)
+                self.pending.append(held)
+                known = held.times if self._pending_minimal is None else \
+                    np.concatenate([self._pending_minimal, held.times])
+                self._pending_minimal = minimal(known, self.ctx.dim)
                 chunk = chunk.take(~incomplete)
         if len(chunk):
             return self.apply(chunk)
         return []
 
     def capabilities(self):
-        return None if self.pending is None else self.pending.times
+        return self._pending_minimal
 
 
 class OutputOp(_CompleteFilter):
