@@ -105,7 +105,8 @@ def _run(args) -> int:
     program = Program.from_file(args.program, partitions=args.jobs, outputs="directives")
     steps = _steps(args.updates) if args.updates else []  # validate before computing
     counts = program.load_facts(args.fact_dir, progress=report)
-    report.timed(f"loaded {sum(counts.values()):,} facts", time.perf_counter() - started)
+    if args.verbose or sum(counts.values()) >= 100_000:
+        report.timed(f"loaded {sum(counts.values()):,} facts", time.perf_counter() - started)
     started = time.perf_counter()
     program.commit()
     report.timed("computed the program", time.perf_counter() - started)

@@ -257,9 +257,6 @@ def test_query_library_parses_and_analyses(path):
 
 # -- known bugs (see the report) -------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="unary minus binds tighter than '^': -2 ^ 2 parses as "
-                   "(-2) ^ 2 = 4; Soufflé (%precedence NEG below %right CARET) and mathematics "
-                   "read it as -(2 ^ 2) = -4")
 @pytest.mark.parametrize("expression", ["-2 ^ 2", "-x ^ 2"])
 def test_unary_minus_binds_looser_than_power(expression):
     (rule,) = parse(f"r(v) :- e(x), v = {expression}.").rules
@@ -269,9 +266,6 @@ def test_unary_minus_binds_looser_than_power(expression):
     assert _at(value) == (1, 19)
 
 
-@pytest.mark.xfail(strict=True, reason="analyse() appends a Directive to program.directives for "
-                   "each old-style 'input'/'output' qualifier, so analysing one AST twice "
-                   "doubles the relation's outputs")
 def test_analyse_does_not_change_the_syntax_tree():
     source = ".decl e(x: number) input output\n.decl r(x: number)\nr(x) :- e(x).\n"
     program = parse(source)
@@ -282,9 +276,6 @@ def test_analyse_does_not_change_the_syntax_tree():
     assert len(first.relations["e"].outputs) == len(second.relations["e"].outputs) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="an expression inside a negated atom is accepted but the "
-                   "antijoin on it drops every row: r(x) :- e(x), !e(x + 1). gives {} "
-                   "instead of {(2,), (5,)} (y = x + 1, !e(y) is right)")
 def test_expression_inside_a_negated_atom():
     import diffflow as dd
 

@@ -95,6 +95,8 @@ class _Analyser:
         self.types: dict = {}
         self.relations: dict = {}
         self.fresh = 0
+        self.synthetic: set = set()  # ids of comparisons made by name_expressions
+        self.directives = list(program.directives)  # plus old-style qualifiers
 
     def error(self, message, node, hint=None):
         return DatalogError(message, self.source, self.program.filename,
@@ -170,7 +172,7 @@ class _Analyser:
                                                 "explicitly")
                 if q in _OLD_IO_QUALIFIERS:
                     directive = ast.Directive(decl.line, decl.column, q, decl.relation, {})
-                    self.program.directives.append(directive)
+                    self.directives.append(directive)
                 elif q not in _IGNORED_QUALIFIERS:
                     raise self.error(f"unknown qualifier {q!r} on {decl.relation!r}", decl,
                                      hint="supported: input, output, printsize and the "
@@ -185,7 +187,7 @@ class _Analyser:
         return relation
 
     def attach_directives(self):
-        for d in self.program.directives:
+        for d in self.directives:
             relation = self.lookup(d.relation, d)
             for key in d.params:
                 if key not in _IO_PARAMS:
@@ -225,19 +227,24 @@ class _Analyser:
         """``r(x, y + 1)`` in a body becomes ``r(x, #e1), #e1 = y + 1`` (likewise aggregates)."""
         out, extra = [], []
         for lit in literals:
-            if isinstance(lit, ast.Atom) and any(
+            atom = lit.atom if isinstance(lit, ast.Negation) else lit
+            if isinstance(atom, ast.Atom) and any(
                     isinstance(a, (ast.BinaryOp, ast.Negative, ast.AggregateTerm))
-                    for a in lit.args):
+                    for a in atom.args):
                 args = []
-                for a in lit.args:
+                for a in atom.args:
                     if isinstance(a, (ast.BinaryOp, ast.Negative, ast.AggregateTerm)):
                         self.fresh += 1
                         var = ast.Var(a.line, a.column, f"#e{self.fresh}")
-                        extra.append(ast.Comparison(a.line, a.column, "=", var, a))
+                        comparison = ast.Comparison(a.line, a.column, "=", var, a)
+                        self.synthetic.add(id(comparison))
+                        extra.append(comparison)
                         args.append(var)
                     else:
                         args.append(a)
-                lit = ast.Atom(lit.line, lit.column, lit.relation, args)
+                atom = ast.Atom(atom.line, atom.column, atom.relation, args)
+                lit = ast.Negation(lit.line, lit.column, atom) \
+                    if isinstance(lit, ast.Negation) else atom
             out.append(lit)
         return out + extra
 
@@ -336,8 +343,10 @@ class _Analyser:
                 self.check_atom(lit.atom)
                 self.require_bound(lit.atom.args, bound, f"the negation !{lit.atom.relation}")
             elif isinstance(lit, ast.Comparison):
+                where = "an expression inside an atom" if id(lit) in self.synthetic \
+                    else "a comparison"
                 for side in (lit.left, lit.right):
-                    self.require_bound([side], bound, "a comparison", aggregates=True)
+                    self.require_bound([side], bound, where, aggregates=True)
             elif isinstance(lit, ast.Atom):
                 pass
         self.require_bound(clause.head.args, bound, f"the head of {clause.head.relation}",
@@ -363,6 +372,8 @@ class _Analyser:
                             other not in (None, _UNKNOWN):
                         set_type(target, "number" if other == "literal" else other,
                                  f"assigned at line {c.line}")
+                        self.check_literal_ranges(c.left, types[target.name])
+                        self.check_literal_ranges(c.right, types[target.name])
                         break
                 else:
                     if left in (None, _UNKNOWN) or right in (None, _UNKNOWN):
@@ -384,6 +395,8 @@ class _Analyser:
                                  f"but this is a {_kind_name(got)}", arg)
             if isinstance(arg, (ast.Number, ast.Float, ast.String)):
                 self.check_constant(arg, kind)
+            else:
+                self.check_literal_ranges(arg, kind)
         clause.var_types = types
 
     def check_args_against(self, atom, relation, types):
@@ -528,10 +541,23 @@ class _Analyser:
             return _unify(self, node, left, right)
         raise AssertionError(node)
 
+    def check_literal_ranges(self, node, kind):
+        """Integer constants inside a term must fit the term's 32-bit type."""
+        for n in _walk_term(node):
+            if isinstance(n, ast.Number) and kind in ("number", "unsigned"):
+                low, high = NUMBER_RANGE if kind == "number" else UNSIGNED_RANGE
+                if not low <= n.value <= high:
+                    raise self.error(f"{n.value} does not fit a 32-bit {kind}", n,
+                                     hint="use unsigned (e.g. 4000000000u) or float for "
+                                          "larger values" if kind == "number" else None)
+
     def check_comparison(self, c: ast.Comparison, left, right):
         if left is None or right is None:
             raise self.error("cannot infer the type of this comparison", c)
-        _unify(self, c, left, right, what="comparison")
+        what = "an expression inside an atom" if id(c) in self.synthetic else "comparison"
+        kind = _unify(self, c, left, right, what=what)
+        self.check_literal_ranges(c.left, kind)
+        self.check_literal_ranges(c.right, kind)
         if "symbol" in (left, right) and c.op not in ("=", "!="):
             raise self.error(f"symbols compare only with = and !=, not {c.op!r}", c,
                              hint="diffflow stores symbols as hashes, so they have no order")
@@ -630,6 +656,17 @@ def _variables(node, into_aggregates=False):
                 out += [v for a in lit.args for v in _variables(a)]
         return out
     return []
+
+
+def _walk_term(node):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, ast.BinaryOp):
+            stack += [n.left, n.right]
+        elif isinstance(n, ast.Negative):
+            stack.append(n.operand)
 
 
 def _walk_terms(comparison):

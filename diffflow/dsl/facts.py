@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from .analysis import NUMBER_RANGE, UNSIGNED_RANGE
 from .errors import DatalogError
 
 _PROGRESS_BYTES = 8 << 20  # report files larger than this
@@ -44,6 +45,14 @@ def read_facts(path, relation, delimiter: str = "\t", headers: bool = False, pro
                             keep_default_na=False, engine="c", skip_blank_lines=True,
                             encoding="utf-8")
     except pd.errors.ParserError as exc:
+        import re
+
+        found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+        if found:
+            line, fields = int(found.group(2)), int(found.group(3))
+            raise DatalogError(f"{relation.name} has {relation.arity} attribute(s) but this line "
+                               f"has {fields} fields", filename=str(path), line=line,
+                               hint=f"separate the attributes with {delimiter!r}") from None
         raise DatalogError(f"cannot read facts for {relation.name}: {exc}", filename=str(path),
                            hint=f"{relation.name} has {relation.arity} attribute(s); separate "
                                 f"them with {delimiter!r}") from None
@@ -66,7 +75,18 @@ def read_facts(path, relation, delimiter: str = "\t", headers: bool = False, pro
                 f"{relation.name}: attribute {relation.attributes[j]!r} should be a {kind}, "
                 f"got {column.iloc[i]!r}", filename=str(path), line=first_line + i,
                 hint=f"is the file {delimiter!r}-separated with {relation.arity} column(s)?")
-        out[name] = numbers.to_numpy(dtype=np.float64 if kind == "float" else np.int64)
+        values = numbers.to_numpy(dtype=np.float64 if kind == "float" else np.int64)
+        if kind in ("number", "unsigned"):
+            low, high = NUMBER_RANGE if kind == "number" else UNSIGNED_RANGE
+            outside = (values < low) | (values > high)
+            if outside.any():
+                i = int(np.flatnonzero(outside)[0])
+                raise DatalogError(
+                    f"{relation.name}: attribute {relation.attributes[j]!r} = {column.iloc[i]} "
+                    f"does not fit a 32-bit {kind}", filename=str(path), line=first_line + i,
+                    hint="declare the attribute unsigned or float for larger values"
+                    if kind == "number" else None)
+        out[name] = values
     result = pd.DataFrame(out)
     elapsed = time.perf_counter() - started
     if progress is not None and (size > _PROGRESS_BYTES or elapsed > 1.0):

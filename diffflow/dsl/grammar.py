@@ -5,18 +5,18 @@ start: _item*
 
 _item: declaration | type_declaration | directive | clause
 
-declaration: ".decl" IDENT "(" [attribute ("," attribute)*] ")" qualifier*
+declaration: DECL IDENT "(" [attribute ("," attribute)*] ")" qualifier*
 attribute: IDENT ":" IDENT
 qualifier: QUALIFIER
 
-type_declaration: ".type" IDENT SUBTYPE IDENT           -> subtype
-                | ".type" IDENT "=" IDENT ("|" IDENT)*   -> type_alias
+type_declaration: TYPE IDENT SUBTYPE IDENT           -> subtype
+                | TYPE IDENT "=" IDENT ("|" IDENT)*   -> type_alias
 
 directive: DIRECTIVE IDENT ("," IDENT)* [params]
 params: "(" [param ("," param)*] ")"
 param: IDENT "=" (STRING | IDENT | INT)
 
-clause: atom ("," atom)* [":-" disjunction] "."
+clause: atom ("," atom)* [IF disjunction] "."
 
 disjunction: conjunction (";" conjunction)*
 conjunction: _literal ("," _literal)*
@@ -32,14 +32,15 @@ atom: IDENT "(" [term ("," term)*] ")"
 ?sum: product
     | sum PLUS product   -> binary
     | sum MINUS product  -> binary
-?product: power
-    | product TIMES power  -> binary
-    | product DIVIDE power -> binary
-    | product MODULO power -> binary
-?power: unary
-    | unary CARET power -> binary
-?unary: primary
+?product: unary
+    | product TIMES unary  -> binary
+    | product DIVIDE unary -> binary
+    | product MODULO unary -> binary
+// unary minus binds looser than ^ (as in Soufflé and mathematics): -2 ^ 2 = -(2 ^ 2)
+?unary: power
     | MINUS unary -> negative
+?power: primary
+    | primary CARET unary -> binary
 ?primary: IDENT        -> variable
     | WILDCARD         -> wildcard
     | INT              -> integer
@@ -54,6 +55,9 @@ _aggregate_body: "{" aggregate_conjunction "}" | aggregate_atom
 aggregate_conjunction: _literal ("," _literal)*
 aggregate_atom: atom
 
+DECL: ".decl"
+TYPE: ".type"
+IF: ":-"
 DIRECTIVE: ".input" | ".output" | ".printsize"
 SUBTYPE: "<:"
 COMPARE: "!=" | "<=" | ">=" | "=" | "<" | ">"

@@ -34,21 +34,21 @@ def parse(source: str, filename: str = "<program>") -> ast.Program:
 
     try:
         tree = _parser().parse(source)
-    except UnexpectedEOF as e:
-        line = source.count("\n") + 1
-        col = len(source.rsplit("\n", 1)[-1]) + 1
+    except UnexpectedEOF:
+        line, col = _end_of_text(source)
         raise DatalogError("unexpected end of the program (is a '.' missing at the end of a "
                            "rule?)", source, filename, line, col) from None
     except UnexpectedToken as e:
         token = e.token
         if token.type == "$END":
-            line = source.count("\n") + 1
-            col = len(source.rsplit("\n", 1)[-1]) + 1
+            line, col = _end_of_text(source)
             raise DatalogError("unexpected end of the program (is a '.' missing at the end of "
                                "a rule?)", source, filename, line, col) from None
-        expected = _describe_expected(e.expected)
+        accepts = getattr(e, "accepts", None) or e.expected
+        expected = _describe_expected(accepts)
         raise DatalogError(f"unexpected {token.value!r}; expected {expected}", source, filename,
-                           token.line, token.column, hint=_syntax_hint(token, e.expected)) from None
+                           token.line, token.column,
+                           hint=_syntax_hint(token, accepts, source)) from None
     except UnexpectedCharacters as e:
         char = source[e.pos_in_stream] if e.pos_in_stream < len(source) else ""
         hint = None
@@ -56,6 +56,10 @@ def parse(source: str, filename: str = "<program>") -> ast.Program:
             hint = "the C preprocessor (#include, #define) is not supported; inline the text"
         elif char == "'":
             hint = "strings use double quotes: \"text\""
+        elif char == '"':
+            hint = "unterminated string: a string ends with '\"' on the same line"
+        elif source.startswith("/*", e.pos_in_stream):
+            hint = "unterminated comment: close it with */"
         raise DatalogError(f"unexpected character {char!r}", source, filename, e.line, e.column,
                            hint=hint) from None
     return _Builder(source, filename).program(tree)
@@ -67,20 +71,35 @@ _TOKEN_NAMES = {"IDENT": "a name", "INT": "a number", "FLOAT": "a float", "STRIN
                 "RBRACE": "'}'", "BANG": "'!'", "WILDCARD": "'_'", "MINUS": "'-'",
                 "PLUS": "'+'", "TIMES": "'*'", "DIVIDE": "'/'", "MODULO": "'%'",
                 "CARET": "'^'", "DIRECTIVE": "a directive", "COUNT": "'count'",
-                "SUM": "'sum'", "MIN": "'min'", "MAX": "'max'", "EQUAL": "'='", "SUBTYPE": "'<:'",
-                "VBAR": "'|'", "TRUE": "'true'", "FALSE": "'false'", "__ANON_0": "':-'"}
+                "SUM": "'sum'", "MIN": "'min'", "MAX": "'max'", "EQUAL": "'='",
+                "SUBTYPE": "'<:'", "VBAR": "'|'", "TRUE": "'true'", "FALSE": "'false'",
+                "DECL": "'.decl'", "TYPE": "'.type'", "QUALIFIER": "a qualifier"}
+# punctuation first: it is what a user most likely forgot
+_ORDER = {"'.'": 0, "','": 1, "';'": 2, "')'": 3, "':-'": 4}
+
+
+def _end_of_text(source: str) -> tuple:
+    """Line and column just after the last non-blank character."""
+    text = source.rstrip()
+    line = text.count("\n") + 1
+    return line, len(text.rsplit("\n", 1)[-1]) + 1
 
 
 def _describe_expected(expected) -> str:
-    names = sorted({_TOKEN_NAMES.get(t, t.lower()) for t in expected})
+    names = sorted({_TOKEN_NAMES.get(t, t.lower()) for t in expected},
+                   key=lambda n: (_ORDER.get(n, 9), n))
     if len(names) > 6:
         names = names[:6] + ["..."]
     return " or ".join(names) if len(names) <= 2 else ", ".join(names)
 
 
-def _syntax_hint(token, expected) -> str | None:
-    if token.value == ":-":
-        return "a rule head is a single atom such as path(x, y)"
+def _syntax_hint(token, expected, source) -> str | None:
+    if source.startswith("/*", token.start_pos or 0):
+        return "unterminated comment: close it with */"
+    if "DOT" in expected and token.column == 1 and token.line > 1:
+        return "is a '.' missing at the end of the previous rule?"
+    if token.value == ":-" and "IF" not in expected:
+        return "remove the ',' before ':-'" if "IDENT" in expected else None
     return None
 
 
@@ -135,7 +154,7 @@ class _Builder:
         return ast.Program(1, 1, self.filename, declarations, types, directives, rules)
 
     def declaration(self, tree):
-        name, *rest = tree.children
+        _decl, name, *rest = tree.children
         attributes, qualifiers = [], []
         for child in rest:
             if child is None:
@@ -150,7 +169,7 @@ class _Builder:
         return ast.Declaration(name.line, name.column, str(name), attributes, qualifiers)
 
     def type_declaration(self, tree):
-        name, *rest = tree.children
+        _type, name, *rest = tree.children
         if tree.data == "subtype":
             return ast.TypeDeclaration(name.line, name.column, str(name), str(rest[1]))
         members = [str(t) for t in rest]
@@ -176,7 +195,7 @@ class _Builder:
     def clause(self, tree):
         children = [c for c in tree.children]
         body_tree = children[-1]
-        heads = [self.atom(c) for c in children[:-1]]
+        heads = [self.atom(c) for c in children[:-2]]
         body = self.disjunction(body_tree) if body_tree is not None else []
         return [ast.Rule(h.line, h.column, h, body) for h in heads]
 
