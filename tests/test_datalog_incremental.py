@@ -179,3 +179,13 @@ def test_reference_evaluator_knows_soufflé_arithmetic():
     assert (-7, 2, -17, -3, -1) in got["r"]
     assert (2 * 1000000 * 3000 - 2**32,) in got["big"]  # 6e9 wraps once
     assert got["pw"] == {(2147483647 - 8,)}
+
+
+def test_a_negative_cycle_through_min_does_not_converge_and_says_so():
+    program = dd.Program(PROGRAMS["shortest_paths"][0], max_rounds=50)
+    program.insert("source", [(0,)])
+    program.insert("edge", [(0, 1, 1), (1, 0, 0)]); program.commit()
+    assert program.relation("dist") == {(0, 0), (1, 1)}
+    program.insert("edge", [(1, 2, 1), (2, 1, -3)])  # the cycle 1 -> 2 -> 1 weighs -2
+    with pytest.raises(dd.NonConvergenceError, match="50 rounds"):
+        program.commit()

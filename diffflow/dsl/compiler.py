@@ -54,9 +54,10 @@ class Compiled:
     plan: list = field(default_factory=list)   # text lines
 
 
-def compile_program(analysed: Analysed, partitions: int = 1, outputs=None) -> Compiled:
+def compile_program(analysed: Analysed, partitions: int = 1, outputs=None,
+                    max_rounds: int = 10_000) -> Compiled:
     """Build the dataflow; ``outputs`` names relations to observe (default: all)."""
-    return _Compiler(analysed, partitions, outputs).run()
+    return _Compiler(analysed, partitions, outputs, max_rounds).run()
 
 
 @dataclass
@@ -83,8 +84,8 @@ class _Frame:
 
 
 class _Compiler:
-    def __init__(self, analysed: Analysed, partitions: int, outputs):
-        self.analysed = analysed
+    def __init__(self, analysed: Analysed, partitions: int, outputs, max_rounds: int):
+        self.analysed, self.max_rounds = analysed, max_rounds
         self.flow = coll.Dataflow(partitions=partitions)
         self.inputs, self.values, self.outputs = {}, {}, {}
         self.wanted = set(analysed.relations) if outputs is None else set(outputs)
@@ -139,7 +140,8 @@ class _Compiler:
         self.values[relation.name] = parts[0].concat(*parts[1:]).distinct()
 
     def compile_recursive(self, relations: list):
-        loop = self.flow.loop(name="stratum " + ",".join(r.name for r in relations))
+        loop = self.flow.loop(name="stratum " + ",".join(r.name for r in relations),
+                              max_rounds=self.max_rounds)
         variables = {}
         for relation in relations:
             variables[relation.name] = loop.variable(columns=relation_columns(relation))

@@ -38,11 +38,12 @@ class Program:
     Relations are sets: inserting a present fact or removing an absent one
     changes nothing.  ``outputs`` limits which relations can be read (all by
     default; fewer saves the memory of their result copies; ``"directives"``
-    means those with ``.output`` or ``.printsize``).
+    means those with ``.output`` or ``.printsize``).  A recursive stratum still
+    changing after ``max_rounds`` rounds raises :class:`~diffflow.NonConvergenceError`.
     """
 
     def __init__(self, source: str, partitions: int = 1, filename: str = "<program>",
-                 outputs=None):
+                 outputs=None, max_rounds: int = 10_000):
         self.source, self.filename = source, filename
         self.ast = parse(source, filename)
         self.analysed = analyse(self.ast, source)
@@ -52,7 +53,7 @@ class Program:
         if outputs is not None:
             for name in outputs:
                 self._relation(name)
-        self._compiled = compile_program(self.analysed, partitions, outputs)
+        self._compiled = compile_program(self.analysed, partitions, outputs, max_rounds)
         self.flow = self._compiled.flow
         self._present = {name: np.zeros((0, inp.schema.width), np.int64)
                          for name, inp in self._compiled.inputs.items()}
@@ -65,10 +66,12 @@ class Program:
                 self.insert(relation.name, rows)
 
     @classmethod
-    def from_file(cls, path, partitions: int = 1, outputs=None) -> "Program":
+    def from_file(cls, path, partitions: int = 1, outputs=None,
+                  max_rounds: int = 10_000) -> "Program":
         """Read and compile a ``.dl`` file (errors name the file)."""
         with open(path, encoding="utf-8") as f:
-            return cls(f.read(), partitions=partitions, filename=str(path), outputs=outputs)
+            return cls(f.read(), partitions=partitions, filename=str(path), outputs=outputs,
+                       max_rounds=max_rounds)
 
     # -- facts in -------------------------------------------------------------------------
     def _relation(self, name):
