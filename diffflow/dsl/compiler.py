@@ -170,7 +170,8 @@ class _Compiler:
             exprs[f"c{i}"] = self.expr(arg, clause.var_types, kind, aggregates)
         return frame.collection.select(**exprs)
 
-    def conjunction(self, literals, env, types, needed_after, extra_terms=(), start=None):
+    def conjunction(self, literals, env, types, needed_after, extra_terms=(), start=None,
+                    steps=None):
         """Join plan for a conjunction; returns the frame and the aggregate column names.
 
         ``start`` is an initial frame (for correlated aggregate bodies).
@@ -185,7 +186,8 @@ class _Compiler:
         frame = start
         bound = set(frame.variables) if frame is not None else set()
         order = _order_atoms(atoms, bound)
-        steps = []
+        record = steps is None
+        steps = [] if steps is None else steps
         for index, atom in enumerate(order):
             later = order[index + 1:]
             needed = set(needed_after) | {v for a in later for v in _atom_vars(a)} | \
@@ -199,7 +201,8 @@ class _Compiler:
         frame = frame.named()
         if pending:  # analysis guarantees this cannot happen; fail loudly if it does
             raise AssertionError(f"unplaced literals {pending}")
-        self.plan.append("      " + " → ".join(steps))
+        if record:
+            self.plan.append("      " + " → ".join(steps))
         return frame, aggregates
 
     def unit_collection(self):
@@ -387,8 +390,9 @@ class _Compiler:
         else:
             start = None
         target_vars = {v.name for v in _vars(agg.target)} if agg.target is not None else set()
+        inner_steps = []
         body, inner_aggs = self.conjunction(agg.body, env, types, set(group) | target_vars,
-                                            start=start)
+                                            start=start, steps=inner_steps)
         body_coll = body.collection
         if agg.function == "count":
             body_coll = body_coll.select(*group_cols, _t=0) if group else \
@@ -418,7 +422,7 @@ class _Compiler:
                 left = left.select(*left.columns, **{UNIT: 0})
             joined = left.join(result, on=[UNIT]).select(*frame.collection.columns, column)
         aggregates[id(agg)] = column
-        steps.append(f"{agg.function} by ({', '.join(group)})")
+        steps.append(f"{agg.function} by ({', '.join(group)}) of [{' → '.join(inner_steps)}]")
         return _Frame(joined, frame.variables)
 
     # -- expressions ----------------------------------------------------------------------------
