@@ -189,3 +189,11 @@ def test_a_negative_cycle_through_min_does_not_converge_and_says_so():
     program.insert("edge", [(1, 2, 1), (2, 1, -3)])  # the cycle 1 -> 2 -> 1 weighs -2
     with pytest.raises(dd.NonConvergenceError, match="50 rounds"):
         program.commit()
+
+
+def test_a_runtime_failure_names_the_rule_that_failed():
+    program = dd.Program(".decl e(x: number)\n.decl r(x: number)\nr(x / y) :- e(x), e(y).\n",
+                         filename="div.dl")
+    program.insert("e", [(0,), (1,)])
+    with pytest.raises(dd.OperatorError, match=r"built at div\.dl:3\).*division by zero"):
+        program.commit()

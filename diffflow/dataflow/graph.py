@@ -93,9 +93,12 @@ class Graph:
         self.nodes: list[Node] = []
         self.root = Scope(0)
         self.scopes: list[Scope] = [self.root]
+        # front ends (Datalog) set this to the source position of what they compile
+        self.location_override: str | None = None
 
     def new_scope(self, parent: Scope, label: str, max_rounds: int) -> Scope:
-        scope = Scope(len(self.scopes), parent, label, user_location(), max_rounds)
+        scope = Scope(len(self.scopes), parent, label,
+                      self.location_override or user_location(), max_rounds)
         self.scopes.append(scope)
         return scope
 
@@ -103,11 +106,12 @@ class Graph:
             scope: Scope | None = None, label: str = "", location: str | None = None) -> Node:
         inputs = list(inputs)
         scope = scope or self.root
+        location = location or self.location_override or user_location()
         node = Node(
             id=len(self.nodes), kind=kind, inputs=inputs, schema=schema,
             params=params or {}, exchange=list(exchange or [None] * len(inputs)),
             input_widths=[self.nodes[i].schema.width for i in inputs], dim=scope.dim,
-            location=location or user_location(), label=label or kind, scope=scope)
+            location=location, label=label or kind, scope=scope)
         self.nodes.append(node)
         return node
 

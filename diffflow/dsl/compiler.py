@@ -140,8 +140,11 @@ class _Compiler:
         self.values[relation.name] = parts[0].concat(*parts[1:]).distinct()
 
     def compile_recursive(self, relations: list):
+        first = relations[0].declaration
+        self.flow.graph.location_override = f"{self.analysed.program.filename}:{first.line}"
         loop = self.flow.loop(name="stratum " + ",".join(r.name for r in relations),
                               max_rounds=self.max_rounds)
+        self.flow.graph.location_override = None
         variables = {}
         for relation in relations:
             variables[relation.name] = loop.variable(columns=relation_columns(relation))
@@ -158,6 +161,14 @@ class _Compiler:
 
     # -- clauses -----------------------------------------------------------------------------
     def compile_clause(self, clause: Clause, env: dict):
+        graph = self.flow.graph
+        graph.location_override = f"{self.analysed.program.filename}:{clause.rule.line}"
+        try:
+            return self._compile_clause(clause, env)
+        finally:
+            graph.location_override = None
+
+    def _compile_clause(self, clause: Clause, env: dict):
         head = self.analysed.relations[clause.head.relation]
         self.plan.append(f"  {_render_clause(clause)}")
         needed_by_head = {v.name for a in clause.head.args for v in _vars(a)}
