@@ -324,20 +324,8 @@ class _Analyser:
                     self.check_constant(arg, kind)
                 else:  # pragma: no cover - name_expressions removed these
                     raise AssertionError(arg)
-        # x = expr binds x once expr's variables are bound; repeat to a fixpoint
         comparisons = [l for l in clause.literals if isinstance(l, ast.Comparison)]
-        changed = True
-        while changed:
-            changed = False
-            for c in comparisons:
-                if c.op != "=":
-                    continue
-                for target, expr in ((c.left, c.right), (c.right, c.left)):
-                    if isinstance(target, ast.Var) and target.name not in bound and \
-                            self.bindable(expr, bound):
-                        bound.add(target.name)
-                        changed = True
-                        break
+        self.bind_assignments(comparisons, bound)
         for lit in clause.literals:
             if isinstance(lit, ast.Negation):
                 self.check_atom(lit.atom)
@@ -450,17 +438,7 @@ class _Analyser:
         if not any(isinstance(l, ast.Atom) for l in agg.body):
             raise self.error(f"the body of {agg.function} needs at least one positive atom", agg)
         bound = outer_bound | local_bound
-        changed = True
-        while changed:
-            changed = False
-            for lit in agg.body:
-                if isinstance(lit, ast.Comparison) and lit.op == "=":
-                    for target, expr in ((lit.left, lit.right), (lit.right, lit.left)):
-                        if isinstance(target, ast.Var) and target.name not in bound and \
-                                self.bindable(expr, bound):
-                            bound.add(target.name)
-                            changed = True
-                            break
+        self.bind_assignments([l for l in agg.body if isinstance(l, ast.Comparison)], bound)
         for lit in agg.body:
             if isinstance(lit, ast.Negation):
                 self.check_atom(lit.atom)
@@ -490,6 +468,21 @@ class _Analyser:
             if kind == "symbol":
                 raise self.error(f"{agg.function} of a symbol is not supported", agg.target,
                                  hint="aggregate a number, unsigned or float")
+
+    def bind_assignments(self, comparisons, bound: set) -> None:
+        """Add to ``bound`` every ``x = expr`` target whose expression is bound (fixpoint)."""
+        changed = True
+        while changed:
+            changed = False
+            for c in comparisons:
+                if c.op != "=":
+                    continue
+                for target, expr in ((c.left, c.right), (c.right, c.left)):
+                    if isinstance(target, ast.Var) and target.name not in bound and \
+                            self.bindable(expr, bound):
+                        bound.add(target.name)
+                        changed = True
+                        break
 
     def bindable(self, expr, bound) -> bool:
         if isinstance(expr, ast.AggregateTerm):
