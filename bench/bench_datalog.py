@@ -354,10 +354,17 @@ def run_engine(engine, workload, folder, args):
         cmd += ["--profile", str(args.profile)]
     env = dict(os.environ, NUMBA_NUM_THREADS=str(args.threads),
                OMP_NUM_THREADS=str(args.threads), OPENBLAS_NUM_THREADS=str(args.threads))
+    def limit_memory():
+        import resource
+
+        if args.memory_limit:
+            cap = int(args.memory_limit * 2**30)
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                              timeout=args.timeout)
+                              timeout=args.timeout, preexec_fn=limit_memory)
     except subprocess.TimeoutExpired:
         return {"error": f"timeout > {args.timeout:g} s"}
     wall = time.perf_counter() - t0
@@ -378,16 +385,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--graphs", default="rmat,wiki-Vote",
                         help="comma list: rmat and/or SNAP names in ../shared/data/graphs")
-    parser.add_argument("--rmat-scale", type=int, default=10)
-    parser.add_argument("--edges", type=int, default=4000, help="R-MAT edges")
-    parser.add_argument("--nodes", type=int, default=1000,
+    parser.add_argument("--rmat-scale", type=int, default=11)
+    parser.add_argument("--edges", type=int, default=8000, help="R-MAT edges")
+    parser.add_argument("--nodes", type=int, default=2000,
                         help="SNAP graphs: keep the subgraph induced by the N smallest node "
                              "ids (0 = whole graph)")
     parser.add_argument("--workloads", default="tc,sg", help="tc, sg, tc-roots")
     parser.add_argument("--roots", type=int, default=100, help="tc-roots: seeded sample size")
-    parser.add_argument("--engines", default="diffflow,duckdb,clingo,pydatalog")
+    parser.add_argument("--engines", default="diffflow,duckdb,clingo",
+                        help="diffflow, duckdb, clingo, pydatalog, scipy")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--batches", type=int, default=10)
+    parser.add_argument("--memory-limit", type=float, default=20,
+                        help="GiB of address space per engine subprocess (RLIMIT_AS; 0 = none)")
     parser.add_argument("--threads", type=int, default=1,
                         help="threads for DuckDB and numba (default 1: single core)")
     parser.add_argument("--partitions", type=int, default=1, help="diffflow partitions")
@@ -410,7 +420,14 @@ def main() -> None:
         if w not in SOURCES:
             parser.error(f"unknown workload {w!r}; choose from {', '.join(SOURCES)}")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, threads={args.threads}, "
-          f"timeout {args.timeout:g} s, {args.batches} update batches of {BATCH}+{BATCH} edges")
+          f"timeout {args.timeout:g} s, memory limit {args.memory_limit:g} GiB, "
+          f"{args.batches} update batches of {BATCH}+{BATCH} edges")
+    try:
+        commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=HERE,
+                                capture_output=True, text=True).stdout.strip()
+    except OSError:
+        commit = "?"
+    print(f"diffflow at {commit or '?'}")
     rows = []
     profiles = []
     with tempfile.TemporaryDirectory(prefix="bench_datalog_") as tmp:
