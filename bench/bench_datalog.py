@@ -1,8 +1,10 @@
 """Datalog benchmark: transitive closure and same generation, diffflow next to other engines.
 
-    NUMBA_NUM_THREADS=1 python bench/bench_datalog.py
-    NUMBA_NUM_THREADS=1 python bench/bench_datalog.py --graphs rmat --rmat-scale 12 --edges 16000
-    NUMBA_NUM_THREADS=1 python bench/bench_datalog.py --graphs wiki-Vote --nodes 0 --workloads tc-roots --roots 100
+    NUMBA_NUM_THREADS=1 python bench/bench_datalog.py           # R-MAT s11 + wiki-Vote 2,000 ids
+    NUMBA_NUM_THREADS=1 python bench/bench_datalog.py --graphs wiki-Vote --nodes 0 \
+        --workloads tc-roots,tc --timeout 600 --memory-limit 22 --profile 15
+    NUMBA_NUM_THREADS=1 python bench/bench_datalog.py --graphs rmat --rmat-scale 8 --edges 1000 \
+        --engines diffflow,duckdb,clingo,pydatalog
 
 Programs (Soufflé syntax; every engine runs the same rules on the same facts):
 
@@ -174,11 +176,10 @@ def reference_size(workload: str, edges: np.ndarray, roots: np.ndarray | None) -
 
 def run_diffflow(workload, edges, roots, updates, args):
     import diffflow as dd
+    from bench_graphs import rmat_edges
 
     name = OUTPUT[workload]
     source = SOURCES[workload]
-    from bench_graphs import rmat_edges
-
     # warm-up on a 300-edge R-MAT graph, with one update batch: numba kernels load or compile
     warm_edges = rmat_edges(7, 300, seed=5)
     warm = dd.Program(source, partitions=args.partitions, outputs=[name])
@@ -224,7 +225,11 @@ def run_diffflow(workload, edges, roots, updates, args):
         p.insert("edge", add)
         p.commit()
         result["update_ms"].append((time.perf_counter() - t0) * 1e3)
+        if profile is not None:
+            profile.disable()
         result["sizes"].append(p.size(name))
+        if profile is not None:
+            profile.enable()
     if profile is not None:
         profile.disable()
         if updates:
