@@ -444,7 +444,7 @@ class _Analyser:
                 self.check_atom(lit.atom)
                 self.require_bound(lit.atom.args, bound, f"the negation !{lit.atom.relation}")
             elif isinstance(lit, ast.Comparison):
-                if any(isinstance(n, ast.AggregateTerm) for n in _walk_terms(lit)):
+                if any(isinstance(n, ast.AggregateTerm) for n in _walk_term(lit.left, lit.right)):
                     raise self.error("nested aggregates are not supported", lit)
                 self.require_bound([lit.left, lit.right], bound, "a comparison")
         if agg.target is not None:
@@ -651,8 +651,9 @@ def _variables(node, into_aggregates=False):
     return []
 
 
-def _walk_term(node):
-    stack = [node]
+def _walk_term(*nodes):
+    """Every sub-term of the given terms (aggregate bodies are not entered)."""
+    stack = list(nodes)
     while stack:
         n = stack.pop()
         yield n
@@ -660,17 +661,6 @@ def _walk_term(node):
             stack += [n.left, n.right]
         elif isinstance(n, ast.Negative):
             stack.append(n.operand)
-
-
-def _walk_terms(comparison):
-    stack = [comparison.left, comparison.right]
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, ast.BinaryOp):
-            stack += [node.left, node.right]
-        elif isinstance(node, ast.Negative):
-            stack.append(node.operand)
 
 
 def _tarjan(nodes, successors):
