@@ -84,11 +84,36 @@ def max(column: str) -> Aggregate:  # noqa: A001
 
 # -- the dataflow -----------------------------------------------------------------------
 
+RUNTIMES = ("local", "processes", "spark", "cluster")
+
+
+def _make_runtime(flow):
+    """The runtime a :class:`Dataflow` asked for (``cluster``: in-process workers, for tests)."""
+    kw = dict(checkpoint_every=flow.checkpoint_every, checkpoint_dir=flow.checkpoint_dir)
+    if flow.runtime_name == "local":
+        from .runtime.local import LocalRuntime
+        return LocalRuntime(flow.graph, flow.partitions, flow.symbols)
+    if flow.runtime_name == "spark":
+        from .runtime.spark import SparkRuntime  # the only module that imports pyspark
+        return SparkRuntime(flow.graph, flow.partitions, flow.symbols, flow.spark, **kw)
+    from .runtime.cluster import ClusterRuntime
+    if flow.runtime_name == "processes":
+        return ClusterRuntime.processes(flow.graph, flow.partitions, flow.symbols, **kw)
+    return ClusterRuntime.in_memory(flow.graph, flow.partitions, flow.symbols, **kw)
+
+
 class Dataflow:
     """A dataflow graph with its inputs, outputs and runtime.
 
     ``partitions`` splits every arrangement by key hash into that many
-    partitions (results are identical for every value).
+    partitions (results are identical for every value).  ``runtime`` picks
+    where the partitions run: ``"local"`` (this process, the default),
+    ``"processes"`` (one worker process per partition on this machine) or
+    ``"spark"`` (partition workers placed by Spark; pass ``spark=session``,
+    see :mod:`diffflow.runtime.spark`).  Multi-process runtimes write a
+    checkpoint every ``checkpoint_every`` epochs (into ``checkpoint_dir``, a
+    temporary folder by default) and recover from a lost worker by restoring
+    it and replaying the inputs since.
 
     >>> flow = Dataflow(partitions=2)
     >>> nums = flow.input("nums", ["x"])
@@ -98,13 +123,24 @@ class Dataflow:
     {(5,): 1}
     """
 
-    def __init__(self, partitions: int = 1, runtime: str = "local", spark=None):
+    def __init__(self, partitions: int = 1, runtime: str = "local", spark=None, *,
+                 checkpoint_every: int | None = None, checkpoint_dir: str | None = None):
         if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
             raise ValueError(f"partitions must be a positive int, got {partitions!r}")
-        if runtime != "local":
-            raise NotImplementedError(
-                f"runtime={runtime!r} is not available yet; this release runs the local "
-                f"runtime only (use runtime='local', the default)")
+        if runtime not in RUNTIMES:
+            raise ValueError(f"unknown runtime {runtime!r}; choose one of {', '.join(RUNTIMES)}")
+        if runtime == "spark" and spark is None:
+            raise ValueError("runtime='spark' needs spark=<a SparkSession>, e.g. "
+                             "diffflow.runtime.spark.local_session() for local[2]")
+        if runtime != "spark" and spark is not None:
+            raise ValueError(f"spark= is only used with runtime='spark' (got runtime={runtime!r})")
+        if checkpoint_every is not None and (not isinstance(checkpoint_every, int)
+                                             or checkpoint_every < 1):
+            raise ValueError(f"checkpoint_every must be a positive int or None, "
+                             f"got {checkpoint_every!r}")
+        self.runtime_name, self.spark = runtime, spark
+        self._closed = False
+        self.checkpoint_every, self.checkpoint_dir = checkpoint_every, checkpoint_dir
         self.partitions = partitions
         self.graph = Graph()
         self.symbols = SymbolTable()
@@ -161,11 +197,22 @@ class Dataflow:
 
     def _ensure_runtime(self):
         if self._runtime is None:
+            if self._closed:
+                raise GraphError("this dataflow was closed; build a new Dataflow")
             for loop in self._loops:
                 loop._check_complete()
-            from .runtime.local import LocalRuntime
-            self._runtime = LocalRuntime(self.graph, self.partitions, self.symbols)
+            self._runtime = _make_runtime(self)
         return self._runtime
+
+    def close(self) -> None:
+        """Stop the partition workers of a multi-process or Spark runtime (idempotent).
+
+        >>> flow = Dataflow(); flow.close()
+        """
+        runtime, self._runtime = self._runtime, None
+        if runtime is not None and hasattr(runtime, "close"):
+            runtime.close()
+        self._closed = True
 
     def _check_building(self, what: str) -> None:
         if self._runtime is not None:

@@ -8,10 +8,21 @@ every trace in the runtime satisfies its invariants.
 """
 from __future__ import annotations
 
+import os
 import random
 from collections import Counter
 
 import diffflow as dd
+
+# Which runtime the shared machinery builds: "local" unless a suite (or the
+# DIFFFLOW_TEST_RUNTIME variable) asks for another; RUNTIME_OPTIONS may carry
+# e.g. the SparkSession.
+RUNTIME_OPTIONS: dict = {"runtime": os.environ.get("DIFFFLOW_TEST_RUNTIME", "local")}
+
+
+def new_flow(parts: int) -> "dd.Dataflow":
+    """A Dataflow on the runtime the current suite tests."""
+    return dd.Dataflow(partitions=parts, **RUNTIME_OPTIONS)
 
 
 def clean(counter) -> dict:
@@ -29,7 +40,7 @@ class Case:
     """One randomized run: inputs, a query under test, and its oracle."""
 
     def __init__(self, inputs: dict, build, oracle, parts: int):
-        self.flow = dd.Dataflow(partitions=parts)
+        self.flow = new_flow(parts)
         self.handles = {name: self.flow.input(name, cols) for name, cols in inputs.items()}
         self.output = build(self.flow, self.handles).output()
         self.oracle = oracle
@@ -51,6 +62,9 @@ class Case:
             self.accumulated_changes[row] += d
         assert clean(self.accumulated_changes) == got, "changes() do not add up to the snapshot"
         check_traces(self.flow)
+
+    def close(self):
+        self.flow.close()
 
 
 def random_rows(rng: random.Random, columns, domain: int, count: int):
@@ -88,4 +102,5 @@ def drive(inputs, build, oracle, *, seed, parts, epochs=8, domain=5, batch=6,
                 rows, diffs = ok_rows, ok_diffs
             case.apply(name, rows, diffs)
         case.advance_and_check(epoch)
+    case.close()
     return case

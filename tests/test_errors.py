@@ -92,6 +92,12 @@ def test_runtime_failure_names_operator_and_user_line():
         flow.advance()
 
 
-def test_spark_runtime_is_not_claimed():
-    with pytest.raises(NotImplementedError, match="runtime='local'"):
+def test_runtime_arguments_are_checked():
+    with pytest.raises(ValueError, match=r"needs spark=<a SparkSession>"):
         dd.Dataflow(runtime="spark")
+    with pytest.raises(ValueError, match=r"unknown runtime 'sparkle'; choose one of local"):
+        dd.Dataflow(runtime="sparkle")
+    with pytest.raises(ValueError, match=r"spark= is only used with runtime='spark'"):
+        dd.Dataflow(spark=object())
+    with pytest.raises(ValueError, match=r"checkpoint_every must be a positive int"):
+        dd.Dataflow(runtime="processes", checkpoint_every=0)

@@ -114,3 +114,56 @@ def summarize_tuples(kind: str, frontier: tuple) -> tuple:
     if kind == "feedback":
         return tuple(t[:-1] + (t[-1] + 1,) for t in frontier)
     return frontier
+
+
+def node_out_frontier(kind: str, port_frontiers, queued=(), held=()) -> tuple:
+    """A node's output frontier from its inputs' frontiers and its pointstamps (tuples).
+
+    ``queued`` are times of messages waiting at the node's inputs (they pass
+    the node's path summary), ``held`` the times of its capabilities.
+
+    >>> node_out_frontier("feedback", [((0, 1),)], queued=[(0, 0)], held=[(1, 0)])
+    ((0, 1), (1, 0))
+    """
+    points = [t for f in port_frontiers for t in f]
+    points.extend(queued)
+    if len(port_frontiers) > 1 or queued:
+        points = minimal_tuples(points)
+    points = list(summarize_tuples(kind, tuple(points)))
+    points.extend(held)
+    return minimal_tuples(points)
+
+
+def global_frontiers(nodes, consumers, queued: dict, held: dict) -> dict:
+    """Every node's output frontier from all pointstamps (a least fixpoint around loops).
+
+    ``queued[id]`` / ``held[id]`` are the times (tuples) of messages queued at
+    a node and of its capabilities, over every partition.  Starting from
+    "nothing can arrive" everywhere, each node is recomputed from its inputs
+    and pointstamps and its consumers are revisited when it changes; nodes are
+    taken in construction order, so an acyclic graph settles in one visit per
+    node.  This is the progress coordinator's computation (Naiad).
+
+    >>> from types import SimpleNamespace as N
+    >>> nodes = [N(id=0, kind="input", inputs=[]), N(id=1, kind="select", inputs=[0])]
+    >>> global_frontiers(nodes, {0: [(1, 0)], 1: []}, {1: [(0,)]}, {0: [(1,)]})
+    {0: ((1,),), 1: ((0,),)}
+    """
+    import heapq
+
+    out = {n.id: () for n in nodes}
+    todo = [n.id for n in nodes]
+    pending = set(todo)
+    while todo:
+        nid = heapq.heappop(todo)
+        pending.discard(nid)
+        node = nodes[nid]
+        new = node_out_frontier(node.kind, [out[src] for src in node.inputs],
+                                queued.get(nid, ()), held.get(nid, ()))
+        if new != out[nid]:
+            out[nid] = new
+            for consumer, _ in consumers[nid]:
+                if consumer not in pending:
+                    pending.add(consumer)
+                    heapq.heappush(todo, consumer)
+    return out

@@ -1,0 +1,503 @@
+"""The cluster runtime: partition workers driven by a central progress coordinator.
+
+:class:`ClusterRuntime` runs on the driver.  It owns no data: ``P``
+:class:`~diffflow.runtime.partition.PartitionWorker` s hold the operators and
+arrangements of their partitions, and the runtime only
+
+* hands user updates to the partitions that own them (split by the same row
+  hash as the local runtime),
+* coordinates progress as Naiad's central tracker: between *sweeps* it
+  gathers every worker's pointstamps, derives the exact frontier of every
+  node (:func:`~diffflow.dataflow.progress.global_frontiers`) and sends it
+  back; the run ends when no data is queued anywhere and frontiers no longer
+  move,
+* keeps the inputs since the last checkpoint, so a lost worker is replaced by
+  restoring every partition from that checkpoint and replaying them; outputs
+  drop the changes a reader already took before the failure, so what a user
+  reads is exactly what an uninterrupted run gives.
+
+Where the workers live is the transport's business: :class:`InMemoryTransport`
+keeps them in this process (tests of the protocol), :class:`SocketTransport`
+talks to worker processes started by a launcher -- :class:`ProcessLauncher`
+on this machine, or a Spark barrier stage (:mod:`diffflow.runtime.spark`).
+
+>>> import diffflow as dd
+>>> flow = dd.Dataflow(partitions=3)
+>>> edges = flow.input("edges", ["a", "b"])
+>>> out = edges.join(edges.select(b2="a", c="b"), left_on="b", right_on="b2").output()
+>>> flow._runtime = ClusterRuntime.in_memory(flow.graph, 3, flow.symbols)
+>>> edges.insert([(1, 2), (2, 3)]); flow.advance(); out.snapshot()
+{(1, 2, 3): 1}
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from ..arrangements.arrangement import split_by_partition
+from ..arrangements.updates import Updates
+from ..dataflow.progress import global_frontiers
+from .local import NonConvergenceError, OperatorError
+from .worker import WorkerCommands
+
+
+class WorkerLost(RuntimeError):
+    """A partition worker stopped answering (its process or Spark task died)."""
+
+
+# -- transports -----------------------------------------------------------------------------
+
+class InMemoryTransport:
+    """Partition workers as objects in this process; the exchange is a list hand-over."""
+
+    def __init__(self, parts: int):
+        self.parts = parts
+        self.workers: list[WorkerCommands] = []
+        self.graph = None
+
+    def start(self, graph, symbols: dict) -> None:
+        import pickle
+
+        self.workers = []
+        for p in range(self.parts):
+            w = WorkerCommands()
+            w.pw = None
+            self.workers.append(w)
+        blob = pickle.dumps(graph) if _picklable(graph) else None
+        for p, w in enumerate(self.workers):
+            if blob is not None:
+                w.cmd_init(blob, p, self.parts, symbols)
+            else:  # user functions plain pickle cannot carry: share the graph object
+                from .partition import PartitionWorker
+                w.symbols._text.update(symbols)
+                w.pw = PartitionWorker(graph, p, self.parts, w.symbols)
+
+    def call(self, p: int, cmd: str, *args):
+        return getattr(self.workers[p], "cmd_" + cmd)(*args)
+
+    def call_all(self, cmd: str, args_per_partition: list) -> list:
+        return [self.call(p, cmd, *args) for p, args in enumerate(args_per_partition)]
+
+    def sweep(self, frontiers: dict, reports: list) -> list:
+        outgoing = [w.sweep_local(frontiers, reports) for w in self.workers]
+        for sent in outgoing:
+            for q, pieces in enumerate(sent):
+                for consumer, port, chunk in pieces:
+                    self.workers[q].pw.receive(consumer, port, chunk)
+        return [w.cmd_pointstamps() for w in self.workers]
+
+    def restart(self) -> None:
+        raise WorkerLost("in-memory workers cannot be restarted")
+
+    def close(self) -> None:
+        self.workers = []
+
+
+def _picklable(graph) -> bool:
+    import pickle
+
+    try:
+        pickle.dumps(graph)
+        return True
+    except Exception:  # noqa: BLE001 - lambdas in the graph
+        return False
+
+
+class ProcessLauncher:
+    """Starts partition workers as processes on this machine (``python -m ...worker``)."""
+
+    def __init__(self):
+        self.procs: list = []
+
+    def launch(self, parts: int, address: tuple, authkey: bytes, bind_host: str) -> None:
+        env = dict(os.environ, SPARK_LOCAL_IP=bind_host)
+        for _ in range(parts):
+            self.procs.append(subprocess.Popen(
+                [sys.executable, "-m", "diffflow.runtime.worker", address[0], str(address[1]),
+                 authkey.hex(), bind_host], env=env, stdin=subprocess.DEVNULL))
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        self.procs = []
+
+
+class SocketTransport:
+    """Worker processes reached over authenticated sockets; they exchange chunks directly."""
+
+    def __init__(self, parts: int, launcher, bind_host: str = "127.0.0.1",
+                 start_timeout: float = 120.0):
+        from multiprocessing.connection import Listener
+
+        self.parts, self.launcher, self.bind_host = parts, launcher, bind_host
+        self.start_timeout = start_timeout
+        self.authkey = os.urandom(16)
+        self.listener = Listener((bind_host, 0), authkey=self.authkey)
+        self.conns: list = []
+        self.addresses: list = []
+        self.pids: list = []
+        self._start_args = None
+
+    @property
+    def address(self) -> tuple:
+        return self.listener.address
+
+    def start(self, graph, symbols: dict) -> None:
+        try:
+            import cloudpickle as pickler
+        except ImportError:  # pragma: no cover - cloudpickle is a dependency
+            import pickle as pickler
+        self._start_args = (graph, symbols)
+        blob = pickler.dumps(graph)
+        self.launcher.launch(self.parts, self.address, self.authkey, self.bind_host)
+        hellos = self._accept_all()
+        self.conns = [conn for conn, _ in hellos]
+        self.addresses = [hello[1] for _, hello in hellos]
+        self.pids = [hello[2] for _, hello in hellos]
+        for p, conn in enumerate(self.conns):
+            conn.send(("init", (blob, p, self.parts, symbols)))
+        for p in range(self.parts):
+            self._reply(p)
+        self.call_all("peers", [(self.addresses,)] * self.parts)
+
+    def _accept_all(self) -> list:
+        sock = self.listener._listener._socket  # accept() has no timeout argument
+        deadline = time.monotonic() + self.start_timeout
+        found = []
+        while len(found) < self.parts:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WorkerLost(f"only {len(found)} of {self.parts} partition workers started "
+                                 f"within {self.start_timeout:.0f} s")
+            sock.settimeout(left)
+            try:
+                conn = self.listener.accept()
+            except socket.timeout:
+                continue
+            finally:
+                sock.settimeout(None)
+            found.append((conn, conn.recv()))
+        return found
+
+    def _reply(self, p: int):
+        try:
+            reply = self.conns[p].recv()
+        except (EOFError, OSError) as exc:
+            raise WorkerLost(f"partition worker {p} is gone ({type(exc).__name__})") from None
+        if reply[0] == "ok":
+            return reply[1]
+        _, kind, message, trace = reply
+        if kind == "OperatorError":
+            raise OperatorError(message)
+        raise RuntimeError(f"partition worker {p} failed: {kind}: {message}\n{trace}")
+
+    def _send(self, p: int, cmd: str, args) -> None:
+        try:
+            self.conns[p].send((cmd, tuple(args)))
+        except (EOFError, OSError) as exc:
+            raise WorkerLost(f"partition worker {p} is gone ({type(exc).__name__})") from None
+
+    def call(self, p: int, cmd: str, *args):
+        self._send(p, cmd, args)
+        return self._reply(p)
+
+    def call_all(self, cmd: str, args_per_partition: list) -> list:
+        for p, args in enumerate(args_per_partition):
+            self._send(p, cmd, args)
+        replies, failure = [], None
+        for p in range(self.parts):
+            try:
+                replies.append(self._reply(p))
+            except Exception as exc:  # noqa: BLE001 - read every reply before raising
+                failure = failure or exc
+                replies.append(None)
+        if failure is not None:
+            raise failure
+        return replies
+
+    def sweep(self, frontiers: dict, reports: list) -> list:
+        return self.call_all("sweep", [(frontiers, reports)] * self.parts)
+
+    def restart(self) -> None:
+        self.close_workers()
+        self.start(*self._start_args)
+
+    def close_workers(self) -> None:
+        for conn in self.conns:
+            try:
+                conn.send(("shutdown", ()))
+                conn.close()
+            except OSError:
+                pass
+        self.conns = []
+        self.launcher.stop()
+
+    def close(self) -> None:
+        self.close_workers()
+        self.listener.close()
+
+
+# -- the coordinator -------------------------------------------------------------------------
+
+class _RemoteOutput:
+    """Stands in for one partition's output operator (what :class:`~diffflow.Output` reads)."""
+
+    def __init__(self, runtime: "ClusterRuntime", node_id: int, partition: int):
+        self.runtime, self.node_id, self.partition = runtime, node_id, partition
+
+    @property
+    def accumulated(self):
+        return self
+
+    def contents(self):
+        rows, diffs, texts = self.runtime._read(self.partition, "contents", self.node_id)
+        self.runtime.symbols._text.update(texts)
+        return rows, diffs
+
+    def take_changes(self) -> list:
+        return self.runtime._take_changes(self.partition, self.node_id)
+
+
+class ClusterRuntime:
+    """Drives ``parts`` partition workers through a transport (see the module docstring).
+
+    ``checkpoint_every`` epochs (after a run that leaves nothing staged) every
+    worker writes its state under ``checkpoint_dir``; ``None`` never
+    checkpoints, so recovery replays every input from the start.
+    """
+
+    def __init__(self, graph, parts: int, symbols, transport, checkpoint_every: int | None = None,
+                 checkpoint_dir: str | None = None):
+        self.graph, self.parts, self.symbols = graph, parts, symbols
+        self.nodes = list(graph.nodes)
+        self.consumers = graph.consumers()
+        self.readers = {n.id: [c for c, _ in self.consumers[n.id]] for n in self.nodes}
+        self.transport = transport
+        self.checkpoint_every = checkpoint_every
+        self._own_checkpoint_dir = checkpoint_dir is None and checkpoint_every is not None
+        self.checkpoint_dir = checkpoint_dir
+        if self._own_checkpoint_dir:
+            self.checkpoint_dir = tempfile.mkdtemp(prefix="diffflow-checkpoint-")
+        self.checkpoint_path: str | None = None  # the last complete checkpoint
+        self.checkpoint_epoch = 0
+        self.log_closed: list = []  # per epoch closed since the checkpoint: its input entries
+        self.log_open: list = []    # entries of the open epoch
+        self.closed = 0             # epochs closed
+        self.computed = 0           # epochs computed by the last complete run
+        self.delivered: dict = {}   # (node, partition) -> epochs whose changes a reader took
+        self.recoveries = 0
+        self.sweeps = 0             # sweeps of the last run (a measure of its latency)
+        self.out_frontier = {n.id: ((0,) * n.dim,) for n in self.nodes}
+        self._synced_symbols = 0
+        self.transport.start(graph, dict(symbols._text))
+        self._synced_symbols = len(symbols._text)
+
+    @classmethod
+    def in_memory(cls, graph, parts: int, symbols, **kw) -> "ClusterRuntime":
+        """Workers as objects in this process (for tests of the protocol)."""
+        return cls(graph, parts, symbols, InMemoryTransport(parts), **kw)
+
+    @classmethod
+    def processes(cls, graph, parts: int, symbols, **kw) -> "ClusterRuntime":
+        """Workers as processes on this machine, bound to loopback."""
+        return cls(graph, parts, symbols, SocketTransport(parts, ProcessLauncher()), **kw)
+
+    # -- inputs ----------------------------------------------------------------------------
+    def stage(self, node_id: int, rows: np.ndarray, diffs: np.ndarray) -> None:
+        """Stage user updates at the open epoch, on the partitions owning each row."""
+        entry = ("rows", node_id, rows, diffs)
+        self.log_open.append(entry)
+        self._applying(self._apply_entry, entry)
+
+    def _apply_entry(self, entry) -> None:
+        self._sync_symbols()
+        kind, node_id = entry[0], entry[1]
+        if kind == "rows":
+            rows, diffs = entry[2], entry[3]
+            chunk = Updates(rows, np.zeros((len(rows), 1), np.int64), diffs)
+            pieces = split_by_partition(chunk, range(rows.shape[1]), self.parts)
+            self.transport.call_all("stage", [(node_id, piece.rows, piece.diffs)
+                                              for piece in pieces])
+        else:
+            self._apply_external(entry)
+
+    def _apply_external(self, entry) -> None:
+        raise NotImplementedError(f"input entry {entry[0]!r} needs the Spark runtime")
+
+    def close_epoch(self, node_ids) -> None:
+        entries, self.log_open = self.log_open, []
+        self.log_closed.append((list(node_ids), entries))
+        self.closed += 1
+        self._applying(self.transport.call_all, "close_epoch",
+                       [(list(node_ids),)] * self.parts)
+
+    def _sync_symbols(self) -> None:
+        text = self.symbols._text
+        if len(text) > self._synced_symbols:
+            fresh = dict(list(text.items())[self._synced_symbols:])
+            self.transport.call_all("symbols", [(fresh,)] * self.parts)
+            self._synced_symbols = len(text)
+
+    def _applying(self, fn, *args) -> None:
+        """Apply an already-logged input change; a lost worker is rebuilt from the log."""
+        try:
+            fn(*args)
+        except WorkerLost:
+            self._recover()
+
+    # -- running ---------------------------------------------------------------------------
+    def run(self) -> None:
+        """Sweep until no data is queued and frontiers are final; then compact and check loops."""
+        for attempt in range(3):
+            try:
+                self._run()
+                break
+            except WorkerLost:
+                if attempt == 2:
+                    raise
+                self._recover(run=False)
+        self._maybe_checkpoint()
+
+    def _run(self) -> None:
+        self._sync_symbols()
+        reports = self.transport.call_all("pointstamps", [()] * self.parts)
+        used = None
+        self.sweeps = 0
+        while True:
+            queued, held = _merge(reports)
+            frontiers = global_frontiers(self.nodes, self.consumers, queued, held)
+            if frontiers == used and not queued:
+                break
+            reports = self.transport.sweep(frontiers, reports)
+            used = frontiers
+            self.sweeps += 1
+        self.out_frontier = frontiers
+        epochs: set = set()
+        for found in self.transport.call_all("finish", [(frontiers, self.readers)] * self.parts):
+            epochs |= found
+        self.computed = self.closed
+        if epochs:
+            self._raise_overflow(epochs)
+
+    def _raise_overflow(self, epochs: set) -> None:
+        loops = [n.scope for n in self.nodes if n.kind == "feedback"]
+        scope = loops[0]
+        raise NonConvergenceError(
+            f"{scope.describe()} was still changing after {scope.max_rounds} rounds in "
+            f"epoch(s) {sorted(epochs)}; its results for them are cut at that round. "
+            f"Make sure the loop reaches a fixpoint (e.g. distinct() keeps set-valued "
+            f"recursion finite) or raise max_rounds. The dataflow stays usable.")
+
+    # -- checkpoints and recovery --------------------------------------------------------------
+    def _maybe_checkpoint(self) -> None:
+        if (self.checkpoint_every is None or self.log_open
+                or self.closed - self.checkpoint_epoch < self.checkpoint_every):
+            return
+        self.checkpoint()
+
+    def checkpoint(self) -> str:
+        """Write every partition's state now (after a run, nothing staged); returns its folder."""
+        if self.checkpoint_dir is None:
+            self.checkpoint_dir = tempfile.mkdtemp(prefix="diffflow-checkpoint-")
+            self._own_checkpoint_dir = True
+        folder = os.path.join(self.checkpoint_dir, f"epoch-{self.closed}")
+        os.makedirs(folder, exist_ok=True)
+        self.transport.call_all("checkpoint", [(os.path.join(folder, f"part-{p}.pkl"),)
+                                               for p in range(self.parts)])
+        old, self.checkpoint_path = self.checkpoint_path, folder
+        self.checkpoint_epoch = self.closed
+        self.log_closed = []
+        if old and old != folder:
+            shutil.rmtree(old, ignore_errors=True)
+        return folder
+
+    def _recover(self, run: bool = True) -> None:
+        """Fresh workers, the last checkpoint restored, the inputs since replayed."""
+        self.recoveries += 1
+        for attempt in range(3):
+            try:
+                self.transport.restart()
+                self._synced_symbols = len(self.symbols._text)
+                if self.checkpoint_path is not None:
+                    self.transport.call_all("restore", [
+                        (os.path.join(self.checkpoint_path, f"part-{p}.pkl"),)
+                        for p in range(self.parts)])
+                for node_ids, entries in self.log_closed:
+                    for entry in entries:
+                        self._apply_entry(entry)
+                    self.transport.call_all("close_epoch", [(node_ids,)] * self.parts)
+                for entry in self.log_open:
+                    self._apply_entry(entry)
+                if run:
+                    self._run()
+                return
+            except WorkerLost:
+                if attempt == 2:
+                    raise
+
+    def _read(self, p: int, cmd: str, node_id: int):
+        try:
+            return self.transport.call(p, cmd, node_id)
+        except WorkerLost:
+            self._recover()
+            return self.transport.call(p, cmd, node_id)
+
+    def _take_changes(self, p: int, node_id: int) -> list:
+        chunks, texts = self._read(p, "take_changes", node_id)
+        self.symbols._text.update(texts)
+        seen = self.delivered.get((node_id, p), 0)
+        self.delivered[(node_id, p)] = self.computed
+        out = []
+        for rows, times, diffs in chunks:
+            if seen and len(times) and times[:, 0].min() < seen:  # replayed after a recovery
+                keep = times[:, 0] >= seen
+                rows, times, diffs = rows[keep], times[keep], diffs[keep]
+            if len(diffs):
+                out.append(Updates(rows, times, diffs))
+        return out
+
+    # -- reading -----------------------------------------------------------------------------
+    def operators(self, node_id: int) -> list:
+        """Stand-ins for an output node's partitions (snapshot and changes read remotely)."""
+        return [_RemoteOutput(self, node_id, p) for p in range(self.parts)]
+
+    def spines(self) -> list:
+        """The traces of in-memory workers (remote workers keep theirs to themselves)."""
+        found = []
+        for w in getattr(self.transport, "workers", []):
+            for op in w.pw.ops.values():
+                for attr in ("spine", "out_spine"):
+                    spine = getattr(op, attr, None)
+                    if spine is not None:
+                        found.append(spine)
+        return found
+
+    def worker_pids(self) -> list:
+        """Process ids of the partition workers (for monitoring, and tests that kill one)."""
+        return list(getattr(self.transport, "pids", []))
+
+    def close(self) -> None:
+        """Stop the workers and remove this runtime's own checkpoint folder."""
+        self.transport.close()
+        if self._own_checkpoint_dir and self.checkpoint_dir:
+            shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+
+
+def _merge(reports: list) -> tuple[dict, dict]:
+    queued: dict = {}
+    held: dict = {}
+    for q_part, h_part in reports:
+        for nid, pts in q_part.items():
+            queued.setdefault(nid, []).extend(pts)
+        for nid, pts in h_part.items():
+            held.setdefault(nid, []).extend(pts)
+    return queued, held

@@ -1,0 +1,268 @@
+"""Partition worker processes: a :class:`PartitionWorker` behind a socket.
+
+``python -m diffflow.runtime.worker HOST PORT AUTHKEY_HEX BIND_HOST`` starts a
+worker that connects to the coordinator at ``HOST:PORT`` (a
+:mod:`multiprocessing.connection` listener; the shared ``authkey`` keeps
+strangers out), reports the address of its own listener, and then serves
+commands until the coordinator closes the connection.
+
+Three kinds of connection reach a worker:
+
+* the **coordinator**'s (one): commands such as ``stage``, ``sweep``,
+  ``checkpoint``; answered in order, one at a time;
+* **peers** (one from every other worker): the chunks a sweep routes to this
+  partition, as Arrow IPC streams (:mod:`diffflow.runtime.wire`);
+* **I/O tasks** (Spark tasks of bulk loads and reads): ``push`` rows under a
+  transaction token, committed or dropped later by the coordinator, and
+  ``pull`` an output's rows as an Arrow table.  They run in threads and take
+  the worker's lock, so they never see a half-finished command.
+
+:class:`WorkerCommands` is the command set without sockets; the in-memory
+transport of :mod:`diffflow.runtime.cluster` drives it directly.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import threading
+import traceback
+
+import numpy as np
+
+from ..arrangements.updates import Updates
+from ..schema import SymbolTable, decode_array
+from .partition import PartitionWorker
+from .wire import decode_arrays, recv_chunks, send_chunks
+
+
+class WorkerCommands:
+    """What a partition worker can be asked to do (``cmd_*``), independent of transport."""
+
+    def __init__(self):
+        self.pw: PartitionWorker | None = None
+        self.symbols = SymbolTable()
+        self.pushes: dict = {}  # token -> [(node_id, rows, diffs)]
+        self.lock = threading.RLock()
+
+    def cmd_init(self, graph_blob: bytes, partition: int, parts: int, symbols: dict) -> int:
+        graph = pickle.loads(graph_blob)
+        self.symbols = SymbolTable()
+        self.symbols._text.update(symbols)
+        self.pw = PartitionWorker(graph, partition, parts, self.symbols)
+        self.pushes = {}
+        return os.getpid()
+
+    def cmd_symbols(self, items: dict) -> None:
+        self.symbols._text.update(items)
+
+    def cmd_stage(self, node_id: int, rows: np.ndarray, diffs: np.ndarray) -> None:
+        self.pw.stage(node_id, rows, diffs)
+
+    def cmd_close_epoch(self, node_ids) -> None:
+        self.pw.close_epoch(node_ids)
+
+    def cmd_pointstamps(self):
+        return self.pw.pointstamps()
+
+    def cmd_finish(self, frontiers: dict, readers: dict) -> set:
+        return self.pw.finish(frontiers, readers)
+
+    def cmd_contents(self, node_id: int):
+        rows, diffs = self.pw.ops[node_id].accumulated.contents()
+        return rows, diffs, self._texts(node_id, rows)
+
+    def cmd_take_changes(self, node_id: int):
+        chunks = self.pw.ops[node_id].take_changes()
+        out = [(c.rows, c.times, c.diffs) for c in chunks]
+        texts: dict = {}
+        for c in chunks:
+            texts.update(self._texts(node_id, c.rows))
+        return out, texts
+
+    def _texts(self, node_id: int, rows: np.ndarray) -> dict:
+        """The strings behind the symbol ids in an output's ``str`` columns."""
+        schema = self.pw.nodes[node_id].schema
+        text = self.symbols._text
+        found: dict = {}
+        for j, kind in enumerate(schema.types):
+            if kind == "str" and len(rows):
+                for sid in np.unique(rows[:, j]).tolist():
+                    if sid in text:
+                        found[sid] = text[sid]
+        return found
+
+    def cmd_checkpoint(self, path: str) -> int:
+        state = self.pw.state()
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as fh:
+            pickle.dump({"ops": state, "symbols": dict(self.symbols._text)}, fh,
+                        protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+        return os.path.getsize(path)
+
+    def cmd_restore(self, path: str) -> None:
+        with open(path, "rb") as fh:
+            saved = pickle.load(fh)
+        self.symbols._text.update(saved["symbols"])
+        self.pw.restore(saved["ops"])
+
+    def cmd_commit_push(self, token: str) -> int:
+        staged = self.pushes.pop(token, [])
+        for node_id, rows, diffs in staged:
+            self.pw.stage(node_id, rows, diffs)
+        return sum(len(r) for _, r, _ in staged)
+
+    def cmd_abort_push(self, token: str) -> None:
+        self.pushes.pop(token, None)
+
+    def sweep_local(self, frontiers: dict, reports: list) -> list:
+        return self.pw.sweep(frontiers, reports)
+
+    # -- I/O task requests (threads; under the lock) ---------------------------------
+    def push(self, token: str, node_id: int, rows: np.ndarray, diffs: np.ndarray,
+             texts: dict) -> None:
+        with self.lock:
+            self.symbols._text.update(texts)
+            self.pushes.setdefault(token, []).append((node_id, rows, diffs))
+
+    def pull(self, node_id: int, what: str):
+        """An output's rows at this partition, decoded: ``(columns, diffs[, epochs])``."""
+        with self.lock:
+            schema = self.pw.nodes[node_id].schema
+            if what == "snapshot":
+                rows, diffs = self.pw.ops[node_id].accumulated.contents()
+                epochs = None
+            else:
+                chunks = self.pw.ops[node_id].take_changes()
+                width, dim = schema.width, self.pw.nodes[node_id].dim
+                from ..arrangements.updates import concat
+                merged = concat(chunks, width, dim).consolidated()
+                rows, diffs, epochs = merged.rows, merged.diffs, merged.times[:, 0].copy()
+            columns = [decode_array(rows[:, j], kind, self.symbols)
+                       for j, kind in enumerate(schema.types)]
+            return columns, diffs, epochs
+
+
+class WorkerServer(WorkerCommands):
+    """A worker process: serves the coordinator, exchanges chunks with peers, answers I/O."""
+
+    def __init__(self, coordinator: tuple, authkey: bytes, bind_host: str):
+        from multiprocessing.connection import Client, Listener
+
+        super().__init__()
+        self.authkey = authkey
+        self.listener = Listener((bind_host, 0), authkey=authkey)
+        self.incoming: dict = {}
+        self.outgoing: dict = {}
+        self.peers_ready = threading.Condition()
+        threading.Thread(target=self._accept, daemon=True).start()
+        self.conn = Client(coordinator, authkey=authkey)
+        self.conn.send(("hello", self.listener.address, os.getpid()))
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn = self.listener.accept()
+                kind = conn.recv()
+            except Exception:  # noqa: BLE001 - a failed handshake must not stop the worker
+                continue
+            if kind[0] == "peer":
+                with self.peers_ready:
+                    self.incoming[kind[1]] = conn
+                    self.peers_ready.notify_all()
+            else:
+                threading.Thread(target=self._serve_io, args=(conn,), daemon=True).start()
+
+    def _serve_io(self, conn) -> None:
+        try:
+            while True:
+                request = conn.recv()
+                if request[0] == "push":
+                    _, token, node_id, diff_sign, texts = request
+                    rows = decode_arrays(conn.recv_bytes())[0]
+                    self.push(token, node_id, rows, np.full(len(rows), diff_sign, np.int64), texts)
+                    conn.send("ok")
+                elif request[0] == "pull":
+                    conn.send(self.pull(request[1], request[2]))
+        except (EOFError, OSError):
+            pass
+        except Exception as exc:  # noqa: BLE001 - report to the I/O task, keep serving others
+            try:
+                conn.send(("error", f"{type(exc).__name__}: {exc}"))
+            except OSError:
+                pass
+
+    def cmd_peers(self, addresses: list) -> None:
+        from multiprocessing.connection import Client
+
+        me = self.pw.partition
+        for q, address in enumerate(addresses):
+            if q != me:
+                conn = Client(tuple(address), authkey=self.authkey)
+                conn.send(("peer", me))
+                self.outgoing[q] = conn
+        with self.peers_ready:
+            self.peers_ready.wait_for(lambda: len(self.incoming) == len(addresses) - 1,
+                                      timeout=60)
+        if len(self.incoming) != len(addresses) - 1:
+            raise RuntimeError(f"worker {me}: only {len(self.incoming)} of "
+                               f"{len(addresses) - 1} peers connected within 60 s")
+
+    def cmd_sweep(self, frontiers: dict, reports: list):
+        failure = None
+        try:
+            outgoing = self.sweep_local(frontiers, reports)
+        except Exception as exc:  # noqa: BLE001 - still exchange, so peers are not left waiting
+            failure, outgoing = exc, [[] for _ in range(self.pw.parts)]
+        errors: list = []
+
+        def send_all():
+            try:
+                for q, conn in self.outgoing.items():
+                    send_chunks(conn, outgoing[q])
+            except Exception as exc:  # noqa: BLE001
+                errors.append(exc)
+
+        sender = threading.Thread(target=send_all)
+        sender.start()
+        for conn in self.incoming.values():
+            for consumer, port, chunk in recv_chunks(conn):
+                self.pw.receive(consumer, port, chunk)
+        sender.join()
+        if failure is not None:
+            raise failure
+        if errors:
+            raise errors[0]
+        return self.pw.pointstamps()
+
+    def serve(self) -> None:
+        while True:
+            try:
+                cmd, args = self.conn.recv()
+            except (EOFError, OSError):
+                break
+            if cmd == "shutdown":
+                break
+            try:
+                with self.lock:
+                    result = getattr(self, "cmd_" + cmd)(*args)
+                reply = ("ok", result)
+            except Exception as exc:  # noqa: BLE001 - every failure goes back to the coordinator
+                reply = ("error", type(exc).__name__, str(exc), traceback.format_exc())
+            try:
+                self.conn.send(reply)
+            except (OSError, pickle.PicklingError) as exc:
+                self.conn.send(("error", type(exc).__name__, str(exc), ""))
+
+
+def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    host, port, authkey, bind_host = argv[0], int(argv[1]), bytes.fromhex(argv[2]), argv[3]
+    server = WorkerServer((host, port), authkey, bind_host)
+    server.serve()
+    os._exit(0)  # peers' threads and sockets die with the process
+
+
+if __name__ == "__main__":
+    main()
