@@ -13,6 +13,7 @@ import pytest
 
 import diffflow as dd
 from datalog_reference import evaluate
+from helpers import RUNTIME_OPTIONS
 
 NUM = ("num", range(-3, 5))
 NODE = ("num", range(0, 6))
@@ -142,12 +143,17 @@ def _schedule(rng, inputs, commits=5):
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_incremental_matches_reference(name, seed, partitions):
+    check_program_against_reference(name, seed, partitions)
+
+
+def check_program_against_reference(name, seed, partitions, steps=None):
+    """Random commits of ``PROGRAMS[name]`` on the suite's runtime, checked at every commit."""
     source, inputs = PROGRAMS[name]
     rng = random.Random(f"{name}-{seed}")
-    program = dd.Program(source, partitions=partitions)
+    program = dd.Program(source, partitions=partitions, **RUNTIME_OPTIONS)
     facts = {n: set() for n in inputs}
     previous = {r: set() for r in program.relations}
-    for step, ops in enumerate(_schedule(rng, inputs)):
+    for step, ops in enumerate(_schedule(rng, inputs, steps or 5)):
         for op, relation, rows in ops:
             getattr(program, op)(relation, rows)
             if op == "insert":
@@ -165,12 +171,13 @@ def test_incremental_matches_reference(name, seed, partitions):
             assert change == want, (name, step, relation)
             assert program.size(relation) == len(got)
             previous[relation] = got
-    fresh = dd.Program(source, partitions=partitions)
+    fresh = dd.Program(source, partitions=partitions)  # local runtime, from scratch
     for relation, rows in facts.items():
         fresh.insert(relation, sorted(rows))
     fresh.commit()
     for relation in program.relations:
         assert fresh.relation(relation) == program.relation(relation), relation
+    program.close()
 
 
 def test_reference_evaluator_knows_soufflé_arithmetic():

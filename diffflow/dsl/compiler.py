@@ -55,9 +55,12 @@ class Compiled:
 
 
 def compile_program(analysed: Analysed, partitions: int = 1, outputs=None,
-                    max_rounds: int = 10_000) -> Compiled:
-    """Build the dataflow; ``outputs`` names relations to observe (default: all)."""
-    return _Compiler(analysed, partitions, outputs, max_rounds).run()
+                    max_rounds: int = 10_000, flow_options: dict | None = None) -> Compiled:
+    """Build the dataflow; ``outputs`` names relations to observe (default: all).
+
+    ``flow_options`` go to :class:`~diffflow.Dataflow` (runtime, spark, checkpoints).
+    """
+    return _Compiler(analysed, partitions, outputs, max_rounds, flow_options or {}).run()
 
 
 @dataclass
@@ -84,9 +87,10 @@ class _Frame:
 
 
 class _Compiler:
-    def __init__(self, analysed: Analysed, partitions: int, outputs, max_rounds: int):
+    def __init__(self, analysed: Analysed, partitions: int, outputs, max_rounds: int,
+                 flow_options: dict):
         self.analysed, self.max_rounds = analysed, max_rounds
-        self.flow = coll.Dataflow(partitions=partitions)
+        self.flow = coll.Dataflow(partitions=partitions, **flow_options)
         self.inputs, self.values, self.outputs = {}, {}, {}
         self.wanted = set(analysed.relations) if outputs is None else set(outputs)
         self.unit = None

@@ -40,10 +40,15 @@ class Program:
     default; fewer saves the memory of their result copies; ``"directives"``
     means those with ``.output`` or ``.printsize``).  A recursive stratum still
     changing after ``max_rounds`` rounds raises :class:`~diffflow.NonConvergenceError`.
+    ``runtime``, ``spark``, ``checkpoint_every`` and ``checkpoint_dir`` choose
+    where it runs, as for :class:`~diffflow.Dataflow` (``runtime="spark"``
+    needs ``spark=session``).
     """
 
     def __init__(self, source: str, partitions: int = 1, filename: str = "<program>",
-                 outputs=None, max_rounds: int = 10_000):
+                 outputs=None, max_rounds: int = 10_000, *, runtime: str = "local",
+                 spark=None, checkpoint_every: int | None = None,
+                 checkpoint_dir: str | None = None):
         self.source, self.filename = source, filename
         self.ast = parse(source, filename)
         self.analysed = analyse(self.ast, source)
@@ -53,7 +58,9 @@ class Program:
         if outputs is not None:
             for name in outputs:
                 self._relation(name)
-        self._compiled = compile_program(self.analysed, partitions, outputs, max_rounds)
+        options = dict(runtime=runtime, spark=spark, checkpoint_every=checkpoint_every,
+                       checkpoint_dir=checkpoint_dir)
+        self._compiled = compile_program(self.analysed, partitions, outputs, max_rounds, options)
         self.flow = self._compiled.flow
         self._present = {name: np.zeros((0, inp.schema.width), np.int64)
                          for name, inp in self._compiled.inputs.items()}
@@ -67,11 +74,18 @@ class Program:
 
     @classmethod
     def from_file(cls, path, partitions: int = 1, outputs=None,
-                  max_rounds: int = 10_000) -> "Program":
+                  max_rounds: int = 10_000, **runtime_options) -> "Program":
         """Read and compile a ``.dl`` file (errors name the file)."""
         with open(path, encoding="utf-8") as f:
             return cls(f.read(), partitions=partitions, filename=str(path), outputs=outputs,
-                       max_rounds=max_rounds)
+                       max_rounds=max_rounds, **runtime_options)
+
+    def close(self) -> None:
+        """Stop the workers of a multi-process or Spark runtime (see :meth:`Dataflow.close`).
+
+        >>> Program(".decl e(x: number)").close()
+        """
+        self.flow.close()
 
     # -- facts in -------------------------------------------------------------------------
     def _relation(self, name):
