@@ -111,14 +111,14 @@ def _picklable(graph) -> bool:
 
 
 class ProcessLauncher:
-    """Starts partition workers as processes on this machine (``python -m ...worker``)."""
+    """Starts partition worker processes on this machine (``python -m ...worker``)."""
 
     def __init__(self):
         self.procs: list = []
 
-    def launch(self, parts: int, address: tuple, authkey: bytes, bind_host: str) -> None:
+    def launch(self, count: int, address: tuple, authkey: bytes, bind_host: str) -> None:
         env = dict(os.environ, SPARK_LOCAL_IP=bind_host)
-        for _ in range(parts):
+        for _ in range(count):
             self.procs.append(subprocess.Popen(
                 [sys.executable, "-m", "diffflow.runtime.worker", address[0], str(address[1]),
                  authkey.hex(), bind_host], env=env, stdin=subprocess.DEVNULL))
@@ -131,52 +131,45 @@ class ProcessLauncher:
         self.procs = []
 
 
-class SocketTransport:
-    """Worker processes reached over authenticated sockets; they exchange chunks directly."""
+class WorkerPool:
+    """Idle partition workers, connected and waiting for a dataflow.
 
-    def __init__(self, parts: int, launcher, bind_host: str = "127.0.0.1",
-                 start_timeout: float = 120.0):
+    Starting a worker costs seconds (a process, imports, numba's cached
+    kernels; on Spark a barrier stage), so a finished dataflow hands its
+    workers back (``reset``) and the next one takes them.  Workers exit when
+    the pool's connection to them closes, e.g. when this process ends.
+    """
+
+    def __init__(self, launcher, bind_host: str = "127.0.0.1", start_timeout: float = 180.0):
         from multiprocessing.connection import Listener
 
-        self.parts, self.launcher, self.bind_host = parts, launcher, bind_host
-        self.start_timeout = start_timeout
+        self.launcher, self.bind_host, self.start_timeout = launcher, bind_host, start_timeout
         self.authkey = os.urandom(16)
         self.listener = Listener((bind_host, 0), authkey=self.authkey)
-        self.conns: list = []
-        self.addresses: list = []
-        self.pids: list = []
-        self._start_args = None
+        self.idle: list = []  # [(conn, peer address, pid)]
 
     @property
     def address(self) -> tuple:
         return self.listener.address
 
-    def start(self, graph, symbols: dict) -> None:
-        try:
-            import cloudpickle as pickler
-        except ImportError:  # pragma: no cover - cloudpickle is a dependency
-            import pickle as pickler
-        self._start_args = (graph, symbols)
-        blob = pickler.dumps(graph)
-        self.launcher.launch(self.parts, self.address, self.authkey, self.bind_host)
-        hellos = self._accept_all()
-        self.conns = [conn for conn, _ in hellos]
-        self.addresses = [hello[1] for _, hello in hellos]
-        self.pids = [hello[2] for _, hello in hellos]
-        for p, conn in enumerate(self.conns):
-            conn.send(("init", (blob, p, self.parts, symbols)))
-        for p in range(self.parts):
-            self._reply(p)
-        self.call_all("peers", [(self.addresses,)] * self.parts)
+    def take(self, count: int) -> list:
+        """``count`` workers, launching what the pool lacks."""
+        self.idle = [w for w in self.idle if _alive(w[2])]
+        missing = count - len(self.idle)
+        if missing > 0:
+            self.launcher.launch(missing, self.address, self.authkey, self.bind_host)
+            self.idle.extend(self._accept(missing))
+        taken, self.idle = self.idle[:count], self.idle[count:]
+        return taken
 
-    def _accept_all(self) -> list:
+    def _accept(self, count: int) -> list:
         sock = self.listener._listener._socket  # accept() has no timeout argument
         deadline = time.monotonic() + self.start_timeout
         found = []
-        while len(found) < self.parts:
+        while len(found) < count:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise WorkerLost(f"only {len(found)} of {self.parts} partition workers started "
+                raise WorkerLost(f"only {len(found)} of {count} partition workers started "
                                  f"within {self.start_timeout:.0f} s")
             sock.settimeout(left)
             try:
@@ -185,8 +178,78 @@ class SocketTransport:
                 continue
             finally:
                 sock.settimeout(None)
-            found.append((conn, conn.recv()))
+            _, address, pid = conn.recv()
+            found.append((conn, address, pid))
         return found
+
+    def give_back(self, workers: list) -> None:
+        """Reset workers and keep them for the next dataflow (dead ones are dropped)."""
+        for conn, address, pid in workers:
+            try:
+                conn.send(("reset", ()))
+                if conn.poll(30) and conn.recv()[0] == "ok":
+                    self.idle.append((conn, address, pid))
+                    continue
+            except (EOFError, OSError):
+                pass
+            conn.close()
+
+    def close(self) -> None:
+        for conn, _, _ in self.idle:
+            conn.close()
+        self.idle = []
+        self.listener.close()
+        self.launcher.stop()
+
+
+def _alive(pid: int) -> bool:
+    """Whether a local worker process still runs (remote pids cannot be checked: assume so)."""
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+
+
+_PROCESS_POOL: WorkerPool | None = None
+
+
+def process_pool() -> WorkerPool:
+    """The pool of local worker processes this process shares between dataflows."""
+    global _PROCESS_POOL
+    if _PROCESS_POOL is None:
+        _PROCESS_POOL = WorkerPool(ProcessLauncher())
+    return _PROCESS_POOL
+
+
+class SocketTransport:
+    """Worker processes reached over authenticated sockets; they exchange chunks directly."""
+
+    def __init__(self, parts: int, pool: WorkerPool):
+        self.parts, self.pool = parts, pool
+        self.workers: list = []  # [(conn, peer address, pid)] by partition
+        self._start_args = None
+
+    @property
+    def conns(self) -> list:
+        return [w[0] for w in self.workers]
+
+    @property
+    def pids(self) -> list:
+        return [w[2] for w in self.workers]
+
+    def start(self, graph, symbols: dict) -> None:
+        try:
+            import cloudpickle as pickler
+        except ImportError:  # pragma: no cover - cloudpickle is a dependency
+            import pickle as pickler
+        self._start_args = (graph, symbols)
+        blob = pickler.dumps(graph)
+        self.workers = self.pool.take(self.parts)
+        self.call_all("init", [(blob, p, self.parts, symbols) for p in range(self.parts)])
+        self.call_all("peers", [([w[1] for w in self.workers],)] * self.parts)
 
     def _reply(self, p: int):
         try:
@@ -211,15 +274,23 @@ class SocketTransport:
         return self._reply(p)
 
     def call_all(self, cmd: str, args_per_partition: list) -> list:
+        failure = None
+        sent = []
         for p, args in enumerate(args_per_partition):
-            self._send(p, cmd, args)
-        replies, failure = [], None
-        for p in range(self.parts):
             try:
-                replies.append(self._reply(p))
-            except Exception as exc:  # noqa: BLE001 - read every reply before raising
+                self._send(p, cmd, args)
+                sent.append(p)
+            except WorkerLost as exc:
                 failure = failure or exc
-                replies.append(None)
+        replies = [None] * self.parts
+        for p in sent:
+            try:
+                replies[p] = self._reply(p)
+            except Exception as exc:  # noqa: BLE001 - read every reply before raising
+                # a lost worker explains the others' errors, so it wins
+                if failure is None or (isinstance(exc, WorkerLost)
+                                       and not isinstance(failure, WorkerLost)):
+                    failure = exc
         if failure is not None:
             raise failure
         return replies
@@ -228,22 +299,14 @@ class SocketTransport:
         return self.call_all("sweep", [(frontiers, reports)] * self.parts)
 
     def restart(self) -> None:
-        self.close_workers()
+        """Survivors go back to the pool, reset; the next start takes fresh ones as needed."""
+        self.pool.give_back(self.workers)
+        self.workers = []
         self.start(*self._start_args)
 
-    def close_workers(self) -> None:
-        for conn in self.conns:
-            try:
-                conn.send(("shutdown", ()))
-                conn.close()
-            except OSError:
-                pass
-        self.conns = []
-        self.launcher.stop()
-
     def close(self) -> None:
-        self.close_workers()
-        self.listener.close()
+        self.pool.give_back(self.workers)
+        self.workers = []
 
 
 # -- the coordinator -------------------------------------------------------------------------
@@ -309,7 +372,7 @@ class ClusterRuntime:
     @classmethod
     def processes(cls, graph, parts: int, symbols, **kw) -> "ClusterRuntime":
         """Workers as processes on this machine, bound to loopback."""
-        return cls(graph, parts, symbols, SocketTransport(parts, ProcessLauncher()), **kw)
+        return cls(graph, parts, symbols, SocketTransport(parts, process_pool()), **kw)
 
     # -- inputs ----------------------------------------------------------------------------
     def stage(self, node_id: int, rows: np.ndarray, diffs: np.ndarray) -> None:
@@ -473,7 +536,8 @@ class ClusterRuntime:
     def spines(self) -> list:
         """The traces of in-memory workers (remote workers keep theirs to themselves)."""
         found = []
-        for w in getattr(self.transport, "workers", []):
+        workers = self.transport.workers if isinstance(self.transport, InMemoryTransport) else []
+        for w in workers:
             for op in w.pw.ops.values():
                 for attr in ("spine", "out_spine"):
                     spine = getattr(op, attr, None)

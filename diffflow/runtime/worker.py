@@ -209,6 +209,14 @@ class WorkerServer(WorkerCommands):
             raise RuntimeError(f"worker {me}: only {len(self.incoming)} of "
                                f"{len(addresses) - 1} peers connected within 60 s")
 
+    def cmd_reset(self) -> None:
+        """Forget the dataflow (back to the pool): drop state and peer connections."""
+        for conn in list(self.outgoing.values()) + list(self.incoming.values()):
+            conn.close()
+        self.outgoing, self.incoming = {}, {}
+        self.pw, self.pushes = None, {}
+        self.symbols = SymbolTable()
+
     def cmd_sweep(self, frontiers: dict, reports: list):
         failure = None
         try:
