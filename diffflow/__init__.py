@@ -21,8 +21,9 @@ from .expr import col, lit
 from .iteration import Loop, Variable
 from .runtime.local import NonConvergenceError, OperatorError
 from .schema import Schema
+from .streaming import StreamingView
 
 __all__ = ["Dataflow", "Collection", "InputCollection", "Arranged", "Output", "Aggregate",
            "Loop", "Variable", "GraphError", "OperatorError", "NonConvergenceError", "Schema",
-           "Program", "DatalogError", "col", "lit", "count", "sum", "min", "max"]
+           "Program", "DatalogError", "StreamingView", "col", "lit", "count", "sum", "min", "max"]
 __version__ = "0.1.0"

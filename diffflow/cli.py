@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     except DatalogError as exc:
         print(str(exc), file=sys.stderr)
         return 1
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"diffflow: error: {message}", file=sys.stderr)
         return 1
@@ -61,8 +61,11 @@ def _parser():
     run.add_argument("-F", "--fact-dir", default=".", help="folder of <relation>.facts files")
     run.add_argument("-D", "--output-dir", default=".",
                      help="folder for <relation>.csv outputs; '-' prints them to stdout")
-    run.add_argument("-j", "--jobs", type=int, default=1,
-                     help="number of partitions (workers) of the local runtime")
+    run.add_argument("-j", "--jobs", type=int, default=None,
+                     help="number of partitions (workers); default 1, or 2 with --spark")
+    run.add_argument("--spark", metavar="MASTER",
+                     help="run on Spark with this master URL (e.g. local[2], spark://host:7077); "
+                          "needs Java 17/21")
     run.add_argument("--updates", metavar="DIR",
                      help="apply the numbered steps in DIR incrementally after the initial run")
     run.add_argument("-v", "--verbose", action="store_true",
@@ -97,12 +100,20 @@ def _run(args) -> int:
     from .dsl.program import Program
 
     report = _Reporter(args.verbose)
-    if args.jobs < 1:
-        raise ValueError(f"-j must be at least 1, got {args.jobs}")
+    jobs = args.jobs if args.jobs is not None else (2 if args.spark else 1)
+    if jobs < 1:
+        raise ValueError(f"-j must be at least 1, got {jobs}")
     if not os.path.isdir(args.fact_dir):
         raise ValueError(f"fact directory {args.fact_dir!r} does not exist")
     started = time.perf_counter()
-    program = Program.from_file(args.program, partitions=args.jobs, outputs="directives")
+    options = {}
+    if args.spark:
+        from .runtime.spark import local_session  # the only module that imports pyspark
+
+        options = dict(runtime="spark", spark=local_session(args.spark))
+        report.timed(f"started Spark ({args.spark})", time.perf_counter() - started)
+        started = time.perf_counter()
+    program = Program.from_file(args.program, partitions=jobs, outputs="directives", **options)
     steps = _steps(args.updates) if args.updates else []  # validate before computing
     counts = program.load_facts(args.fact_dir, progress=report)
     if args.verbose or sum(counts.values()) >= 100_000:
@@ -125,6 +136,7 @@ def _run(args) -> int:
                      time.perf_counter() - started)
         _write_changes(program, args.output_dir, number)
         _print_sizes(program)
+    program.close()
     return 0
 
 

@@ -654,6 +654,51 @@ class InputCollection(Collection):
         diffs_arr = _as_diffs(diffs, len(encoded), self.name)
         self._staged.append((encoded, diffs_arr))
 
+    def insert_dataframe(self, df) -> None:
+        """Add the rows of a Spark DataFrame at the current epoch (Spark runtime only).
+
+        Spark tasks push the rows straight to the partition workers as Arrow
+        batches (nothing is collected on the driver).  Columns must match the
+        input's names and types; on any error nothing is staged.
+
+        >>> flow = Dataflow(); a = flow.input("a", ["x"])
+        >>> a.insert_dataframe(None)
+        Traceback (most recent call last):
+        TypeError: input 'a': insert_dataframe needs runtime='spark'; on this runtime pass rows (e.g. df.toPandas()) to insert()
+        """
+        self._push_dataframe(df, +1)
+
+    def remove_dataframe(self, df) -> None:
+        """Remove the rows of a Spark DataFrame at the current epoch (see :meth:`insert_dataframe`).
+
+        >>> flow = Dataflow(); a = flow.input("a", ["x"])
+        >>> a.remove_dataframe(None)
+        Traceback (most recent call last):
+        TypeError: input 'a': remove_dataframe needs runtime='spark'; on this runtime pass rows (e.g. df.toPandas()) to remove()
+        """
+        self._push_dataframe(df, -1)
+
+    def update_dataframe(self, df) -> None:
+        """Apply a DataFrame of changes: the input's columns plus an integer ``diff`` column.
+
+        >>> flow = Dataflow(); a = flow.input("a", ["x"])
+        >>> a.update_dataframe(None)
+        Traceback (most recent call last):
+        TypeError: input 'a': update_dataframe needs runtime='spark'; on this runtime pass rows (e.g. df.toPandas()) to update()
+        """
+        self._push_dataframe(df, None)
+
+    def _push_dataframe(self, df, sign) -> None:
+        method = {1: "insert", -1: "remove", None: "update"}[sign]
+        if self.flow.runtime_name != "spark":
+            raise TypeError(f"input {self.name!r}: {method}_dataframe needs runtime='spark'; on "
+                            f"this runtime pass rows (e.g. df.toPandas()) to {method}()")
+        if not hasattr(df, "mapInArrow"):
+            raise TypeError(f"input {self.name!r}: {method}_dataframe expects a Spark DataFrame, "
+                            f"got {type(df).__name__}")
+        runtime = self.flow._ensure_runtime()
+        runtime.push_dataframe(self.node.id, self.schema, df, sign, self.name)
+
     def _stage_encoded(self, rows: np.ndarray, diffs: np.ndarray) -> None:
         """Stage rows already encoded by :meth:`_encode` (no second validation)."""
         self._staged.append((rows, diffs))
@@ -872,6 +917,29 @@ class Output:
                              f"read it with snapshot() instead")
         rows = [r for r, m in snap.items() for _ in range(m)]
         return pd.DataFrame(rows, columns=list(self.node.schema.names))
+
+    def to_dataframe(self):
+        """The current collection as a Spark DataFrame, one row per copy (Spark runtime only).
+
+        Spark tasks pull each partition's rows from its worker; the result is
+        materialised at once, so it stays the snapshot of this moment.
+        """
+        return self._spark_runtime("to_dataframe").output_dataframe(
+            self.node.id, self.node.schema, "snapshot")
+
+    def changes_dataframe(self):
+        """The changes since the last read as a Spark DataFrame ``(columns..., epoch, diff)``.
+
+        Like :meth:`changes`, each change is handed out once.
+        """
+        return self._spark_runtime("changes_dataframe").output_dataframe(
+            self.node.id, self.node.schema, "changes")
+
+    def _spark_runtime(self, method: str):
+        if self.flow.runtime_name != "spark":
+            raise TypeError(f"output {self.name!r}: {method}() needs runtime='spark'; on this "
+                            f"runtime use to_pandas() or changes()")
+        return self.flow._ensure_runtime()
 
     def __repr__(self) -> str:
         return f"<Output {self.name or self.node.id} {self.node.schema!r}>"

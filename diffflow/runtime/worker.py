@@ -178,10 +178,11 @@ class WorkerServer(WorkerCommands):
         try:
             while True:
                 request = conn.recv()
-                if request[0] == "push":
-                    _, token, node_id, diff_sign, texts = request
-                    rows = decode_arrays(conn.recv_bytes())[0]
-                    self.push(token, node_id, rows, np.full(len(rows), diff_sign, np.int64), texts)
+                if request[0] == "push":  # rows with their diffs as the last column
+                    _, token, node_id, texts = request
+                    block = decode_arrays(conn.recv_bytes())[0]
+                    self.push(token, node_id, np.ascontiguousarray(block[:, :-1]),
+                              block[:, -1].copy(), texts)
                     conn.send("ok")
                 elif request[0] == "pull":
                     conn.send(self.pull(request[1], request[2]))

