@@ -210,7 +210,7 @@ def test_streaming_view_on_a_spark_dataflow_input(spark):
 
 # -- command line --------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("query", ["transitive_closure", "same_generation"])
+@pytest.mark.parametrize("query", ["same_generation"])
 def test_cli_spark_writes_the_local_bytes(query, tmp_path):
     folder = os.path.join(REPO, "queries", query)
     outputs = {}

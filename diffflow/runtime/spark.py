@@ -43,9 +43,11 @@ Design (measured choices; figures in ``../shared/SPARK.md`` and ``bench/README.m
   everything, ``checkpoint_every=k`` adds one state write every ``k``
   epochs.
 
->>> import diffflow as dd                                    # doctest: +SKIP
->>> spark = local_session()                                  # doctest: +SKIP
->>> flow = dd.Dataflow(runtime="spark", spark=spark, partitions=2)  # doctest: +SKIP
+Example (tests/test_spark.py runs these paths against one shared session)::
+
+    import diffflow as dd
+    spark = local_session()
+    flow = dd.Dataflow(runtime="spark", spark=spark, partitions=2)
 """
 from __future__ import annotations
 
@@ -102,7 +104,9 @@ def local_session(master: str = "local[2]", app_name: str = "diffflow", **conf):
     Raises ``RuntimeError`` naming the fix when no Java 17/21 is installed.
     Extra ``conf`` entries are passed as Spark configuration.
 
-    >>> spark = local_session()        # doctest: +SKIP
+    Example (starting a JVM takes seconds, so it is not a doctest)::
+
+        spark = local_session("local[2]", spark_sql_shuffle_partitions=2)
     """
     problem = java_problem()
     if problem:
