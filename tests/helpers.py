@@ -32,7 +32,10 @@ def clean(counter) -> dict:
 
 def check_traces(flow) -> None:
     """Assert the invariants of every spine held by the runtime."""
-    for spine in flow._runtime.spines():
+    runtime = flow._runtime
+    if hasattr(runtime, "check_traces"):  # partition workers check their own traces
+        assert runtime.check_traces() > 0 or not runtime.spines()
+    for spine in runtime.spines():
         spine._check()
 
 

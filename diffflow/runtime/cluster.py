@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import weakref
 
 import numpy as np
 
@@ -362,6 +363,8 @@ class ClusterRuntime:
         self.out_frontier = {n.id: ((0,) * n.dim,) for n in self.nodes}
         self._synced_symbols = 0
         self.transport.start(graph, dict(symbols._text))
+        # workers go back to their pool even if the user never calls close()
+        self._release = weakref.finalize(self, transport.close)
         self._synced_symbols = len(symbols._text)
 
     @classmethod
@@ -545,13 +548,17 @@ class ClusterRuntime:
                         found.append(spine)
         return found
 
+    def check_traces(self) -> int:
+        """Check the invariants of every trace on every worker; returns how many were checked."""
+        return sum(self.transport.call_all("check_traces", [()] * self.parts))
+
     def worker_pids(self) -> list:
         """Process ids of the partition workers (for monitoring, and tests that kill one)."""
         return list(getattr(self.transport, "pids", []))
 
     def close(self) -> None:
         """Stop the workers and remove this runtime's own checkpoint folder."""
-        self.transport.close()
+        self._release()
         if self._own_checkpoint_dir and self.checkpoint_dir:
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
 

@@ -92,6 +92,17 @@ class WorkerCommands:
                         found[sid] = text[sid]
         return found
 
+    def cmd_check_traces(self) -> int:
+        """Assert every trace's invariants (sorted, consolidated, times inside descriptions)."""
+        count = 0
+        for op in self.pw.ops.values():
+            for attr in ("spine", "out_spine"):
+                spine = getattr(op, attr, None)
+                if spine is not None:
+                    spine._check()
+                    count += 1
+        return count
+
     def cmd_checkpoint(self, path: str) -> int:
         state = self.pw.state()
         tmp = path + ".tmp"
