@@ -48,6 +48,34 @@ class OperatorError(RuntimeError):
     """An operator failed while processing data; names the operator and the user's line."""
 
 
+def step_operator(op, node, inputs: list, antichains: list) -> list:
+    """``op.step`` with any failure re-raised as an :class:`OperatorError` naming the node."""
+    try:
+        return op.step(inputs, antichains)
+    except OperatorError:
+        raise
+    except Exception as exc:
+        raise OperatorError(f"operator {node.describe()} failed: "
+                            f"{type(exc).__name__}: {exc}") from exc
+
+
+class AntichainCache:
+    """Antichains for tuple frontiers, cached: the same few frontiers repeat a lot."""
+
+    def __init__(self):
+        self._found: dict = {}
+
+    def __call__(self, frontier: tuple, dim: int) -> Antichain:
+        found = self._found.get((frontier, dim))
+        if found is None:
+            arr = np.array(frontier, dtype=np.int64).reshape(len(frontier), dim)
+            found = Antichain._from_minimal(arr)
+            if len(self._found) > 10_000:
+                self._found.clear()
+            self._found[(frontier, dim)] = found
+        return found
+
+
 class NonConvergenceError(RuntimeError):
     """A loop still changed after its round limit (the run finished with the loop cut there)."""
 
@@ -75,7 +103,7 @@ class LocalRuntime:
         self.out_frontier = {n.id: ((0,) * n.dim,) for n in self.nodes}  # tuple frontiers
         self.seen_frontiers = {n.id: None for n in self.nodes}
         self.has_loops = any(n.kind == "feedback" for n in self.nodes)
-        self._antichains: dict = {}
+        self.antichain = AntichainCache()
         self._cap_frontiers: dict = {}  # id(capability array) -> (array, its frontier)
         self.readers = {n.id: [c for c, _ in self.consumers[n.id]] for n in self.nodes}
 
@@ -104,17 +132,6 @@ class LocalRuntime:
             self._recompute_frontiers()
         self._compact()
         self._check_loops()
-
-    def antichain(self, frontier: tuple, dim: int) -> Antichain:
-        """The Antichain for a tuple frontier (cached: frontiers repeat a lot)."""
-        found = self._antichains.get((frontier, dim))
-        if found is None:
-            arr = np.array(frontier, dtype=np.int64).reshape(len(frontier), dim)
-            found = Antichain._from_minimal(arr)
-            if len(self._antichains) > 10_000:
-                self._antichains.clear()
-            self._antichains[(frontier, dim)] = found
-        return found
 
     def _array_frontier(self, arr) -> tuple:
         """:func:`array_frontier`, remembered per array (held data rarely changes)."""
@@ -209,13 +226,7 @@ class LocalRuntime:
                 inputs = self.queues[p][nid]
                 self.queues[p][nid] = [[] for _ in node.inputs]
                 op = ops[nid]
-                try:
-                    outs = op.step(inputs, antichains)
-                except OperatorError:
-                    raise
-                except Exception as exc:
-                    raise OperatorError(f"operator {node.describe()} failed: "
-                                        f"{type(exc).__name__}: {exc}") from exc
+                outs = step_operator(op, node, inputs, antichains)
                 if outs:
                     self._route(node, p, outs)
                 caps.append(op.capabilities())

@@ -34,9 +34,8 @@ import numpy as np
 
 from ..arrangements.arrangement import split_by_partition
 from ..dataflow.progress import array_frontier, minimal_tuples, node_out_frontier
-from ..lattice import Antichain
 from ..operators.base import OperatorContext
-from .local import OPERATORS, OperatorError, _input_dim
+from .local import OPERATORS, AntichainCache, _input_dim, step_operator
 
 # attributes rebuilt from the graph when a worker is restored (never checkpointed)
 _REBUILT = frozenset({"node", "ctx", "reducer"})
@@ -55,7 +54,7 @@ class PartitionWorker:
             self.ops[node.id] = OPERATORS[node.kind](node, ctx)
         self.queues = {n.id: [[] for _ in n.inputs] for n in self.nodes}
         self.seen: dict = {n.id: None for n in self.nodes}
-        self._antichains: dict = {}
+        self._antichain = AntichainCache()
 
     # -- inputs ----------------------------------------------------------------------
     def stage(self, node_id: int, rows: np.ndarray, diffs: np.ndarray) -> None:
@@ -84,16 +83,6 @@ class PartitionWorker:
             if caps is not None and len(caps):
                 held[nid] = array_frontier(caps)
         return queued, held
-
-    def _antichain(self, frontier: tuple, dim: int) -> Antichain:
-        found = self._antichains.get((frontier, dim))
-        if found is None:
-            arr = np.array(frontier, dtype=np.int64).reshape(len(frontier), dim)
-            found = Antichain._from_minimal(arr)
-            if len(self._antichains) > 10_000:
-                self._antichains.clear()
-            self._antichains[(frontier, dim)] = found
-        return found
 
     def sweep(self, frontiers: dict, reports: list) -> list:
         """Step every node that has data or new input frontiers; return chunks for others.
@@ -126,13 +115,7 @@ class PartitionWorker:
             antichains = [self._antichain(f, in_dim) for f in ports]
             self.queues[nid] = [[] for _ in node.inputs]
             op = self.ops[nid]
-            try:
-                outs = op.step(inputs, antichains)
-            except OperatorError:
-                raise
-            except Exception as exc:
-                raise OperatorError(f"operator {node.describe()} failed: "
-                                    f"{type(exc).__name__}: {exc}") from exc
+            outs = step_operator(op, node, inputs, antichains)
             if outs:
                 self._route(node, outs, outgoing)
             caps = op.capabilities()
