@@ -78,7 +78,9 @@ class StreamingView:
         row_columns = [c for c in columns if c != "diff"]
         diffs = frame["diff"].to_numpy()
         target = self.target
-        if isinstance(target, _input_type()):
+        from .collection import InputCollection
+
+        if isinstance(target, InputCollection):
             target.update(frame[row_columns], diffs.astype(np.int64))
             target.flow.advance()
             return
@@ -94,7 +96,3 @@ class StreamingView:
         target.remove(self.relation, [r for r, d in zip(rows, diffs) if d < 0])
         target.commit()
 
-
-def _input_type():
-    from .collection import InputCollection
-    return InputCollection

@@ -51,35 +51,53 @@ def test_datalog_cases_on_spark(on_spark, name, parts):
     datalog_cases.check_program_against_reference(name, 0, parts, steps=4)
 
 
-def test_graph_algorithms_match_local_every_epoch(spark):
-    rng = random.Random(5)
+def run_beside_local(remote_options: dict, build, *, seed: int, epochs: int, nodes: int,
+                     adds: int, drops: int, roots, inject=None, changes_every: int = 1):
+    """Drive random edge changes into a local and a remote dataflow; compare them every epoch.
+
+    ``build(edges, roots)`` returns the collections to compare; ``inject``
+    maps an epoch to one extra edge inserted then.  Returns the remote runtime.
+    """
+    rng = random.Random(seed)
     flows, outs, inputs = [], [], []
-    for options in ({}, {"runtime": "spark", "spark": spark}):
+    for options in ({}, remote_options):
         flow = dd.Dataflow(partitions=2, **options)
         edges = flow.input("edges", ["src", "dst"])
-        roots = flow.input("roots", ["node"])
-        outs.append([graphs.reachable(edges, roots).output(),
-                     graphs.connected_components(edges).output(),
-                     graphs.bfs_distances(edges, roots).output()])
+        root_input = flow.input("roots", ["node"])
+        outs.append([c.output() for c in build(edges, root_input)])
         flows.append(flow)
-        inputs.append((edges, roots))
+        inputs.append((edges, root_input))
     present: set = set()
-    for epoch in range(6):
-        add = {(rng.randrange(30), rng.randrange(30)) for _ in range(25)}
-        drop = set(rng.sample(sorted(present), min(len(present), 8)))
-        for edges, roots in inputs:
+    for epoch in range(epochs):
+        add = {(rng.randrange(nodes), rng.randrange(nodes)) for _ in range(adds)}
+        if inject and epoch in inject:
+            add.add(inject[epoch])
+        drop = set(rng.sample(sorted(present), min(len(present), drops)))
+        for edges, root_input in inputs:
             edges.insert(sorted(add - present))
             edges.remove(sorted(drop))
             if epoch == 0:
-                roots.insert([0, 7])
+                root_input.insert(roots)
         present = (present | add) - drop
         for flow in flows:
             flow.advance()
         for local, remote in zip(*outs):
             assert remote.snapshot() == local.snapshot(), epoch
-            assert remote.changes() == local.changes(), epoch
+            if epoch % changes_every == changes_every - 1:
+                assert remote.changes() == local.changes(), epoch
+    runtime = flows[1]._runtime
     for flow in flows:
         flow.close()
+    return runtime
+
+
+def test_graph_algorithms_match_local_every_epoch(spark):
+    def build(edges, roots):
+        return [graphs.reachable(edges, roots), graphs.connected_components(edges),
+                graphs.bfs_distances(edges, roots)]
+
+    run_beside_local({"runtime": "spark", "spark": spark}, build, seed=5, epochs=6, nodes=30,
+                     adds=25, drops=8, roots=[0, 7])
 
 
 # -- DataFrames ----------------------------------------------------------------------------------
@@ -247,42 +265,19 @@ def _killer(marker: str):
 @pytest.mark.parametrize("checkpoint_every", [None, 2])
 def test_a_worker_killed_mid_run_recovers_exactly(spark, tmp_path, checkpoint_every):
     marker = str(tmp_path / f"killed-{checkpoint_every}")
-    rng = random.Random(3)
-    flows, outs, inputs = [], [], []
-    for options in ({}, {"runtime": "spark", "spark": spark, "checkpoint_every": checkpoint_every,
-                         "checkpoint_dir": str(tmp_path / "ckpt")}):
-        flow = dd.Dataflow(partitions=2, **options)
-        edges = flow.input("edges", ["src", "dst"])
-        roots = flow.input("roots", ["node"])
+
+    def build(edges, roots):
         checked = edges.flat_map(_killer(marker), ["src", "dst"])
-        outs.append([graphs.reachable(checked, roots).output(),
-                     graphs.connected_components(checked).output()])
-        flows.append(flow)
-        inputs.append((edges, roots))
-    remote_runtime = None
-    present: set = set()
-    for epoch in range(7):
-        add = {(rng.randrange(20), rng.randrange(20)) for _ in range(12)}
-        if epoch == 4:
-            add.add((-1, 0))  # the worker holding this row dies while computing epoch 4
-        drop = set(rng.sample(sorted(present), min(len(present), 4)))
-        for edges, roots in inputs:
-            edges.insert(sorted(add - present))
-            edges.remove(sorted(drop))
-            if epoch == 0:
-                roots.insert([0, 1])
-        present = (present | add) - drop
-        for flow in flows:
-            flow.advance()
-        remote_runtime = flows[1]._runtime
-        for local, remote in zip(*outs):
-            assert remote.snapshot() == local.snapshot(), epoch
-            if epoch % 2:  # read changes every other epoch: none lost, none repeated
-                assert remote.changes() == local.changes(), epoch
+        return [graphs.reachable(checked, roots), graphs.connected_components(checked)]
+
+    options = {"runtime": "spark", "spark": spark, "checkpoint_every": checkpoint_every,
+               "checkpoint_dir": str(tmp_path / "ckpt")}
+    # the worker holding edge (-1, 0) dies while computing epoch 4; changes are read every
+    # other epoch, so none may be lost or repeated across the recovery
+    runtime = run_beside_local(options, build, seed=3, epochs=7, nodes=20, adds=12, drops=4,
+                               roots=[0, 1], inject={4: (-1, 0)}, changes_every=2)
     assert os.path.exists(marker)  # the kill really happened
-    assert remote_runtime.recoveries == 1
-    for flow in flows:
-        flow.close()
+    assert runtime.recoveries == 1
 
 
 def test_a_killed_idle_worker_is_replaced(spark):

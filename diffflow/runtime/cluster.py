@@ -61,24 +61,17 @@ class InMemoryTransport:
     def __init__(self, parts: int):
         self.parts = parts
         self.workers: list[WorkerCommands] = []
-        self.graph = None
 
     def start(self, graph, symbols: dict) -> None:
-        import pickle
+        """One worker per partition, sharing the (read-only) graph object."""
+        from .partition import PartitionWorker
 
         self.workers = []
         for p in range(self.parts):
             w = WorkerCommands()
-            w.pw = None
+            w.symbols._text.update(symbols)
+            w.pw = PartitionWorker(graph, p, self.parts, w.symbols)
             self.workers.append(w)
-        blob = pickle.dumps(graph) if _picklable(graph) else None
-        for p, w in enumerate(self.workers):
-            if blob is not None:
-                w.cmd_init(blob, p, self.parts, symbols)
-            else:  # user functions plain pickle cannot carry: share the graph object
-                from .partition import PartitionWorker
-                w.symbols._text.update(symbols)
-                w.pw = PartitionWorker(graph, p, self.parts, w.symbols)
 
     def call(self, p: int, cmd: str, *args):
         return getattr(self.workers[p], "cmd_" + cmd)(*args)
@@ -99,16 +92,6 @@ class InMemoryTransport:
 
     def close(self) -> None:
         self.workers = []
-
-
-def _picklable(graph) -> bool:
-    import pickle
-
-    try:
-        pickle.dumps(graph)
-        return True
-    except Exception:  # noqa: BLE001 - lambdas in the graph
-        return False
 
 
 class ProcessLauncher:
@@ -155,7 +138,7 @@ class WorkerPool:
 
     def take(self, count: int) -> list:
         """``count`` workers, launching what the pool lacks."""
-        self.idle = [w for w in self.idle if _alive(w[2])]
+        self.idle = [w for w in self.idle if _idle_and_alive(w[0])]
         missing = count - len(self.idle)
         if missing > 0:
             self.launcher.launch(missing, self.address, self.authkey, self.bind_host)
@@ -203,15 +186,15 @@ class WorkerPool:
         self.launcher.stop()
 
 
-def _alive(pid: int) -> bool:
-    """Whether a local worker process still runs (remote pids cannot be checked: assume so)."""
+def _idle_and_alive(conn) -> bool:
+    """An idle worker never writes first, so anything readable is the EOF of a dead one.
+
+    This works for workers on other hosts too, unlike checking a process id.
+    """
     try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
+        return not conn.closed and not conn.poll()
+    except (EOFError, OSError):
         return False
-    except OSError:
-        return True
 
 
 _PROCESS_POOL: WorkerPool | None = None
