@@ -49,9 +49,11 @@ def evaluate(source: str, facts: dict, max_rounds: int = 10_000) -> dict:
 def _clause(clause, env, relation) -> set:
     out = set()
     for binding in _solve(clause.literals, [{}], env, clause):
-        row = tuple(_convert(_term(arg, binding, clause.var_types, kind), kind)
-                    for arg, kind in zip(clause.head.args, relation.types))
-        out.add(row)
+        values = [_term(arg, binding, clause.var_types, kind, env, clause)
+                  for arg, kind in zip(clause.head.args, relation.types)]
+        if any(v is _NONE for v in values):  # min/max over nothing in the head
+            continue
+        out.add(tuple(_convert(v, kind) for v, kind in zip(values, relation.types)))
     return out
 
 

@@ -195,9 +195,21 @@ class _Compiler:
         atoms = [l for l in literals if isinstance(l, ast.Atom)]
         pending = [l for l in literals if not isinstance(l, ast.Atom)]
         aggregates: dict = {}  # id(AggregateTerm) -> column
+        # an aggregate's result is a variable of the frame (named now, bound when it is
+        # computed), so later joins keep it for the comparisons and head terms that use it
+        names: dict = {}  # id(AggregateTerm) -> variable name
         for term in [*_terms_of(pending), *extra_terms]:
             for agg in _aggregates(term):
                 pending.append(agg)
+                self._aggregate_count += 1
+                names[id(agg)] = f"#a{self._aggregate_count}"
+        needed_after = set(needed_after) | \
+            {names[id(a)] for t in extra_terms for a in _aggregates(t)}
+
+        def item_vars(item):
+            inner = _aggregates_of(item) if not isinstance(item, ast.AggregateTerm) else []
+            return [*_item_vars(item), *(names[id(a)] for a in inner)]
+
         frame = start
         bound = set(frame.variables) if frame is not None else set()
         order = _order_atoms(atoms, bound)
@@ -205,14 +217,14 @@ class _Compiler:
         steps = [] if steps is None else steps
         for index, atom in enumerate(order):
             later = order[index + 1:]
-            needed = set(needed_after) | {v for a in later for v in _atom_vars(a)} | \
-                {v for item in pending for v in _item_vars(item)}
+            needed = needed_after | {v for a in later for v in _atom_vars(a)} | \
+                {v for item in pending for v in item_vars(item)}
             frame = self.join_atom(frame, atom, env, needed, steps)
             bound = set(frame.variables)
-            frame = self.apply_ready(frame, pending, env, types, aggregates, steps, later)
+            frame = self.apply_ready(frame, pending, env, types, aggregates, steps, later, names)
         if frame is None:  # no positive atom: start from the one-row unit collection
             frame = _Frame(self.unit_collection(), [])
-            frame = self.apply_ready(frame, pending, env, types, aggregates, steps, [])
+            frame = self.apply_ready(frame, pending, env, types, aggregates, steps, [], names)
         frame = frame.named()
         if pending:  # analysis guarantees this cannot happen; fail loudly if it does
             raise AssertionError(f"unplaced literals {pending}")
@@ -298,7 +310,7 @@ class _Compiler:
             names = {UNIT: 0}
         return _Frame(joined.select(**names), variables)
 
-    def apply_ready(self, frame, pending, env, types, aggregates, steps, later_atoms):
+    def apply_ready(self, frame, pending, env, types, aggregates, steps, later_atoms, names):
         """Apply every pending literal whose variables are bound, until none is."""
         progress = True
         while progress:
@@ -316,7 +328,8 @@ class _Compiler:
                     # wait until every correlated variable the outer rule binds is bound
                     if not correlated <= bound and later_atoms:
                         continue
-                    frame = self.aggregate(frame.named(), item, outer, env, types, aggregates, steps)
+                    frame = self.aggregate(frame.named(), item, outer, env, types, aggregates,
+                                           steps, names[id(item)])
                 elif isinstance(item, ast.Negation):
                     if not set(_atom_vars(item.atom)) <= bound:
                         continue
@@ -391,12 +404,14 @@ class _Compiler:
             result = result.select(*frame.collection.columns)
         return _Frame(result, frame.variables)
 
-    def aggregate(self, frame, agg, outer, env, types, aggregates, steps):
-        """Correlated aggregate: evaluate the body per binding of the outer variables."""
+    def aggregate(self, frame, agg, outer, env, types, aggregates, steps, name):
+        """Correlated aggregate: evaluate the body per binding of the outer variables.
+
+        The result becomes the frame's variable ``name`` (column ``var_column(name)``).
+        """
         from .. import collection as c
 
-        self._aggregate_count += 1
-        column = f"_a{self._aggregate_count}"
+        column = var_column(name)
         group = sorted(outer)
         group_cols = [var_column(v) for v in group]
         if group:
@@ -438,7 +453,7 @@ class _Compiler:
             joined = left.join(result, on=[UNIT]).select(*frame.collection.columns, column)
         aggregates[id(agg)] = column
         steps.append(f"{agg.function} by ({', '.join(group)}) of [{' → '.join(inner_steps)}]")
-        return _Frame(joined, frame.variables)
+        return _Frame(joined, frame.variables + [name])
 
     # -- expressions ----------------------------------------------------------------------------
     def term_kind(self, node, types) -> str:
@@ -551,6 +566,14 @@ def _aggregates(node):
         return _aggregates(node.left) + _aggregates(node.right)
     if isinstance(node, ast.Negative):
         return _aggregates(node.operand)
+    return []
+
+
+def _aggregates_of(item) -> list:
+    """Aggregates inside a pending literal's terms (comparisons only: analysis names the
+    expressions of atoms)."""
+    if isinstance(item, ast.Comparison):
+        return _aggregates(item.left) + _aggregates(item.right)
     return []
 
 
