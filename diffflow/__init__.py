@@ -16,7 +16,7 @@ Importing diffflow imports neither pyspark nor numba: kernels compile on first u
 """
 from .collection import (Aggregate, Arranged, Collection, Dataflow, GraphError, InputCollection,
                          Output, count, max, min, sum)
-from .dsl import DatalogError, Program
+from .dsl import DatalogError, DatalogWarning, Program
 from .expr import col, lit
 from .iteration import Loop, Variable
 from .runtime.local import NonConvergenceError, OperatorError
@@ -25,5 +25,5 @@ from .streaming import StreamingView
 
 __all__ = ["Dataflow", "Collection", "InputCollection", "Arranged", "Output", "Aggregate",
            "Loop", "Variable", "GraphError", "OperatorError", "NonConvergenceError", "Schema",
-           "Program", "DatalogError", "StreamingView", "col", "lit", "count", "sum", "min", "max"]
+           "Program", "DatalogError", "DatalogWarning", "StreamingView", "col", "lit", "count", "sum", "min", "max"]
 __version__ = "0.1.0"

@@ -4,7 +4,7 @@
 (collection API dataflow), ``program`` (the user-facing :class:`Program`),
 ``facts`` (Soufflé file formats).
 """
-from .errors import DatalogError
+from .errors import DatalogError, DatalogWarning
 from .program import Program
 
-__all__ = ["DatalogError", "Program"]
+__all__ = ["DatalogError", "DatalogWarning", "Program"]

@@ -27,6 +27,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from . import ast
+from .constants import fold_fact
 from .errors import DatalogError, did_you_mean
 
 BASE_TYPES = ("number", "unsigned", "float", "symbol")
@@ -62,11 +63,21 @@ class Relation:
 
 @dataclass
 class Clause:
-    """One alternative of a rule: ``head :- literals`` with a flat conjunction."""
+    """One alternative of a rule: ``head :- literals`` with a flat conjunction.
+
+    ``plan`` is the join order a ``.plan`` asked for (0-based positions of the
+    positive atoms, see :mod:`.plans`); ``unfolded`` names the inline relations
+    unfolded into this clause and ``seed_types`` the variable types their
+    declarations gave (see :mod:`.inline`).
+    """
     head: ast.Atom
     literals: list         # Atom | Negation | Comparison | Boolean
     rule: ast.Rule
     var_types: dict = field(default_factory=dict)
+    plan: list | None = None
+    plan_version: int | None = None
+    seed_types: dict = field(default_factory=dict)
+    unfolded: list = field(default_factory=list)
 
 
 @dataclass
@@ -82,6 +93,9 @@ class Analysed:
     relations: dict                        # name -> Relation, in declaration order
     strata: list                           # Stratum, in evaluation order
     notes: list = field(default_factory=list)
+    pragmas: dict = field(default_factory=dict)    # key -> value, see .pragmas
+    warnings: list = field(default_factory=list)   # DatalogWarning
+    inlined: dict = field(default_factory=dict)    # name -> Relation unfolded, never computed
 
 
 def analyse(program: ast.Program, source: str = "") -> Analysed:
@@ -97,22 +111,41 @@ class _Analyser:
         self.fresh = 0
         self.synthetic: set = set()  # ids of comparisons made by name_expressions
         self.directives = list(program.directives)  # plus old-style qualifiers
+        self._lenient = False  # see check_clause
 
     def error(self, message, node, hint=None):
         return DatalogError(message, self.source, self.program.filename,
                             getattr(node, "line", None), getattr(node, "column", None), hint)
 
     def run(self) -> Analysed:
+        from . import inline as inlining
+        from .plans import check_plans
+        from .pragmas import read_pragmas
+
         self.resolve_types()
         self.declare()
         self.attach_directives()
+        pragmas, warnings, pragma_notes = read_pragmas(self.program.pragmas, self.source,
+                                                       self.program.filename)
         for rule in self.program.rules:
             self.add_rule(rule)
+        inline = inlining.select(self, pragmas)
         for relation in self.relations.values():
             for clause in relation.clauses:
-                self.check_clause(clause)
+                self.check_clause(clause, lenient=relation.name in inline)
+        inlining.check_uses(self, inline)
         strata, notes = self.stratify()
-        return Analysed(self.program, self.source, self.relations, strata, notes)
+        check_plans(self, self.relations, strata)
+        if inline:
+            unfolded, inline_notes = inlining.unfold(self, inline)
+            for name in inline:
+                del self.relations[name]
+            for name, clauses in unfolded.items():
+                self.relations[name].clauses = clauses
+            strata, _ = self.stratify()
+            notes += inline_notes
+        return Analysed(self.program, self.source, self.relations, strata,
+                        pragma_notes + notes, pragmas, warnings, inline)
 
     # -- declarations ----------------------------------------------------------------------
     def resolve_types(self):
@@ -205,14 +238,9 @@ class _Analyser:
         relation = self.lookup(rule.head.relation, rule.head)
         self.check_atom(rule.head)
         if not rule.body:
-            for arg in rule.head.args:
-                if not isinstance(arg, (ast.Number, ast.Float, ast.String)):
-                    raise self.error(f"a fact has only constants, but {rule.head.relation} has "
-                                     f"{_describe(arg)}", arg,
-                                     hint="write a rule with a body to derive facts from others")
-            for arg, kind in zip(rule.head.args, relation.types):
-                self.check_constant(arg, kind)
-            relation.facts.append(rule)
+            fact = fold_fact(self, rule, relation)  # constant expressions evaluated
+            if fact is not None:
+                relation.facts.append(fact)
             return
         for arg in rule.head.args:
             if isinstance(arg, ast.Wildcard):
@@ -291,9 +319,31 @@ class _Analyser:
                                       "values" if kind == "number" else None)
 
     # -- one clause: binding and types ------------------------------------------------------
-    def check_clause(self, clause: Clause):
+    def check_clause(self, clause: Clause, lenient: bool = False):
+        """Binding and types of one clause; sets ``clause.var_types``.
+
+        ``lenient`` (for the clauses of an inline relation) skips the binding checks,
+        which apply to the clauses it is unfolded into, and types the head's
+        variables from the declaration.
+        """
         types: dict = {}
         origin: dict = {}
+        seeds = dict(clause.seed_types)
+        if lenient:
+            head = self.relations[clause.head.relation]
+            for arg, kind in zip(clause.head.args, head.types):
+                if isinstance(arg, ast.Var):
+                    seeds.setdefault(arg.name, kind)
+        for name, kind in seeds.items():
+            types[name] = kind
+            origin[name] = "declared by an inline relation's attribute"
+        self._lenient = lenient
+        try:
+            self._check_clause(clause, types, origin)
+        finally:
+            self._lenient = False
+
+    def _check_clause(self, clause: Clause, types: dict, origin: dict):
 
         def set_type(var: ast.Var, kind: str, where: str):
             known = types.get(var.name)
@@ -490,6 +540,8 @@ class _Analyser:
         return all(v.name in bound for v in _variables(expr))
 
     def require_bound(self, terms, bound, where, aggregates=False):
+        if self._lenient:
+            return
         for term in terms:
             for var in _variables(term, into_aggregates=False):
                 if var.name not in bound:
@@ -626,12 +678,6 @@ def _unify(analyser, node, left, right, what="arithmetic"):
 
 def _kind_name(kind):
     return "number" if kind == "literal" else kind
-
-
-def _describe(node) -> str:
-    return {"Var": "a variable", "BinaryOp": "an expression", "Negative": "an expression",
-            "AggregateTerm": "an aggregate", "Wildcard": "'_'"}.get(type(node).__name__,
-                                                                   "a term")
 
 
 def _variables(node, into_aggregates=False):

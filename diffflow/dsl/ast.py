@@ -26,7 +26,10 @@ class Node:
         for f in fields(self):
             if f.name in ("line", "column"):
                 continue
-            out[f.name] = _data(getattr(self, f.name))
+            value = getattr(self, f.name)
+            if f.metadata.get("omit_empty") and not value:
+                continue  # optional parts (plans, pragmas) only when present
+            out[f.name] = _data(value)
         return out
 
 
@@ -157,13 +160,29 @@ class Directive(Node):
 
 
 @dataclass
+class PlanOrder(Node):
+    """One version's order in ``.plan 0: (2, 1)``: body atom positions, 1-based."""
+    version: int
+    order: list
+
+
+@dataclass
 class Rule(Node):
     """``head :- body.``; ``body`` is a list of alternatives (conjunctions) after ``;``.
 
-    A fact ``r(1, 2).`` is a rule with an empty body list.
+    A fact ``r(1, 2).`` is a rule with an empty body list.  ``plan`` holds the
+    :class:`PlanOrder` items of a ``.plan`` clause after the rule, if any.
     """
     head: Atom
     body: list  # of Conjunction; [] for a fact
+    plan: list = field(default_factory=list, metadata={"omit_empty": True})
+
+
+@dataclass
+class Pragma(Node):
+    """``.pragma "key" "value"`` (``value`` is "" for the one-argument form)."""
+    key: str
+    value: str
 
 
 @dataclass
@@ -173,6 +192,7 @@ class Program(Node):
     types: list
     directives: list
     rules: list
+    pragmas: list = field(default_factory=list, metadata={"omit_empty": True})
 
     def to_data(self):
         data = super().to_data()

@@ -28,6 +28,7 @@ from .. import collection as coll
 from ..expr import Lit, col, trunc_div, trunc_mod, wrap_int32, wrap_uint32
 from . import ast
 from .analysis import Analysed, Clause, Relation
+from .errors import locate
 
 COLUMN_TYPE = {"number": "int", "unsigned": "int", "float": "float", "symbol": "str"}
 UNIT = "_unit"
@@ -41,7 +42,13 @@ def relation_columns(relation: Relation) -> list:
 
 
 def var_column(name: str) -> str:
-    return "v_" + name.replace("?", "_q").replace("#", "_h")
+    """The column of a variable; one-to-one, so generated names (``#e1``, ``x#2``) never
+    meet a user's.
+
+    >>> var_column("x"), var_column("x_h1"), var_column("x#1"), var_column("?y")
+    ('v_x', 'v_x__h1', 'v_x_h1', 'v__qy')
+    """
+    return "v_" + name.replace("_", "__").replace("?", "_q").replace("#", "_h")
 
 
 @dataclass
@@ -124,6 +131,11 @@ class _Compiler:
             self.plan.append(f"note: {note}")
         return Compiled(self.flow, self.inputs, self.values, self.outputs, self.unit, self.plan)
 
+    def where(self, line: int) -> str:
+        """``file:line`` of a program line as the user wrote it (before preprocessing)."""
+        filename, line, _, _ = locate(self.analysed.source, self.analysed.program.filename, line)
+        return f"{filename}:{line}"
+
     # -- strata ------------------------------------------------------------------------------
     def input_of(self, relation: Relation):
         if not relation.has_input:
@@ -145,7 +157,7 @@ class _Compiler:
 
     def compile_recursive(self, relations: list):
         first = relations[0].declaration
-        self.flow.graph.location_override = f"{self.analysed.program.filename}:{first.line}"
+        self.flow.graph.location_override = self.where(first.line)
         loop = self.flow.loop(name="stratum " + ",".join(r.name for r in relations),
                               max_rounds=self.max_rounds)
         self.flow.graph.location_override = None
@@ -166,7 +178,7 @@ class _Compiler:
     # -- clauses -----------------------------------------------------------------------------
     def compile_clause(self, clause: Clause, env: dict):
         graph = self.flow.graph
-        graph.location_override = f"{self.analysed.program.filename}:{clause.rule.line}"
+        graph.location_override = self.where(clause.rule.line)
         try:
             return self._compile_clause(clause, env)
         finally:
@@ -176,8 +188,15 @@ class _Compiler:
         head = self.analysed.relations[clause.head.relation]
         self.plan.append(f"  {_render_clause(clause)}")
         needed_by_head = {v.name for a in clause.head.args for v in _vars(a)}
+        if clause.plan is not None:
+            self.plan.append(f"      (.plan version {clause.plan_version}: join order "
+                             f"{', '.join(str(i + 1) for i in clause.plan)})")
+        elif clause.rule.plan:
+            self.plan.append("      (.plan not applied: inline relations were unfolded into "
+                             "this clause)")
         frame, aggregates = self.conjunction(clause.literals, env, clause.var_types,
-                                             needed_by_head, extra_terms=clause.head.args)
+                                             needed_by_head, extra_terms=clause.head.args,
+                                             plan=clause.plan)
         exprs = {}
         if head.arity == 0:
             exprs[UNIT] = Lit(0)
@@ -186,11 +205,12 @@ class _Compiler:
         return frame.collection.select(**exprs)
 
     def conjunction(self, literals, env, types, needed_after, extra_terms=(), start=None,
-                    steps=None):
+                    steps=None, plan=None):
         """Join plan for a conjunction; returns the frame and the aggregate column names.
 
         ``start`` is an initial frame (for correlated aggregate bodies).
         ``needed_after`` are variables the caller still needs from the frame.
+        ``plan`` is a ``.plan`` order of the positive atoms (0-based), if any.
         """
         atoms = [l for l in literals if isinstance(l, ast.Atom)]
         pending = [l for l in literals if not isinstance(l, ast.Atom)]
@@ -212,7 +232,7 @@ class _Compiler:
 
         frame = start
         bound = set(frame.variables) if frame is not None else set()
-        order = _order_atoms(atoms, bound)
+        order = _order_atoms(atoms, bound, plan)
         record = steps is None
         steps = [] if steps is None else steps
         for index, atom in enumerate(order):
@@ -623,8 +643,19 @@ def _all_vars_of(pending, atoms, exclude):
     return names
 
 
-def _order_atoms(atoms, bound):
-    """Greedy join order: most constants first, then most shared bound variables."""
+def _order_atoms(atoms, bound, plan=None):
+    """Join order: a ``.plan``'s if given, else greedy (most shared bound variables, then
+    most constants, then leftmost).
+
+    >>> from diffflow.dsl.parser import parse
+    >>> atoms = parse("r(x) :- a(x, y), b(y, 1), c(z).").rules[0].body[0].literals
+    >>> [a.relation for a in _order_atoms(atoms, set())]
+    ['b', 'a', 'c']
+    >>> [a.relation for a in _order_atoms(atoms, set(), plan=[2, 0, 1])]
+    ['c', 'a', 'b']
+    """
+    if plan is not None:
+        return [atoms[i] for i in plan]
     remaining = list(atoms)
     bound = set(bound)
     order = []

@@ -3,9 +3,10 @@
 GRAMMAR = r"""
 start: _item*
 
-_item: declaration | type_declaration | directive | clause
+_item: declaration | type_declaration | directive | pragma | clause
 
-declaration: DECL IDENT "(" [attribute ("," attribute)*] ")" qualifier*
+// .decl A, B(x: number) declares A and B alike
+declaration: DECL IDENT ("," IDENT)* "(" [attribute ("," attribute)*] ")" qualifier*
 attribute: IDENT ":" IDENT
 qualifier: QUALIFIER
 
@@ -16,7 +17,11 @@ directive: DIRECTIVE IDENT ("," IDENT)* [params]
 params: "(" [param ("," param)*] ")"
 param: IDENT "=" (STRING | IDENT | INT)
 
-clause: atom ("," atom)* [IF disjunction] "."
+pragma: PRAGMA STRING [STRING]
+
+clause: atom ("," atom)* [IF disjunction] "." [plan]
+plan: PLAN plan_order ("," plan_order)*
+plan_order: INT ":" "(" [INT ("," INT)*] ")"
 
 disjunction: conjunction (";" conjunction)*
 conjunction: _literal ("," _literal)*
@@ -59,6 +64,8 @@ DECL: ".decl"
 TYPE: ".type"
 IF: ":-"
 DIRECTIVE: ".input" | ".output" | ".printsize"
+PRAGMA: ".pragma"
+PLAN: ".plan"
 SUBTYPE: "<:"
 COMPARE: "!=" | "<=" | ">=" | "=" | "<" | ">"
 PLUS: "+"

@@ -39,30 +39,45 @@ def parse(source: str, filename: str = "<program>") -> ast.Program:
         raise DatalogError("unexpected end of the program (is a '.' missing at the end of a "
                            "rule?)", source, filename, line, col) from None
     except UnexpectedToken as e:
-        token = e.token
-        if token.type == "$END":
+        if e.token.type == "$END" and source.rstrip().endswith(".pragma"):
             line, col = _end_of_text(source)
-            raise DatalogError("unexpected end of the program (is a '.' missing at the end of "
-                               "a rule?)", source, filename, line, col) from None
-        accepts = getattr(e, "accepts", None) or e.expected
-        expected = _describe_expected(accepts)
-        raise DatalogError(f"unexpected {token.value!r}; expected {expected}", source, filename,
-                           token.line, token.column,
-                           hint=_syntax_hint(token, accepts, source)) from None
+            raise DatalogError("'.pragma' without a key", source, filename, line, col - 7,
+                               hint=_PRAGMA_HINT) from None
+        _raise_unexpected(e, source, filename)
     except UnexpectedCharacters as e:
-        char = source[e.pos_in_stream] if e.pos_in_stream < len(source) else ""
-        hint = None
-        if char == "#":
-            hint = "the C preprocessor (#include, #define) is not supported; inline the text"
-        elif char == "'":
-            hint = "strings use double quotes: \"text\""
-        elif char == '"':
-            hint = "unterminated string: a string ends with '\"' on the same line"
-        elif source.startswith("/*", e.pos_in_stream):
-            hint = "unterminated comment: close it with */"
-        raise DatalogError(f"unexpected character {char!r}", source, filename, e.line, e.column,
-                           hint=hint) from None
+        _raise_bad_character(e, source, filename)
     return _Builder(source, filename).program(tree)
+
+
+def _raise_unexpected(e, source, filename):
+    """A parse error for an unexpected token, with what was expected and a hint."""
+    token = e.token
+    if token.type == "$END":
+        line, col = _end_of_text(source)
+        raise DatalogError("unexpected end of the program (is a '.' missing at the end of "
+                           "a rule?)", source, filename, line, col) from None
+    accepts = getattr(e, "accepts", None) or e.expected
+    expected = _describe_expected(accepts)
+    raise DatalogError(f"unexpected {token.value!r}; expected {expected}", source, filename,
+                       token.line, token.column,
+                       hint=_syntax_hint(token, accepts, source)) from None
+
+
+def _raise_bad_character(e, source, filename):
+    """A parse error for a character no token starts with."""
+    char = source[e.pos_in_stream] if e.pos_in_stream < len(source) else ""
+    hint = None
+    if char == "#":
+        hint = ("a C preprocessor directive: dd.Program runs the preprocessor; call "
+                "diffflow.dsl.preprocess.preprocess() on text given to parse()")
+    elif char == "'":
+        hint = "strings use double quotes: \"text\""
+    elif char == '"':
+        hint = "unterminated string: a string ends with '\"' on the same line"
+    elif source.startswith("/*", e.pos_in_stream):
+        hint = "unterminated comment: close it with */"
+    raise DatalogError(f"unexpected character {char!r}", source, filename, e.line, e.column,
+                       hint=hint) from None
 
 
 _TOKEN_NAMES = {"IDENT": "a name", "INT": "a number", "FLOAT": "a float", "STRING": "a string",
@@ -73,7 +88,8 @@ _TOKEN_NAMES = {"IDENT": "a name", "INT": "a number", "FLOAT": "a float", "STRIN
                 "CARET": "'^'", "DIRECTIVE": "a directive", "COUNT": "'count'",
                 "SUM": "'sum'", "MIN": "'min'", "MAX": "'max'", "EQUAL": "'='",
                 "SUBTYPE": "'<:'", "VBAR": "'|'", "TRUE": "'true'", "FALSE": "'false'",
-                "DECL": "'.decl'", "TYPE": "'.type'", "QUALIFIER": "a qualifier"}
+                "DECL": "'.decl'", "TYPE": "'.type'", "QUALIFIER": "a qualifier",
+                "PRAGMA": "'.pragma'", "PLAN": "'.plan'", "$END": "the end"}
 # punctuation first: it is what a user most likely forgot
 _ORDER = {"'.'": 0, "','": 1, "';'": 2, "')'": 3, "':-'": 4}
 
@@ -93,14 +109,28 @@ def _describe_expected(expected) -> str:
     return " or ".join(names) if len(names) <= 2 else ", ".join(names)
 
 
+_PRAGMA_HINT = 'a pragma is .pragma "key" "value" or .pragma "key", in double quotes'
+
+
 def _syntax_hint(token, expected, source) -> str | None:
     if source.startswith("/*", token.start_pos or 0):
         return "unterminated comment: close it with */"
+    before = source[:token.start_pos or 0].rstrip()
+    if before.endswith(".pragma") or (token.type == "STRING" and
+                                      before.rsplit(".pragma", 1)[-1].count('"') == 4):
+        return _PRAGMA_HINT
     if "DOT" in expected and token.column == 1 and token.line > 1:
         return "is a '.' missing at the end of the previous rule?"
     if token.value == ":-" and "IF" not in expected:
         return "remove the ',' before ':-'" if "IDENT" in expected else None
     return None
+
+
+def _open_paren(source: str, token) -> tuple:
+    """Line and column of the first '(' after ``token`` (the '(' of a plan order)."""
+    at = source.index("(", token.end_pos)
+    line = source.count("\n", 0, at) + 1
+    return line, at - (source.rfind("\n", 0, at) + 1) + 1
 
 
 def _int(text: str) -> tuple:
@@ -140,33 +170,44 @@ class _Builder:
         return DatalogError(message, self.source, self.filename, node.line, node.column, hint)
 
     def program(self, tree) -> ast.Program:
-        declarations, types, directives, rules = [], [], [], []
+        declarations, types, directives, rules, pragmas = [], [], [], [], []
         for item in tree.children:
             kind = item.data
             if kind == "declaration":
-                declarations.append(self.declaration(item))
+                declarations.extend(self.declaration(item))
             elif kind in ("subtype", "type_alias"):
                 types.append(self.type_declaration(item))
             elif kind == "directive":
                 directives.extend(self.directive(item))
+            elif kind == "pragma":
+                pragmas.append(self.pragma(item))
             else:
                 rules.extend(self.clause(item))
-        return ast.Program(1, 1, self.filename, declarations, types, directives, rules)
+        return ast.Program(1, 1, self.filename, declarations, types, directives, rules, pragmas)
 
     def declaration(self, tree):
-        _decl, name, *rest = tree.children
-        attributes, qualifiers = [], []
+        """One :class:`~.ast.Declaration` per name of ``.decl A, B(...)`` (as in Soufflé)."""
+        _decl, *rest = tree.children
+        names, attributes, qualifiers = [], [], []
         for child in rest:
             if child is None:
                 continue
-            if child.data == "attribute":
+            if getattr(child, "type", None) == "IDENT":
+                names.append(child)
+            elif child.data == "attribute":
                 attr_name, attr_type = child.children
                 attributes.append(ast.Attribute(attr_name.line, attr_name.column,
                                                 str(attr_name), str(attr_type)))
             else:
                 q = child.children[0]
                 qualifiers.append(str(q))
-        return ast.Declaration(name.line, name.column, str(name), attributes, qualifiers)
+        return [ast.Declaration(name.line, name.column, str(name), list(attributes),
+                                list(qualifiers)) for name in names]
+
+    def pragma(self, tree):
+        _pragma, key, value = tree.children
+        return ast.Pragma(key.line, key.column, _unescape(str(key)),
+                          _unescape(str(value)) if value is not None else "")
 
     def type_declaration(self, tree):
         _type, name, *rest = tree.children
@@ -193,11 +234,28 @@ class _Builder:
         return [ast.Directive(n.line, n.column, kind, str(n), dict(params)) for n in names]
 
     def clause(self, tree):
-        children = [c for c in tree.children]
-        body_tree = children[-1]
-        heads = [self.atom(c) for c in children[:-2]]
+        *head_trees, _if, body_tree, plan_tree = tree.children
+        heads = [self.atom(c) for c in head_trees]
         body = self.disjunction(body_tree) if body_tree is not None else []
-        return [ast.Rule(h.line, h.column, h, body) for h in heads]
+        plan = self.plan(plan_tree) if plan_tree is not None else []
+        return [ast.Rule(h.line, h.column, h, body, list(plan)) for h in heads]
+
+    def plan(self, tree) -> list:
+        """``.plan 0: (1, 2), 1: (2, 1)``: one :class:`~.ast.PlanOrder` per version."""
+        orders = []
+        for item in tree.children[1:]:
+            version, *positions = item.children
+            if any(t.endswith("u") or not t.isdigit() for t in [version, *positions]
+                   if t is not None):
+                bad = next(t for t in [version, *positions]
+                           if t is not None and (t.endswith("u") or not t.isdigit()))
+                raise self.error(f"{str(bad)!r} in .plan: versions and atom positions are "
+                                 f"plain decimal numbers", bad)
+            order = [int(t) for t in positions if t is not None]
+            # the position of an order is its '(' (as Soufflé reports it)
+            line, column = _open_paren(self.source, version)
+            orders.append(ast.PlanOrder(line, column, int(version), order))
+        return orders
 
     # -- bodies --------------------------------------------------------------------------
     def disjunction(self, tree) -> list:

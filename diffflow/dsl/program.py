@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import os
+import warnings as _warnings
 
 import numpy as np
 
@@ -26,6 +27,9 @@ from .analysis import NUMBER_RANGE, UNSIGNED_RANGE, analyse
 from .compiler import UNIT, compile_program, relation_columns
 from .errors import DatalogError, did_you_mean
 from .parser import parse
+from .preprocess import preprocess
+
+_DEFAULT_MAX_ROUNDS = 10_000
 
 
 class Program:
@@ -43,16 +47,34 @@ class Program:
     ``runtime``, ``spark``, ``checkpoint_every`` and ``checkpoint_dir`` choose
     where it runs, as for :class:`~diffflow.Dataflow` (``runtime="spark"``
     needs ``spark=session``).
+
+    Text with ``#include``, ``#define``, ``#if``... goes through the C
+    preprocessor first, as in Soufflé (see :mod:`~diffflow.dsl.preprocess`):
+    ``include_dirs`` and ``macros`` are Soufflé's ``-I DIR`` and
+    ``-M "NAME=VALUE"``.  ``pragmas`` holds the program's ``.pragma`` settings
+    (``.pragma "max-rounds" "N"`` applies when ``max_rounds`` is not given);
+    ``warnings`` the :class:`~diffflow.dsl.errors.DatalogWarning` s found, which
+    are also issued with :func:`warnings.warn` unless ``.pragma "no-warn"``.
+    Relations declared ``inline`` are unfolded into the rules that use them
+    and cannot be read.
     """
 
     def __init__(self, source: str, partitions: int = 1, filename: str = "<program>",
-                 outputs=None, max_rounds: int = 10_000, *, runtime: str = "local",
+                 outputs=None, max_rounds: int = _DEFAULT_MAX_ROUNDS, *, runtime: str = "local",
                  spark=None, checkpoint_every: int | None = None,
-                 checkpoint_dir: str | None = None):
+                 checkpoint_dir: str | None = None, include_dirs=None, macros=None):
         self.source, self.filename = source, filename
-        self.ast = parse(source, filename)
-        self.analysed = analyse(self.ast, source)
+        text = preprocess(source, filename, include_dirs, macros)
+        self.ast = parse(text, filename)
+        self.analysed = analyse(self.ast, text)
         self.relations = self.analysed.relations
+        self.pragmas = dict(self.analysed.pragmas)
+        self.warnings = [*getattr(text, "warnings", []), *self.analysed.warnings]
+        if "no-warn" not in self.pragmas:
+            for warning in self.warnings:
+                _warnings.warn(warning, stacklevel=2)
+        if "max-rounds" in self.pragmas and max_rounds in (_DEFAULT_MAX_ROUNDS, None):
+            max_rounds = int(self.pragmas["max-rounds"])  # the caller's value wins
         if isinstance(outputs, str) and outputs == "directives":
             outputs = [r.name for r in self.relations.values() if r.outputs or r.printsize]
         if outputs is not None:
@@ -74,8 +96,9 @@ class Program:
 
     @classmethod
     def from_file(cls, path, partitions: int = 1, outputs=None,
-                  max_rounds: int = 10_000, **runtime_options) -> "Program":
-        """Read and compile a ``.dl`` file (errors name the file)."""
+                  max_rounds: int = _DEFAULT_MAX_ROUNDS, **runtime_options) -> "Program":
+        """Read and compile a ``.dl`` file (errors name the file; ``#include`` looks next
+        to it first; ``include_dirs`` and ``macros`` as for :class:`Program`)."""
         with open(path, encoding="utf-8") as f:
             return cls(f.read(), partitions=partitions, filename=str(path), outputs=outputs,
                        max_rounds=max_rounds, **runtime_options)
@@ -90,6 +113,10 @@ class Program:
     # -- facts in -------------------------------------------------------------------------
     def _relation(self, name):
         relation = self.relations.get(name)
+        if relation is None and name in self.analysed.inlined:
+            raise ValueError(f"relation {name!r} is declared inline: it is unfolded into the "
+                             f"rules that use it and never computed, so it has no facts to "
+                             f"read or change; remove 'inline' from its .decl to use it")
         if relation is None:
             raise KeyError(f"unknown relation {name!r}{did_you_mean(name, self.relations)}; "
                            f"relations: {', '.join(self.relations)}")
