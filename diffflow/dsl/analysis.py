@@ -238,6 +238,9 @@ class _Analyser:
         relation = self.lookup(rule.head.relation, rule.head)
         self.check_atom(rule.head)
         if not rule.body:
+            if rule.plan:
+                raise self.error("a fact has no body to plan", rule.plan[0],
+                                 hint="remove the .plan after the fact")
             fact = fold_fact(self, rule, relation)  # constant expressions evaluated
             if fact is not None:
                 relation.facts.append(fact)

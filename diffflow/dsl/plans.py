@@ -34,10 +34,6 @@ def check_plans(analyser, relations: dict, strata: list) -> None:
     """Validate every clause's ``.plan`` and set ``clause.plan`` (0-based atom order)."""
     stratum_of = {name: i for i, s in enumerate(strata) for name in s.relations}
     for relation in relations.values():
-        for fact in relation.facts:
-            if fact.plan:
-                raise analyser.error("a fact has no body to plan", fact.plan[0],
-                                     hint="remove the .plan after the fact")
         for clause in relation.clauses:
             if clause.rule.plan:
                 _check_clause(analyser, clause, stratum_of)
