@@ -45,6 +45,7 @@ from . import ast
 from .errors import DatalogError
 
 _NEGATED_OP = {"=": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
+MAX_UNFOLDED = 10_000  # clauses one rule may unfold into before it is an error
 
 
 def select(analyser, pragmas: dict) -> dict:
@@ -108,8 +109,9 @@ def unfold(analyser, inline: dict) -> tuple:
             clauses.extend(expanded)
         result[name] = clauses
     for name in inline:
-        users = ", ".join(sorted(used.get(name, ()))) or "no rule"
-        notes.append(f"{name} is inline: unfolded into the rules of {users}, never computed")
+        users = ", ".join(sorted(used.get(name, ())))
+        where = f"unfolded into the rules of {users}" if users else "used by no rule"
+        notes.append(f"{name} is inline: {where}, never computed")
     return result, notes
 
 
@@ -138,6 +140,7 @@ class _Unfolder:
 
         if not any(self.is_inline(lit) for lit in clause.literals):
             return None
+        self.count = 0
         out = []
         for literals, seeds, names in self.bodies(list(clause.literals),
                                                   dict(clause.seed_types), []):
@@ -153,6 +156,12 @@ class _Unfolder:
         """Every unfolding of ``literals``, first inline literal first (in body order)."""
         at = next((i for i, lit in enumerate(literals) if self.is_inline(lit)), None)
         if at is None:
+            self.count += 1
+            if self.count > MAX_UNFOLDED:
+                raise self.analyser.error(
+                    f"unfolding inline relations into this rule makes more than "
+                    f"{MAX_UNFOLDED:,} clauses", literals[0] if literals else None,
+                    hint="remove 'inline' from the .decl of " + ", ".join(sorted(set(names))))
             yield literals, seeds, names
             return
         lit = literals[at]
@@ -182,11 +191,13 @@ class _Unfolder:
             elif not isinstance(u, ast.Wildcard):
                 extra.append(ast.Comparison(u.line, u.column, "=", u, h))
         substitute = _Substituter(subst)
-        return [substitute.literal(lit) for lit in literals + extra], types
+        return _simplify([substitute.literal(lit) for lit in literals + extra]), types
 
     def positive(self, use):
         for head_args, literals, seeds in self.definitions(use.relation):
-            yield self.instantiate(use, head_args, literals, seeds)
+            body, types = self.instantiate(use, head_args, literals, seeds)
+            if body is not None:  # a clause whose constants cannot match adds nothing
+                yield body, types
 
     def negated(self, negation):
         use = negation.atom
@@ -194,6 +205,8 @@ class _Unfolder:
         choices, fixed, types = [], [], {}
         for head_args, literals, seeds in self.definitions(use.relation):
             body, more = self.instantiate(use, head_args, literals, seeds)
+            if body is None:  # that clause cannot hold here: its negation always does
+                continue
             types.update(more)
             definitions, conditions = _split_definitions(body, outer)
             if definitions is None:
@@ -205,8 +218,77 @@ class _Unfolder:
                 return
             fixed += definitions
             choices.append([_negate(c) for c in conditions])
+        size = 1
+        for options in choices:
+            size *= len(options)
+        if size > MAX_UNFOLDED:
+            raise self.analyser.error(
+                f"inlining this negation of {use.relation} would make {size:,} clauses (one "
+                f"per way to falsify each of its clauses)", negation,
+                hint=f"remove 'inline' from the .decl of {use.relation}")
         for combination in itertools.product(*choices):
-            yield fixed + list(combination), types
+            body = _simplify(fixed + list(combination))
+            if body is not None:
+                yield body, types
+
+
+def _simplify(literals):
+    """Drop what is true, and None if something is false: comparisons of constants,
+    ``true``/``false``, one variable equal to two different constants, repeated literals.
+
+    >>> from diffflow.dsl.parser import parse
+    >>> lits = parse("r(x) :- 1 < 2, x = 1, e(x), x = 1, true.").rules[0].body[0].literals
+    >>> [type(l).__name__ for l in _simplify(lits)]
+    ['Comparison', 'Atom']
+    >>> _simplify(parse("r(x) :- x = 1, e(x), 1 = x + 0, x = 2.").rules[0].body[0].literals)
+    """
+    from .constants import comparison_kind, evaluate
+
+    out, seen, equal = [], set(), {}
+    for lit in literals:
+        if isinstance(lit, ast.Boolean):
+            if not lit.value:
+                return None
+            continue
+        if isinstance(lit, ast.Comparison):
+            if not _literal_vars(lit) and not _has_aggregate(lit):
+                kind = comparison_kind(lit)
+                try:
+                    left, right = evaluate(lit.left, kind), evaluate(lit.right, kind)
+                except ArithmeticError:
+                    left = right = None
+                if left is not None and right is not None:
+                    holds = {"=": left == right, "!=": left != right, "<": left < right,
+                             "<=": left <= right, ">": left > right, ">=": left >= right}[lit.op]
+                    if not holds:
+                        return None
+                    continue
+            if lit.op == "=":
+                for var, const in ((lit.left, lit.right), (lit.right, lit.left)):
+                    if isinstance(var, ast.Var) and isinstance(const, (ast.Number, ast.String)):
+                        value = (type(const).__name__, const.value)
+                        if equal.setdefault(var.name, value) != value:
+                            return None
+        key = repr(_strip(lit.to_data()))
+        if key not in seen:
+            seen.add(key)
+            out.append(lit)
+    return out
+
+
+def _has_aggregate(lit) -> bool:
+    from .analysis import _walk_term
+
+    return any(isinstance(t, ast.AggregateTerm) for t in _walk_term(lit.left, lit.right))
+
+
+def _strip(data):
+    """A node's data without positions (literals equal up to where they were written)."""
+    if isinstance(data, dict):
+        return {k: _strip(v) for k, v in data.items() if k != "at"}
+    if isinstance(data, list):
+        return [_strip(v) for v in data]
+    return data
 
 
 def _split_definitions(literals, outer):
