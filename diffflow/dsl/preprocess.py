@@ -199,7 +199,7 @@ class _Runner:
                          f"directory with include_dirs=[...] (souffle -I DIR)")
 
             def on_error(self, file, line, msg):
-                raise runner.error(msg, file or runner.filename, line, 1)
+                raise runner.error(msg.strip(), file or runner.filename, line, 1)
 
             def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):
                 name = directive.value
