@@ -150,8 +150,8 @@ def test_unknown_qualifier():
            "prog.dl:1:7: error: unknown qualifier 'fancy' on 'e'",
            "    .decl e(x: number) fancy",
            "          ^",
-           "  hint: supported: input, output, printsize and the ignored data-structure hints "
-           "btree, brie, inline")
+           "  hint: supported: input, output, printsize, inline, no_inline and the ignored "
+           "data-structure hints btree, brie")
 
 
 def test_unknown_directive_parameter():

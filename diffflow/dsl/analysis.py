@@ -31,6 +31,7 @@ from .constants import fold_fact
 from .errors import DatalogError, did_you_mean
 
 BASE_TYPES = ("number", "unsigned", "float", "symbol")
+# accepted qualifiers; inline, no_inline and no_magic are read by .inline
 _IGNORED_QUALIFIERS = {"btree", "brie", "inline", "no_inline", "magic", "no_magic", "override",
                        "btree_delete", "overridable"}
 _OLD_IO_QUALIFIERS = {"input", "output", "printsize"}
@@ -208,8 +209,9 @@ class _Analyser:
                     self.directives.append(directive)
                 elif q not in _IGNORED_QUALIFIERS:
                     raise self.error(f"unknown qualifier {q!r} on {decl.relation!r}", decl,
-                                     hint="supported: input, output, printsize and the "
-                                          "ignored data-structure hints btree, brie, inline")
+                                     hint="supported: input, output, printsize, inline, "
+                                          "no_inline and the ignored data-structure hints "
+                                          "btree, brie")
             self.relations[decl.relation] = relation
 
     def lookup(self, name, node) -> Relation:
