@@ -61,6 +61,29 @@ PROGRAMS = {
         far(x, y) :- path(x, y), !near(x, y), !small(x).
         lonely(x) :- s(x), !near(x, 3), !small(x).
     """, {"e": [NODE, NODE], "s": [NODE]}),
+    # aggregates inside inline clauses (correlated with the use), symbol constants in heads
+    "aggregates_and_symbols": ("""
+        .decl e(x: number, y: number)
+        .decl n(x: number)
+        .decl s(k: symbol, x: number)
+        .decl deg(x: number, c: number) inline
+        .decl busy(x: number) inline
+        .decl kind(x: number, k: symbol) inline
+        .decl r1(x: number, c: number)
+        .decl r2(x: number)
+        .decl r3(x: number)
+        .decl r4(x: number, k: symbol)
+        .decl r5(x: number)
+        deg(x, c) :- n(x), c = count : { e(x, _) }.
+        busy(x) :- n(x), 2 <= count : { e(x, _) }.
+        kind(x, "a") :- e(x, _).
+        kind(x, k) :- s(k, x).
+        r1(x, c) :- deg(x, c), c > 0.
+        r2(x) :- n(x), !busy(x).
+        r3(x) :- n(x), kind(x, "b").
+        r4(x, k) :- n(x), kind(x, k), !kind(x, "a").
+        r5(x) :- n(x), max y : { e(x, y) } = m, deg(m, 2).
+    """, {"e": [NODE, NODE], "n": [NODE], "s": [["a", "b", "c"], NODE]}),
 }
 
 

@@ -156,6 +156,9 @@ class _Unfolder:
         """Every unfolding of ``literals``, first inline literal first (in body order)."""
         at = next((i for i, lit in enumerate(literals) if self.is_inline(lit)), None)
         if at is None:
+            literals = _simplify(literals)
+            if literals is None:  # e.g. n(x), !n(x): the clause can never hold
+                return
             self.count += 1
             if self.count > MAX_UNFOLDED:
                 raise self.analyser.error(
@@ -234,13 +237,15 @@ class _Unfolder:
 
 def _simplify(literals):
     """Drop what is true, and None if something is false: comparisons of constants,
-    ``true``/``false``, one variable equal to two different constants, repeated literals.
+    ``true``/``false``, one variable equal to two different constants, an atom next to its
+    negation; repeated literals are kept once.
 
     >>> from diffflow.dsl.parser import parse
     >>> lits = parse("r(x) :- 1 < 2, x = 1, e(x), x = 1, true.").rules[0].body[0].literals
     >>> [type(l).__name__ for l in _simplify(lits)]
     ['Comparison', 'Atom']
     >>> _simplify(parse("r(x) :- x = 1, e(x), 1 = x + 0, x = 2.").rules[0].body[0].literals)
+    >>> _simplify(parse("r(x) :- e(x, _), n(x), !e(x, _).").rules[0].body[0].literals)
     """
     from .constants import comparison_kind, evaluate
 
@@ -273,6 +278,9 @@ def _simplify(literals):
         if key not in seen:
             seen.add(key)
             out.append(lit)
+    for lit in out:  # an atom and its own negation: never both
+        if isinstance(lit, ast.Negation) and repr(_strip(lit.atom.to_data())) in seen:
+            return None
     return out
 
 
