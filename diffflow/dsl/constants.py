@@ -138,7 +138,13 @@ def _holds(lit) -> bool:
 
 
 def comparison_kind(c) -> str:
-    """The type a comparison of constants is evaluated in (a plain integer is a number)."""
+    """The type a comparison of constants is evaluated in (a plain integer is a number).
+
+    >>> from diffflow.dsl.parser import parse
+    >>> [comparison_kind(c) for c in parse("r(1) :- 1 < 2, 1 < 2u, 1.5 > 1.").rules[0]
+    ...                                     .body[0].literals]
+    ['number', 'unsigned', 'float']
+    """
     for side in (c.left, c.right):
         kind = _known_kind(side)
         if kind is not None:
@@ -166,6 +172,12 @@ def fold_fact(analyser, rule: ast.Rule, relation):
     """A fact with every argument evaluated to a constant node, or None if it derives nothing.
 
     ``analyser`` supplies the type checks and located errors of the analysis.
+
+    >>> from diffflow.dsl.analysis import analyse
+    >>> from diffflow.dsl.parser import parse
+    >>> a = analyse(parse(".decl r(x: number)\\nr(6 * 7). r(min 1 : { false })."))
+    >>> [f.head.args[0].value for f in a.relations["r"].facts]
+    [42]
     """
     args = []
     for arg, kind, name in zip(rule.head.args, relation.types, relation.attributes):

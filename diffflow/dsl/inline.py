@@ -49,7 +49,16 @@ MAX_UNFOLDED = 10_000  # clauses one rule may unfold into before it is an error
 
 
 def select(analyser, pragmas: dict) -> dict:
-    """The relations to inline (``name -> Relation``), after Soufflé's declaration checks."""
+    """The relations to inline (``name -> Relation``), after Soufflé's declaration checks.
+
+    >>> from diffflow.dsl.parser import parse
+    >>> from diffflow.dsl.analysis import analyse
+    >>> analyse(parse(".decl e(x: number) inline output"))
+    Traceback (most recent call last):
+    ...
+    diffflow.dsl.errors.DatalogError: <program>:1:7: error: IO relation e cannot be inlined
+    ...
+    """
     excluded = {n.strip() for n in pragmas.get("inline-exclude", "").split(",") if n.strip()}
     chosen = {}
     for name, relation in analyser.relations.items():
@@ -67,7 +76,17 @@ def select(analyser, pragmas: dict) -> dict:
 
 
 def check_uses(analyser, inline: dict) -> None:
-    """Uses Soufflé rejects: inside aggregates, and negated with ``_``."""
+    """Uses Soufflé rejects: inside aggregates, and negated with ``_``.
+
+    >>> from diffflow.dsl.parser import parse
+    >>> from diffflow.dsl.analysis import analyse
+    >>> analyse(parse(".decl e(x: number)\\n.decl i(x: number) inline\\ni(x) :- e(x).\\n"
+    ...               "e(x) :- e(x), !i(_)."))
+    Traceback (most recent call last):
+    ...
+    diffflow.dsl.errors.DatalogError: <program>:4:18: error: Cannot inline negated atom containing an unnamed variable
+    ...
+    """
     for relation in analyser.relations.values():
         for clause in relation.clauses:
             for agg in analyser.aggregates_in(clause):
@@ -90,7 +109,15 @@ def check_uses(analyser, inline: dict) -> None:
 
 def unfold(analyser, inline: dict) -> tuple:
     """``(clauses by relation name, notes)``: every clause of a materialised relation with
-    its inline atoms unfolded, checked again (binding and types)."""
+    its inline atoms unfolded, checked again (binding and types).
+
+    >>> from diffflow.dsl.parser import parse
+    >>> from diffflow.dsl.analysis import analyse
+    >>> a = analyse(parse(".decl e(x: number)\\n.decl i(x: number) inline\\n.decl r(x: number)\\n"
+    ...                   "i(x) :- e(x), x > 1.\\nr(x) :- i(x), !i(x + 1)."))
+    >>> [len(c.literals) for c in a.relations["r"].clauses], a.notes
+    ([4, 4], ['i is inline: unfolded into the rules of r, never computed'])
+    """
     unfolder = _Unfolder(analyser, inline)
     result, notes, used = {}, [], {}
     for name, relation in analyser.relations.items():

@@ -31,7 +31,16 @@ from . import ast
 
 
 def check_plans(analyser, relations: dict, strata: list) -> None:
-    """Validate every clause's ``.plan`` and set ``clause.plan`` (0-based atom order)."""
+    """Validate every clause's ``.plan`` and set ``clause.plan`` (0-based atom order).
+
+    >>> from diffflow.dsl.parser import parse
+    >>> from diffflow.dsl.analysis import analyse
+    >>> analyse(parse(".decl e(x: number)\\ne(x) :- e(x). .plan 0: (2)"))
+    Traceback (most recent call last):
+    ...
+    diffflow.dsl.errors.DatalogError: <program>:2:24: error: Invalid execution order in plan (incomplete)
+    ...
+    """
     stratum_of = {name: i for i, s in enumerate(strata) for name in s.relations}
     for relation in relations.values():
         for clause in relation.clauses:

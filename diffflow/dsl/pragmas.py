@@ -70,6 +70,10 @@ def read_pragmas(pragmas: list, source: str, filename: str) -> tuple:
 
     Raises :class:`DatalogError` for a value diffflow cannot use (``jobs`` or
     ``max-rounds`` that is not a positive number).
+
+    >>> from diffflow.dsl.parser import parse
+    >>> read_pragmas(parse('.pragma "max-rounds" "50"').pragmas, "", "p.dl")
+    ({'max-rounds': '50'}, [], [])
     """
     values: dict = {}
     seen: dict = {}

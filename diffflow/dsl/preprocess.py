@@ -51,7 +51,11 @@ def needs_preprocessing(text: str, macros=None) -> bool:
 
 def preprocess(text: str, filename: str = "<program>", include_dirs=None, macros=None):
     """``text`` after the C preprocessor: a :class:`Preprocessed` string, or ``text``
-    itself when it needs no preprocessing (see the module docstring)."""
+    itself when it needs no preprocessing (see the module docstring).
+
+    >>> preprocess("#if 0\\ne(1).\\n#else\\ne(2).\\n#endif\\n").strip()
+    'e(2).'
+    """
     if not needs_preprocessing(text, macros):
         return text
     return _Runner(text, filename, include_dirs, macros).run()
