@@ -51,6 +51,7 @@ class Relation:
     printsize: list = field(default_factory=list)  # .printsize directives
     facts: list = field(default_factory=list)      # ground rules from the program text
     clauses: list = field(default_factory=list)    # Clause objects with this head
+    ruled: bool = False  # has rules in the text (even if unfolding left no clause)
 
     @property
     def arity(self) -> int:
@@ -59,7 +60,7 @@ class Relation:
     @property
     def has_input(self) -> bool:
         """Whether facts can be inserted: ``.input``, facts in the text, or no rules at all."""
-        return bool(self.inputs or self.facts or not self.clauses)
+        return bool(self.inputs or self.facts or not (self.clauses or self.ruled))
 
 
 @dataclass
@@ -142,7 +143,9 @@ class _Analyser:
             for name in inline:
                 del self.relations[name]
             for name, clauses in unfolded.items():
-                self.relations[name].clauses = clauses
+                relation = self.relations[name]
+                relation.ruled = bool(relation.clauses)
+                relation.clauses = clauses
             strata, _ = self.stratify()
             notes += inline_notes
         return Analysed(self.program, self.source, self.relations, strata,
