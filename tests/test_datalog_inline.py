@@ -226,6 +226,8 @@ def test_an_inline_clause_is_checked_where_it_is_unfolded():
     never = dd.Program(source.replace("r0(x) :- a(x, 0).\n", "r0(x) :- b(x, 0).\n"))
     with pytest.raises(ValueError, match="relation 'r0' is computed by rules"):
         never.insert("r0", [(1,)])
+    never.commit()
+    assert never.relation("r0") == set() and "r0: always empty" in never.plan()
     e = _error(source + "r0(x) :- b(x, 1).\n")
     assert (e.line, e.column) == (7, 12)  # the use's x, which b's 0 < x became
     assert e.message == "variable 'x' in a comparison is not bound by a positive atom"

@@ -153,6 +153,11 @@ class _Compiler:
             self.plan.append(f"  {relation.name}: input facts only")
             self.values[relation.name] = inp
             return
+        if not parts:  # every rule was unfolded away (inline clauses that never hold)
+            self.plan.append(f"  {relation.name}: always empty")
+            self.values[relation.name] = self.flow.input(f"_empty_{relation.name}",
+                                                         relation_columns(relation))
+            return
         self.values[relation.name] = parts[0].concat(*parts[1:]).distinct()
 
     def compile_recursive(self, relations: list):
