@@ -49,6 +49,19 @@ def needs_preprocessing(text: str, macros=None) -> bool:
     return bool(macros) or _DIRECTIVE.search(text) is not None
 
 
+def macros_from_option(option: str) -> dict:
+    """Soufflé's ``-M "NAME=VALUE NAME2"`` as a ``macros`` dict (a bare name is defined as 1).
+
+    >>> macros_from_option("SIZE=10 DEBUG  MODE=fast")
+    {'SIZE': '10', 'DEBUG': None, 'MODE': 'fast'}
+    """
+    macros = {}
+    for item in option.split():
+        name, equals, value = item.partition("=")
+        macros[name] = value if equals else None
+    return macros
+
+
 def preprocess(text: str, filename: str = "<program>", include_dirs=None, macros=None):
     """``text`` after the C preprocessor: a :class:`Preprocessed` string, or ``text``
     itself when it needs no preprocessing (see the module docstring).
