@@ -16,7 +16,7 @@ Programs (Soufflé syntax; every engine runs the same rules on the same facts):
               sg(x, y) :- edge(a, x), sg(a, b), edge(b, y).
 
 Graphs: ``rmat`` (the R-MAT generator of bench_graphs.py, ``--rmat-scale``, ``--edges``,
-seed 0) and the SNAP files in ../shared/data/graphs (``wiki-Vote``, ...), optionally cut to
+seed 0) and SNAP graphs found under ``--data`` (``wiki-Vote``, ...), optionally cut to
 the subgraph induced by the ``--nodes`` smallest node ids (0 = the whole graph).
 
 Engines, each in its own subprocess killed after ``--timeout`` seconds:
@@ -33,7 +33,7 @@ Engines, each in its own subprocess killed after ``--timeout`` seconds:
 text facts for clingo, a DataFrame for DuckDB, ``insert`` of the array for diffflow); it
 excludes interpreter start and imports.  diffflow first runs the same program on a 300-edge
 graph (with one update) so that loading numba kernels from the on-disk cache is not counted.
-Not collected by pytest.  Bench-only dependencies: ``pip install duckdb clingo pyDatalog``.
+Not collected by pytest.  Bench-only dependencies: ``pip install -e ".[bench]"``.
 """
 from __future__ import annotations
 
@@ -47,6 +47,8 @@ import tempfile
 import time
 
 import numpy as np
+
+from datasets import add_data_option
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -81,13 +83,14 @@ OUTPUT = {"tc": "path", "tc-roots": "path", "sg": "sg"}
 # ---------------------------------------------------------------------------------------------
 # inputs and the reference fixpoint
 
-def make_graph(name: str, scale: int, edges: int, nodes: int) -> tuple[str, np.ndarray]:
+def make_graph(name: str, scale: int, edges: int, nodes: int,
+               data: str | None = None) -> tuple[str, np.ndarray]:
     from bench_graphs import load_graph, rmat_edges
 
     if name == "rmat":
         e = rmat_edges(scale, edges, seed=0)
         return f"R-MAT s{scale}", np.unique(e, axis=0)
-    e = load_graph(name if name.endswith(".gz") else f"{name}.txt.gz")
+    e = load_graph(name, data)
     e = e[e[:, 0] != e[:, 1]]
     label = name
     if nodes:
@@ -389,7 +392,7 @@ def run_engine(engine, workload, folder, args):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--graphs", default="rmat,wiki-Vote",
-                        help="comma list: rmat and/or SNAP names in ../shared/data/graphs")
+                        help="comma list: rmat and/or SNAP graph names found under --data")
     parser.add_argument("--rmat-scale", type=int, default=11)
     parser.add_argument("--edges", type=int, default=8000, help="R-MAT edges")
     parser.add_argument("--nodes", type=int, default=2000,
@@ -409,6 +412,7 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0,
                         help="print the top N cProfile entries (cumulative) of diffflow's "
                              "initial run")
+    add_data_option(parser)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--workload-one", help=argparse.SUPPRESS)
     parser.add_argument("--worker-dir", help=argparse.SUPPRESS)
@@ -437,7 +441,7 @@ def main() -> None:
     profiles = []
     with tempfile.TemporaryDirectory(prefix="bench_datalog_") as tmp:
         for graph in args.graphs.split(","):
-            label, edges = make_graph(graph, args.rmat_scale, args.edges, args.nodes)
+            label, edges = make_graph(graph, args.rmat_scale, args.edges, args.nodes, args.data)
             updates, states = make_updates(edges, args.batches)
             for workload in workloads:
                 roots = pick_roots(edges, args.roots) if workload == "tc-roots" else None

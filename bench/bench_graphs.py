@@ -13,8 +13,6 @@ Not collected by pytest.  Single core: set NUMBA_NUM_THREADS=1.
 from __future__ import annotations
 
 import argparse
-import gzip
-import os
 import statistics
 import time
 
@@ -22,8 +20,7 @@ import numpy as np
 
 import diffflow as dd
 from diffflow import graphs
-
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "graphs")
+from datasets import add_data_option, load_graph, stats_entry  # noqa: F401 (re-exported)
 
 
 def rmat_edges(scale: int, count: int, seed: int = 0, a=0.57, b=0.19, c=0.19) -> np.ndarray:
@@ -44,12 +41,6 @@ def rmat_edges(scale: int, count: int, seed: int = 0, a=0.57, b=0.19, c=0.19) ->
         batch = batch[batch[:, 0] != batch[:, 1]]
         out = np.unique(np.concatenate([out, batch]), axis=0)
     return out[rng.permutation(len(out))[:count]]
-
-
-def load_graph(name: str) -> np.ndarray:
-    with gzip.open(os.path.join(DATA, name), "rt") as fh:
-        rows = [line.split() for line in fh if line.strip() and not line.startswith("#")]
-    return np.unique(np.array(rows, dtype=np.int64), axis=0)
 
 
 def scipy_reach(edges: np.ndarray, roots: np.ndarray) -> int:
@@ -153,14 +144,9 @@ def run(algorithm: str, edges_np: np.ndarray, batches: int, parts: int, seed: in
           f"{t_scipy / med:5.2f}x")
 
 
-def component_sizes(edges_np: np.ndarray, graph: str) -> None:
-    """Largest WCC and SCC computed by diffflow, checked against ../shared stats.json."""
-    import json
-
-    with open(os.path.join(DATA, "stats.json")) as fh:
-        stats = json.load(fh)
-    key = graph.lower().replace("-", "_")
-    entry = next((e for e in stats if key in e["file"].lower()), None)
+def component_sizes(edges_np: np.ndarray, graph: str, data=None) -> None:
+    """Largest WCC and SCC computed by diffflow, checked against the graph's stats.json."""
+    entry = stats_entry(graph, data)
     flow = dd.Dataflow()
     edges = flow.input("edges", ["src", "dst"])
     wcc = graphs.connected_components(edges).aggregate(by=["label"], size=dd.count()).output()
@@ -186,17 +172,18 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--algorithms", default="reach,wcc")
+    add_data_option(parser)
     args = parser.parse_args()
     if args.graph == "rmat":
         edges = rmat_edges(args.scale, args.edges)
         label = f"R-MAT scale {args.scale}, {len(edges):,} edges"
     else:
-        edges = load_graph(f"{args.graph}.txt.gz")
+        edges = load_graph(args.graph, args.data)
         label = f"{args.graph}, {len(edges):,} edges"
     print(label)
     for algorithm in args.algorithms.split(","):
         if algorithm == "components":
-            component_sizes(edges, args.graph)
+            component_sizes(edges, args.graph, args.data)
         else:
             run(algorithm, edges, args.batches, args.partitions)
 

@@ -64,6 +64,7 @@ import diffflow as dd  # noqa: E402
 from diffflow import graphs  # noqa: E402
 
 from bench_graphs import load_graph, rmat_edges, scipy_reach  # noqa: E402
+from datasets import add_data_option, graph_file  # noqa: E402
 
 BATCH = 10           # edges inserted and removed per update batch
 ROOTS = 10           # reachability roots
@@ -724,7 +725,7 @@ def print_table(label, results, refs):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--graphs", default="rmat", help="rmat and/or ego-twitter (comma list; "
-                        "any SNAP file name in ../shared/data/graphs works)")
+                        "any SNAP graph found under --data works)")
     parser.add_argument("--rmat-scale", type=int, default=14)
     parser.add_argument("--rmat-edges", default="60000,120000",
                         help="comma list of R-MAT sizes: one graph each")
@@ -746,7 +747,10 @@ def main() -> None:
                         help="spark.sql.cteRecursionLevelLimit (Spark's default 100)")
     parser.add_argument("--sql-max-rows", type=int, default=None,
                         help="spark.sql.cteRecursionRowLimit (Spark's default 1,000,000)")
+    add_data_option(parser)
     args = parser.parse_args()
+    for name in [g for g in args.graphs.split(",") if g and g != "rmat"]:
+        graph_file(name, args.data)  # a missing graph stops us before Spark starts
     args.engines = [e for e in args.engines.split(",") if e]
     args.workloads = [w for w in args.workloads.split(",") if w]
     for e in args.engines:
@@ -785,8 +789,7 @@ def main() -> None:
                 e = np.unique(rmat_edges(args.rmat_scale, n, seed=0), axis=0)
                 graphs_todo.append((f"R-MAT scale {args.rmat_scale}, {n:,} edges", e))
         else:
-            file = name if name.endswith(".gz") else f"{name}.txt.gz"
-            graphs_todo.append((name, load_graph(file)))
+            graphs_todo.append((name, load_graph(name, args.data)))
 
     all_results = []
     for label, e in graphs_todo:

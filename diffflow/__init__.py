@@ -12,8 +12,19 @@ as the inputs change, epoch by epoch.
 >>> paths.snapshot()
 {(1, 3): 1}
 
+Submodules load on first attribute access, as in numpy and scipy:
+
+>>> flow = dd.Dataflow()
+>>> e, r = flow.input("e", ["src", "dst"]), flow.input("r", ["node"])
+>>> reach = dd.graphs.reachable(e, r).output()
+>>> e.insert([(1, 2), (2, 3)]); r.insert([1]); flow.advance()
+>>> sorted(reach.snapshot())
+[(1,), (2,), (3,)]
+
 Importing diffflow imports neither pyspark nor numba: kernels compile on first use.
 """
+import importlib as _importlib
+
 from .collection import (Aggregate, Arranged, Collection, Dataflow, GraphError, InputCollection,
                          Output, count, max, min, sum)
 from .dsl import DatalogError, DatalogWarning, Program
@@ -27,3 +38,17 @@ __all__ = ["Dataflow", "Collection", "InputCollection", "Arranged", "Output", "A
            "Loop", "Variable", "GraphError", "OperatorError", "NonConvergenceError", "Schema",
            "Program", "DatalogError", "DatalogWarning", "StreamingView", "col", "lit", "count", "sum", "min", "max"]
 __version__ = "0.1.0"
+
+# loaded by ``dd.<name>`` on first use (PEP 562), so ``import diffflow`` stays cheap
+_SUBMODULES = {"arrangements", "cli", "collection", "dataflow", "dsl", "expr", "graphs",
+               "iteration", "lattice", "operators", "runtime", "schema", "streaming"}
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        return _importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'diffflow' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | _SUBMODULES)

@@ -5,9 +5,11 @@
     diffflow explain-plan prog.dl                   # strata, join orders, shared indexes
 
 ``run`` reads ``facts/<r>.facts`` for every ``.input r`` (TAB-separated, no
-header; a missing file is an empty relation) and writes ``out/<r>.csv`` for
-every ``.output r``; ``-D -`` prints outputs to stdout in Soufflé's format;
-``.printsize r`` prints ``r<TAB>count``.  With ``--updates DIR``, every
+header, gzip-compressed or not; a file that cannot be opened is an error unless
+``-w``, which reads it as an empty relation) and writes ``out/<r>.csv`` for
+every ``.output r``; ``-D -`` (or ``IO=stdout``) prints outputs to stdout in
+Soufflé's format; ``.printsize r`` prints ``r<TAB>count``.  Every input is read
+and checked before anything is computed or written.  With ``--updates DIR``, every
 numbered sub-folder of ``DIR`` (``1/``, ``2/``, ...) is a step holding
 ``<r>.insert.facts`` and ``<r>.remove.facts``; after each step the changes of
 every output relation are written to ``out/<r>.step-<N>.csv`` with a last
@@ -42,6 +44,11 @@ def main(argv=None) -> int:
 
     try:
         return args.handler(args)
+    except BrokenPipeError:
+        # the reader left (`diffflow run ... -D - | head`): stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the exit-time flush cannot complain
+        return 128 + 13  # what a shell reports for a tool ended by SIGPIPE
     except DatalogError as exc:
         print(str(exc), file=sys.stderr)
         return 1
@@ -58,7 +65,8 @@ def _parser():
     commands = parser.add_subparsers(dest="command")
     run = commands.add_parser("run", help="evaluate a Datalog program on fact files")
     run.add_argument("program", help="the .dl file")
-    run.add_argument("-F", "--fact-dir", default=".", help="folder of <relation>.facts files")
+    run.add_argument("-F", "--fact-dir", default=".",
+                     help="folder of <relation>.facts files (default: the current folder)")
     run.add_argument("-D", "--output-dir", default=".",
                      help="folder for <relation>.csv outputs; '-' prints them to stdout")
     run.add_argument("-j", "--jobs", type=int, default=None,
@@ -68,6 +76,11 @@ def _parser():
                           "needs Java 17/21")
     run.add_argument("--updates", metavar="DIR",
                      help="apply the numbered steps in DIR incrementally after the initial run")
+    run.add_argument("-w", "--no-warn", action="store_true",
+                     help="read a missing fact file as an empty relation (as Soufflé's -w)")
+    run.add_argument("--max-rounds", type=int, default=None, metavar="N",
+                     help="stop a recursive stratum still changing after N rounds with an error "
+                          "(default: no limit, as in Soufflé)")
     run.add_argument("-v", "--verbose", action="store_true",
                      help="report loading and computing times on stderr")
     run.set_defaults(handler=_run)
@@ -103,8 +116,8 @@ def _run(args) -> int:
     jobs = args.jobs if args.jobs is not None else (2 if args.spark else 1)
     if jobs < 1:
         raise ValueError(f"-j must be at least 1, got {jobs}")
-    if not os.path.isdir(args.fact_dir):
-        raise ValueError(f"fact directory {args.fact_dir!r} does not exist")
+    if args.max_rounds is not None and args.max_rounds < 1:
+        raise ValueError(f"--max-rounds must be at least 1, got {args.max_rounds}")
     started = time.perf_counter()
     options = {}
     if args.spark:
@@ -113,30 +126,35 @@ def _run(args) -> int:
         options = dict(runtime="spark", spark=local_session(args.spark))
         report.timed(f"started Spark ({args.spark})", time.perf_counter() - started)
         started = time.perf_counter()
-    program = Program.from_file(args.program, partitions=jobs, outputs="directives", **options)
-    steps = _steps(args.updates) if args.updates else []  # validate before computing
-    counts = program.load_facts(args.fact_dir, progress=report)
-    if args.verbose or sum(counts.values()) >= 100_000:
-        report.timed(f"loaded {sum(counts.values()):,} facts", time.perf_counter() - started)
-    started = time.perf_counter()
-    program.commit()
-    report.timed("computed the program", time.perf_counter() - started)
-    if args.output_dir != "-":
-        os.makedirs(args.output_dir, exist_ok=True)
-    _write_outputs(program, args.output_dir)
-    _print_sizes(program)
-    for relation in program.relations.values():
-        if relation.outputs:
-            program.changes(relation.name)  # steps report changes from here on
-    for number, folder in steps:
+    program = Program.from_file(args.program, partitions=jobs, outputs="directives",
+                                max_rounds=args.max_rounds, **options)
+    try:
+        # every input is read and checked before anything is computed or written
+        steps = [(number, _read_step(program, folder))
+                 for number, folder in (_steps(args.updates) if args.updates else [])]
+        counts = program.load_facts(args.fact_dir, progress=report, missing_ok=args.no_warn)
+        if args.verbose or sum(counts.values()) >= 100_000:
+            report.timed(f"loaded {sum(counts.values()):,} facts", time.perf_counter() - started)
         started = time.perf_counter()
-        applied = _apply_step(program, folder)
         program.commit()
-        report.timed(f"step {number}: {applied:,} fact changes applied and propagated",
-                     time.perf_counter() - started)
-        _write_changes(program, args.output_dir, number)
+        report.timed("computed the program", time.perf_counter() - started)
+        if args.output_dir != "-":
+            os.makedirs(args.output_dir, exist_ok=True)
+        _write_outputs(program, args.output_dir)
         _print_sizes(program)
-    program.close()
+        for relation in program.relations.values():
+            if relation.outputs:
+                program.changes(relation.name)  # steps report changes from here on
+        for number, batches in steps:
+            started = time.perf_counter()
+            applied = _apply_step(program, batches)
+            program.commit()
+            report.timed(f"step {number}: {applied:,} fact changes applied and propagated",
+                         time.perf_counter() - started)
+            _write_changes(program, args.output_dir, number)
+            _print_sizes(program)
+    finally:
+        program.close()
     return 0
 
 
@@ -156,27 +174,30 @@ def _steps(folder):
     return sorted(steps)
 
 
-def _apply_step(program, folder) -> int:
+def _read_step(program, folder) -> list:
+    """``[(sign, relation, encoded rows)]`` of one update step, removals first."""
     from .dsl.facts import read_facts
 
-    suffixes = {".insert.facts": program.insert, ".remove.facts": program.remove}
+    suffixes = {".insert.facts": +1, ".remove.facts": -1}
     batches = []
     for entry in sorted(os.listdir(folder)):
-        for suffix, action in suffixes.items():
+        for suffix, sign in suffixes.items():
             if entry.endswith(suffix):
                 name = entry[: -len(suffix)]
                 relation = program._relation(name)
                 program._input(name)
                 rows = read_facts(os.path.join(folder, entry), relation)
-                batches.append((action, name, program.encode(name, rows)))
+                batches.append((sign, name, program.encode(name, rows)))
                 break
         else:
             raise ValueError(f"unexpected file {os.path.join(folder, entry)!r} in an update "
                              f"step; expected <relation>.insert.facts or .remove.facts")
     # removals first, so a step may replace a fact by removing and inserting it
-    batches.sort(key=lambda b: b[0] != program.remove)
-    return sum(program._change(name, encoded, +1 if action == program.insert else -1)
-               for action, name, encoded in batches)
+    return sorted(batches, key=lambda b: b[0] > 0)
+
+
+def _apply_step(program, batches) -> int:
+    return sum(program._change(name, encoded, sign) for sign, name, encoded in batches)
 
 
 def _output_lines(program, relation, rows, delimiter, extra=None):

@@ -164,8 +164,10 @@ class Dataflow:
         self._inputs.append(handle)
         return handle
 
-    def loop(self, name: str | None = None, max_rounds: int = 10_000) -> "Loop":
+    def loop(self, name: str | None = None, max_rounds: int | None = 10_000) -> "Loop":
         """A loop scope for mutually recursive variables (see :mod:`diffflow.iteration`).
+
+        ``max_rounds=None`` lets the loop run as many rounds as it needs.
 
         >>> flow = Dataflow(); loop = flow.loop("fix", max_rounds=100)
         >>> loop.scope.dim

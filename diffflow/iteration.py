@@ -44,9 +44,10 @@ class Loop:
     variable was set.
     """
 
-    def __init__(self, flow, parent_scope, name, max_rounds: int = 10_000):
-        if not isinstance(max_rounds, int) or max_rounds < 1:
-            raise ValueError(f"max_rounds must be a positive int, got {max_rounds!r}")
+    def __init__(self, flow, parent_scope, name, max_rounds: int | None = 10_000):
+        # None: no limit (Datalog programs, like Soufflé's, may need millions of rounds)
+        if max_rounds is not None and (not isinstance(max_rounds, int) or max_rounds < 1):
+            raise ValueError(f"max_rounds must be a positive int or None, got {max_rounds!r}")
         flow._check_building("a loop")
         self.flow = flow
         self.scope = flow.graph.new_scope(parent_scope, name or f"loop{len(flow._loops)}",
@@ -78,7 +79,7 @@ class Loop:
         self.variables.append(variable)
         return variable
 
-    def loop(self, name: str | None = None, max_rounds: int = 10_000) -> "Loop":
+    def loop(self, name: str | None = None, max_rounds: int | None = 10_000) -> "Loop":
         """A loop nested inside this one (times gain another round coordinate)."""
         return Loop(self.flow, self.scope, name, max_rounds)
 

@@ -71,7 +71,7 @@ def test_aggregate_with_unbound_result_gives_an_empty_relation(tmp_path):
     assert (tmp_path / "o" / "S.csv").read_text() == "17\n"
 
 
-def test_missing_fact_file_is_an_empty_relation_and_printsize(tmp_path, capsys):
+def test_no_warn_reads_a_missing_fact_file_as_empty_and_printsize(tmp_path, capsys):
     prog = _write(tmp_path / "p.dl", """
         .decl e(x: number)
         .decl f(x: symbol)
@@ -82,7 +82,8 @@ def test_missing_fact_file_is_an_empty_relation_and_printsize(tmp_path, capsys):
         both(x) :- e(x), x > 1.
     """)
     _write(tmp_path / "facts" / "e.facts", "1\n2\n3\n3\n")
-    assert main(["run", str(prog), "-F", str(tmp_path / "facts"), "-D", str(tmp_path)]) == 0
+    assert main(["run", str(prog), "-F", str(tmp_path / "facts"), "-D", str(tmp_path),
+                 "-w"]) == 0
     assert capsys.readouterr().out == "e\t3\nboth\t2\n"
 
 

@@ -658,7 +658,8 @@ def _run_cli(tmp_path, facts: str, program: str = CLI_PROGRAM):
 @pytest.mark.parametrize("facts, line, value", [
     ("1\t2\n3\tx\n", 2, "'x'"),
     ("1\t2\n2\t3\n3\t2.5\n", 3, "'2.5'"),
-    ("1\t2\n3\n", 2, "''"),
+    ("1\t2\n3\t\n", 2, "''"),
+    ("1\t2\n3\t1e3\n", 2, "'1e3'"),
 ])
 def test_cli_bad_value_in_a_facts_file(tmp_path, capsys, facts, line, value):
     status, path, out = _run_cli(tmp_path, facts)
@@ -671,12 +672,20 @@ def test_cli_bad_value_in_a_facts_file(tmp_path, capsys, facts, line, value):
     assert not out.exists()
 
 
-def test_cli_too_many_fields_in_a_facts_file(tmp_path, capsys):
-    status, path, out = _run_cli(tmp_path, "1\t2\n3\t4\t5\n")
+@pytest.mark.parametrize("facts, line, fields, text", [
+    ("1\t2\n3\t4\t5\n", 2, 3, "3\\t4\\t5"),
+    ("1\t2\n3\n", 2, 1, "3"),
+    ("1\t2\t3\n4\t5\t6\n", 1, 3, "1\\t2\\t3"),  # every line has the same wrong count
+    ("7\n8\n", 1, 1, "7"),
+])
+def test_cli_wrong_field_count_in_a_facts_file(tmp_path, capsys, facts, line, fields, text):
+    status, path, out = _run_cli(tmp_path, facts)
     err = capsys.readouterr().err
     assert status == 1
-    assert err == (f"{path}:2: error: edge has 2 attribute(s) but this line has 3 fields\n"
-                   f"  hint: separate the attributes with '\\t'\n")
+    assert err == (f"{path}:{line}: error: edge has 2 attribute(s) but this line has {fields} "
+                   f"field(s): '{text}'\n"
+                   f"  hint: separate the attributes with '\\t'; .decl edge(x: number, "
+                   f"y: number)\n")
     assert not out.exists()
 
 

@@ -12,7 +12,8 @@ import diffflow as dd
 from diffflow import graphs
 from helpers import drive
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "graphs")
+# real graphs shipped inside the repository (data/README.md: source and licence)
+DATA = os.path.join(os.path.dirname(__file__), "..", "data", "graphs")
 
 
 def _digraph(state, name="edges"):

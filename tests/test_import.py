@@ -22,3 +22,31 @@ def test_public_names():
 
     for name in ["Dataflow", "col", "count", "sum", "min", "max"]:
         assert hasattr(dd, name)
+
+
+def test_submodules_load_on_first_attribute_access():
+    # a fresh interpreter: nothing but `import diffflow as dd` before dd.graphs is touched
+    code = (
+        "import sys\n"
+        "import diffflow as dd\n"
+        "assert 'diffflow.graphs' not in sys.modules\n"
+        "flow = dd.Dataflow()\n"
+        "e, r = flow.input('e', ['src', 'dst']), flow.input('r', ['node'])\n"
+        "out = dd.graphs.reachable(e, r).output()\n"
+        "assert 'pyspark' not in sys.modules and 'numba' not in sys.modules\n"
+        "e.insert([(1, 2), (2, 3), (7, 8)]); r.insert([1]); flow.advance()\n"
+        "print(sorted(out.snapshot()))\n"
+        "assert dd.runtime.local.__name__ == 'diffflow.runtime.local'\n"
+        "assert 'graphs' in dir(dd)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[(1,), (2,), (3,)]"
+
+
+def test_unknown_attribute_is_an_attribute_error():
+    import diffflow as dd
+    import pytest
+
+    with pytest.raises(AttributeError, match="no attribute 'graph'"):
+        dd.graph  # noqa: B018 - a typo of dd.graphs

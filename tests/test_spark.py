@@ -312,6 +312,71 @@ def test_spark_binds_to_loopback(spark):
     flow.close()
 
 
+_SPARK_SCRIPT = """
+import sys
+import diffflow as dd
+from diffflow.runtime.spark import local_session
+
+spark = local_session("local[1]")
+print("python", spark.sparkContext.pythonExec)
+flow = dd.Dataflow(runtime="spark", spark=spark, partitions=1)
+nums = flow.input("nums", ["x"])
+total = nums.aggregate(s=dd.sum("x")).output()
+nums.insert([1, 2, 3]); flow.advance()
+print("sum", sorted(total.snapshot()))
+flow.close(); spark.stop()
+"""
+
+
+def _shadowed_python_env(tmp_path, **extra):
+    """PATH without this venv's bin/, with a `python3` first that cannot run diffflow."""
+    shadow = tmp_path / "bin"
+    shadow.mkdir()
+    for name in ("python", "python3"):
+        fake = shadow / name
+        fake.write_text("#!/bin/sh\necho 'the python3 on PATH was used' >&2\nexit 3\n")
+        fake.chmod(0o755)
+    venv_bin = os.path.dirname(sys.executable)
+    path = [str(shadow)] + [p for p in os.environ.get("PATH", "").split(os.pathsep)
+                            if p and os.path.abspath(p) != venv_bin]
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")}
+    env.update(PATH=os.pathsep.join(path), SPARK_LOCAL_IP="127.0.0.1", **extra)
+    return env
+
+
+@pytest.mark.slow
+def test_local_spark_runs_on_this_interpreter_without_an_activated_venv(tmp_path):
+    # as `venv/bin/python script.py` without `source venv/bin/activate`: python3 on PATH
+    # is another Python (here one that cannot even start), so Spark must not use it
+    script = tmp_path / "script.py"
+    script.write_text(_SPARK_SCRIPT)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=600, env=_shadowed_python_env(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"python {sys.executable}" in done.stdout
+    assert "sum [(6,)]" in done.stdout
+
+
+@pytest.mark.slow
+def test_executors_python_without_diffflow_is_named_with_the_fix(tmp_path):
+    # PYSPARK_PYTHON chosen by the user is kept; here it names a Python that starts Spark's
+    # worker (pyspark comes from Spark's own zip) but has no site-packages, so no diffflow
+    isolated = tmp_path / "isolated-python"
+    isolated.write_text(f"#!/bin/sh\nexec {sys.executable} -S \"$@\"\n")
+    isolated.chmod(0o755)
+    script = tmp_path / "script.py"
+    script.write_text(_SPARK_SCRIPT)
+    env = _shadowed_python_env(tmp_path, PYSPARK_PYTHON=str(isolated))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=600, env=env, cwd=tmp_path)
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("RuntimeError: Spark's executors ran Python "), done.stderr[-3000:]
+    assert str(isolated) in last and "No module named 'diffflow'" in last
+    assert "PYSPARK_PYTHON" in last
+
+
 def test_missing_java_names_the_fix(tmp_path, monkeypatch):
     from diffflow.runtime.spark import java_problem
 

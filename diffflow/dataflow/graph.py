@@ -39,7 +39,7 @@ class Scope:
     parent: "Scope | None" = None
     label: str = "root"
     location: str = "<unknown>"
-    max_rounds: int = 10_000
+    max_rounds: int | None = 10_000  # None: no limit
 
     @property
     def depth(self) -> int:

@@ -62,7 +62,7 @@ class Compiled:
 
 
 def compile_program(analysed: Analysed, partitions: int = 1, outputs=None,
-                    max_rounds: int = 10_000, flow_options: dict | None = None) -> Compiled:
+                    max_rounds: int | None = None, flow_options: dict | None = None) -> Compiled:
     """Build the dataflow; ``outputs`` names relations to observe (default: all).
 
     ``flow_options`` go to :class:`~diffflow.Dataflow` (runtime, spark, checkpoints).
@@ -94,7 +94,7 @@ class _Frame:
 
 
 class _Compiler:
-    def __init__(self, analysed: Analysed, partitions: int, outputs, max_rounds: int,
+    def __init__(self, analysed: Analysed, partitions: int, outputs, max_rounds: int | None,
                  flow_options: dict):
         self.analysed, self.max_rounds = analysed, max_rounds
         self.flow = coll.Dataflow(partitions=partitions, **flow_options)

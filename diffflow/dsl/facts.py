@@ -1,22 +1,37 @@
-"""Soufflé fact and output files: TAB-separated text, no header, no quoting.
+"""Soufflé fact and output files: delimiter-separated text, no quoting, read as Soufflé reads them.
 
-Reading is columnar (pandas' C parser); a bad line is reported with its
-file and line number.  Writing renders numbers as Soufflé does (floats in
-the shortest ``%g``-like form).
+Reading follows Soufflé's ``ReadStreamCSV``: one fact per line, fields split
+on the delimiter (TAB by default) with no quoting or escaping, a trailing
+``\\r`` dropped (CRLF files), empty lines skipped, the first line skipped
+with ``headers=true``, gzip-compressed files read transparently.  Every
+non-empty line must have exactly as many fields as the relation has
+attributes; otherwise the error names ``file:line``.  Symbol fields are text
+whatever they look like (``007``, ``1e3``, empty); ``number`` and
+``unsigned`` fields are base-10 integers that fit 32 bits (leading blanks and
+a sign allowed, as C's ``stoi``), ``float`` fields what C's ``stod`` reads.
+
+The fast path is columnar: numpy finds the line and field boundaries and
+checks every line's field count at once, pyarrow's CSV reader splits the
+fields and pyarrow's compute kernels convert numbers.  Files pyarrow would
+split differently (a multi-character delimiter, a ``\\r`` inside a line) or
+that are not UTF-8 take :func:`split_reference`, the plain line-by-line
+reader kept for them and for tests.
 
 >>> import tempfile, os
 >>> from diffflow.dsl.analysis import Relation
 >>> r = Relation("e", ["x", "s"], ["number", "symbol"], None)
 >>> path = os.path.join(tempfile.mkdtemp(), "e.facts")
->>> _ = open(path, "w").write("1\\ta b\\n2\\tc\\n")
+>>> _ = open(path, "w").write("1\\ta b\\n2\\t007\\n")
 >>> read_facts(path, r).values.tolist()
-[[1, 'a b'], [2, 'c']]
+[[1, 'a b'], [2, '007']]
 """
 from __future__ import annotations
 
-import csv
+import gzip
+import io
 import os
 import time
+import zlib
 
 import numpy as np
 
@@ -24,76 +39,247 @@ from .analysis import NUMBER_RANGE, UNSIGNED_RANGE
 from .errors import DatalogError
 
 _PROGRESS_BYTES = 8 << 20  # report files larger than this
+_BLOCK = 64 << 20          # bytes scanned at once when checking lines (bounds temporaries)
+_INTEGER = r"^[ \t\n\v\f\r]*[+-]?[0-9]+$"
+_FLOAT = (r"^[ \t\n\v\f\r]*[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|inf|infinity|nan"
+          r"|0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)([pP][+-]?[0-9]+)?)$")
+
+
+def read_bytes(path) -> bytes:
+    """The file's bytes, gunzipped when it is gzip-compressed (as Soufflé's readers do).
+
+    >>> import tempfile, os, gzip
+    >>> path = os.path.join(tempfile.mkdtemp(), "e.facts")
+    >>> _ = open(path, "wb").write(gzip.compress(b"1\\t2\\n"))
+    >>> read_bytes(path)
+    b'1\\t2\\n'
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise DatalogError(f"the file starts like gzip but cannot be decompressed: {exc}",
+                               filename=str(path),
+                               hint="re-compress it with gzip, or store it as plain text") from None
+    return data
 
 
 def read_facts(path, relation, delimiter: str = "\t", headers: bool = False, progress=None):
-    """Read a facts file into a DataFrame with columns ``c0, c1, ...`` (validated types)."""
+    """Read a facts file into a DataFrame with columns ``c0, c1, ...`` (validated types).
+
+    A nullary relation gives ``[()]`` when the file has a non-empty line, else ``[]``.
+    Raises :class:`DatalogError` naming ``file:line`` for the first bad line; nothing is
+    returned in part.
+    """
     import pandas as pd
 
     started = time.perf_counter()
-    size = os.path.getsize(path)
+    data = read_bytes(path)
+    if headers:  # Soufflé skips the first line, whatever it holds
+        cut = data.find(b"\n")
+        first_line, data = (2, data[cut + 1:]) if cut >= 0 else (2, b"")
+    else:
+        first_line = 1
     if relation.arity == 0:
-        with open(path, encoding="utf-8") as f:
-            present = any(line.strip() for line in f)
-        return [()] if present else []
-    names = [f"c{i}" for i in range(relation.arity)]
-    if size == 0:
-        return pd.DataFrame({n: [] for n in names})
-    try:
-        frame = pd.read_csv(path, sep=delimiter, header=0 if headers else None, names=names,
-                            dtype=str, quoting=csv.QUOTE_NONE, na_filter=False,
-                            keep_default_na=False, engine="c", skip_blank_lines=True,
-                            encoding="utf-8")
-    except pd.errors.ParserError as exc:
-        import re
-
-        found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
-        if found:
-            line, fields = int(found.group(2)), int(found.group(3))
-            raise DatalogError(f"{relation.name} has {relation.arity} attribute(s) but this line "
-                               f"has {fields} fields", filename=str(path), line=line,
-                               hint=f"separate the attributes with {delimiter!r}") from None
-        raise DatalogError(f"cannot read facts for {relation.name}: {exc}", filename=str(path),
-                           hint=f"{relation.name} has {relation.arity} attribute(s); separate "
-                                f"them with {delimiter!r}") from None
+        return [()] if data.replace(b"\r", b"").strip(b"\n") else []
+    fields = _split(data, relation, delimiter, str(path), first_line)
     out = {}
-    first_line = 2 if headers else 1
-    for j, (name, kind) in enumerate(zip(names, relation.types)):
-        column = frame[name]
-        if kind == "symbol":
-            out[name] = column.to_numpy(dtype=object)
-            continue
-        numbers = pd.to_numeric(column, errors="coerce")
-        bad = numbers.isna().to_numpy().copy()
-        if kind != "float":
-            bad |= ~np.isfinite(numbers.to_numpy(dtype=float, na_value=np.nan))
-            if not bad.any():
-                bad |= (numbers.to_numpy() != np.floor(numbers.to_numpy()))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise DatalogError(
-                f"{relation.name}: attribute {relation.attributes[j]!r} should be a {kind}, "
-                f"got {column.iloc[i]!r}", filename=str(path), line=first_line + i,
-                hint=f"is the file {delimiter!r}-separated with {relation.arity} column(s)?")
-        values = numbers.to_numpy(dtype=np.float64 if kind == "float" else np.int64)
-        if kind in ("number", "unsigned"):
-            low, high = NUMBER_RANGE if kind == "number" else UNSIGNED_RANGE
-            outside = (values < low) | (values > high)
-            if outside.any():
-                i = int(np.flatnonzero(outside)[0])
-                raise DatalogError(
-                    f"{relation.name}: attribute {relation.attributes[j]!r} = {column.iloc[i]} "
-                    f"does not fit a 32-bit {kind}", filename=str(path), line=first_line + i,
-                    hint="declare the attribute unsigned or float for larger values"
-                    if kind == "number" else None)
-        out[name] = values
+    for j, (column, kind) in enumerate(zip(fields, relation.types)):
+        out[f"c{j}"] = _convert(column, kind, relation, j, str(path), data, first_line, delimiter)
     result = pd.DataFrame(out)
     elapsed = time.perf_counter() - started
-    if progress is not None and (size > _PROGRESS_BYTES or elapsed > 1.0):
+    if progress is not None and (len(data) > _PROGRESS_BYTES or elapsed > 1.0):
         progress(f"read {len(result):,} facts for {relation.name} from {path} "
-                 f"({size / 1e6:.1f} MB, {elapsed:.1f} s)")
+                 f"({len(data) / 1e6:.1f} MB, {elapsed:.1f} s)")
     return result
 
+
+# -- lines and fields ---------------------------------------------------------------------------
+
+def _split(data: bytes, relation, delimiter, path, first_line) -> list:
+    """One pyarrow string array per attribute, after checking every line's field count."""
+    if len(delimiter.encode()) == 1 and not _has_lone_carriage_return(data):
+        _check_field_counts(data, relation, delimiter, path, first_line)
+        try:
+            return _split_arrow(data, relation.arity, delimiter)
+        except Exception:  # not UTF-8: the reference reader names the line
+            pass
+    return _columns_from_rows(split_reference(data, relation, delimiter, path, first_line),
+                              relation.arity)
+
+
+def _has_lone_carriage_return(data: bytes) -> bool:
+    """A ``\\r`` not followed by ``\\n``: pyarrow would end a line there, Soufflé does not."""
+    if b"\r" not in data:
+        return False
+    buffer = np.frombuffer(data, np.uint8)
+    after = np.flatnonzero(buffer == 13) + 1
+    return bool((after == len(buffer)).any() or (buffer[after[after < len(buffer)]] != 10).any())
+
+
+def _check_field_counts(data: bytes, relation, delimiter, path, first_line) -> None:
+    """Every non-empty line has ``arity`` fields, checked block by block with numpy."""
+    buffer = np.frombuffer(data, np.uint8)
+    separator = delimiter.encode()[0]
+    line, start = first_line, 0
+    while start < len(buffer):
+        end = min(start + _BLOCK, len(buffer))
+        if end < len(buffer):  # cut after the block's last newline (or take a whole long line)
+            last = data.rfind(b"\n", start, end)
+            end = last + 1 if last >= start else (data.find(b"\n", end) + 1 or len(buffer))
+        block = buffer[start:end]
+        newlines = np.flatnonzero(block == 10)
+        if len(newlines) == 0 or newlines[-1] != len(block) - 1:
+            newlines = np.append(newlines, len(block))  # a last line without a newline
+        line_starts = np.concatenate(([0], newlines[:-1] + 1))
+        lengths = newlines - line_starts
+        # a CRLF line's \r is not part of it
+        ends_cr = np.zeros(len(newlines), bool)
+        has_text = lengths > 0
+        ends_cr[has_text] = block[newlines[has_text] - 1] == 13
+        blank = lengths - ends_cr == 0
+        separators = np.bincount(np.searchsorted(newlines, np.flatnonzero(block == separator)),
+                                 minlength=len(newlines))
+        bad = ~blank & (separators + 1 != relation.arity)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            _field_count_error(relation, int(separators[i]) + 1, path, line + i, delimiter,
+                               bytes(block[line_starts[i]:newlines[i]]))
+        line += len(newlines)
+        start = end
+
+
+def _split_arrow(data: bytes, arity: int, delimiter: str) -> list:
+    import pyarrow as pa
+    import pyarrow.csv as csv
+
+    names = [f"c{j}" for j in range(arity)]
+    table = csv.read_csv(
+        io.BytesIO(data),
+        read_options=csv.ReadOptions(column_names=names),
+        parse_options=csv.ParseOptions(delimiter=delimiter, quote_char=False,
+                                       escape_char=False, double_quote=False,
+                                       newlines_in_values=False, ignore_empty_lines=True),
+        convert_options=csv.ConvertOptions(column_types={n: pa.string() for n in names},
+                                           strings_can_be_null=False,
+                                           quoted_strings_can_be_null=False, null_values=[]))
+    return [table.column(n).combine_chunks() for n in names]
+
+
+def split_reference(data: bytes, relation, delimiter: str = "\t", path: str = "<facts>",
+                    first_line: int = 1) -> list:
+    """Plain line-by-line reader (Soufflé's algorithm): a list of field tuples.
+
+    The slow path for files the columnar path does not take, and the reference the tests
+    compare it with.
+
+    >>> from diffflow.dsl.analysis import Relation
+    >>> split_reference(b"a\\t\\r\\n\\nb\\tc", Relation("r", ["x", "y"], ["symbol"] * 2, None))
+    [('a', ''), ('b', 'c')]
+    """
+    rows = []
+    for number, raw in enumerate(data.split(b"\n"), start=first_line):
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        if not raw:
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DatalogError(f"this line is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                               filename=path, line=number,
+                               hint="save the file as UTF-8") from None
+        fields = text.split(delimiter)
+        if len(fields) != relation.arity:
+            _field_count_error(relation, len(fields), path, number, delimiter, raw)
+        rows.append(tuple(fields))
+    return rows
+
+
+def _columns_from_rows(rows, arity):
+    import pyarrow as pa
+
+    return [pa.array([row[j] for row in rows], pa.string()) for j in range(arity)]
+
+
+def _field_count_error(relation, fields, path, line, delimiter, raw: bytes):
+    text = raw.decode("utf-8", "replace").rstrip("\r")
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    raise DatalogError(
+        f"{relation.name} has {relation.arity} attribute(s) but this line has {fields} "
+        f"field(s): {shown!r}", filename=path, line=line,
+        hint=f"separate the attributes with {delimiter!r}; .decl {relation.name}("
+             + ", ".join(f"{a}: {t}" for a, t in zip(relation.attributes, relation.types))
+             + ")")
+
+
+# -- values -------------------------------------------------------------------------------------
+
+def _convert(column, kind, relation, j, path, data, first_line, delimiter):
+    """A pyarrow string column as the attribute's numpy values; errors name the line."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if kind == "symbol":
+        return column.to_numpy(zero_copy_only=False)
+    attribute = relation.attributes[j]
+    pattern = _FLOAT if kind == "float" else _INTEGER
+    ok = pc.match_substring_regex(column, pattern, ignore_case=kind == "float")
+    ok = ok.to_numpy(zero_copy_only=False)
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        raise DatalogError(
+            f"{relation.name}: attribute {attribute!r} should be a {kind}, got "
+            f"{column[i].as_py()!r}", filename=path, line=_line_of_row(data, i, first_line),
+            hint=f"is the file {delimiter!r}-separated with {relation.arity} column(s)?")
+    text = pc.replace_substring_regex(pc.utf8_ltrim_whitespace(column), r"^\+", "")
+    if kind == "float":
+        return _to_float(text).to_numpy()
+    low, high = NUMBER_RANGE if kind == "number" else UNSIGNED_RANGE
+    try:
+        values = pc.cast(text, pa.int64()).to_numpy()
+        outside = (values < low) | (values > high)
+    except pa.ArrowInvalid:  # beyond 64 bits
+        outside = np.array([not -2**63 <= int(v) < 2**63 for v in text.to_pylist()])
+    if outside.any():
+        i = int(np.flatnonzero(outside)[0])
+        raise DatalogError(
+            f"{relation.name}: attribute {attribute!r} = {column[i].as_py().strip()} does not "
+            f"fit a 32-bit {kind}", filename=path, line=_line_of_row(data, i, first_line),
+            hint="declare the attribute unsigned or float for larger values"
+            if kind == "number" else None)
+    return values
+
+
+def _to_float(text):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    # pyarrow reads "inf"/"nan" but not C's hexadecimal floats; those few go through Python
+    hexadecimal = pc.match_substring_regex(text, r"^[+-]?0[xX]").to_numpy(zero_copy_only=False)
+    if not hexadecimal.any():
+        return pc.cast(text, pa.float64())
+    values = pc.cast(pc.if_else(pc.invert(pa.array(hexadecimal)), text, "0"), pa.float64())
+    out = values.to_numpy().copy()
+    for i in np.flatnonzero(hexadecimal):
+        out[i] = float.fromhex(text[int(i)].as_py())
+    return pa.array(out)
+
+
+def _line_of_row(data: bytes, row: int, first_line: int) -> int:
+    """Physical line number of the ``row``-th non-empty line (error path only)."""
+    seen = -1
+    for number, raw in enumerate(data.split(b"\n"), start=first_line):
+        if raw not in (b"", b"\r"):
+            seen += 1
+            if seen == row:
+                return number
+    return first_line
+
+
+# -- writing ------------------------------------------------------------------------------------
 
 def format_value(value, kind: str) -> str:
     """A value as Soufflé prints it.
@@ -113,3 +299,15 @@ def format_rows(rows, types, delimiter: str = "\t") -> list:
     if "float" not in types:
         return [delimiter.join(map(str, row)) for row in rows]
     return [delimiter.join(format_value(v, k) for v, k in zip(row, types)) for row in rows]
+
+
+def fact_file_path(facts_dir, relation, directive) -> str:
+    """Where ``.input`` reads a relation: ``filename=`` (relative to ``-F``) or ``<name>.facts``.
+
+    >>> from diffflow.dsl.analysis import Relation
+    >>> from diffflow.dsl.ast import Directive
+    >>> fact_file_path("in", Relation("e", [], [], None), Directive(1, 1, "input", "e"))
+    'in/e.facts'
+    """
+    filename = directive.params.get("filename", f"{relation.name}.facts")
+    return os.path.join(facts_dir, filename)

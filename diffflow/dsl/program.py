@@ -29,7 +29,23 @@ from .errors import DatalogError, did_you_mean
 from .parser import parse
 from .preprocess import preprocess
 
-_DEFAULT_MAX_ROUNDS = 10_000
+
+def _attribute_names(message: str, relation) -> str:
+    """``input 'e' column 'c1'`` in a message as ``e: attribute 'y'``.
+
+    >>> from diffflow.dsl.analysis import Relation
+    >>> _attribute_names("input 'e' column 'c1': expected str values",
+    ...                  Relation("e", ["x", "y"], ["number", "symbol"], None))
+    "e: attribute 'y': expected str values"
+    """
+    import re
+
+    def attribute(found):
+        index = int(found.group(1))
+        name = relation.attributes[index] if index < relation.arity else found.group(1)
+        return f"{relation.name}: attribute {name!r}"
+
+    return re.sub(r"input '[^']*' column 'c(\d+)'", attribute, message)
 
 
 class Program:
@@ -43,7 +59,9 @@ class Program:
     changes nothing.  ``outputs`` limits which relations can be read (all by
     default; fewer saves the memory of their result copies; ``"directives"``
     means those with ``.output`` or ``.printsize``).  A recursive stratum still
-    changing after ``max_rounds`` rounds raises :class:`~diffflow.NonConvergenceError`.
+    has no round limit by default, as in Soufflé (a recursion may need millions of
+    rounds); with ``max_rounds=N`` one still changing after ``N`` rounds raises
+    :class:`~diffflow.NonConvergenceError`.
     ``runtime``, ``spark``, ``checkpoint_every`` and ``checkpoint_dir`` choose
     where it runs, as for :class:`~diffflow.Dataflow` (``runtime="spark"``
     needs ``spark=session``).
@@ -60,7 +78,7 @@ class Program:
     """
 
     def __init__(self, source: str, partitions: int = 1, filename: str = "<program>",
-                 outputs=None, max_rounds: int = _DEFAULT_MAX_ROUNDS, *, runtime: str = "local",
+                 outputs=None, max_rounds: int | None = None, *, runtime: str = "local",
                  spark=None, checkpoint_every: int | None = None,
                  checkpoint_dir: str | None = None, include_dirs=None, macros=None):
         self.source, self.filename = source, filename
@@ -73,7 +91,7 @@ class Program:
         if "no-warn" not in self.pragmas:
             for warning in self.warnings:
                 _warnings.warn(warning, stacklevel=2)
-        if "max-rounds" in self.pragmas and max_rounds in (_DEFAULT_MAX_ROUNDS, None):
+        if "max-rounds" in self.pragmas and max_rounds is None:
             max_rounds = int(self.pragmas["max-rounds"])  # the caller's value wins
         if isinstance(outputs, str) and outputs == "directives":
             outputs = [r.name for r in self.relations.values() if r.outputs or r.printsize]
@@ -96,7 +114,7 @@ class Program:
 
     @classmethod
     def from_file(cls, path, partitions: int = 1, outputs=None,
-                  max_rounds: int = _DEFAULT_MAX_ROUNDS, **runtime_options) -> "Program":
+                  max_rounds: int | None = None, **runtime_options) -> "Program":
         """Read and compile a ``.dl`` file (errors name the file; ``#include`` looks next
         to it first; ``include_dirs`` and ``macros`` as for :class:`Program`)."""
         with open(path, encoding="utf-8") as f:
@@ -153,7 +171,10 @@ class Program:
                 rows = rows.set_axis([c for c, _ in relation_columns(relation)], axis=1)
             if isinstance(rows, (list, tuple)):
                 self._check_python_rows(relation, rows)
-            encoded = inp._encode(rows)
+            try:
+                encoded = inp._encode(rows)
+            except (TypeError, ValueError) as exc:  # name the attribute, not our column
+                raise type(exc)(_attribute_names(str(exc), relation)) from None
         for j, kind in enumerate(relation.types):
             if kind in ("number", "unsigned"):
                 low, high = NUMBER_RANGE if kind == "number" else UNSIGNED_RANGE
@@ -296,29 +317,49 @@ class Program:
 
     # -- Soufflé-style files ---------------------------------------------------------------------
     def input_files(self, facts_dir) -> dict:
-        """``{relation: (path, delimiter)}`` for every ``.input`` directive."""
+        """``{relation: (path, delimiter, headers)}`` for every ``.input`` directive."""
+        from .facts import fact_file_path
+
         files = {}
         for relation in self.relations.values():
             for d in relation.inputs:
-                filename = d.params.get("filename", f"{relation.name}.facts")
-                files[relation.name] = (os.path.join(facts_dir, filename),
+                files[relation.name] = (fact_file_path(facts_dir, relation, d),
                                         d.params.get("delimiter", "\t"),
                                         d.params.get("headers", "false") == "true")
         return files
 
-    def load_facts(self, facts_dir, progress=None) -> dict:
-        """Insert every ``.input`` relation's file (a missing file is an empty relation).
+    def load_facts(self, facts_dir, progress=None, missing_ok: bool = False) -> dict:
+        """Insert every ``.input`` relation's file, as Soufflé's ``-F facts_dir`` reads them.
 
+        A file that cannot be opened is an error (Soufflé: "Cannot open fact file"), unless
+        ``missing_ok`` (Soufflé's ``-w``), which reads it as an empty relation.  Every file
+        is read and checked before any fact is inserted, so bad input changes nothing.
         Returns ``{relation: facts read}``; ``progress(message)`` is told about large files.
+
+        >>> p = Program(".decl e(x: number)\\n.input e")
+        >>> p.load_facts("no/such/folder", missing_ok=True)
+        {'e': 0}
         """
         from .facts import read_facts
 
-        counts = {}
+        loaded = {}
         for name, (path, delimiter, headers) in self.input_files(facts_dir).items():
-            if not os.path.exists(path):
-                counts[name] = 0
-                continue
-            rows = read_facts(path, self.relations[name], delimiter, headers, progress)
-            self.insert(name, rows)
-            counts[name] = len(rows)
-        return counts
+            try:
+                loaded[name] = read_facts(path, self.relations[name], delimiter, headers,
+                                          progress)
+            except OSError as exc:
+                if missing_ok and isinstance(exc, FileNotFoundError):
+                    loaded[name] = []
+                    continue
+                directive = self.relations[name].inputs[0]
+                raise DatalogError(
+                    f"cannot open fact file {os.path.basename(path)} for input relation {name!r}: "
+                    f"{exc.strerror or exc}", filename=str(path),
+                    hint=f"the program reads it for .input {name} ({self.filename}:"
+                         f"{directive.line}); create the file (it may be empty), point -F at "
+                         f"the folder holding it, or read missing files as empty relations "
+                         f"(diffflow run -w; load_facts(..., missing_ok=True))") from None
+        encoded = {name: self.encode(name, rows) for name, rows in loaded.items()}
+        for name, rows in encoded.items():
+            self._change(name, rows, +1)
+        return {name: len(rows) for name, rows in loaded.items()}

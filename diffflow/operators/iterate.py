@@ -69,6 +69,9 @@ class FeedbackOp(Operator):
                 continue
             times = c.times.copy()
             times[:, -1] += 1
+            if self.max_rounds is None:  # no limit
+                out.append(Updates(c.rows, times, c.diffs))
+                continue
             beyond = times[:, -1] > self.max_rounds
             if beyond.any():
                 self.overflow_epochs.update(np.unique(times[beyond, 0]).tolist())

@@ -100,9 +100,12 @@ def local_session(master: str = "local[2]", app_name: str = "diffflow", **conf):
 
     Sets what diffflow's runtime relies on (Python worker reuse, Arrow) and,
     for ``local[...]`` masters, ``SPARK_LOCAL_IP``/driver host/bind address
-    to 127.0.0.1 so nothing listens on or sends to another interface.
-    Raises ``RuntimeError`` naming the fix when no Java 17/21 is installed.
-    Extra ``conf`` entries are passed as Spark configuration.
+    to 127.0.0.1 so nothing listens on or sends to another interface, and
+    Spark's worker Python to this interpreter (``PYSPARK_PYTHON``, unless you
+    set it): otherwise Spark starts the ``python3`` on PATH, which does not
+    have diffflow when a virtual environment's Python runs without being
+    activated.  Raises ``RuntimeError`` naming the fix when no Java 17/21 is
+    installed.  Extra ``conf`` entries are passed as Spark configuration.
 
     Example (starting a JVM takes seconds, so it is not a doctest)::
 
@@ -123,6 +126,8 @@ def local_session(master: str = "local[2]", app_name: str = "diffflow", **conf):
     }
     if master.startswith("local"):
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+        # executors are this machine: run them on this interpreter (and its packages)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         settings.update({"spark.driver.host": "127.0.0.1",
                          "spark.driver.bindAddress": "127.0.0.1"})
     settings.update({k.replace("_", "."): str(v) for k, v in conf.items()})
@@ -158,14 +163,44 @@ class SparkLauncher:
         sc = self.spark.sparkContext
         rdd = sc.parallelize(range(count), count)
         start = partial(_start_worker, (address[0], address[1], authkey.hex()))
-        if count <= sc.defaultParallelism:  # gang-scheduled, spread over the executors
-            placed = rdd.barrier().mapPartitions(start).collect()
-        else:  # a barrier stage may not need more slots than exist; the tasks are short anyway
-            placed = rdd.mapPartitions(start).collect()
+        try:
+            if count <= sc.defaultParallelism:  # gang-scheduled, spread over the executors
+                placed = rdd.barrier().mapPartitions(start).collect()
+            else:  # a barrier stage may not need more slots than exist; the tasks are short
+                placed = rdd.mapPartitions(start).collect()
+        except Exception as exc:
+            problem = executor_python_problem(sc, exc)
+            if problem:
+                raise RuntimeError(problem) from None
+            raise
         self.placed.extend(placed)
 
     def stop(self) -> None:
         """Nothing to do: workers exit when the pool's connections to them close."""
+
+
+def executor_python_problem(sc, exc) -> str | None:
+    """A message for a Spark job that failed because the executors' Python lacks a module.
+
+    >>> class Context: pythonExec, master = "python3", "spark://head:7077"
+    >>> print(executor_python_problem(Context(), Exception("No module named 'diffflow'")))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Spark's executors ran Python 'python3' (master spark://head:7077), which cannot import
+    diffflow (No module named 'diffflow'). Install diffflow into that Python on every executor,
+    or point Spark at a Python that has it: set PYSPARK_PYTHON to its path (the same path on
+    every executor) before the session starts, or pass --conf spark.pyspark.python=PATH to
+    spark-submit.
+    """
+    found = re.search(r"No module named '([\w.]+)'", str(exc))
+    if not found:
+        return None
+    module = found.group(1)
+    python = getattr(sc, "pythonExec", None) or os.environ.get("PYSPARK_PYTHON", "python3")
+    return (f"Spark's executors ran Python {python!r} (master {sc.master}), which cannot import "
+            f"{module.split('.')[0]} (No module named {module!r}). Install diffflow into that "
+            f"Python on every executor, or point Spark at a Python that has it: set "
+            f"PYSPARK_PYTHON to its path (the same path on every executor) before the session "
+            f"starts, or pass --conf spark.pyspark.python=PATH to spark-submit.")
 
 
 def spark_pool(spark) -> WorkerPool:

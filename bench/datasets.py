@@ -1,0 +1,76 @@
+"""Where benchmarks find real data: ``--data DIR``, else the repository's ``data/``, else
+``../shared/data`` beside the clone when it exists.
+
+A graph ``name`` is the file ``<dir>/graphs/<name>.txt.gz`` in the first folder that has it;
+when none has it, :func:`graph_file` stops with a message naming the folders searched and the
+graphs that are there.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO_DATA = os.path.normpath(os.path.join(HERE, "..", "data"))
+SHARED_DATA = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "data"))
+
+
+def add_data_option(parser) -> None:
+    """Add ``--data DIR`` to an argparse parser."""
+    parser.add_argument("--data", metavar="DIR", default=None,
+                        help=f"folder holding graphs/<name>.txt.gz (default: {REPO_DATA}, then "
+                             f"{SHARED_DATA} when present)")
+
+
+def data_dirs(data: str | None = None) -> list:
+    """Folders to search, in order."""
+    if data:
+        return [data]
+    return [d for d in (REPO_DATA, SHARED_DATA) if os.path.isdir(d)]
+
+
+def available_graphs(data: str | None = None) -> list:
+    """Names of the graphs found in the data folders."""
+    names = set()
+    for folder in data_dirs(data):
+        graphs = os.path.join(folder, "graphs")
+        if os.path.isdir(graphs):
+            names |= {f[: -len(".txt.gz")] for f in os.listdir(graphs) if f.endswith(".txt.gz")}
+    return sorted(names)
+
+
+def graph_file(name: str, data: str | None = None) -> str:
+    """Path of graph ``name`` (``wiki-Vote`` or ``wiki-Vote.txt.gz``), or SystemExit saying why."""
+    file = name if name.endswith(".gz") else f"{name}.txt.gz"
+    for folder in data_dirs(data):
+        path = os.path.join(folder, "graphs", file)
+        if os.path.exists(path):
+            return path
+    searched = ", ".join(os.path.join(d, "graphs") for d in data_dirs(data)) or "(no folder)"
+    have = ", ".join(available_graphs(data)) or "none"
+    raise SystemExit(f"graph {name!r} not found: looked for {file} in {searched}. Graphs there: "
+                     f"{have}. Pass --data DIR for a folder with graphs/{file} "
+                     f"(SNAP edge lists, https://snap.stanford.edu/data/).")
+
+
+def stats_entry(name: str, data: str | None = None):
+    """The stats.json entry (measured SCC/WCC sizes, ...) beside graph ``name``, or None."""
+    import json
+
+    folder = os.path.dirname(graph_file(name, data))
+    path = os.path.join(folder, "stats.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as fh:
+        stats = json.load(fh)
+    key = name.removesuffix(".txt.gz").lower().replace("-", "_")
+    return next((e for e in stats if key in e["file"].lower()), None)
+
+
+def load_graph(name: str, data: str | None = None) -> np.ndarray:
+    """Distinct directed edges of a SNAP edge list as an ``(n, 2)`` int64 array."""
+    with gzip.open(graph_file(name, data), "rt") as fh:
+        rows = [line.split() for line in fh if line.strip() and not line.startswith("#")]
+    return np.unique(np.array(rows, dtype=np.int64), axis=0)
