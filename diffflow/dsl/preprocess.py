@@ -32,6 +32,7 @@ e(3). e(2 * 3).
 from __future__ import annotations
 
 import bisect
+import io
 import os
 import re
 
@@ -178,8 +179,7 @@ class _Runner:
         return DatalogError(message, self.texts.get(label), label, line, column, hint)
 
     def processor(self):
-        from pcpp import OutputDirective, Preprocessor  # imported lazily: diffflow stays cheap
-        from pcpp.preprocessor import Action
+        from pcpp import Preprocessor  # imported lazily: importing diffflow stays cheap
 
         runner = self
 
@@ -192,7 +192,6 @@ class _Runner:
                     label = includepath
                 runner.labels[includepath] = label
                 runner.texts[label] = data
-                import io
                 return io.StringIO(data)
 
             def parsegen(self, input, source=None, abssource=None):
@@ -235,7 +234,6 @@ class _Runner:
                                    hint="the C preprocessor knows #include, #define, #undef, "
                                         "#if, #ifdef, #ifndef, #elif, #else, #endif, #error")
 
-        del OutputDirective, Action  # only pcpp's defaults raise them; ours raise errors
         processor = _Pcpp()
         processor.line_directive = None
         for directory in self.include_dirs:
