@@ -13,7 +13,11 @@
   dependency order).  Negation, ``count`` and ``sum`` through recursion are
   rejected; ``min`` and ``max`` through recursion are accepted (monotonic
   aggregation, as in BigDatalog): the result is the fixpoint that iterating
-  the rules from empty relations reaches.
+  the rules from empty relations reaches;
+* facts with constant expressions are evaluated (:mod:`.constants`),
+  ``.pragma`` settings read (:mod:`.pragmas`), ``.plan`` orders checked
+  (:mod:`.plans`), and relations declared ``inline`` unfolded into the rules
+  that use them (:mod:`.inline`), so ``relations`` holds only what is computed.
 
 >>> from diffflow.dsl.parser import parse
 >>> a = analyse(parse(".decl e(x: number, y: number)\\n.decl p(x: number, y: number)\\n"
