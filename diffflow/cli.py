@@ -15,6 +15,12 @@ numbered sub-folder of ``DIR`` (``1/``, ``2/``, ...) is a step holding
 every output relation are written to ``out/<r>.step-<N>.csv`` with a last
 column ``+1`` or ``-1``.
 
+As in Soufflé, the program goes through the C preprocessor when it has ``#``
+directives (``-I DIR`` adds include folders, ``-M 'NAME=VALUE'`` defines
+macros), ``.pragma "fact-dir"``, ``"output-dir"``, ``"jobs"`` and ``"no-warn"``
+stand for ``-F``, ``-D``, ``-j`` and ``-w`` when those are not given, and
+warnings go to stderr as ``file:line:col: warning: ...`` unless ``-w``.
+
 >>> main(["--version"])
 diffflow 0.1.0
 0
@@ -65,19 +71,24 @@ def _parser():
     commands = parser.add_subparsers(dest="command")
     run = commands.add_parser("run", help="evaluate a Datalog program on fact files")
     run.add_argument("program", help="the .dl file")
-    run.add_argument("-F", "--fact-dir", default=".",
-                     help="folder of <relation>.facts files (default: the current folder)")
-    run.add_argument("-D", "--output-dir", default=".",
-                     help="folder for <relation>.csv outputs; '-' prints them to stdout")
-    run.add_argument("-j", "--jobs", type=int, default=None,
-                     help="number of partitions (workers); default 1, or 2 with --spark")
+    run.add_argument("-F", "--fact-dir", default=None,
+                     help="folder of <relation>.facts files (default: .pragma \"fact-dir\", "
+                          "else the current folder)")
+    run.add_argument("-D", "--output-dir", default=None,
+                     help="folder for <relation>.csv outputs; '-' prints them to stdout "
+                          "(default: .pragma \"output-dir\", else the current folder)")
+    run.add_argument("-j", "--jobs", type=_jobs, default=None,
+                     help="number of partitions (workers), or 'auto' for one per core; "
+                          "default .pragma \"jobs\", else 1 (2 with --spark)")
     run.add_argument("--spark", metavar="MASTER",
                      help="run on Spark with this master URL (e.g. local[2], spark://host:7077); "
                           "needs Java 17/21")
     run.add_argument("--updates", metavar="DIR",
                      help="apply the numbered steps in DIR incrementally after the initial run")
     run.add_argument("-w", "--no-warn", action="store_true",
-                     help="read a missing fact file as an empty relation (as Soufflé's -w)")
+                     help="no warnings, and a missing fact file is an empty relation "
+                          "(Soufflé's -w; also .pragma \"no-warn\")")
+    _preprocessor_options(run)
     run.add_argument("--max-rounds", type=int, default=None, metavar="N",
                      help="stop a recursive stratum still changing after N rounds with an error "
                           "(default: no limit, as in Soufflé)")
@@ -86,14 +97,70 @@ def _parser():
     run.set_defaults(handler=_run)
     plan = commands.add_parser("explain-plan", help="print the compiled plan of a program")
     plan.add_argument("program", help="the .dl file")
+    plan.add_argument("-w", "--no-warn", action="store_true", help="no warnings")
+    _preprocessor_options(plan)
     plan.set_defaults(handler=_explain)
     return parser
 
 
-def _explain(args) -> int:
+def _preprocessor_options(command):
+    command.add_argument("-I", "--include-dir", action="append", default=[], metavar="DIR",
+                         help="where #include looks after the program's own folder "
+                              "(repeatable; as Soufflé's -I)")
+    command.add_argument("-M", "--macro", action="append", default=[], metavar="'NAME=VALUE'",
+                         help="define macros for the C preprocessor, e.g. -M 'SIZE=10 DEBUG' "
+                              "(as Soufflé's -M)")
+
+
+def _jobs(text: str):
+    if text == "auto":
+        return os.cpu_count() or 1
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
+
+
+def _program_options(args) -> dict:
+    from .dsl.preprocess import macros_from_option
+
+    macros = {}
+    for option in args.macro:
+        macros.update(macros_from_option(option))
+    return dict(include_dirs=args.include_dir or None, macros=macros or None)
+
+
+def _read_pragmas(args, options) -> dict:
+    """The program's pragmas, read before anything slow starts (errors come first too)."""
+    from .dsl.parser import parse
+    from .dsl.preprocess import preprocess
+
+    with open(args.program, encoding="utf-8") as f:
+        source = f.read()
+    text = preprocess(source, args.program, options["include_dirs"], options["macros"])
+    return {p.key: p.value for p in parse(text, args.program).pragmas}
+
+
+def _compile(args, **options):
+    """``Program.from_file`` with its Datalog warnings printed (unless -w or no-warn)."""
+    import warnings
+
+    from .dsl.errors import DatalogWarning
     from .dsl.program import Program
 
-    print(Program.from_file(args.program).plan())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        program = Program.from_file(args.program, **options)
+    for w in caught:
+        if not issubclass(w.category, DatalogWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+        elif not args.no_warn:
+            print(str(w.message), file=sys.stderr)
+    return program
+
+
+def _explain(args) -> int:
+    print(_compile(args, **_program_options(args)).plan())
     return 0
 
 
@@ -110,37 +177,43 @@ class _Reporter:
 
 
 def _run(args) -> int:
-    from .dsl.program import Program
+    from .dsl.pragmas import jobs_value
 
     report = _Reporter(args.verbose)
-    jobs = args.jobs if args.jobs is not None else (2 if args.spark else 1)
+    options = _program_options(args)
+    pragmas = _read_pragmas(args, options)  # the command line wins over a pragma
+    args.no_warn = args.no_warn or "no-warn" in pragmas
+    fact_dir = args.fact_dir if args.fact_dir is not None else pragmas.get("fact-dir", ".")
+    output_dir = args.output_dir if args.output_dir is not None else \
+        pragmas.get("output-dir", ".")
+    jobs = args.jobs if args.jobs is not None else \
+        jobs_value(pragmas.get("jobs")) or (2 if args.spark else 1)
     if jobs < 1:
         raise ValueError(f"-j must be at least 1, got {jobs}")
     if args.max_rounds is not None and args.max_rounds < 1:
         raise ValueError(f"--max-rounds must be at least 1, got {args.max_rounds}")
     started = time.perf_counter()
-    options = {}
     if args.spark:
         from .runtime.spark import local_session  # the only module that imports pyspark
 
-        options = dict(runtime="spark", spark=local_session(args.spark))
+        options.update(runtime="spark", spark=local_session(args.spark))
         report.timed(f"started Spark ({args.spark})", time.perf_counter() - started)
         started = time.perf_counter()
-    program = Program.from_file(args.program, partitions=jobs, outputs="directives",
-                                max_rounds=args.max_rounds, **options)
+    program = _compile(args, partitions=jobs, outputs="directives", max_rounds=args.max_rounds,
+                       **options)
     try:
         # every input is read and checked before anything is computed or written
         steps = [(number, _read_step(program, folder))
                  for number, folder in (_steps(args.updates) if args.updates else [])]
-        counts = program.load_facts(args.fact_dir, progress=report, missing_ok=args.no_warn)
+        counts = program.load_facts(fact_dir, progress=report, missing_ok=args.no_warn)
         if args.verbose or sum(counts.values()) >= 100_000:
             report.timed(f"loaded {sum(counts.values()):,} facts", time.perf_counter() - started)
         started = time.perf_counter()
         program.commit()
         report.timed("computed the program", time.perf_counter() - started)
-        if args.output_dir != "-":
-            os.makedirs(args.output_dir, exist_ok=True)
-        _write_outputs(program, args.output_dir)
+        if output_dir != "-":
+            os.makedirs(output_dir, exist_ok=True)
+        _write_outputs(program, output_dir)
         _print_sizes(program)
         for relation in program.relations.values():
             if relation.outputs:
@@ -151,7 +224,7 @@ def _run(args) -> int:
             program.commit()
             report.timed(f"step {number}: {applied:,} fact changes applied and propagated",
                          time.perf_counter() - started)
-            _write_changes(program, args.output_dir, number)
+            _write_changes(program, output_dir, number)
             _print_sizes(program)
     finally:
         program.close()

@@ -135,7 +135,7 @@ def test_a_missing_include_is_an_error_at_the_directive(tmp_path):
     e = _raises(lambda: dd.Program.from_file(main))
     assert (e.filename, e.line, e.column) == (str(main), 2, 11)
     assert e.message == "cannot find the include file 'nope.dl'"
-    assert "include_dirs=[...] (souffle -I DIR)" in e.hint
+    assert "-I DIR (Program: include_dirs=[...])" in e.hint
     assert str(e).splitlines()[1:3] == ['    #include "nope.dl"', "              ^"]
 
 

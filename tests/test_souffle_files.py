@@ -264,10 +264,12 @@ def test_output_cut_short_by_the_reader_ends_quietly(tmp_path):
                             stderr=subprocess.PIPE)
     first = proc.stdout.readline()
     proc.stdout.close()
-    err = proc.stderr.read()
+    err = proc.stderr.read().decode()
     assert proc.wait(timeout=300) == 141  # as a shell reports a tool ended by SIGPIPE
     assert first == b"---------------\n"
-    assert err == b""
+    # nothing but diffflow's own timing notes (printed when loading takes over 2 s)
+    assert [line for line in err.splitlines() if not line.startswith("diffflow: ")] == [], err
+    assert "Broken pipe" not in err and "Error" not in err
 
 
 # -- rounds ---------------------------------------------------------------------------------------
@@ -305,3 +307,80 @@ def test_dataframes_of_text_stay_text_and_wrong_types_name_the_attribute():
     with pytest.raises(TypeError, match="^s: attribute 'name': expected str values, got an "
                                         "array of float64$"):
         program.insert("s", pd.DataFrame({"a": [1.0], "b": ["x"]}))
+
+
+# -- pragmas, the preprocessor and warnings on the command line ---------------------------------------
+
+def test_pragmas_stand_for_options_the_command_line_does_not_give(tmp_path, monkeypatch,
+                                                                  capsys):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / "p.dl", """
+        .pragma "fact-dir" "in"
+        .pragma "output-dir" "out"
+        .pragma "jobs" "3"
+        .decl e(x: number)
+        .input e
+        .output e
+    """)
+    _write(tmp_path / "in" / "e.facts", "1\n2\n")
+    _write(tmp_path / "other" / "e.facts", "5\n")
+    assert main(["run", "p.dl"]) == 0
+    assert (tmp_path / "out" / "e.csv").read_text() == "1\n2\n"
+    assert main(["run", "p.dl", "-F", "other", "-D", "-"]) == 0  # the command line wins
+    assert capsys.readouterr().out.splitlines()[3] == "5"
+    assert dd.Program.from_file("p.dl").flow.partitions == 3
+    assert dd.Program.from_file("p.dl", partitions=1).flow.partitions == 1
+
+
+def test_no_warn_pragma_reads_missing_files_as_empty(tmp_path, capsys):
+    prog = _write(tmp_path / "p.dl", """
+        .pragma "no-warn"
+        .pragma "jbos" "2"
+        .decl e(x: number)
+        .input e
+        .printsize e
+    """)
+    assert main(["run", str(prog), "-F", str(tmp_path / "nowhere"), "-D", "-"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "e\t0\n" and captured.err == ""
+
+
+def test_warnings_print_with_their_place_unless_w(tmp_path, capsys):
+    prog = _write(tmp_path / "p.dl", """
+        .decl e(x: number)
+        .pragma "jbos" "2"
+        e(1).
+    """)
+    assert main(["run", str(prog), "-D", str(tmp_path)]) == 0
+    assert capsys.readouterr().err == (
+        f"{prog}:2:9: warning: unknown pragma 'jbos' (did you mean 'jobs'?); it is ignored\n"
+        '    .pragma "jbos" "2"\n'
+        "            ^\n")
+    assert main(["run", str(prog), "-D", str(tmp_path), "-w"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_include_dirs_and_macros_on_the_command_line(tmp_path, capsys):
+    _write(tmp_path / "lib" / "graph.dl", """
+        .decl edge(x: number, y: number)
+        .decl path(x: number, y: number)
+        .output path
+        path(x, y) :- edge(x, y).
+        path(x, z) :- path(x, y), edge(y, z).
+    """)
+    prog = _write(tmp_path / "main.dl", """
+        #include "graph.dl"
+        #define EDGE(a, b) edge(a, b).
+        EDGE(1, 2)
+        #ifdef LONG
+        EDGE(2, LONG)
+        #endif
+    """)
+    assert main(["run", str(prog), "-I", str(tmp_path / "lib"), "-D", "-"]) == 0
+    assert capsys.readouterr().out.splitlines()[3:-1] == ["1\t2"]
+    assert main(["run", str(prog), "-I", str(tmp_path / "lib"), "-M", "LONG=7", "-D", "-"]) == 0
+    assert capsys.readouterr().out.splitlines()[3:-1] == ["1\t2", "1\t7", "2\t7"]
+    assert main(["run", str(prog), "-D", "-"]) == 1  # without -I the include is not found
+    err = capsys.readouterr().err
+    assert err.startswith(f"{prog}:1:11: error: cannot find the include file 'graph.dl'")
+    assert "-I DIR" in err

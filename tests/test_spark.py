@@ -363,7 +363,11 @@ def test_executors_python_without_diffflow_is_named_with_the_fix(tmp_path):
     # PYSPARK_PYTHON chosen by the user is kept; here it names a Python that starts Spark's
     # worker (pyspark comes from Spark's own zip) but has no site-packages, so no diffflow
     isolated = tmp_path / "isolated-python"
-    isolated.write_text(f"#!/bin/sh\nexec {sys.executable} -S \"$@\"\n")
+    isolated.write_text(  # and no checkout of diffflow on PYTHONPATH either
+        "#!/bin/sh\n"
+        f"PYTHONPATH=$(printf '%s' \"$PYTHONPATH\" | tr ':' '\\n' | grep -vxF '{REPO}' | "
+        "paste -sd: -)\n"
+        f"export PYTHONPATH\nexec {sys.executable} -S \"$@\"\n")
     isolated.chmod(0o755)
     script = tmp_path / "script.py"
     script.write_text(_SPARK_SCRIPT)

@@ -112,3 +112,18 @@ def _check_value(p, source, filename):
     if p.key in ("fact-dir", "output-dir") and not p.value:
         raise DatalogError(f"pragma {p.key!r} needs a directory", source, filename, p.line,
                            p.column, hint=f'e.g. .pragma "{p.key}" "facts"')
+
+
+def jobs_value(value: str | None) -> int | None:
+    """The partition count a ``jobs`` pragma asks for (``"auto"``: this machine's cores).
+
+    >>> jobs_value("4"), jobs_value(None), jobs_value("auto") >= 1
+    (4, None, True)
+    """
+    if value is None:
+        return None
+    if value == "auto":
+        import os
+
+        return os.cpu_count() or 1
+    return int(value)

@@ -212,7 +212,7 @@ class _Runner:
                 raise runner.error(
                     f"cannot find the include file {includepath!r}", label, line, column,
                     hint=f"looked in {', '.join([here, *runner.include_dirs])}; add its "
-                         f"directory with include_dirs=[...] (souffle -I DIR)")
+                         f"directory with -I DIR (Program: include_dirs=[...])")
 
             def on_error(self, file, line, msg):
                 raise runner.error(msg.strip(), file or runner.filename, line, 1)

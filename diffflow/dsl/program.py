@@ -27,6 +27,7 @@ from .analysis import NUMBER_RANGE, UNSIGNED_RANGE, analyse
 from .compiler import UNIT, compile_program, relation_columns
 from .errors import DatalogError, did_you_mean
 from .parser import parse
+from .pragmas import jobs_value
 from .preprocess import preprocess
 
 
@@ -58,10 +59,11 @@ class Program:
     Relations are sets: inserting a present fact or removing an absent one
     changes nothing.  ``outputs`` limits which relations can be read (all by
     default; fewer saves the memory of their result copies; ``"directives"``
-    means those with ``.output`` or ``.printsize``).  A recursive stratum still
-    has no round limit by default, as in Soufflé (a recursion may need millions of
+    means those with ``.output`` or ``.printsize``).  A recursive stratum has no
+    round limit by default, as in Soufflé (a recursion may need millions of
     rounds); with ``max_rounds=N`` one still changing after ``N`` rounds raises
-    :class:`~diffflow.NonConvergenceError`.
+    :class:`~diffflow.NonConvergenceError`.  ``partitions`` splits the state
+    (default: ``.pragma "jobs"``, else 1).
     ``runtime``, ``spark``, ``checkpoint_every`` and ``checkpoint_dir`` choose
     where it runs, as for :class:`~diffflow.Dataflow` (``runtime="spark"``
     needs ``spark=session``).
@@ -77,7 +79,7 @@ class Program:
     and cannot be read.
     """
 
-    def __init__(self, source: str, partitions: int = 1, filename: str = "<program>",
+    def __init__(self, source: str, partitions: int | None = None, filename: str = "<program>",
                  outputs=None, max_rounds: int | None = None, *, runtime: str = "local",
                  spark=None, checkpoint_every: int | None = None,
                  checkpoint_dir: str | None = None, include_dirs=None, macros=None):
@@ -93,6 +95,8 @@ class Program:
                 _warnings.warn(warning, stacklevel=2)
         if "max-rounds" in self.pragmas and max_rounds is None:
             max_rounds = int(self.pragmas["max-rounds"])  # the caller's value wins
+        if partitions is None:  # likewise .pragma "jobs"
+            partitions = jobs_value(self.pragmas.get("jobs")) or 1
         if isinstance(outputs, str) and outputs == "directives":
             outputs = [r.name for r in self.relations.values() if r.outputs or r.printsize]
         if outputs is not None:
@@ -113,7 +117,7 @@ class Program:
                 self.insert(relation.name, rows)
 
     @classmethod
-    def from_file(cls, path, partitions: int = 1, outputs=None,
+    def from_file(cls, path, partitions: int | None = None, outputs=None,
                   max_rounds: int | None = None, **runtime_options) -> "Program":
         """Read and compile a ``.dl`` file (errors name the file; ``#include`` looks next
         to it first; ``include_dirs`` and ``macros`` as for :class:`Program`)."""
