@@ -288,8 +288,9 @@ def _write_outputs(program, out_dir):
             rows = sorted(program.relation(relation.name))
             delimiter = d.params.get("delimiter", "\t")
             lines = _output_lines(program, relation, rows, delimiter)
+            # Soufflé's -D - prints every output to stdout with its attribute names
             header = delimiter.join(relation.attributes) \
-                if d.params.get("headers", "false") == "true" else None
+                if d.params.get("headers", "false") == "true" or out_dir == "-" else None
             if out_dir == "-" or d.params.get("IO") == "stdout":
                 _print_stdout(relation.name, header, lines)
             else:

@@ -47,7 +47,8 @@ def test_attached_short_options_and_stdout(example, capsys):
     prog, facts = example
     assert main(["run", str(prog), f"-F{facts}", "-D-"]) == 0
     out = capsys.readouterr().out
-    assert out == ("---------------\npath\n===============\n"
+    # Soufflé 2.x: -D - prints the attribute names under the relation's name
+    assert out == ("---------------\npath\nx\ty\n===============\n"
                    "1\t2\n1\t3\n2\t3\n===============\n")
 
 

@@ -1,11 +1,12 @@
 """Soufflé fact and output files: delimiter-separated text, no quoting, read as Soufflé reads them.
 
-Reading follows Soufflé's ``ReadStreamCSV``: one fact per line, fields split
-on the delimiter (TAB by default) with no quoting or escaping, a trailing
-``\\r`` dropped (CRLF files), empty lines skipped, the first line skipped
-with ``headers=true``, gzip-compressed files read transparently.  Every
-non-empty line must have exactly as many fields as the relation has
-attributes; otherwise the error names ``file:line``.  Symbol fields are text
+Reading follows Soufflé's ``ReadStreamCSV``: one fact per line (an empty line
+too: it has one empty field), fields split on the delimiter (TAB by default)
+with no quoting or escaping, a trailing ``\\r`` dropped (CRLF files), the
+first line skipped with ``headers=true``, gzip-compressed files read
+transparently.  Every line must have exactly as many fields as the relation
+has attributes; otherwise the error names ``file:line`` (Soufflé reports too
+few fields but drops extra ones; diffflow reports both).  Symbol fields are text
 whatever they look like (``007``, ``1e3``, empty); ``number`` and
 ``unsigned`` fields are base-10 integers that fit 32 bits (leading blanks and
 a sign allowed, as C's ``stoi``), ``float`` fields what C's ``stod`` reads.
@@ -69,7 +70,7 @@ def read_bytes(path) -> bytes:
 def read_facts(path, relation, delimiter: str = "\t", headers: bool = False, progress=None):
     """Read a facts file into a DataFrame with columns ``c0, c1, ...`` (validated types).
 
-    A nullary relation gives ``[()]`` when the file has a non-empty line, else ``[]``.
+    A nullary relation gives ``[()]`` when the file has a line (even an empty one), else ``[]``.
     Raises :class:`DatalogError` naming ``file:line`` for the first bad line; nothing is
     returned in part.
     """
@@ -83,7 +84,7 @@ def read_facts(path, relation, delimiter: str = "\t", headers: bool = False, pro
     else:
         first_line = 1
     if relation.arity == 0:
-        return [()] if data.replace(b"\r", b"").strip(b"\n") else []
+        return [()] if data else []
     fields = _split(data, relation, delimiter, str(path), first_line)
     out = {}
     for j, (column, kind) in enumerate(zip(fields, relation.types)):
@@ -120,7 +121,7 @@ def _has_lone_carriage_return(data: bytes) -> bool:
 
 
 def _check_field_counts(data: bytes, relation, delimiter, path, first_line) -> None:
-    """Every non-empty line has ``arity`` fields, checked block by block with numpy."""
+    """Every line has ``arity`` fields, checked block by block with numpy."""
     buffer = np.frombuffer(data, np.uint8)
     separator = delimiter.encode()[0]
     line, start = first_line, 0
@@ -134,15 +135,9 @@ def _check_field_counts(data: bytes, relation, delimiter, path, first_line) -> N
         if len(newlines) == 0 or newlines[-1] != len(block) - 1:
             newlines = np.append(newlines, len(block))  # a last line without a newline
         line_starts = np.concatenate(([0], newlines[:-1] + 1))
-        lengths = newlines - line_starts
-        # a CRLF line's \r is not part of it
-        ends_cr = np.zeros(len(newlines), bool)
-        has_text = lengths > 0
-        ends_cr[has_text] = block[newlines[has_text] - 1] == 13
-        blank = lengths - ends_cr == 0
         separators = np.bincount(np.searchsorted(newlines, np.flatnonzero(block == separator)),
                                  minlength=len(newlines))
-        bad = ~blank & (separators + 1 != relation.arity)
+        bad = separators + 1 != relation.arity
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             _field_count_error(relation, int(separators[i]) + 1, path, line + i, delimiter,
@@ -161,7 +156,7 @@ def _split_arrow(data: bytes, arity: int, delimiter: str) -> list:
         read_options=csv.ReadOptions(column_names=names),
         parse_options=csv.ParseOptions(delimiter=delimiter, quote_char=False,
                                        escape_char=False, double_quote=False,
-                                       newlines_in_values=False, ignore_empty_lines=True),
+                                       newlines_in_values=False, ignore_empty_lines=False),
         convert_options=csv.ConvertOptions(column_types={n: pa.string() for n in names},
                                            strings_can_be_null=False,
                                            quoted_strings_can_be_null=False, null_values=[]))
@@ -176,15 +171,18 @@ def split_reference(data: bytes, relation, delimiter: str = "\t", path: str = "<
     compare it with.
 
     >>> from diffflow.dsl.analysis import Relation
-    >>> split_reference(b"a\\t\\r\\n\\nb\\tc", Relation("r", ["x", "y"], ["symbol"] * 2, None))
+    >>> split_reference(b"a\\t\\r\\nb\\tc", Relation("r", ["x", "y"], ["symbol"] * 2, None))
     [('a', ''), ('b', 'c')]
+    >>> split_reference(b"a\\n\\n", Relation("r", ["x"], ["symbol"], None))  # an empty fact
+    [('a',), ('',)]
     """
     rows = []
-    for number, raw in enumerate(data.split(b"\n"), start=first_line):
+    lines = data.split(b"\n")
+    if lines[-1] == b"":  # what follows the last newline is not a line
+        lines.pop()
+    for number, raw in enumerate(lines, start=first_line):
         if raw.endswith(b"\r"):
             raw = raw[:-1]
-        if not raw:
-            continue
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -207,12 +205,13 @@ def _columns_from_rows(rows, arity):
 def _field_count_error(relation, fields, path, line, delimiter, raw: bytes):
     text = raw.decode("utf-8", "replace").rstrip("\r")
     shown = text if len(text) <= 80 else text[:77] + "..."
+    declared = (f".decl {relation.name}("
+                + ", ".join(f"{a}: {t}" for a, t in zip(relation.attributes, relation.types)) + ")")
+    hint = (f"an empty line is a fact with one empty field, as in Soufflé: remove it ({declared})"
+            if not text else f"separate the attributes with {delimiter!r}; {declared}")
     raise DatalogError(
         f"{relation.name} has {relation.arity} attribute(s) but this line has {fields} "
-        f"field(s): {shown!r}", filename=path, line=line,
-        hint=f"separate the attributes with {delimiter!r}; .decl {relation.name}("
-             + ", ".join(f"{a}: {t}" for a, t in zip(relation.attributes, relation.types))
-             + ")")
+        f"field(s): {shown!r}", filename=path, line=line, hint=hint)
 
 
 # -- values -------------------------------------------------------------------------------------
@@ -269,26 +268,26 @@ def _to_float(text):
 
 
 def _line_of_row(data: bytes, row: int, first_line: int) -> int:
-    """Physical line number of the ``row``-th non-empty line (error path only)."""
-    seen = -1
-    for number, raw in enumerate(data.split(b"\n"), start=first_line):
-        if raw not in (b"", b"\r"):
-            seen += 1
-            if seen == row:
-                return number
-    return first_line
+    """Line number of fact ``row`` (every line is a fact)."""
+    return first_line + row
 
 
 # -- writing ------------------------------------------------------------------------------------
 
 def format_value(value, kind: str) -> str:
-    """A value as Soufflé prints it.
+    """A value as an output line shows it; a float in the fewest digits that read back exactly.
+
+    Soufflé prints floats with enough digits to read them back (C++'s ``max_digits10``); for
+    diffflow's 64-bit floats that is Python's shortest round-trip form, without a ``.0``.
 
     >>> format_value(2.5, "float"), format_value(3.0, "float"), format_value(7, "number")
     ('2.5', '3', '7')
+    >>> format_value(123456.7, "float"), format_value(0.1, "float"), format_value(1e20, "float")
+    ('123456.7', '0.1', '1e+20')
     """
     if kind == "float":
-        return f"{value:g}"
+        text = repr(float(value))
+        return text[:-2] if text.endswith(".0") else text
     return str(value)
 
 
