@@ -224,6 +224,17 @@ def _convert(column, kind, relation, j, path, data, first_line, delimiter):
     if kind == "symbol":
         return column.to_numpy(zero_copy_only=False)
     attribute = relation.attributes[j]
+    if kind != "float":  # the common case: plain decimal integers, which pyarrow casts strictly
+        try:
+            values = pc.cast(column, pa.int64()).to_numpy()
+        except pa.ArrowInvalid:
+            values = None  # a sign or blanks to strip, or an error to locate: below
+        low, high = NUMBER_RANGE if kind == "number" else UNSIGNED_RANGE
+        # pyarrow also reads hexadecimal, which C's base-10 stoi does not
+        if values is not None and not ((values < low) | (values > high)).any() and \
+                (b"x" not in data and b"X" not in data or
+                 not pc.any(pc.match_substring(column, "x", ignore_case=True)).as_py()):
+            return values
     pattern = _FLOAT if kind == "float" else _INTEGER
     ok = pc.match_substring_regex(column, pattern, ignore_case=kind == "float")
     ok = ok.to_numpy(zero_copy_only=False)
