@@ -48,7 +48,7 @@ import time
 
 import numpy as np
 
-from datasets import add_data_option
+from datasets import add_data_option, require
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -424,6 +424,8 @@ def main() -> None:
     for e in engines:
         if e not in ENGINES:
             parser.error(f"unknown engine {e!r}; choose from {', '.join(ENGINES)}")
+    peers = {"duckdb": "duckdb", "clingo": "clingo", "pydatalog": "pyDatalog"}
+    require("scipy", *(peers[e] for e in engines if e in peers))  # scipy: the reference sizes
     workloads = [w for w in args.workloads.split(",") if w]
     for w in workloads:
         if w not in SOURCES:

@@ -20,7 +20,7 @@ import numpy as np
 
 import diffflow as dd
 from diffflow import graphs
-from datasets import add_data_option, load_graph, stats_entry  # noqa: F401 (re-exported)
+from datasets import add_data_option, load_graph, require, stats_entry  # noqa: F401
 
 
 def rmat_edges(scale: int, count: int, seed: int = 0, a=0.57, b=0.19, c=0.19) -> np.ndarray:
@@ -174,6 +174,7 @@ def main() -> None:
     parser.add_argument("--algorithms", default="reach,wcc")
     add_data_option(parser)
     args = parser.parse_args()
+    require("scipy", "networkx")
     if args.graph == "rmat":
         edges = rmat_edges(args.scale, args.edges)
         label = f"R-MAT scale {args.scale}, {len(edges):,} edges"

@@ -24,9 +24,21 @@ def add_data_option(parser) -> None:
                              f"{SHARED_DATA} when present)")
 
 
+def require(*modules: str) -> None:
+    """Stop with the install command when a peer the benchmark measures is not installed."""
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise SystemExit(f"this benchmark measures {', '.join(missing)} side by side; not "
+                         f"installed here: pip install -e \".[bench]\"")
+
+
 def data_dirs(data: str | None = None) -> list:
     """Folders to search, in order."""
     if data:
+        if not os.path.isdir(data):
+            raise SystemExit(f"--data {data}: no such folder; it should hold graphs/<name>.txt.gz")
         return [data]
     return [d for d in (REPO_DATA, SHARED_DATA) if os.path.isdir(d)]
 

@@ -39,24 +39,39 @@ def main(argv=None) -> int:
     """Entry point of the ``diffflow`` console script; returns the exit status."""
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.version:
-        from . import __version__
-        print(f"diffflow {__version__}")
-        return 0
-    if args.command is None:
-        parser.print_help()
-        return 2
-    from .dsl.errors import DatalogError
-
     try:
-        return args.handler(args)
+        return _dispatch(parser, args)
     except BrokenPipeError:
         # the reader left (`diffflow run ... -D - | head`): stop quietly, as Unix tools do
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the exit-time flush cannot complain
         return 128 + 13  # what a shell reports for a tool ended by SIGPIPE
+    except KeyboardInterrupt:  # Ctrl-C: stop quietly, as Unix tools do
+        print("diffflow: interrupted", file=sys.stderr)
+        return 128 + 2
+
+
+def _dispatch(parser, args) -> int:
+    if args.version:
+        from . import __version__
+        print(f"diffflow {__version__}", flush=True)
+        return 0
+    if args.command is None:
+        parser.print_help()
+        return 2
+    from .dsl.errors import DatalogError
+    from .runtime.local import NonConvergenceError
+
+    try:
+        return args.handler(args)
+    except BrokenPipeError:
+        raise  # handled by main
     except DatalogError as exc:
         print(str(exc), file=sys.stderr)
+        return 1
+    except NonConvergenceError as exc:
+        located = exc.scope is not None and str(exc).startswith(exc.scope.location)
+        print(str(exc) if located else f"diffflow: error: {exc}", file=sys.stderr)
         return 1
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
@@ -131,14 +146,32 @@ def _program_options(args) -> dict:
 
 
 def _read_pragmas(args, options) -> dict:
-    """The program's pragmas, read before anything slow starts (errors come first too)."""
+    """The program's pragmas, read and checked before anything slow starts."""
     from .dsl.parser import parse
+    from .dsl.pragmas import read_pragmas
     from .dsl.preprocess import preprocess
+    from .dsl.program import read_program_text
 
-    with open(args.program, encoding="utf-8") as f:
-        source = f.read()
+    source = read_program_text(args.program)
     text = preprocess(source, args.program, options["include_dirs"], options["macros"])
-    return {p.key: p.value for p in parse(text, args.program).pragmas}
+    pragmas, _warnings, _notes = read_pragmas(parse(text, args.program).pragmas, text,
+                                              args.program)
+    return pragmas
+
+
+def _check_output_dir(path) -> None:
+    """``-D``: a folder that exists or can be made; checked before anything is computed."""
+    if path == "-":
+        return
+    if not path:
+        raise ValueError("-D needs a folder name (or '-' for stdout)")
+    probe = os.path.abspath(path)
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise ValueError(f"-D {path}: {probe} is a file, not a folder")
+    if not os.access(probe, os.W_OK):
+        raise ValueError(f"-D {path}: cannot write in {probe} (permission denied)")
 
 
 def _compile(args, **options):
@@ -192,6 +225,7 @@ def _run(args) -> int:
         raise ValueError(f"-j must be at least 1, got {jobs}")
     if args.max_rounds is not None and args.max_rounds < 1:
         raise ValueError(f"--max-rounds must be at least 1, got {args.max_rounds}")
+    _check_output_dir(output_dir)
     started = time.perf_counter()
     if args.spark:
         from .runtime.spark import local_session  # the only module that imports pyspark
@@ -233,7 +267,9 @@ def _run(args) -> int:
 
 def _steps(folder):
     if not os.path.isdir(folder):
-        raise ValueError(f"updates directory {folder!r} does not exist")
+        what = "is not a folder" if os.path.exists(folder) else "does not exist"
+        raise ValueError(f"--updates {folder}: {what}; it should hold numbered step folders "
+                         f"1/, 2/, ... of <relation>.insert.facts and <relation>.remove.facts")
     steps = []
     for entry in os.listdir(folder):
         path = os.path.join(folder, entry)
@@ -257,9 +293,14 @@ def _read_step(program, folder) -> list:
         for suffix, sign in suffixes.items():
             if entry.endswith(suffix):
                 name = entry[: -len(suffix)]
-                relation = program._relation(name)
-                program._input(name)
-                rows = read_facts(os.path.join(folder, entry), relation)
+                path = os.path.join(folder, entry)
+                try:
+                    relation = program._relation(name)
+                    program._input(name)
+                except (KeyError, ValueError) as exc:
+                    message = exc.args[0] if exc.args else exc
+                    raise ValueError(f"{path}: {message}") from None
+                rows = read_facts(path, relation)
                 batches.append((sign, name, program.encode(name, rows)))
                 break
         else:
@@ -273,10 +314,17 @@ def _apply_step(program, batches) -> int:
     return sum(program._change(name, encoded, sign) for sign, name, encoded in batches)
 
 
-def _output_lines(program, relation, rows, delimiter, extra=None):
+def _output_format(directive) -> tuple:
+    """``(delimiter, rfc4180, compress)`` of an ``.output`` directive (Soufflé's defaults)."""
+    rfc4180 = directive.params.get("rfc4180", "false") == "true"
+    return (directive.params.get("delimiter", "," if rfc4180 else "\t"), rfc4180,
+            directive.params.get("compress", "false") == "true")
+
+
+def _output_lines(program, relation, rows, delimiter, extra=None, rfc4180=False):
     from .dsl.facts import format_rows
 
-    lines = format_rows(rows, relation.types, delimiter)
+    lines = format_rows(rows, relation.types, delimiter, rfc4180)
     if extra is not None:
         lines = [f"{line}{delimiter}{tag}" for line, tag in zip(lines, extra)]
     return lines
@@ -286,8 +334,8 @@ def _write_outputs(program, out_dir):
     for relation in program.relations.values():
         for d in relation.outputs:
             rows = sorted(program.relation(relation.name))
-            delimiter = d.params.get("delimiter", "\t")
-            lines = _output_lines(program, relation, rows, delimiter)
+            delimiter, rfc4180, compress = _output_format(d)
+            lines = _output_lines(program, relation, rows, delimiter, rfc4180=rfc4180)
             # Soufflé's -D - prints every output to stdout with its attribute names
             header = delimiter.join(relation.attributes) \
                 if d.params.get("headers", "false") == "true" or out_dir == "-" else None
@@ -295,7 +343,7 @@ def _write_outputs(program, out_dir):
                 _print_stdout(relation.name, header, lines)
             else:
                 filename = d.params.get("filename", f"{relation.name}.csv")
-                _write_file(os.path.join(out_dir, filename), header, lines)
+                _write_file(os.path.join(out_dir, filename), header, lines, compress)
 
 
 def _write_changes(program, out_dir, number):
@@ -303,9 +351,10 @@ def _write_changes(program, out_dir, number):
         if not relation.outputs:
             continue
         changes = program.changes(relation.name)
-        delimiter = relation.outputs[0].params.get("delimiter", "\t")
+        delimiter, rfc4180, _compress = _output_format(relation.outputs[0])
         lines = _output_lines(program, relation, [row for row, _ in changes], delimiter,
-                              extra=["+1" if d > 0 else "-1" for _, d in changes])
+                              extra=["+1" if d > 0 else "-1" for _, d in changes],
+                              rfc4180=rfc4180)
         if relation.arity == 0:
             lines = [f"(){delimiter}{'+1' if d > 0 else '-1'}" for _, d in changes]
         if out_dir == "-":
@@ -314,8 +363,12 @@ def _write_changes(program, out_dir, number):
             _write_file(os.path.join(out_dir, f"{relation.name}.step-{number}.csv"), None, lines)
 
 
-def _write_file(path, header, lines):
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
+def _write_file(path, header, lines, compress=False):
+    import gzip
+
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)  # filename="sub/out.csv"
+    opener = gzip.open if compress else open  # Soufflé's compress=true writes gzip
+    with opener(path, "wt", encoding="utf-8", newline="\n") as f:
         if header is not None:
             f.write(header + "\n")
         if lines:

@@ -160,7 +160,8 @@ def test_unknown_directive_parameter():
            "prog.dl:3:8: error: unknown parameter 'fielname' in .input edge",
            '    .input edge(IO=file, fielname="e.tsv")',
            "           ^",
-           "  hint: supported: IO, attributeNames, delimiter, filename, headers")
+           "  hint: supported: IO, attributeNames, compress, delimiter, filename, headers, "
+           "rfc4180")
 
 
 def test_unsupported_io_kinds():
@@ -675,15 +676,16 @@ def test_cli_bad_value_in_a_facts_file(tmp_path, capsys, facts, line, value):
 @pytest.mark.parametrize("facts, line, fields, text", [
     ("1\t2\n3\t4\t5\n", 2, 3, "3\\t4\\t5"),
     ("1\t2\n3\n", 2, 1, "3"),
-    ("1\t2\t3\n4\t5\t6\n", 1, 3, "1\\t2\\t3"),  # every line has the same wrong count
-    ("7\n8\n", 1, 1, "7"),
+    ("1\t2\t3\n4\t5\t6\n", 1, 3, "1\\t2\\t3' (1 more line(s) too: 2)"),  # every line
+    ("7\n8\n9\n", 1, 1, "7' (2 more line(s) too: 2, 3)"),
 ])
 def test_cli_wrong_field_count_in_a_facts_file(tmp_path, capsys, facts, line, fields, text):
     status, path, out = _run_cli(tmp_path, facts)
     err = capsys.readouterr().err
     assert status == 1
+    quoted = f"'{text}" if "'" in text else f"'{text}'"
     assert err == (f"{path}:{line}: error: edge has 2 attribute(s) but this line has {fields} "
-                   f"field(s): '{text}'\n"
+                   f"field(s): {quoted}\n"
                    f"  hint: separate the attributes with '\\t'; .decl edge(x: number, "
                    f"y: number)\n")
     assert not out.exists()

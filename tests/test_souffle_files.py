@@ -130,7 +130,7 @@ def test_multi_character_delimiters(tmp_path):
     ("number", "0x10", "should be a number, got '0x10'"),
     ("number", "2147483648", "= 2147483648 does not fit a 32-bit number"),
     ("number", "99999999999999999999999", "does not fit a 32-bit number"),
-    ("unsigned", "-1", "= -1 does not fit a 32-bit unsigned"),
+    ("unsigned", "-1", "should be an unsigned, got '-1'"),
     ("float", "1.5x", "should be a float, got '1.5x'"),
 ])
 def test_bad_numbers_name_their_line(tmp_path, kind, text, message):
@@ -424,3 +424,160 @@ def test_float_outputs_read_back_exactly(tmp_path):
     back = read_facts(str(tmp_path / "o" / "third.csv"),
                       Relation("third", ["x", "y"], ["float", "float"], None))
     assert sorted(map(tuple, back.values.tolist())) == sorted((v, v / 3.0) for v in values)
+
+
+# -- what a newcomer runs into: every mistake is reported plainly, before any work ------------------
+
+def test_a_bad_output_folder_is_reported_before_computing(tmp_path, capsys):
+    prog = _write(tmp_path / "p.dl", COUNT_TO.format(10))
+    _write(tmp_path / "file", "")
+    for target, message in ((tmp_path / "file", "is a file, not a folder"),
+                            (tmp_path / "file" / "sub", "is a file, not a folder"),
+                            ("", "-D needs a folder name")):
+        assert main(["run", str(prog), "-D", str(target)]) == 1
+        assert message in capsys.readouterr().err
+    # an output filename in a sub-folder is fine: the folder is made
+    prog = _write(tmp_path / "q.dl", """
+        .decl e(x: number)
+        .output e(filename="sub/dir/e.csv")
+        e(1).
+    """)
+    assert main(["run", str(prog), "-D", str(tmp_path / "o")]) == 0
+    assert (tmp_path / "o" / "sub" / "dir" / "e.csv").read_text() == "1\n"
+
+
+def test_program_files_that_cannot_be_read(tmp_path, capsys):
+    assert main(["run", str(tmp_path / "nosuch.dl")]) == 1
+    assert capsys.readouterr().err == (f"{tmp_path / 'nosuch.dl'}: error: cannot read the "
+                                       f"program: No such file or directory\n")
+    bad = _write(tmp_path / "bad.dl", b'.decl e(x: symbol)\ne("\xff").\n', mode="b")
+    assert main(["run", str(bad)]) == 1
+    assert capsys.readouterr().err.startswith(f"{bad}:2:4: error: the program is not UTF-8")
+
+
+@pytest.mark.parametrize("pragma, message", [
+    ('.pragma "jobs" "abc"', "pragma 'jobs' needs a positive whole number or \"auto\""),
+    ('.pragma "jobs" "-3"', "pragma 'jobs' needs a positive whole number or \"auto\""),
+    ('.input e(delimiter="")', "an empty delimiter in .input e"),
+])
+def test_bad_settings_in_the_program_name_their_line(tmp_path, capsys, pragma, message):
+    prog = _write(tmp_path / "p.dl", f".decl e(x: number)\n{pragma}\n")
+    assert main(["run", str(prog), "-D", "-"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{prog}:2:") and message in err
+
+
+def test_preprocessor_mistakes_are_located(tmp_path, capsys):
+    _write(tmp_path / "a.dl", '#include "b.dl"\n.decl e(x: number)\n')
+    _write(tmp_path / "b.dl", '#include "a.dl"\n')
+    assert main(["run", str(tmp_path / "a.dl"), "-D", "-"]) == 1
+    assert "error: #include nested too deeply" in capsys.readouterr().err
+    _write(tmp_path / "c.dl", "#include\n")
+    assert main(["run", str(tmp_path / "c.dl"), "-D", "-"]) == 1
+    assert capsys.readouterr().err.startswith(f"{tmp_path / 'c.dl'}:1:1: error: #include needs "
+                                              f"a file name")
+    assert main(["run", str(tmp_path / "c.dl"), "-M", "=3"]) == 1
+    assert capsys.readouterr().err == ("diffflow: error: -M '=3': '' is not a macro name; write "
+                                       "NAME, NAME=VALUE or NAME(ARGS)=BODY\n")
+    # guarded files may include each other, as in C
+    _write(tmp_path / "g1.dl", '#ifndef G1\n#define G1\n#include "g2.dl"\n.decl e(x: number)\n'
+                               '.output e\ne(1).\n#endif\n')
+    _write(tmp_path / "g2.dl", '#ifndef G2\n#define G2\n#include "g1.dl"\n#endif\n')
+    assert main(["run", str(tmp_path / "g1.dl"), "-D", "-"]) == 0
+    assert capsys.readouterr().out.splitlines()[4] == "1"
+
+
+def test_the_round_limit_error_names_the_rule_and_the_option(tmp_path, capsys):
+    prog = _write(tmp_path / "p.dl", COUNT_TO.format(100))
+    assert main(["run", str(prog), "-D", "-", "--max-rounds", "5"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{prog}:4: error: the recursion of n was still deriving new facts "
+                          f"after 5 rounds")
+    assert "--max-rounds N" in err and "max_rounds()" not in err
+
+
+def test_update_step_mistakes_name_the_file(example_files, capsys):
+    prog, facts, tmp_path = example_files
+    steps = tmp_path / "steps"
+    for name, message in (("nosuch.insert.facts", "unknown relation 'nosuch'"),
+                          ("path.insert.facts", "relation 'path' is computed by rules")):
+        _write(steps / "1" / name, "1\t2\n")
+        assert main(["run", str(prog), "-F", str(facts), "-D", "-", "--updates",
+                     str(steps)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"diffflow: error: {steps / '1' / name}: {message}")
+        (steps / "1" / name).unlink()
+    assert main(["run", str(prog), "-F", str(facts), "-D", "-", "--updates",
+                 str(facts / "e.facts")]) == 1
+    assert "is not a folder" in capsys.readouterr().err
+
+
+@pytest.fixture
+def example_files(tmp_path):
+    prog = _write(tmp_path / "p.dl", PROGRAM)
+    facts = tmp_path / "facts"
+    _write(facts / "e.facts", "1\t2\n")
+    _write(facts / "s.facts", "")
+    return prog, facts, tmp_path
+
+
+def test_a_folder_where_a_fact_file_should_be(example_files, capsys):
+    prog, facts, tmp_path = example_files
+    (facts / "s.facts").unlink()
+    (facts / "s.facts").mkdir()
+    assert main(["run", str(prog), "-F", str(facts), "-D", "-", "-w"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot open fact file s.facts for input relation 's': Is a directory" in err
+    assert "-w" not in err  # -w would not help
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_quietly(tmp_path):
+    import signal
+    import time
+
+    prog = _write(tmp_path / "p.dl", COUNT_TO.format(1_000_000))
+    proc = subprocess.Popen([sys.executable, "-m", "diffflow", "run", str(prog), "-D",
+                             str(tmp_path / "o")], stderr=subprocess.PIPE)
+    time.sleep(4)  # compiled and well into the recursion
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=120)[1].decode()
+    assert proc.returncode == 130
+    assert err.strip().splitlines()[-1] == "diffflow: interrupted" and "Traceback" not in err
+
+
+def test_unsigned_fields_may_be_hexadecimal_or_binary(tmp_path):
+    # Soufflé reads unsigned values with a 0x or 0b prefix; number values are base 10 only
+    relation = Relation("u", ["a"], ["unsigned"], None)
+    path = _write(tmp_path / "u.facts", "0x10\n0b101\n7\n0xFFFFFFFF\n")
+    assert read_facts(str(path), relation).values.ravel().tolist() == [16, 5, 7, 2**32 - 1]
+    path.write_text("1\n0x100000000\n")
+    with pytest.raises(dd.DatalogError, match=r"u.facts:2: error: u: attribute 'a' = "
+                                              r"0x100000000 does not fit a 32-bit unsigned"):
+        read_facts(str(path), relation)
+
+
+def test_rfc4180_and_compressed_files(tmp_path):
+    prog = _write(tmp_path / "p.dl", """
+        .decl e(x: number, s: symbol)
+        .input e(rfc4180=true)
+        .output e(rfc4180=true)
+        .decl f(x: number, s: symbol)
+        .output f(compress=true, filename="f.csv.gz")
+        f(x, s) :- e(x, s).
+    """)
+    # quoted fields hold the delimiter, quotes ("") and line breaks; CRLF or LF
+    _write(tmp_path / "f" / "e.facts",
+           b'1,"a, b"\r\n2,"x""y"\n3,plain\n4,"multi\nline"\n', mode="b")
+    assert main(["run", str(prog), "-F", str(tmp_path / "f"), "-D", str(tmp_path / "o")]) == 0
+    assert (tmp_path / "o" / "e.csv").read_text() == \
+        '1,"a, b"\n2,"x""y"\n3,"plain"\n4,"multi\nline"\n'
+    assert gzip.decompress((tmp_path / "o" / "f.csv.gz").read_bytes()) == \
+        b"1\ta, b\n2\tx\"y\n3\tplain\n4\tmulti\nline\n"
+    # what rfc4180 writes, it reads back
+    back = read_facts(str(tmp_path / "o" / "e.csv"), Relation("e", ["x", "s"],
+                      ["number", "symbol"], None), delimiter=",", rfc4180=True)
+    assert back.values.tolist() == [[1, "a, b"], [2, 'x"y'], [3, "plain"], [4, "multi\nline"]]
+    _write(tmp_path / "f" / "e.facts", b'1,"a\n2,b,c\n', mode="b")
+    assert main(["run", str(prog), "-F", str(tmp_path / "f"), "-D", str(tmp_path / "o2")]) == 1
+    assert not (tmp_path / "o2").exists()

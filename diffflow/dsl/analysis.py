@@ -39,7 +39,8 @@ BASE_TYPES = ("number", "unsigned", "float", "symbol")
 _IGNORED_QUALIFIERS = {"btree", "brie", "inline", "no_inline", "magic", "no_magic", "override",
                        "btree_delete", "overridable"}
 _OLD_IO_QUALIFIERS = {"input", "output", "printsize"}
-_IO_PARAMS = {"IO", "filename", "delimiter", "headers", "attributeNames"}
+_IO_PARAMS = {"IO", "filename", "delimiter", "headers", "attributeNames", "rfc4180",
+              "compress"}
 NUMBER_RANGE = (-(2**31), 2**31 - 1)
 UNSIGNED_RANGE = (0, 2**32 - 1)
 
@@ -235,6 +236,9 @@ class _Analyser:
                 if key not in _IO_PARAMS:
                     raise self.error(f"unknown parameter {key!r} in .{d.kind} {d.relation}", d,
                                      hint=f"supported: {', '.join(sorted(_IO_PARAMS))}")
+            if d.params.get("delimiter") == "":
+                raise self.error(f"an empty delimiter in .{d.kind} {d.relation}", d,
+                                 hint='omit delimiter for TAB, or give one, e.g. delimiter=","')
             io = d.params.get("IO", "file")
             if io not in ("file", "stdout") or (io == "stdout" and d.kind == "input"):
                 raise self.error(f"unsupported IO={io!r} in .{d.kind} {d.relation}", d,

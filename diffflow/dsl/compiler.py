@@ -161,8 +161,10 @@ class _Compiler:
         self.values[relation.name] = parts[0].concat(*parts[1:]).distinct()
 
     def compile_recursive(self, relations: list):
-        first = relations[0].declaration
-        self.flow.graph.location_override = self.where(first.line)
+        # the loop is where the recursion is written: the stratum's first rule
+        first = min((c.rule.line for r in relations for c in r.clauses),
+                    default=relations[0].declaration.line)
+        self.flow.graph.location_override = self.where(first)
         loop = self.flow.loop(name="stratum " + ",".join(r.name for r in relations),
                               max_rounds=self.max_rounds)
         self.flow.graph.location_override = None

@@ -42,6 +42,7 @@ from .errors import DatalogError
 _PROGRESS_BYTES = 8 << 20  # report files larger than this
 _BLOCK = 64 << 20          # bytes scanned at once when checking lines (bounds temporaries)
 _INTEGER = r"^[ \t\n\v\f\r]*[+-]?[0-9]+$"
+_UNSIGNED = r"^([ \t\n\v\f\r]*\+?[0-9]+|0x[0-9a-fA-F]+|0b[01]+)$"  # Soufflé: 0x, 0b too
 _FLOAT = (r"^[ \t\n\v\f\r]*[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|inf|infinity|nan"
           r"|0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)([pP][+-]?[0-9]+)?)$")
 
@@ -67,8 +68,12 @@ def read_bytes(path) -> bytes:
     return data
 
 
-def read_facts(path, relation, delimiter: str = "\t", headers: bool = False, progress=None):
+def read_facts(path, relation, delimiter: str = "\t", headers: bool = False, progress=None,
+               rfc4180: bool = False):
     """Read a facts file into a DataFrame with columns ``c0, c1, ...`` (validated types).
+
+    ``rfc4180`` reads CSV as RFC 4180 has it (Soufflé's ``rfc4180=true``): a field may be
+    quoted with ``"``, holding delimiters, line breaks and ``""`` for a quote.
 
     A nullary relation gives ``[()]`` when the file has a line (even an empty one), else ``[]``.
     Raises :class:`DatalogError` naming ``file:line`` for the first bad line; nothing is
@@ -85,7 +90,11 @@ def read_facts(path, relation, delimiter: str = "\t", headers: bool = False, pro
         first_line = 1
     if relation.arity == 0:
         return [()] if data else []
-    fields = _split(data, relation, delimiter, str(path), first_line)
+    if rfc4180:
+        fields = _columns_from_rows(split_rfc4180(data, relation, delimiter, str(path),
+                                                  first_line), relation.arity)
+    else:
+        fields = _split(data, relation, delimiter, str(path), first_line)
     out = {}
     for j, (column, kind) in enumerate(zip(fields, relation.types)):
         out[f"c{j}"] = _convert(column, kind, relation, j, str(path), data, first_line, delimiter)
@@ -125,6 +134,7 @@ def _check_field_counts(data: bytes, relation, delimiter, path, first_line) -> N
     buffer = np.frombuffer(data, np.uint8)
     separator = delimiter.encode()[0]
     line, start = first_line, 0
+    first, more = None, []  # the first bad line; the numbers of the others
     while start < len(buffer):
         end = min(start + _BLOCK, len(buffer))
         if end < len(buffer):  # cut after the block's last newline (or take a whole long line)
@@ -137,13 +147,16 @@ def _check_field_counts(data: bytes, relation, delimiter, path, first_line) -> N
         line_starts = np.concatenate(([0], newlines[:-1] + 1))
         separators = np.bincount(np.searchsorted(newlines, np.flatnonzero(block == separator)),
                                  minlength=len(newlines))
-        bad = separators + 1 != relation.arity
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            _field_count_error(relation, int(separators[i]) + 1, path, line + i, delimiter,
-                               bytes(block[line_starts[i]:newlines[i]]))
+        bad = np.flatnonzero(separators + 1 != relation.arity)
+        if len(bad) and first is None:
+            i = int(bad[0])
+            first = (int(separators[i]) + 1, line + i, bytes(block[line_starts[i]:newlines[i]]))
+            bad = bad[1:]
+        more.extend((bad + line).tolist())
         line += len(newlines)
         start = end
+    if first is not None:
+        _field_count_error(relation, first[0], path, first[1], delimiter, first[2], more)
 
 
 def _split_arrow(data: bytes, arity: int, delimiter: str) -> list:
@@ -176,7 +189,7 @@ def split_reference(data: bytes, relation, delimiter: str = "\t", path: str = "<
     >>> split_reference(b"a\\n\\n", Relation("r", ["x"], ["symbol"], None))  # an empty fact
     [('a',), ('',)]
     """
-    rows = []
+    rows, wrong = [], []  # wrong: (line, fields, text) of lines with a wrong field count
     lines = data.split(b"\n")
     if lines[-1] == b"":  # what follows the last newline is not a line
         lines.pop()
@@ -191,8 +204,51 @@ def split_reference(data: bytes, relation, delimiter: str = "\t", path: str = "<
                                hint="save the file as UTF-8") from None
         fields = text.split(delimiter)
         if len(fields) != relation.arity:
-            _field_count_error(relation, len(fields), path, number, delimiter, raw)
+            wrong.append((number, len(fields), raw))
         rows.append(tuple(fields))
+    if wrong:
+        number, fields, raw = wrong[0]
+        _field_count_error(relation, fields, path, number, delimiter, raw,
+                           [w[0] for w in wrong[1:]])
+    return rows
+
+
+def split_rfc4180(data: bytes, relation, delimiter: str = ",", path: str = "<facts>",
+                  first_line: int = 1) -> list:
+    """Fields of RFC 4180 CSV (quoted fields, ``""`` escapes), checked as :func:`split_reference`.
+
+    >>> from diffflow.dsl.analysis import Relation
+    >>> r = Relation("r", ["x", "y"], ["number", "symbol"], None)
+    >>> split_rfc4180(b'1,"a, b"\\r\\n2,"x""y"\\n', r)
+    [('1', 'a, b'), ('2', 'x"y')]
+    """
+    import csv
+
+    if len(delimiter) != 1 or delimiter == '"':
+        raise DatalogError(f"rfc4180 needs a one-character delimiter other than '\"', not "
+                           f"{delimiter!r}", filename=path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatalogError(f"this line is not UTF-8 text ({exc.reason})", filename=path,
+                           line=first_line + data.count(b"\n", 0, exc.start),
+                           hint="save the file as UTF-8") from None
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quotechar='"',
+                        doublequote=True, strict=True)
+    rows, wrong, line = [], [], first_line
+    try:
+        for fields in reader:
+            if len(fields) != relation.arity:
+                wrong.append((line, len(fields), delimiter.join(fields).encode()))
+            rows.append(tuple(fields))
+            line = first_line + reader.line_num
+    except csv.Error as exc:
+        raise DatalogError(f"malformed CSV: {exc}", filename=path, line=line,
+                           hint='a quoted field ends with " followed by the delimiter or the '
+                                'end of the line; a quote inside it is written ""') from None
+    if wrong:
+        number, count, raw = wrong[0]
+        _field_count_error(relation, count, path, number, delimiter, raw, [w[0] for w in wrong[1:]])
     return rows
 
 
@@ -202,16 +258,20 @@ def _columns_from_rows(rows, arity):
     return [pa.array([row[j] for row in rows], pa.string()) for j in range(arity)]
 
 
-def _field_count_error(relation, fields, path, line, delimiter, raw: bytes):
+def _field_count_error(relation, fields, path, line, delimiter, raw: bytes, more=()):
     text = raw.decode("utf-8", "replace").rstrip("\r")
     shown = text if len(text) <= 80 else text[:77] + "..."
     declared = (f".decl {relation.name}("
                 + ", ".join(f"{a}: {t}" for a, t in zip(relation.attributes, relation.types)) + ")")
     hint = (f"an empty line is a fact with one empty field, as in Soufflé: remove it ({declared})"
             if not text else f"separate the attributes with {delimiter!r}; {declared}")
+    others = ""
+    if more:
+        listed = ", ".join(map(str, more[:5])) + (", ..." if len(more) > 5 else "")
+        others = f" ({len(more):,} more line(s) too: {listed})"
     raise DatalogError(
         f"{relation.name} has {relation.arity} attribute(s) but this line has {fields} "
-        f"field(s): {shown!r}", filename=path, line=line, hint=hint)
+        f"field(s): {shown!r}{others}", filename=path, line=line, hint=hint)
 
 
 # -- values -------------------------------------------------------------------------------------
@@ -235,13 +295,14 @@ def _convert(column, kind, relation, j, path, data, first_line, delimiter):
                 (b"x" not in data and b"X" not in data or
                  not pc.any(pc.match_substring(column, "x", ignore_case=True)).as_py()):
             return values
-    pattern = _FLOAT if kind == "float" else _INTEGER
+    pattern = {"float": _FLOAT, "number": _INTEGER, "unsigned": _UNSIGNED}[kind]
     ok = pc.match_substring_regex(column, pattern, ignore_case=kind == "float")
     ok = ok.to_numpy(zero_copy_only=False)
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
         raise DatalogError(
-            f"{relation.name}: attribute {attribute!r} should be a {kind}, got "
+            f"{relation.name}: attribute {attribute!r} should be "
+            f"{'an' if kind == 'unsigned' else 'a'} {kind}, got "
             f"{column[i].as_py()!r}", filename=path, line=_line_of_row(data, i, first_line),
             hint=f"is the file {delimiter!r}-separated with {relation.arity} column(s)?")
     text = pc.replace_substring_regex(pc.utf8_ltrim_whitespace(column), r"^\+", "")
@@ -251,8 +312,10 @@ def _convert(column, kind, relation, j, path, data, first_line, delimiter):
     try:
         values = pc.cast(text, pa.int64()).to_numpy()
         outside = (values < low) | (values > high)
-    except pa.ArrowInvalid:  # beyond 64 bits
-        outside = np.array([not -2**63 <= int(v) < 2**63 for v in text.to_pylist()])
+    except pa.ArrowInvalid:  # beyond 64 bits, or an unsigned in binary: value by value
+        numbers = [int(v, 0) if v[:2] in ("0x", "0b") else int(v) for v in text.to_pylist()]
+        outside = np.array([not low <= v <= high for v in numbers], bool)
+        values = np.array([v if low <= v <= high else 0 for v in numbers], np.int64)
     if outside.any():
         i = int(np.flatnonzero(outside)[0])
         raise DatalogError(
@@ -302,10 +365,23 @@ def format_value(value, kind: str) -> str:
     return str(value)
 
 
-def format_rows(rows, types, delimiter: str = "\t") -> list:
-    """Output lines (without newlines) for decoded rows of a relation."""
+def format_rows(rows, types, delimiter: str = "\t", rfc4180: bool = False) -> list:
+    """Output lines (without newlines) for decoded rows of a relation.
+
+    With ``rfc4180`` symbols are quoted, a quote inside doubled (RFC 4180, as Soufflé's
+    ``rfc4180=true`` quotes them).
+
+    >>> format_rows([(1, 'x"y')], ["number", "symbol"], ",", rfc4180=True)
+    ['1,"x""y"']
+    """
     if not types:
         return ["()"] if rows else []
+    if rfc4180:
+        def cell(value, kind):
+            if kind == "symbol":
+                return '"' + value.replace('"', '""') + '"'
+            return format_value(value, kind)
+        return [delimiter.join(cell(v, k) for v, k in zip(row, types)) for row in rows]
     if "float" not in types:
         return [delimiter.join(map(str, row)) for row in rows]
     return [delimiter.join(format_value(v, k) for v, k in zip(row, types)) for row in rows]

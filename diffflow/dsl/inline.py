@@ -95,7 +95,8 @@ def check_uses(analyser, inline: dict) -> None:
                     if isinstance(atom, ast.Atom) and atom.relation in inline:
                         raise analyser.error(
                             "Cannot inline relations that appear in aggregator", atom,
-                            hint=f"an aggregate counts the distinct facts of {atom.relation}; "
+                            hint=f"an aggregate ranges over the distinct facts of "
+                                 f"{atom.relation}, which its unfolded rules do not give; "
                                  f"remove 'inline' from its .decl")
             for lit in clause.literals:
                 if isinstance(lit, ast.Negation) and lit.atom.relation in inline:

@@ -55,12 +55,22 @@ def macros_from_option(option: str) -> dict:
 
     >>> macros_from_option("SIZE=10 DEBUG  MODE=fast")
     {'SIZE': '10', 'DEBUG': None, 'MODE': 'fast'}
+    >>> macros_from_option("=3")
+    Traceback (most recent call last):
+    ...
+    ValueError: -M '=3': '' is not a macro name; write NAME, NAME=VALUE or NAME(ARGS)=BODY
     """
     macros = {}
     for item in option.split():
         name, equals, value = item.partition("=")
+        if not _MACRO_NAME.match(name):
+            raise ValueError(f"-M {option!r}: {name!r} is not a macro name; write NAME, "
+                             f"NAME=VALUE or NAME(ARGS)=BODY")
         macros[name] = value if equals else None
     return macros
+
+
+_MACRO_NAME = re.compile(r"^[A-Za-z_]\w*(\([A-Za-z_\w\s,.]*\))?$")
 
 
 def preprocess(text: str, filename: str = "<program>", include_dirs=None, macros=None):
@@ -72,6 +82,9 @@ def preprocess(text: str, filename: str = "<program>", include_dirs=None, macros
     """
     if not needs_preprocessing(text, macros):
         return text
+    for name in macros or {}:
+        if not _MACRO_NAME.match(name):
+            raise ValueError(f"macros: {name!r} is not a macro name (NAME or NAME(ARGS))")
     return _Runner(text, filename, include_dirs, macros).run()
 
 
@@ -139,7 +152,15 @@ class _Runner:
             parts, segments, key, column = [], [], None, 1
 
         while True:
-            token = processor.token()
+            try:
+                token = processor.token()
+            except RecursionError:  # pcpp nests a generator per #include
+                directive = processor.lastdirective
+                raise self.error(
+                    "#include nested too deeply: do these files include each other?",
+                    directive.source or self.filename, directive.lineno, 1,
+                    hint="guard a file against repeated inclusion with #ifndef NAME / "
+                         "#define NAME / ... / #endif") from None
             if token is None:
                 break
             value = token.value
@@ -214,6 +235,14 @@ class _Runner:
                     hint=f"looked in {', '.join([here, *runner.include_dirs])}; add its "
                          f"directory with -I DIR (Program: include_dirs=[...])")
 
+            def on_directive_handle(self, directive, toks, ifpassthru, precedingtoks):
+                self.lastdirective = directive
+                if directive.value == "include" and not "".join(t.value for t in toks).strip():
+                    raise runner.error("#include needs a file name", directive.source or
+                                       runner.filename, directive.lineno, 1,
+                                       hint='write #include "file.dl"')
+                return True
+
             def on_error(self, file, line, msg):
                 raise runner.error(msg.strip(), file or runner.filename, line, 1)
 
@@ -232,7 +261,8 @@ class _Runner:
                 raise runner.error(f"invalid preprocessing directive #{name}", label,
                                    directive.lineno, 1,
                                    hint="the C preprocessor knows #include, #define, #undef, "
-                                        "#if, #ifdef, #ifndef, #elif, #else, #endif, #error")
+                                        "#if, #ifdef, #ifndef, #elif, #else, #endif, #error, "
+                                        "#warning, #pragma")
 
         processor = _Pcpp()
         processor.line_directive = None

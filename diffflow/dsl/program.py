@@ -31,6 +31,29 @@ from .pragmas import jobs_value
 from .preprocess import preprocess
 
 
+def read_program_text(path) -> str:
+    """A ``.dl`` file's text; a file that cannot be read or is not UTF-8 is a DatalogError.
+
+    >>> read_program_text("no/such.dl")
+    Traceback (most recent call last):
+    ...
+    diffflow.dsl.errors.DatalogError: no/such.dl: error: cannot read the program: No such file or directory
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise DatalogError(f"cannot read the program: {exc.strerror or exc}",
+                           filename=str(path)) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DatalogError(f"the program is not UTF-8 text ({exc.reason})", None, str(path),
+                           line, column, hint="save it as UTF-8") from None
+
+
 def _attribute_names(message: str, relation) -> str:
     """``input 'e' column 'c1'`` in a message as ``e: attribute 'y'``.
 
@@ -121,9 +144,8 @@ class Program:
                   max_rounds: int | None = None, **runtime_options) -> "Program":
         """Read and compile a ``.dl`` file (errors name the file; ``#include`` looks next
         to it first; ``include_dirs`` and ``macros`` as for :class:`Program`)."""
-        with open(path, encoding="utf-8") as f:
-            return cls(f.read(), partitions=partitions, filename=str(path), outputs=outputs,
-                       max_rounds=max_rounds, **runtime_options)
+        return cls(read_program_text(path), partitions=partitions, filename=str(path),
+                   outputs=outputs, max_rounds=max_rounds, **runtime_options)
 
     def close(self) -> None:
         """Stop the workers of a multi-process or Spark runtime (see :meth:`Dataflow.close`).
@@ -252,7 +274,22 @@ class Program:
 
     def commit(self) -> None:
         """Compute every relation for the facts inserted and removed so far."""
-        self.flow.advance()
+        from ..runtime.local import NonConvergenceError
+
+        try:
+            self.flow.advance()
+        except NonConvergenceError as exc:
+            if exc.scope is None:
+                raise
+            stratum = exc.scope.label.removeprefix("stratum ")
+            raise NonConvergenceError(
+                f"{exc.scope.location}: error: the recursion of {stratum} was still deriving "
+                f"new facts "
+                f"after {exc.scope.max_rounds} rounds (the max-rounds limit), so its relations "
+                f"are cut at that round. If it needs more rounds, raise the limit (diffflow run "
+                f"--max-rounds N, .pragma \"max-rounds\" \"N\", Program(max_rounds=N)); if it "
+                f"never stops (min through a negative cycle, arithmetic that keeps making new "
+                f"values), change the rules.", exc.scope, exc.epochs) from None
 
     # -- results out ---------------------------------------------------------------------------
     def _output(self, name):
@@ -321,15 +358,16 @@ class Program:
 
     # -- Soufflé-style files ---------------------------------------------------------------------
     def input_files(self, facts_dir) -> dict:
-        """``{relation: (path, delimiter, headers)}`` for every ``.input`` directive."""
+        """``{relation: (path, delimiter, headers, rfc4180)}`` for every ``.input`` directive."""
         from .facts import fact_file_path
 
         files = {}
         for relation in self.relations.values():
             for d in relation.inputs:
+                rfc4180 = d.params.get("rfc4180", "false") == "true"
                 files[relation.name] = (fact_file_path(facts_dir, relation, d),
-                                        d.params.get("delimiter", "\t"),
-                                        d.params.get("headers", "false") == "true")
+                                        d.params.get("delimiter", "," if rfc4180 else "\t"),
+                                        d.params.get("headers", "false") == "true", rfc4180)
         return files
 
     def load_facts(self, facts_dir, progress=None, missing_ok: bool = False) -> dict:
@@ -347,22 +385,25 @@ class Program:
         from .facts import read_facts
 
         loaded = {}
-        for name, (path, delimiter, headers) in self.input_files(facts_dir).items():
+        for name, (path, delimiter, headers, rfc4180) in self.input_files(facts_dir).items():
             try:
                 loaded[name] = read_facts(path, self.relations[name], delimiter, headers,
-                                          progress)
+                                          progress, rfc4180)
             except OSError as exc:
-                if missing_ok and isinstance(exc, FileNotFoundError):
+                missing = isinstance(exc, FileNotFoundError)
+                if missing_ok and missing:
                     loaded[name] = []
                     continue
                 directive = self.relations[name].inputs[0]
+                fix = ("create the file (it may be empty), point -F at the folder holding it, "
+                       "or read missing files as empty relations (diffflow run -w; "
+                       "load_facts(..., missing_ok=True))" if missing else
+                       "make it a readable file of facts")
                 raise DatalogError(
                     f"cannot open fact file {os.path.basename(path)} for input relation {name!r}: "
                     f"{exc.strerror or exc}", filename=str(path),
                     hint=f"the program reads it for .input {name} ({self.filename}:"
-                         f"{directive.line}); create the file (it may be empty), point -F at "
-                         f"the folder holding it, or read missing files as empty relations "
-                         f"(diffflow run -w; load_facts(..., missing_ok=True))") from None
+                         f"{directive.line}); {fix}") from None
         encoded = {name: self.encode(name, rows) for name, rows in loaded.items()}
         for name, rows in encoded.items():
             self._change(name, rows, +1)

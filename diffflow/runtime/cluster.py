@@ -444,7 +444,8 @@ class ClusterRuntime:
             f"{scope.describe()} was still changing after {scope.max_rounds} rounds in "
             f"epoch(s) {sorted(epochs)}; its results for them are cut at that round. "
             f"Make sure the loop reaches a fixpoint (e.g. distinct() keeps set-valued "
-            f"recursion finite) or raise max_rounds. The dataflow stays usable.")
+            f"recursion finite) or raise max_rounds. The dataflow stays usable.",
+            scope, epochs)
 
     # -- checkpoints and recovery --------------------------------------------------------------
     def _maybe_checkpoint(self) -> None:

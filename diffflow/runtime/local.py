@@ -77,7 +77,14 @@ class AntichainCache:
 
 
 class NonConvergenceError(RuntimeError):
-    """A loop still changed after its round limit (the run finished with the loop cut there)."""
+    """A loop still changed after its round limit (the run finished with the loop cut there).
+
+    ``scope`` is the loop's scope (label, location, ``max_rounds``), ``epochs`` the epochs cut.
+    """
+
+    def __init__(self, message: str, scope=None, epochs=()):
+        super().__init__(message)
+        self.scope, self.epochs = scope, sorted(epochs)
 
 
 def _input_dim(node) -> int:
@@ -201,7 +208,8 @@ class LocalRuntime:
                     f"{scope.describe()} was still changing after {scope.max_rounds} rounds in "
                     f"epoch(s) {sorted(epochs)}; its results for them are cut at that round. "
                     f"Make sure the loop reaches a fixpoint (e.g. distinct() keeps set-valued "
-                    f"recursion finite) or raise max_rounds. The dataflow stays usable.")
+                    f"recursion finite) or raise max_rounds. The dataflow stays usable.",
+                    scope, epochs)
 
     def _sweep(self) -> bool:
         """One pass in topological order; True if work is left for another pass.

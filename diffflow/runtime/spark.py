@@ -2,7 +2,7 @@
 
 This is the only module of diffflow that imports pyspark.
 
-Design (measured choices; figures in ``../shared/SPARK.md`` and ``bench/README.md``)
+Design (measured choices; figures in ``bench/README.md``)
 ------------------------------------------------------------------------------------
 
 * **Resident partition workers.**  A Spark stage per round costs 0.1-0.2 s
@@ -114,7 +114,14 @@ def local_session(master: str = "local[2]", app_name: str = "diffflow", **conf):
     problem = java_problem()
     if problem:
         raise RuntimeError(problem)
+    import warnings
+
     from pyspark.sql import SparkSession
+
+    # PySpark 4 warns on every pandas conversion that it does not fully support pandas 3;
+    # the conversions diffflow makes (Arrow batches in and out) are tested with pandas 3
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas",
+                            category=FutureWarning)
 
     builder = SparkSession.builder.master(master).appName(app_name)
     settings = {
