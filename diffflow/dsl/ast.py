@@ -198,3 +198,18 @@ class Program(Node):
         data = super().to_data()
         data.pop("filename")
         return data
+
+
+def term_variables(term) -> list:
+    """The variables of a term (an aggregate's own variables are local to it, so not these).
+
+    >>> term_variables(BinaryOp(1, 1, "+", Var(1, 1, "x"), Negative(1, 5, Var(1, 6, "y"))))
+    [Var(line=1, column=1, name='x'), Var(line=1, column=6, name='y')]
+    """
+    if isinstance(term, Var):
+        return [term]
+    if isinstance(term, BinaryOp):
+        return term_variables(term.left) + term_variables(term.right)
+    if isinstance(term, Negative):
+        return term_variables(term.operand)
+    return []

@@ -28,6 +28,7 @@ from .. import collection as coll
 from ..expr import Lit, col, trunc_div, trunc_mod, wrap_int32, wrap_uint32
 from . import ast
 from .analysis import Analysed, Clause, Relation
+from .constants import comparison_kind
 from .errors import locate
 
 COLUMN_TYPE = {"number": "int", "unsigned": "int", "float": "float", "symbol": "str"}
@@ -194,7 +195,7 @@ class _Compiler:
     def _compile_clause(self, clause: Clause, env: dict):
         head = self.analysed.relations[clause.head.relation]
         self.plan.append(f"  {_render_clause(clause)}")
-        needed_by_head = {v.name for a in clause.head.args for v in _vars(a)}
+        needed_by_head = {v.name for a in clause.head.args for v in ast.term_variables(a)}
         if clause.plan is not None:
             self.plan.append(f"      (.plan version {clause.plan_version}: join order "
                              f"{', '.join(str(i + 1) for i in clause.plan)})")
@@ -396,12 +397,12 @@ class _Compiler:
             return None
         for target, expr in ((c.left, c.right), (c.right, c.left)):
             if isinstance(target, ast.Var) and target.name not in bound and \
-                    all(v.name in bound for v in _vars(expr)):
+                    all(v.name in bound for v in ast.term_variables(expr)):
                 return target.name, expr
         return None
 
     def compare(self, frame, c, types, aggregates, steps):
-        kind = _comparison_kind(c, types)
+        kind = comparison_kind(c, types)
         left = self.expr(c.left, types, kind, aggregates)
         right = self.expr(c.right, types, kind, aggregates)
         op = "==" if c.op == "=" else c.op
@@ -446,7 +447,7 @@ class _Compiler:
             start = _Frame(keys, list(group))
         else:
             start = None
-        target_vars = {v.name for v in _vars(agg.target)} if agg.target is not None else set()
+        target_vars = {v.name for v in ast.term_variables(agg.target)}  # [] for count
         inner_steps = []
         body, inner_aggs = self.conjunction(agg.body, env, types, set(group) | target_vars,
                                             start=start, steps=inner_steps)
@@ -546,45 +547,7 @@ def _constant(node):
     return node.value
 
 
-def _comparison_kind(c, types):
-    for side in (c.left, c.right):
-        kind = _known_kind(side, types)
-        if kind is not None:
-            return kind
-    return "number"
-
-
-def _known_kind(node, types):
-    if isinstance(node, ast.Var):
-        return types.get(node.name)
-    if isinstance(node, ast.Float):
-        return "float"
-    if isinstance(node, ast.String):
-        return "symbol"
-    if isinstance(node, ast.Number):
-        return "unsigned" if node.unsigned else None
-    if isinstance(node, ast.AggregateTerm):
-        return "number" if node.function == "count" else _known_kind(node.target, types)
-    if isinstance(node, ast.Negative):
-        return _known_kind(node.operand, types)
-    if isinstance(node, ast.BinaryOp):
-        return _known_kind(node.left, types) or _known_kind(node.right, types)
-    return None
-
-
 # -- variable bookkeeping ----------------------------------------------------------------------
-
-def _vars(node):
-    if node is None:
-        return []
-    if isinstance(node, ast.Var):
-        return [node]
-    if isinstance(node, ast.BinaryOp):
-        return _vars(node.left) + _vars(node.right)
-    if isinstance(node, ast.Negative):
-        return _vars(node.operand)
-    return []
-
 
 def _aggregates(node):
     if isinstance(node, ast.AggregateTerm):
@@ -616,12 +579,12 @@ def _atom_vars(atom):
 
 
 def _cmp_vars(c):
-    return [v.name for v in _vars(c.left) + _vars(c.right)]
+    return [v.name for v in ast.term_variables(c.left) + ast.term_variables(c.right)]
 
 
 def _aggregate_outer_vars(agg) -> set:
     """Every variable mentioned in an aggregate (the bound ones correlate it)."""
-    names = {v.name for v in _vars(agg.target)} if agg.target is not None else set()
+    names = {v.name for v in ast.term_variables(agg.target)} if agg.target is not None else set()
     for lit in agg.body:
         if isinstance(lit, ast.Atom):
             names |= set(_atom_vars(lit))

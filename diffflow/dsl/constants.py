@@ -137,8 +137,10 @@ def _holds(lit) -> bool:
             ">": left > right, ">=": left >= right}[lit.op]
 
 
-def comparison_kind(c) -> str:
-    """The type a comparison of constants is evaluated in (a plain integer is a number).
+def comparison_kind(c, types=None) -> str:
+    """The type a comparison is evaluated in (a plain integer is a number).
+
+    ``types`` gives the variables' types, when the comparison has variables.
 
     >>> from diffflow.dsl.parser import parse
     >>> [comparison_kind(c) for c in parse("r(1) :- 1 < 2, 1 < 2u, 1.5 > 1.").rules[0]
@@ -146,13 +148,21 @@ def comparison_kind(c) -> str:
     ['number', 'unsigned', 'float']
     """
     for side in (c.left, c.right):
-        kind = _known_kind(side)
+        kind = known_kind(side, types)
         if kind is not None:
             return kind
     return "number"
 
 
-def _known_kind(node):
+def known_kind(node, types=None):
+    """The base type a term certainly has, or None (a plain integer fits several).
+
+    >>> from diffflow.dsl import ast
+    >>> known_kind(ast.Number(1, 1, 3)), known_kind(ast.Var(1, 1, "x"), {"x": "float"})
+    (None, 'float')
+    """
+    if isinstance(node, ast.Var):
+        return (types or {}).get(node.name)
     if isinstance(node, ast.Float):
         return "float"
     if isinstance(node, ast.String):
@@ -160,11 +170,11 @@ def _known_kind(node):
     if isinstance(node, ast.Number):
         return "unsigned" if node.unsigned else None
     if isinstance(node, ast.Negative):
-        return _known_kind(node.operand)
+        return known_kind(node.operand, types)
     if isinstance(node, ast.BinaryOp):
-        return _known_kind(node.left) or _known_kind(node.right)
+        return known_kind(node.left, types) or known_kind(node.right, types)
     if isinstance(node, ast.AggregateTerm):
-        return "number" if node.function == "count" else _known_kind(node.target)
+        return "number" if node.function == "count" else known_kind(node.target, types)
     return None
 
 

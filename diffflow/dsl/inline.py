@@ -339,7 +339,7 @@ def _split_definitions(literals, outer):
             if isinstance(lit, ast.Comparison) and lit.op == "=":
                 for target, expr in ((lit.left, lit.right), (lit.right, lit.left)):
                     if isinstance(target, ast.Var) and target.name not in known and \
-                            _total(expr) and {v.name for v in _vars(expr)} <= known:
+                            _total(expr) and {v.name for v in ast.term_variables(expr)} <= known:
                         known.add(target.name)
                         definitions.append(lit)
                         rest.remove(lit)
@@ -375,23 +375,13 @@ def _negate(lit):
     raise AssertionError(lit)
 
 
-def _vars(term):
-    if isinstance(term, ast.Var):
-        return [term]
-    if isinstance(term, ast.BinaryOp):
-        return _vars(term.left) + _vars(term.right)
-    if isinstance(term, ast.Negative):
-        return _vars(term.operand)
-    return []  # an aggregate's own variables are local to it
-
-
 def _literal_vars(lit) -> set:
     if isinstance(lit, ast.Negation):
         lit = lit.atom
     if isinstance(lit, ast.Atom):
         return {a.name for a in lit.args if isinstance(a, ast.Var)}
     if isinstance(lit, ast.Comparison):
-        return {v.name for v in _vars(lit.left) + _vars(lit.right)}
+        return {v.name for v in ast.term_variables(lit.left) + ast.term_variables(lit.right)}
     return set()
 
 
