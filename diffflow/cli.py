@@ -159,6 +159,11 @@ def _read_pragmas(args, options) -> dict:
     return pragmas
 
 
+def _option(given, pragmas: dict, key: str) -> str:
+    """A folder option: as given on the command line, else from ``.pragma key``, else ``.``."""
+    return given if given is not None else pragmas.get(key, ".")
+
+
 def _check_output_dir(path) -> None:
     """``-D``: a folder that exists or can be made; checked before anything is computed."""
     if path == "-":
@@ -214,20 +219,18 @@ def _run(args) -> int:
 
     report = _Reporter(args.verbose)
     options = _program_options(args)
-    pragmas = _read_pragmas(args, options)  # the command line wins over a pragma
-    args.no_warn = args.no_warn or "no-warn" in pragmas
-    fact_dir = args.fact_dir if args.fact_dir is not None else pragmas.get("fact-dir", ".")
-    output_dir = args.output_dir if args.output_dir is not None else \
-        pragmas.get("output-dir", ".")
-    jobs = args.jobs if args.jobs is not None else \
-        jobs_value(pragmas.get("jobs")) or (2 if args.spark else 1)
-    if jobs < 1:
-        raise ValueError(f"-j must be at least 1, got {jobs}")
+    if args.jobs is not None and args.jobs < 1:
+        raise ValueError(f"-j must be at least 1, got {args.jobs}")
     if args.max_rounds is not None and args.max_rounds < 1:
         raise ValueError(f"--max-rounds must be at least 1, got {args.max_rounds}")
-    _check_output_dir(output_dir)
+    jobs = args.jobs  # None: .pragma "jobs", else 1 (Program decides)
     started = time.perf_counter()
     if args.spark:
+        # the program's mistakes and pragmas first: Spark takes seconds to start
+        pragmas = _read_pragmas(args, options)
+        _check_output_dir(_option(args.output_dir, pragmas, "output-dir"))
+        if jobs is None:
+            jobs = jobs_value(pragmas.get("jobs")) or 2
         from .runtime.spark import local_session  # the only module that imports pyspark
 
         options.update(runtime="spark", spark=local_session(args.spark))
@@ -235,7 +238,12 @@ def _run(args) -> int:
         started = time.perf_counter()
     program = _compile(args, partitions=jobs, outputs="directives", max_rounds=args.max_rounds,
                        **options)
+    # the command line wins over a pragma
+    args.no_warn = args.no_warn or "no-warn" in program.pragmas
+    fact_dir = _option(args.fact_dir, program.pragmas, "fact-dir")
+    output_dir = _option(args.output_dir, program.pragmas, "output-dir")
     try:
+        _check_output_dir(output_dir)
         # every input is read and checked before anything is computed or written
         steps = [(number, _read_step(program, folder))
                  for number, folder in (_steps(args.updates) if args.updates else [])]
@@ -314,13 +322,6 @@ def _apply_step(program, batches) -> int:
     return sum(program._change(name, encoded, sign) for sign, name, encoded in batches)
 
 
-def _output_format(directive) -> tuple:
-    """``(delimiter, rfc4180, compress)`` of an ``.output`` directive (Soufflé's defaults)."""
-    rfc4180 = directive.params.get("rfc4180", "false") == "true"
-    return (directive.params.get("delimiter", "," if rfc4180 else "\t"), rfc4180,
-            directive.params.get("compress", "false") == "true")
-
-
 def _output_lines(program, relation, rows, delimiter, extra=None, rfc4180=False):
     from .dsl.facts import format_rows
 
@@ -331,14 +332,15 @@ def _output_lines(program, relation, rows, delimiter, extra=None, rfc4180=False)
 
 
 def _write_outputs(program, out_dir):
+    from .dsl.facts import io_options
+
     for relation in program.relations.values():
         for d in relation.outputs:
             rows = sorted(program.relation(relation.name))
-            delimiter, rfc4180, compress = _output_format(d)
+            delimiter, headers, rfc4180, compress = io_options(d.params)
             lines = _output_lines(program, relation, rows, delimiter, rfc4180=rfc4180)
             # Soufflé's -D - prints every output to stdout with its attribute names
-            header = delimiter.join(relation.attributes) \
-                if d.params.get("headers", "false") == "true" or out_dir == "-" else None
+            header = delimiter.join(relation.attributes) if headers or out_dir == "-" else None
             if out_dir == "-" or d.params.get("IO") == "stdout":
                 _print_stdout(relation.name, header, lines)
             else:
@@ -347,11 +349,13 @@ def _write_outputs(program, out_dir):
 
 
 def _write_changes(program, out_dir, number):
+    from .dsl.facts import io_options
+
     for relation in program.relations.values():
         if not relation.outputs:
             continue
         changes = program.changes(relation.name)
-        delimiter, rfc4180, _compress = _output_format(relation.outputs[0])
+        delimiter, _headers, rfc4180, _compress = io_options(relation.outputs[0].params)
         lines = _output_lines(program, relation, [row for row, _ in changes], delimiter,
                               extra=["+1" if d > 0 else "-1" for _, d in changes],
                               rfc4180=rfc4180)

@@ -705,13 +705,15 @@ class InputCollection(Collection):
         """Stage rows already encoded by :meth:`_encode` (no second validation)."""
         self._staged.append((rows, diffs))
 
-    def _encode(self, data) -> np.ndarray:
+    def _encode(self, data, labels=None) -> np.ndarray:
+        """Validated int64 rows; ``labels`` name the columns in errors (default: the input's)."""
         columns = _columns_of(data, self.schema, self.name)
         schema, symbols = self.schema, self.flow.symbols
         n = len(columns[0]) if columns else _row_count(data)
         rows = np.empty((n, schema.width), np.int64)
         for j, (name, kind) in enumerate(zip(schema.names, schema.types)):
-            rows[:, j] = encode_column(columns[j], kind, symbols, f"input {self.name!r} column {name!r}")
+            where = labels[j] if labels else f"input {self.name!r} column {name!r}"
+            rows[:, j] = encode_column(columns[j], kind, symbols, where)
         return rows
 
 

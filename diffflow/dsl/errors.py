@@ -101,6 +101,24 @@ class DatalogWarning(_Located, UserWarning):
         super().__init__(self._format())
 
 
+def decode_utf8(data: bytes, path: str, what: str, first_line: int = 1) -> str:
+    """``data`` as text, or a DatalogError at the line and column of the first bad byte.
+
+    >>> decode_utf8(b"ok\\n\\xff", "f.dl", "the program")
+    Traceback (most recent call last):
+    ...
+    diffflow.dsl.errors.DatalogError: f.dl:2:1: error: the program is not UTF-8 text (invalid start byte)
+      hint: save it as UTF-8
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = first_line + data.count(b"\n", 0, exc.start)
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DatalogError(f"{what} is not UTF-8 text ({exc.reason})", None, str(path), line,
+                           column, hint="save it as UTF-8") from None
+
+
 def did_you_mean(name: str, candidates) -> str:
     """`` (did you mean 'x'?)`` for the closest candidate, or an empty string.
 

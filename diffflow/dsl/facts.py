@@ -23,8 +23,8 @@ reader kept for them and for tests.
 >>> r = Relation("e", ["x", "s"], ["number", "symbol"], None)
 >>> path = os.path.join(tempfile.mkdtemp(), "e.facts")
 >>> _ = open(path, "w").write("1\\ta b\\n2\\t007\\n")
->>> read_facts(path, r).values.tolist()
-[[1, 'a b'], [2, '007']]
+>>> read_facts(path, r).to_pydict()
+{'c0': [1, 2], 'c1': ['a b', '007']}
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ import zlib
 import numpy as np
 
 from .analysis import NUMBER_RANGE, UNSIGNED_RANGE
-from .errors import DatalogError
+from .errors import DatalogError, decode_utf8
 
 _PROGRESS_BYTES = 8 << 20  # report files larger than this
 _BLOCK = 64 << 20          # bytes scanned at once when checking lines (bounds temporaries)
@@ -70,7 +70,7 @@ def read_bytes(path) -> bytes:
 
 def read_facts(path, relation, delimiter: str = "\t", headers: bool = False, progress=None,
                rfc4180: bool = False):
-    """Read a facts file into a DataFrame with columns ``c0, c1, ...`` (validated types).
+    """Read a facts file into a pyarrow Table with columns ``c0, c1, ...`` (validated types).
 
     ``rfc4180`` reads CSV as RFC 4180 has it (Soufflé's ``rfc4180=true``): a field may be
     quoted with ``"``, holding delimiters, line breaks and ``""`` for a quote.
@@ -79,7 +79,7 @@ def read_facts(path, relation, delimiter: str = "\t", headers: bool = False, pro
     Raises :class:`DatalogError` naming ``file:line`` for the first bad line; nothing is
     returned in part.
     """
-    import pandas as pd
+    import pyarrow as pa
 
     started = time.perf_counter()
     data = read_bytes(path)
@@ -90,15 +90,17 @@ def read_facts(path, relation, delimiter: str = "\t", headers: bool = False, pro
         first_line = 1
     if relation.arity == 0:
         return [()] if data else []
-    if rfc4180:
-        fields = _columns_from_rows(split_rfc4180(data, relation, delimiter, str(path),
-                                                  first_line), relation.arity)
+    if rfc4180:  # a quoted field may span lines, so rows and lines part ways
+        rows, starts = split_rfc4180(data, relation, delimiter, str(path), first_line)
+        fields = _columns_from_rows(rows, relation.arity)
+        line_of = starts.__getitem__
     else:
         fields = _split(data, relation, delimiter, str(path), first_line)
-    out = {}
-    for j, (column, kind) in enumerate(zip(fields, relation.types)):
-        out[f"c{j}"] = _convert(column, kind, relation, j, str(path), data, first_line, delimiter)
-    result = pd.DataFrame(out)
+        line_of = first_line.__add__  # every line is a fact
+    maybe_hex = b"x" in data or b"X" in data
+    result = pa.table({f"c{j}": _convert(column, kind, relation, j, str(path), line_of,
+                                         maybe_hex, delimiter)
+                       for j, (column, kind) in enumerate(zip(fields, relation.types))})
     elapsed = time.perf_counter() - started
     if progress is not None and (len(data) > _PROGRESS_BYTES or elapsed > 1.0):
         progress(f"read {len(result):,} facts for {relation.name} from {path} "
@@ -112,9 +114,11 @@ def _split(data: bytes, relation, delimiter, path, first_line) -> list:
     """One pyarrow string array per attribute, after checking every line's field count."""
     if len(delimiter.encode()) == 1 and not _has_lone_carriage_return(data):
         _check_field_counts(data, relation, delimiter, path, first_line)
+        import pyarrow as pa
+
         try:
             return _split_arrow(data, relation.arity, delimiter)
-        except Exception:  # not UTF-8: the reference reader names the line
+        except pa.ArrowInvalid:  # not UTF-8: the reference reader names the line
             pass
     return _columns_from_rows(split_reference(data, relation, delimiter, path, first_line),
                               relation.arity)
@@ -214,33 +218,31 @@ def split_reference(data: bytes, relation, delimiter: str = "\t", path: str = "<
 
 
 def split_rfc4180(data: bytes, relation, delimiter: str = ",", path: str = "<facts>",
-                  first_line: int = 1) -> list:
+                  first_line: int = 1) -> tuple:
     """Fields of RFC 4180 CSV (quoted fields, ``""`` escapes), checked as :func:`split_reference`.
+
+    Returns the rows and the line each starts on.
 
     >>> from diffflow.dsl.analysis import Relation
     >>> r = Relation("r", ["x", "y"], ["number", "symbol"], None)
-    >>> split_rfc4180(b'1,"a, b"\\r\\n2,"x""y"\\n', r)
-    [('1', 'a, b'), ('2', 'x"y')]
+    >>> split_rfc4180(b'1,"a\\nb"\\r\\n2,"x""y"\\n', r)
+    ([('1', 'a\\nb'), ('2', 'x"y')], [1, 3])
     """
     import csv
 
     if len(delimiter) != 1 or delimiter == '"':
         raise DatalogError(f"rfc4180 needs a one-character delimiter other than '\"', not "
                            f"{delimiter!r}", filename=path)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatalogError(f"this line is not UTF-8 text ({exc.reason})", filename=path,
-                           line=first_line + data.count(b"\n", 0, exc.start),
-                           hint="save the file as UTF-8") from None
+    text = decode_utf8(data, path, "this line", first_line)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quotechar='"',
                         doublequote=True, strict=True)
-    rows, wrong, line = [], [], first_line
+    rows, starts, wrong, line = [], [], [], first_line
     try:
         for fields in reader:
             if len(fields) != relation.arity:
                 wrong.append((line, len(fields), delimiter.join(fields).encode()))
             rows.append(tuple(fields))
+            starts.append(line)
             line = first_line + reader.line_num
     except csv.Error as exc:
         raise DatalogError(f"malformed CSV: {exc}", filename=path, line=line,
@@ -249,7 +251,7 @@ def split_rfc4180(data: bytes, relation, delimiter: str = ",", path: str = "<fac
     if wrong:
         number, count, raw = wrong[0]
         _field_count_error(relation, count, path, number, delimiter, raw, [w[0] for w in wrong[1:]])
-    return rows
+    return rows, starts
 
 
 def _columns_from_rows(rows, arity):
@@ -276,13 +278,14 @@ def _field_count_error(relation, fields, path, line, delimiter, raw: bytes, more
 
 # -- values -------------------------------------------------------------------------------------
 
-def _convert(column, kind, relation, j, path, data, first_line, delimiter):
-    """A pyarrow string column as the attribute's numpy values; errors name the line."""
+def _convert(column, kind, relation, j, path, line_of, maybe_hex, delimiter):
+    """A pyarrow string column as the attribute's values; errors name the line of row ``i``,
+    ``line_of(i)``; ``maybe_hex``: the file has an ``x``, so a value may be hexadecimal."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if kind == "symbol":
-        return column.to_numpy(zero_copy_only=False)
+        return column
     attribute = relation.attributes[j]
     if kind != "float":  # the common case: plain decimal integers, which pyarrow casts strictly
         try:
@@ -292,7 +295,7 @@ def _convert(column, kind, relation, j, path, data, first_line, delimiter):
         low, high = NUMBER_RANGE if kind == "number" else UNSIGNED_RANGE
         # pyarrow also reads hexadecimal, which C's base-10 stoi does not
         if values is not None and not ((values < low) | (values > high)).any() and \
-                (b"x" not in data and b"X" not in data or
+                (not maybe_hex or
                  not pc.any(pc.match_substring(column, "x", ignore_case=True)).as_py()):
             return values
     pattern = {"float": _FLOAT, "number": _INTEGER, "unsigned": _UNSIGNED}[kind]
@@ -303,7 +306,7 @@ def _convert(column, kind, relation, j, path, data, first_line, delimiter):
         raise DatalogError(
             f"{relation.name}: attribute {attribute!r} should be "
             f"{'an' if kind == 'unsigned' else 'a'} {kind}, got "
-            f"{column[i].as_py()!r}", filename=path, line=_line_of_row(data, i, first_line),
+            f"{column[i].as_py()!r}", filename=path, line=line_of(i),
             hint=f"is the file {delimiter!r}-separated with {relation.arity} column(s)?")
     text = pc.replace_substring_regex(pc.utf8_ltrim_whitespace(column), r"^\+", "")
     if kind == "float":
@@ -320,7 +323,7 @@ def _convert(column, kind, relation, j, path, data, first_line, delimiter):
         i = int(np.flatnonzero(outside)[0])
         raise DatalogError(
             f"{relation.name}: attribute {attribute!r} = {column[i].as_py().strip()} does not "
-            f"fit a 32-bit {kind}", filename=path, line=_line_of_row(data, i, first_line),
+            f"fit a 32-bit {kind}", filename=path, line=line_of(i),
             hint="declare the attribute unsigned or float for larger values"
             if kind == "number" else None)
     return values
@@ -339,11 +342,6 @@ def _to_float(text):
     for i in np.flatnonzero(hexadecimal):
         out[i] = float.fromhex(text[int(i)].as_py())
     return pa.array(out)
-
-
-def _line_of_row(data: bytes, row: int, first_line: int) -> int:
-    """Line number of fact ``row`` (every line is a fact)."""
-    return first_line + row
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -385,6 +383,19 @@ def format_rows(rows, types, delimiter: str = "\t", rfc4180: bool = False) -> li
     if "float" not in types:
         return [delimiter.join(map(str, row)) for row in rows]
     return [delimiter.join(format_value(v, k) for v, k in zip(row, types)) for row in rows]
+
+
+def io_options(params: dict) -> tuple:
+    """``(delimiter, headers, rfc4180, compress)`` of an ``.input``/``.output`` directive's
+    parameters, with Soufflé's defaults (TAB, or ``,`` with ``rfc4180=true``).
+
+    >>> io_options({}), io_options({"rfc4180": "true", "headers": "true"})
+    (('\\t', False, False, False), (',', True, True, False))
+    """
+    rfc4180 = params.get("rfc4180", "false") == "true"
+    return (params.get("delimiter", "," if rfc4180 else "\t"),
+            params.get("headers", "false") == "true", rfc4180,
+            params.get("compress", "false") == "true")
 
 
 def fact_file_path(facts_dir, relation, directive) -> str:

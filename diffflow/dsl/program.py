@@ -25,7 +25,7 @@ import numpy as np
 from ..arrangements import columnar
 from .analysis import NUMBER_RANGE, UNSIGNED_RANGE, analyse
 from .compiler import UNIT, compile_program, relation_columns
-from .errors import DatalogError, did_you_mean
+from .errors import DatalogError, decode_utf8, did_you_mean
 from .parser import parse
 from .pragmas import jobs_value
 from .preprocess import preprocess
@@ -45,31 +45,7 @@ def read_program_text(path) -> str:
     except OSError as exc:
         raise DatalogError(f"cannot read the program: {exc.strerror or exc}",
                            filename=str(path)) from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise DatalogError(f"the program is not UTF-8 text ({exc.reason})", None, str(path),
-                           line, column, hint="save it as UTF-8") from None
-
-
-def _attribute_names(message: str, relation) -> str:
-    """``input 'e' column 'c1'`` in a message as ``e: attribute 'y'``.
-
-    >>> from diffflow.dsl.analysis import Relation
-    >>> _attribute_names("input 'e' column 'c1': expected str values",
-    ...                  Relation("e", ["x", "y"], ["number", "symbol"], None))
-    "e: attribute 'y': expected str values"
-    """
-    import re
-
-    def attribute(found):
-        index = int(found.group(1))
-        name = relation.attributes[index] if index < relation.arity else found.group(1)
-        return f"{relation.name}: attribute {name!r}"
-
-    return re.sub(r"input '[^']*' column 'c(\d+)'", attribute, message)
+    return decode_utf8(data, str(path), "the program")
 
 
 class Program:
@@ -197,10 +173,7 @@ class Program:
                 rows = rows.set_axis([c for c, _ in relation_columns(relation)], axis=1)
             if isinstance(rows, (list, tuple)):
                 self._check_python_rows(relation, rows)
-            try:
-                encoded = inp._encode(rows)
-            except (TypeError, ValueError) as exc:  # name the attribute, not our column
-                raise type(exc)(_attribute_names(str(exc), relation)) from None
+            encoded = inp._encode(rows, [f"{name}: attribute {a!r}" for a in relation.attributes])
         for j, kind in enumerate(relation.types):
             if kind in ("number", "unsigned"):
                 low, high = NUMBER_RANGE if kind == "number" else UNSIGNED_RANGE
@@ -359,15 +332,14 @@ class Program:
     # -- Soufflé-style files ---------------------------------------------------------------------
     def input_files(self, facts_dir) -> dict:
         """``{relation: (path, delimiter, headers, rfc4180)}`` for every ``.input`` directive."""
-        from .facts import fact_file_path
+        from .facts import fact_file_path, io_options
 
         files = {}
         for relation in self.relations.values():
             for d in relation.inputs:
-                rfc4180 = d.params.get("rfc4180", "false") == "true"
-                files[relation.name] = (fact_file_path(facts_dir, relation, d),
-                                        d.params.get("delimiter", "," if rfc4180 else "\t"),
-                                        d.params.get("headers", "false") == "true", rfc4180)
+                delimiter, headers, rfc4180, _compress = io_options(d.params)
+                files[relation.name] = (fact_file_path(facts_dir, relation, d), delimiter,
+                                        headers, rfc4180)
         return files
 
     def load_facts(self, facts_dir, progress=None, missing_ok: bool = False) -> dict:
