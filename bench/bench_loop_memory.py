@@ -21,11 +21,7 @@ from diffflow import graphs
 
 
 def trace_updates(flow) -> int:
-    total = 0
-    for spine in flow._runtime.spines():
-        spine.compact()
-        total += len(spine)
-    return total
+    return sum(flow._runtime.trace_sizes())
 
 
 def rss_mib() -> float:

@@ -30,17 +30,17 @@ from .collection import (Aggregate, Arranged, Collection, Dataflow, GraphError, 
 from .dsl import DatalogError, DatalogWarning, Program
 from .expr import col, lit
 from .iteration import Loop, Variable
-from .runtime.local import NonConvergenceError, OperatorError
+from .errors import DiffflowError, ExpressionError, NonConvergenceError, OperatorError, WorkerLost
 from .schema import Schema
 from .streaming import StreamingView
 
 __all__ = ["Dataflow", "Collection", "InputCollection", "Arranged", "Output", "Aggregate",
-           "Loop", "Variable", "GraphError", "OperatorError", "NonConvergenceError", "Schema",
+           "Loop", "Variable", "DiffflowError", "GraphError", "ExpressionError", "WorkerLost", "OperatorError", "NonConvergenceError", "Schema",
            "Program", "DatalogError", "DatalogWarning", "StreamingView", "col", "lit", "count", "sum", "min", "max"]
 __version__ = "0.1.0"
 
 # loaded by ``dd.<name>`` on first use (PEP 562), so ``import diffflow`` stays cheap
-_SUBMODULES = {"arrangements", "cli", "collection", "dataflow", "dsl", "expr", "graphs",
+_SUBMODULES = {"arrangements", "cli", "collection", "dataflow", "dsl", "errors", "expr", "graphs",
                "iteration", "lattice", "operators", "runtime", "schema", "streaming"}
 
 

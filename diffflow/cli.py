@@ -60,7 +60,7 @@ def _dispatch(parser, args) -> int:
         parser.print_help()
         return 2
     from .dsl.errors import DatalogError
-    from .runtime.local import NonConvergenceError
+    from .errors import NonConvergenceError
 
     try:
         return args.handler(args)

@@ -25,15 +25,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arrangements import columnar
 from .dataflow.graph import Graph
+from .errors import GraphError
 from .expr import Col, Expr, ExpressionError, Lit
 from .operators.reducers import AggregateReducer, DistinctReducer, ThresholdReducer
 from .schema import Schema, SymbolTable, decode_rows, encode_column
 
 
-class GraphError(ValueError):
-    """A dataflow was built wrongly (unknown column, type clash, name clash...)."""
 
 
 # -- aggregates ---------------------------------------------------------------------
@@ -212,7 +210,7 @@ class Dataflow:
         >>> flow = Dataflow(); flow.close()
         """
         runtime, self._runtime = self._runtime, None
-        if runtime is not None and hasattr(runtime, "close"):
+        if runtime is not None:
             runtime.close()
         self._closed = True
 
@@ -863,11 +861,6 @@ class Output:
     def __init__(self, flow: Dataflow, node, name):
         self.flow, self.node, self.name = flow, node, name
 
-    def _ops(self):
-        if self.flow._runtime is None:
-            return []
-        return self.flow._runtime.operators(self.node.id)
-
     def _decode(self, rows):
         return decode_rows(rows, self.node.schema, self.flow.symbols)
 
@@ -878,14 +871,9 @@ class Output:
         >>> a.insert([3, 3, 4]); flow.advance(); out.snapshot()
         {(3,): 2, (4,): 1}
         """
-        parts = [op.accumulated.contents() for op in self._ops()]
-        parts = [p for p in parts if len(p[1])]
-        if not parts:
+        if self.flow._runtime is None:
             return {}
-        rows = np.concatenate([p[0] for p in parts])
-        diffs = np.concatenate([p[1] for p in parts])
-        if len(parts) > 1:  # a row may sit in several partitions (its diffs cancel or add)
-            rows, _, diffs = columnar.consolidate(rows, np.zeros((len(rows), 1), np.int64), diffs)
+        rows, diffs = self.flow._runtime.output_contents(self.node.id)
         return dict(zip(self._decode(rows), diffs.tolist()))
 
     def changes(self) -> list:
@@ -896,7 +884,9 @@ class Output:
         >>> out.changes()
         [((1,), 0, 1), ((1,), 1, -1), ((2,), 1, 1)]
         """
-        chunks = [c for op in self._ops() for c in op.take_changes()]
+        if self.flow._runtime is None:
+            return []
+        chunks = self.flow._runtime.take_output_changes(self.node.id)
         if not chunks:
             return []
         from .arrangements.updates import concat

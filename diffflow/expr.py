@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import ExpressionError
 from .schema import Schema, SymbolTable, decode_floats, encode_floats
 
 _ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide,
@@ -21,10 +22,6 @@ _ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide,
 _COMPARE = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
             ">": np.greater, ">=": np.greater_equal}
 _LOGIC = {"&": np.logical_and, "|": np.logical_or}
-
-
-class ExpressionError(ValueError):
-    """An expression does not fit the columns or types it is applied to."""
 
 
 class Expr:

@@ -56,7 +56,7 @@ def select(analyser, pragmas: dict) -> dict:
     >>> analyse(parse(".decl e(x: number) inline output"))
     Traceback (most recent call last):
     ...
-    diffflow.dsl.errors.DatalogError: <program>:1:7: error: IO relation e cannot be inlined
+    diffflow.errors.DatalogError: <program>:1:7: error: IO relation e cannot be inlined
     ...
     """
     excluded = {n.strip() for n in pragmas.get("inline-exclude", "").split(",") if n.strip()}
@@ -84,7 +84,7 @@ def check_uses(analyser, inline: dict) -> None:
     ...               "e(x) :- e(x), !i(_)."))
     Traceback (most recent call last):
     ...
-    diffflow.dsl.errors.DatalogError: <program>:4:18: error: Cannot inline negated atom containing an unnamed variable
+    diffflow.errors.DatalogError: <program>:4:18: error: Cannot inline negated atom containing an unnamed variable
     ...
     """
     for relation in analyser.relations.values():

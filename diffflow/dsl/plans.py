@@ -38,7 +38,7 @@ def check_plans(analyser, relations: dict, strata: list) -> None:
     >>> analyse(parse(".decl e(x: number)\\ne(x) :- e(x). .plan 0: (2)"))
     Traceback (most recent call last):
     ...
-    diffflow.dsl.errors.DatalogError: <program>:2:24: error: Invalid execution order in plan (incomplete)
+    diffflow.errors.DatalogError: <program>:2:24: error: Invalid execution order in plan (incomplete)
     ...
     """
     stratum_of = {name: i for i, s in enumerate(strata) for name in s.relations}

@@ -37,7 +37,7 @@ def read_program_text(path) -> str:
     >>> read_program_text("no/such.dl")
     Traceback (most recent call last):
     ...
-    diffflow.dsl.errors.DatalogError: no/such.dl: error: cannot read the program: No such file or directory
+    diffflow.errors.DatalogError: no/such.dl: error: cannot read the program: No such file or directory
     """
     try:
         with open(path, "rb") as f:
@@ -247,7 +247,7 @@ class Program:
 
     def commit(self) -> None:
         """Compute every relation for the facts inserted and removed so far."""
-        from ..runtime.local import NonConvergenceError
+        from ..errors import NonConvergenceError
 
         try:
             self.flow.advance()
@@ -286,15 +286,10 @@ class Program:
 
     def _encoded(self, name):
         out = self._output(name)
-        parts = [op.accumulated.contents() for op in out._ops()]
-        parts = [p for p in parts if len(p[1])]
-        if not parts:
+        if self.flow._runtime is None:
             return np.zeros((0, out.node.schema.width), np.int64)
-        rows = np.concatenate([p[0] for p in parts])
-        if len(parts) > 1:
-            diffs = np.concatenate([p[1] for p in parts])
-            rows, _, diffs = columnar.consolidate(rows, np.zeros((len(rows), 1), np.int64), diffs)
-            rows = rows[diffs > 0]
+        rows, diffs = self.flow._runtime.output_contents(out.node.id)
+        rows = rows[diffs > 0]
         return rows
 
     def rows(self, name: str) -> list:

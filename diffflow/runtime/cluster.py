@@ -45,12 +45,11 @@ import numpy as np
 from ..arrangements.arrangement import split_by_partition
 from ..arrangements.updates import Updates
 from ..dataflow.progress import global_frontiers
-from .local import NonConvergenceError, OperatorError
+from ..errors import NonConvergenceError, OperatorError, WorkerLost
+from .base import Runtime
 from .worker import WorkerCommands
 
 
-class WorkerLost(RuntimeError):
-    """A partition worker stopped answering (its process or Spark task died)."""
 
 
 # -- transports -----------------------------------------------------------------------------
@@ -295,26 +294,7 @@ class SocketTransport:
 
 # -- the coordinator -------------------------------------------------------------------------
 
-class _RemoteOutput:
-    """Stands in for one partition's output operator (what :class:`~diffflow.Output` reads)."""
-
-    def __init__(self, runtime: "ClusterRuntime", node_id: int, partition: int):
-        self.runtime, self.node_id, self.partition = runtime, node_id, partition
-
-    @property
-    def accumulated(self):
-        return self
-
-    def contents(self):
-        rows, diffs, texts = self.runtime._read(self.partition, "contents", self.node_id)
-        self.runtime.symbols._text.update(texts)
-        return rows, diffs
-
-    def take_changes(self) -> list:
-        return self.runtime._take_changes(self.partition, self.node_id)
-
-
-class ClusterRuntime:
+class ClusterRuntime(Runtime):
     """Drives ``parts`` partition workers through a transport (see the module docstring).
 
     ``checkpoint_every`` epochs (after a run that leaves nothing staged) every
@@ -516,9 +496,20 @@ class ClusterRuntime:
         return out
 
     # -- reading -----------------------------------------------------------------------------
-    def operators(self, node_id: int) -> list:
-        """Stand-ins for an output node's partitions (snapshot and changes read remotely)."""
-        return [_RemoteOutput(self, node_id, p) for p in range(self.parts)]
+    def _partition_contents(self, node_id: int) -> list:
+        found = []
+        for p in range(self.parts):
+            rows, diffs, texts = self._read(p, "contents", node_id)
+            self.symbols._text.update(texts)
+            found.append((rows, diffs))
+        return found
+
+    def take_output_changes(self, node_id: int) -> list:
+        return [c for p in range(self.parts) for c in self._take_changes(p, node_id)]
+
+    def trace_sizes(self) -> list:
+        return [n for sizes in self.transport.call_all("trace_sizes", [()] * self.parts)
+                for n in sizes]
 
     def spines(self) -> list:
         """The traces of in-memory workers (remote workers keep theirs to themselves)."""

@@ -25,6 +25,8 @@ import heapq
 import numpy as np
 
 from ..arrangements.arrangement import split_by_partition
+from .base import Runtime
+from ..errors import NonConvergenceError, OperatorError
 from ..dataflow.progress import array_frontier, minimal_tuples, summarize_tuples
 from ..lattice import Antichain
 from ..operators.arrange import ArrangeOp
@@ -44,8 +46,6 @@ OPERATORS = {
 }
 
 
-class OperatorError(RuntimeError):
-    """An operator failed while processing data; names the operator and the user's line."""
 
 
 def step_operator(op, node, inputs: list, antichains: list) -> list:
@@ -76,15 +76,6 @@ class AntichainCache:
         return found
 
 
-class NonConvergenceError(RuntimeError):
-    """A loop still changed after its round limit (the run finished with the loop cut there).
-
-    ``scope`` is the loop's scope (label, location, ``max_rounds``), ``epochs`` the epochs cut.
-    """
-
-    def __init__(self, message: str, scope=None, epochs=()):
-        super().__init__(message)
-        self.scope, self.epochs = scope, sorted(epochs)
 
 
 def _input_dim(node) -> int:
@@ -92,7 +83,7 @@ def _input_dim(node) -> int:
         else node.dim
 
 
-class LocalRuntime:
+class LocalRuntime(Runtime):
     """Runs a graph in this process with ``parts`` partitions."""
 
     def __init__(self, graph, parts: int, symbols):
@@ -273,9 +264,24 @@ class LocalRuntime:
                     ops[node.id].set_compaction(frontier)
 
     # -- reading -------------------------------------------------------------------
-    def operators(self, node_id: int) -> list:
-        """The instances of one node, one per partition."""
-        return [ops[node_id] for ops in self.workers]
+    def _partition_contents(self, node_id: int) -> list:
+        return [ops[node_id].accumulated.contents() for ops in self.workers]
+
+    def take_output_changes(self, node_id: int) -> list:
+        return [c for ops in self.workers for c in ops[node_id].take_changes()]
+
+    def check_traces(self) -> int:
+        spines = self.spines()
+        for spine in spines:
+            spine._check()
+        return len(spines)
+
+    def trace_sizes(self) -> list:
+        sizes = []
+        for spine in self.spines():
+            spine.compact()
+            sizes.append(len(spine))
+        return sizes
 
     def spines(self) -> list:
         """Every trace the runtime holds: arrangements and reduce outputs, all partitions."""

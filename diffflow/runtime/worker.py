@@ -103,6 +103,17 @@ class WorkerCommands:
                     count += 1
         return count
 
+    def cmd_trace_sizes(self) -> list:
+        """Updates held by each trace after merging its batches."""
+        sizes = []
+        for op in self.pw.ops.values():
+            for attr in ("spine", "out_spine"):
+                spine = getattr(op, attr, None)
+                if spine is not None:
+                    spine.compact()
+                    sizes.append(len(spine))
+        return sizes
+
     def cmd_checkpoint(self, path: str) -> int:
         state = self.pw.state()
         tmp = path + ".tmp"
