@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from diffflow.lattice import (
     Antichain,
-    MutableAntichain,
     advance_by,
     as_times,
     join,
@@ -390,98 +389,3 @@ def test_antichain_basics():
     snapshot = a.elements
     assert a.insert((0, 0))
     assert rows(snapshot) == [(0, 2), (1, 0)]  # old arrays are not mutated
-
-
-# --------------------------------------------------------- MutableAntichain
-
-
-@st.composite
-def update_batches(draw, allow_negative=False):
-    d = draw(st.integers(1, 3))
-    nbatches = draw(st.integers(1, 8))
-    counts: dict = {}
-    batches = []
-    for _ in range(nbatches):
-        ops = draw(
-            st.lists(st.tuples(time_st(d), st.integers(-3, 3)), min_size=0, max_size=6)
-        )
-        totals: dict = {}
-        for t, dl in ops:
-            totals[t] = totals.get(t, 0) + dl
-        if not allow_negative:
-            # Consolidated totals must keep counts >= 0; intermediate
-            # entries within a batch may still be negative.
-            for t, tot in totals.items():
-                short = counts.get(t, 0) + tot
-                if short < 0:
-                    ops.append((t, -short))
-                    totals[t] = tot - short
-        for t, tot in totals.items():
-            counts[t] = counts.get(t, 0) + tot
-        batches.append(ops)
-    return d, batches
-
-
-def _check_mutable(d, batches):
-    m = MutableAntichain(d)
-    oracle: dict = {}
-    prev = set()
-    for ops in batches:
-        times = np.array([t for t, _ in ops], dtype=np.int64).reshape(-1, d)
-        deltas = np.array([dl for _, dl in ops], dtype=np.int64)
-        changes = m.update(times, deltas)
-        for t, dl in ops:
-            oracle[t] = oracle.get(t, 0) + dl
-        expected = minimal_bf([t for t, c in oracle.items() if c > 0])
-        assert m.frontier().to_list() == expected
-        assert m.is_empty() == (not expected)
-
-        assert changes == sorted(changes)
-        assert all(dl in (1, -1) for _, dl in changes)
-        assert all(type(c) is int for t, _ in changes for c in t)
-        removed = {t for t, dl in changes if dl == -1}
-        added = {t for t, dl in changes if dl == 1}
-        assert removed <= prev and not (added & prev)
-        prev = (prev - removed) | added
-        assert prev == set(expected)
-        for t, c in oracle.items():
-            assert m.count(t) == c
-    assert all(c != 0 for c in m._counts.values())  # zero counts are deleted
-
-
-@MEDIUM
-@given(update_batches())
-def test_mutable_antichain_nonnegative(data):
-    _check_mutable(*data)
-
-
-@FAST
-@given(update_batches(allow_negative=True))
-def test_mutable_antichain_transient_negative(data):
-    _check_mutable(*data)
-
-
-def test_mutable_antichain_basics():
-    m = MutableAntichain(2)
-    assert m.is_empty() and m.frontier() == Antichain(d=2) and m.dim == 2
-    assert m.update([], []) == []
-    assert m.update((1, 1), 1) == [((1, 1), 1)]  # one time, scalar delta
-    assert m.update([(0, 2), (0, 2)], [1, -1]) == []  # consolidates to nothing
-    assert m.count((0, 2)) == 0
-    assert m.update((2, 2), 3) == []  # hidden behind (1, 1)
-    assert m.update([(0, 0)], -1) == []  # negative: not in the frontier
-    assert m.count((0, 0)) == -1
-    assert m.update((0, 0), 2) == [((0, 0), 1), ((1, 1), -1)]
-    assert repr(m) == "MutableAntichain(d=2, counts={(0, 0): 1, (1, 1): 1, (2, 2): 3})"
-    # the returned frontier is a copy
-    f = m.frontier()
-    f.insert((0, 0))
-    assert m.update((0, 0), -1) == [((0, 0), -1), ((1, 1), 1)]
-    with pytest.raises(ValueError):
-        m.update([(0, 0), (1, 1)], [1, 2, 3])
-    with pytest.raises(ValueError):
-        m.update([(0, 0)], [0.5])
-    with pytest.raises(ValueError):
-        m.update([(0, 0, 0)], [1])
-    with pytest.raises(ValueError):
-        MutableAntichain(0)

@@ -15,7 +15,6 @@ import pytest
 from diffflow.arrangements.columnar import partition_of
 from diffflow.arrangements.updates import Updates
 from diffflow.dataflow.graph import Node
-from diffflow.dataflow.progress import frontier_of
 from diffflow.lattice import Antichain
 from diffflow.operators.arrange import ArrangeOp
 from diffflow.operators.base import OperatorContext
@@ -65,7 +64,9 @@ class Harness:
         chunk = [Updates.from_lists([u[0] for u in updates], [u[1] for u in updates],
                                     [u[2] for u in updates], self.width, self.dim)] if updates else []
         batches = self.arrange.step([chunk], [frontier])
-        reduce_frontier = frontier_of([frontier, self.arrange.capabilities()], self.dim)
+        caps = self.arrange.capabilities()  # the reduce's input frontier: arrange's input + held
+        held = frontier.elements if caps is None else np.concatenate([frontier.elements, caps])
+        reduce_frontier = Antichain(held, d=self.dim)
         outs = self.reduce.step([batches], [reduce_frontier])
         for o in outs:
             self.output.extend(o.to_list())

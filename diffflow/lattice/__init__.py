@@ -7,6 +7,12 @@ antichains of such times.  The central invariant, relied on for compaction:
 for every ``t2`` a frontier ``F`` admits, ``t <= t2`` iff
 ``advance_by(t, F) <= t2``.
 
+Frontiers have one canonical representation, :class:`Antichain`, the one
+operators see.  Progress tracking keeps them internally as sorted tuples of
+time tuples (:mod:`.frontiers`), a faster form for the handful of times a
+frontier holds, and converts at the operator boundary.  Every minimal-element
+and antichain computation of diffflow lives in this package.
+
 This package depends on numpy only.
 
 >>> F = Antichain([(1, 0), (0, 2)])
@@ -16,7 +22,8 @@ This package depends on numpy only.
 [0, 3]
 """
 
-from .antichain import Antichain, MutableAntichain
+from .antichain import Antichain
+from .frontiers import ADVANCE, ENTER, IDENTITY, LEAVE, antichain_of, minimal_tuples, times_frontier
 from .times import (
     advance_by,
     as_times,
@@ -30,7 +37,13 @@ from .times import (
 
 __all__ = [
     "Antichain",
-    "MutableAntichain",
+    "ADVANCE",
+    "ENTER",
+    "IDENTITY",
+    "LEAVE",
+    "antichain_of",
+    "minimal_tuples",
+    "times_frontier",
     "advance_by",
     "as_times",
     "join",

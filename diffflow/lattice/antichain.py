@@ -12,9 +12,6 @@ minimal elements inserted so far, as a read-only, lexicographically sorted
 ``(k, d)`` int64 array.  Since lexicographic order extends the product order,
 the representation is canonical, so equality and hashing compare arrays.
 
-:class:`MutableAntichain` keeps signed counts per time (Naiad's pointstamp
-counts, timely's ``MutableAntichain``); its frontier is the antichain of
-minimal times whose count is positive, and updates report how it moved.
 """
 
 from __future__ import annotations
@@ -25,7 +22,7 @@ import numpy as np
 
 from .times import _dominated, as_times, lex_order, minimal
 
-__all__ = ["Antichain", "MutableAntichain"]
+__all__ = ["Antichain"]
 
 
 def _readonly(arr: np.ndarray) -> np.ndarray:
@@ -234,156 +231,3 @@ class Antichain:
         if self.is_empty():
             return f"Antichain([], d={self.dim})"
         return f"Antichain({self.to_list()!r})"
-
-
-class MutableAntichain:
-    """Counted times whose frontier is tracked incrementally.
-
-    Holds a ``dict`` mapping time tuples to non-zero signed counts (zero
-    counts are deleted).  The frontier is the set of minimal times with a
-    *positive* count.  A negative total is allowed transiently (e.g. a
-    retraction delivered before its matching addition); such a time simply
-    does not count towards the frontier until its total becomes positive.
-
-    >>> m = MutableAntichain(2)
-    >>> m.update([(0, 1), (1, 0), (0, 2)], [1, 1, 2])
-    [((0, 1), 1), ((1, 0), 1)]
-    >>> m.update((0, 1), -1)
-    [((0, 1), -1), ((0, 2), 1)]
-    >>> m.frontier()
-    Antichain([(0, 2), (1, 0)])
-    """
-
-    __slots__ = ("_d", "_counts", "_frontier")
-
-    def __init__(self, d: int):
-        d = int(d)
-        if d < 1:
-            raise ValueError(f"dimension d must be >= 1, got {d}")
-        self._d = d
-        self._counts: dict[tuple[int, ...], int] = {}
-        self._frontier = Antichain(d=d)
-
-    @property
-    def dim(self) -> int:
-        """Number of coordinates of the times.
-
-        >>> MutableAntichain(3).dim
-        3
-        """
-        return self._d
-
-    def update(self, times, deltas) -> list[tuple[tuple[int, ...], int]]:
-        """Apply count changes; return how the frontier moved.
-
-        ``times`` is an ``(n, d)`` set of times (or one time), ``deltas`` an
-        ``(n,)`` integer array or a scalar applied to every time.  Equal
-        times are consolidated first.  Returns ``(time, +1)`` for times that
-        entered the frontier and ``(time, -1)`` for times that left it,
-        sorted by time.
-
-        >>> m = MutableAntichain(1)
-        >>> m.update([(3,), (2,), (3,)], [1, 1, 1])
-        [((2,), 1)]
-        >>> m.update([(2,), (2,)], [-1, 1])
-        []
-        >>> m.count((3,))
-        2
-        """
-        d = self._d
-        t = as_times(times, d=d)
-        n = t.shape[0]
-        dl = np.asarray(deltas)
-        if dl.size and dl.dtype.kind not in "iu":
-            raise ValueError(f"deltas must be integers, got dtype {dl.dtype}")
-        dl = dl.astype(np.int64)
-        if dl.ndim == 0:
-            dl = np.full(n, dl, dtype=np.int64)
-        elif dl.shape != (n,):
-            raise ValueError(f"deltas must have shape ({n},), got {dl.shape}")
-        if n == 0:
-            return []
-
-        order = lex_order(t)
-        ts, ds = t[order], dl[order]
-        starts = np.flatnonzero(
-            np.concatenate([[True], np.any(ts[1:] != ts[:-1], axis=1)])
-        )
-        totals = np.add.reduceat(ds, starts)
-        keys = ts[starts]
-
-        counts = self._counts
-        became_pos: list[tuple[int, ...]] = []
-        became_nonpos: list[tuple[int, ...]] = []
-        for key, delta in zip(map(tuple, keys.tolist()), totals.tolist()):
-            if delta == 0:
-                continue
-            old = counts.get(key, 0)
-            new = old + delta
-            if new == 0:
-                del counts[key]
-            else:
-                counts[key] = new
-            if old <= 0 < new:
-                became_pos.append(key)
-            elif new <= 0 < old:
-                became_nonpos.append(key)
-
-        old_front = self._frontier
-        old_set = set(old_front)
-        if any(k in old_set for k in became_nonpos):
-            # A frontier element vanished: what it hid may now be minimal.
-            pos = [k for k, c in counts.items() if c > 0]
-            new_front = Antichain(np.array(pos, dtype=np.int64).reshape(-1, d), d=d)
-        elif became_pos:
-            # Every positive time is still above some old frontier element,
-            # so only the new arrivals can join the frontier.
-            arrivals = np.array(became_pos, dtype=np.int64).reshape(-1, d)
-            fresh = arrivals[~old_front.admits(arrivals)]
-            if fresh.shape[0] == 0:
-                return []
-            new_front = old_front.union(fresh)
-        else:
-            return []
-
-        self._frontier = new_front
-        new_set = set(new_front)
-        changes = [(k, -1) for k in old_set - new_set]
-        changes += [(k, 1) for k in new_set - old_set]
-        changes.sort()
-        return changes
-
-    def frontier(self) -> Antichain:
-        """Minimal elements among times with positive count (a copy).
-
-        >>> m = MutableAntichain(2); _ = m.update([(2, 0), (3, 1)], 1)
-        >>> m.frontier()
-        Antichain([(2, 0)])
-        """
-        return self._frontier.copy()
-
-    def count(self, t) -> int:
-        """Current count of the single time ``t`` (0 if absent).
-
-        >>> m = MutableAntichain(2); _ = m.update((1, 2), 5)
-        >>> m.count((1, 2)), m.count((0, 0))
-        (5, 0)
-        """
-        tt = as_times(t, d=self._d)
-        if tt.shape[0] != 1:
-            raise ValueError(f"count takes a single time, got {tt.shape[0]}")
-        return self._counts.get(tuple(tt[0].tolist()), 0)
-
-    def is_empty(self) -> bool:
-        """True when no time has a positive count (the frontier is empty).
-
-        >>> m = MutableAntichain(1); m.is_empty()
-        True
-        >>> _ = m.update((0,), 1); m.is_empty()
-        False
-        """
-        return self._frontier.is_empty()
-
-    def __repr__(self) -> str:
-        items = ", ".join(f"{k!r}: {c}" for k, c in sorted(self._counts.items()))
-        return f"MutableAntichain(d={self._d}, counts={{{items}}})"

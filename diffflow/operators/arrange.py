@@ -20,6 +20,9 @@ from .base import Operator
 class ArrangeOp(Operator):
     """Seal complete updates into a spine keyed by the first ``key_width`` columns."""
 
+    kind = "arrange"
+    compaction = "readers"
+
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
         self.order = node.params["column_order"]  # input column for each arranged column
@@ -53,3 +56,9 @@ class ArrangeOp(Operator):
 
     def capabilities(self):
         return None if self.pending is None else self.pending.times
+
+    def traces(self) -> list:
+        return [self.spine]
+
+    def compact(self, frontier) -> None:
+        self.spine.set_compaction(frontier)

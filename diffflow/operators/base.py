@@ -15,6 +15,27 @@ Contract of ``step``:
   before the call (an operator never emits into the past);
 * :meth:`capabilities` lists the times the operator may still emit at
   without new input (data it holds back until complete).
+
+What the runtime needs to know about an operator kind it reads from the
+class, never from the kind's name: a subclass sets ``kind`` (the graph
+node kind it implements, which registers it) and declares its *traits*:
+
+* ``summary`` -- how times change from input to output (the path summary
+  progress tracking carries frontiers along: identity, or enter / leave /
+  advance a loop's round);
+* ``always_steps`` -- step it in every sweep, even with no new input or
+  frontier (inputs: their capability moves when an epoch closes);
+* ``compaction`` -- ``None``, or which frontier its traces (:meth:`traces`)
+  may forget distinctions before: ``"readers"`` (a shared trace: the input
+  frontiers of every operator reading it) or ``"input"`` (a private trace:
+  its own input's frontier), applied through :meth:`compact`;
+* ``round_limit`` -- it enforces a loop's ``max_rounds`` and reports cut
+  epochs through :meth:`take_overflow`.
+
+>>> from diffflow.operators.registry import operator_class
+>>> cls = operator_class("feedback")
+>>> cls.__name__, cls.summary, cls.round_limit, operator_class("arrange").compaction
+('FeedbackOp', ADVANCE, True, 'readers')
 """
 from __future__ import annotations
 
@@ -24,6 +45,9 @@ from typing import Callable
 import numpy as np
 
 from ..arrangements.updates import Updates, concat
+from ..lattice.frontiers import IDENTITY
+
+REGISTRY: dict = {}  # graph node kind -> Operator subclass (see operators.registry)
 
 
 @dataclass
@@ -40,6 +64,17 @@ class OperatorContext:
 class Operator:
     """Base class: a stateless operator holding no capabilities."""
 
+    kind: str | None = None
+    summary = IDENTITY
+    always_steps = False
+    compaction: str | None = None
+    round_limit = False
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if cls.__dict__.get("kind"):
+            REGISTRY[cls.kind] = cls
+
     def __init__(self, node, ctx: OperatorContext):
         self.node, self.ctx = node, ctx
 
@@ -49,6 +84,17 @@ class Operator:
     def capabilities(self) -> np.ndarray | None:
         """Times ``(k, d)`` this operator may still produce output at, or ``None``."""
         return None
+
+    def traces(self) -> list:
+        """The traces (spines) this operator holds; those with ``compaction`` set have some."""
+        return []
+
+    def compact(self, frontier) -> None:
+        """Let the traces forget distinctions between times ``frontier`` cannot tell apart."""
+
+    def take_overflow(self) -> set:
+        """Epochs cut at the loop's round limit since the last call (``round_limit`` only)."""
+        return set()
 
     def port_chunks(self, inputs: list, port: int) -> Updates:
         """Everything that arrived on ``port`` as one chunk."""

@@ -22,12 +22,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..arrangements.updates import Updates
+from ..lattice.frontiers import ADVANCE, ENTER, LEAVE
 from .base import Operator
 from .output import Accumulator
 
 
 class EnterOp(Operator):
     """Append a zero round coordinate to every time."""
+
+    kind = "enter"
+    summary = ENTER
 
     def step(self, inputs, frontiers):
         out = []
@@ -42,6 +46,9 @@ class EnterOp(Operator):
 class LeaveOp(Operator):
     """Drop the round coordinate of every time (and consolidate what passes)."""
 
+    kind = "leave"
+    summary = LEAVE
+
     def step(self, inputs, frontiers):
         chunks = [c for c in inputs[0] if len(c)]
         if not chunks:
@@ -55,6 +62,10 @@ class LeaveOp(Operator):
 
 class FeedbackOp(Operator):
     """Advance the round coordinate by one; drop updates beyond the round limit."""
+
+    kind = "feedback"
+    summary = ADVANCE
+    round_limit = True
 
     def __init__(self, node, ctx):
         super().__init__(node, ctx)

@@ -57,6 +57,8 @@ def join_updates(left, right, key_width: int, perm: np.ndarray) -> Updates:
 class JoinOp(Operator):
     """Join the batches arriving on two arranged inputs against the other side's spine."""
 
+    kind = "join"
+
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
         self.key_width = node.params["key_width"]

@@ -18,6 +18,8 @@ from .base import Operator
 class SelectOp(Operator):
     """Compute output columns from expressions (``params['exprs']``: list of Expr)."""
 
+    kind = "select"
+
     def step(self, inputs, frontiers):
         chunk = self.port_chunks(inputs, 0)
         if not len(chunk):
@@ -37,6 +39,8 @@ class SelectOp(Operator):
 class FilterOp(Operator):
     """Keep updates whose row satisfies a boolean expression."""
 
+    kind = "filter"
+
     def step(self, inputs, frontiers):
         chunk = self.port_chunks(inputs, 0)
         if not len(chunk):
@@ -49,6 +53,8 @@ class FilterOp(Operator):
 class NegateOp(Operator):
     """Negate every diff."""
 
+    kind = "negate"
+
     def step(self, inputs, frontiers):
         return [c.negated() for c in inputs[0] if len(c)]
 
@@ -56,12 +62,16 @@ class NegateOp(Operator):
 class ConcatOp(Operator):
     """Union of several inputs with the same columns."""
 
+    kind = "concat"
+
     def step(self, inputs, frontiers):
         return [c for port in inputs for c in port if len(c)]
 
 
 class ConsolidateOp(Operator):
     """Consolidate what arrives (the input port exchanges by the whole row)."""
+
+    kind = "consolidate"
 
     def step(self, inputs, frontiers):
         chunk = self.port_chunks(inputs, 0)
@@ -76,6 +86,8 @@ class FlatMapOp(Operator):
     The function receives the row as a tuple of Python values and returns an
     iterable of output rows (``map`` wraps a one-row function).
     """
+
+    kind = "flat_map"
 
     def step(self, inputs, frontiers):
         chunk = self.port_chunks(inputs, 0)
@@ -110,6 +122,9 @@ class InputOp(Operator):
     Its capabilities are the open epoch (nothing earlier can still be staged)
     and the times of closed-epoch updates not yet sent.
     """
+
+    kind = "input"
+    always_steps = True
 
     def __init__(self, node, ctx):
         super().__init__(node, ctx)

@@ -94,6 +94,8 @@ class _CompleteFilter(Operator):
 class OutputOp(_CompleteFilter):
     """Keeps this partition's part of the current collection and its changelog."""
 
+    kind = "output"
+
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
         self.accumulated = Accumulator(node.schema.width)
@@ -115,6 +117,8 @@ class InspectOp(_CompleteFilter):
     The callback receives a list of ``(row, time, diff)`` with decoded rows
     (per-row Python: a debugging and monitoring slow path).
     """
+
+    kind = "inspect"
 
     def apply(self, chunk):
         chunk = chunk.consolidated()

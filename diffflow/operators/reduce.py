@@ -79,6 +79,9 @@ def join_closure(new_times: np.ndarray, history: np.ndarray) -> np.ndarray:
 class ReduceOp(Operator):
     """Maintain ``f(input)`` per key in an output trace; emit its changes."""
 
+    kind = "reduce"
+    compaction = "input"
+
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
         self.key_width = kk = node.params["key_width"]
@@ -91,7 +94,10 @@ class ReduceOp(Operator):
     def capabilities(self):
         return self.pending_times if len(self.pending_times) else None
 
-    def set_compaction(self, frontier) -> None:
+    def traces(self) -> list:
+        return [self.out_spine]
+
+    def compact(self, frontier) -> None:
         self.out_spine.set_compaction(frontier)
 
     def step(self, inputs, frontiers):

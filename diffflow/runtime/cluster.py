@@ -1,8 +1,9 @@
 """The cluster runtime: partition workers driven by a central progress coordinator.
 
-:class:`ClusterRuntime` runs on the driver.  It owns no data: ``P``
-:class:`~diffflow.runtime.partition.PartitionWorker` s hold the operators and
-arrangements of their partitions, and the runtime only
+:class:`ClusterRuntime` runs on the driver.  It owns no data: ``P`` partition
+workers, each a :class:`~diffflow.runtime.engine.PartitionEngine` (the class
+the local runtime steps in-process), hold the operators and arrangements of
+their partitions, and the runtime only
 
 * hands user updates to the partitions that own them (split by the same row
   hash as the local runtime),
@@ -42,11 +43,10 @@ import weakref
 
 import numpy as np
 
-from ..arrangements.arrangement import split_by_partition
 from ..arrangements.updates import Updates
-from ..dataflow.progress import global_frontiers
-from ..errors import NonConvergenceError, OperatorError, WorkerLost
+from ..errors import DiffflowError, WorkerLost, loop_overflow_error
 from .base import Runtime
+from .engine import Topology, merge_pointstamps, partition_rows
 from .worker import WorkerCommands
 
 
@@ -63,13 +63,11 @@ class InMemoryTransport:
 
     def start(self, graph, symbols: dict) -> None:
         """One worker per partition, sharing the (read-only) graph object."""
-        from .partition import PartitionWorker
-
         self.workers = []
         for p in range(self.parts):
             w = WorkerCommands()
             w.symbols._text.update(symbols)
-            w.pw = PartitionWorker(graph, p, self.parts, w.symbols)
+            w.start(graph, p, self.parts)
             self.workers.append(w)
 
     def call(self, p: int, cmd: str, *args):
@@ -83,7 +81,7 @@ class InMemoryTransport:
         for sent in outgoing:
             for q, pieces in enumerate(sent):
                 for consumer, port, chunk in pieces:
-                    self.workers[q].pw.receive(consumer, port, chunk)
+                    self.workers[q].engine.receive(consumer, port, chunk)
         return [w.cmd_pointstamps() for w in self.workers]
 
     def restart(self) -> None:
@@ -241,10 +239,10 @@ class SocketTransport:
             raise WorkerLost(f"partition worker {p} is gone ({type(exc).__name__})") from None
         if reply[0] == "ok":
             return reply[1]
-        _, kind, message, trace = reply
-        if kind == "OperatorError":
-            raise OperatorError(message)
-        raise RuntimeError(f"partition worker {p} failed: {kind}: {message}\n{trace}")
+        _, exc, description, trace = reply
+        if isinstance(exc, DiffflowError):  # diffflow's own errors keep their type and fields
+            raise exc
+        raise RuntimeError(f"partition worker {p} failed: {description}\n{trace}")
 
     def _send(self, p: int, cmd: str, args) -> None:
         try:
@@ -305,9 +303,7 @@ class ClusterRuntime(Runtime):
     def __init__(self, graph, parts: int, symbols, transport, checkpoint_every: int | None = None,
                  checkpoint_dir: str | None = None):
         self.graph, self.parts, self.symbols = graph, parts, symbols
-        self.nodes = list(graph.nodes)
-        self.consumers = graph.consumers()
-        self.readers = {n.id: [c for c, _ in self.consumers[n.id]] for n in self.nodes}
+        self.topology = Topology(graph)
         self.transport = transport
         self.checkpoint_every = checkpoint_every
         self._own_checkpoint_dir = checkpoint_dir is None and checkpoint_every is not None
@@ -323,7 +319,7 @@ class ClusterRuntime(Runtime):
         self.delivered: dict = {}   # (node, partition) -> epochs whose changes a reader took
         self.recoveries = 0
         self.sweeps = 0             # sweeps of the last run (a measure of its latency)
-        self.out_frontier = {n.id: ((0,) * n.dim,) for n in self.nodes}
+        self.frontiers = self.topology.initial_frontiers()
         self._synced_symbols = 0
         self.transport.start(graph, dict(symbols._text))
         # workers go back to their pool even if the user never calls close()
@@ -351,11 +347,8 @@ class ClusterRuntime(Runtime):
         self._sync_symbols()
         kind, node_id = entry[0], entry[1]
         if kind == "rows":
-            rows, diffs = entry[2], entry[3]
-            chunk = Updates(rows, np.zeros((len(rows), 1), np.int64), diffs)
-            pieces = split_by_partition(chunk, range(rows.shape[1]), self.parts)
-            self.transport.call_all("stage", [(node_id, piece.rows, piece.diffs)
-                                              for piece in pieces])
+            pieces = partition_rows(entry[2], entry[3], self.parts)
+            self.transport.call_all("stage", [(node_id, rows, diffs) for rows, diffs in pieces])
         else:
             self._apply_external(entry)
 
@@ -402,30 +395,21 @@ class ClusterRuntime(Runtime):
         used = None
         self.sweeps = 0
         while True:
-            queued, held = _merge(reports)
-            frontiers = global_frontiers(self.nodes, self.consumers, queued, held)
+            queued, held = merge_pointstamps(reports)
+            frontiers = self.topology.frontiers(queued, held)
             if frontiers == used and not queued:
                 break
             reports = self.transport.sweep(frontiers, reports)
             used = frontiers
             self.sweeps += 1
-        self.out_frontier = frontiers
-        epochs: set = set()
-        for found in self.transport.call_all("finish", [(frontiers, self.readers)] * self.parts):
-            epochs |= found
+        self.frontiers = frontiers
+        overflow: dict = {}
+        for found in self.transport.call_all("finish", [(frontiers,)] * self.parts):
+            for scope_id, epochs in found.items():
+                overflow.setdefault(scope_id, set()).update(epochs)
         self.computed = self.closed
-        if epochs:
-            self._raise_overflow(epochs)
-
-    def _raise_overflow(self, epochs: set) -> None:
-        loops = [n.scope for n in self.nodes if n.kind == "feedback"]
-        scope = loops[0]
-        raise NonConvergenceError(
-            f"{scope.describe()} was still changing after {scope.max_rounds} rounds in "
-            f"epoch(s) {sorted(epochs)}; its results for them are cut at that round. "
-            f"Make sure the loop reaches a fixpoint (e.g. distinct() keeps set-valued "
-            f"recursion finite) or raise max_rounds. The dataflow stays usable.",
-            scope, epochs)
+        if overflow:
+            raise loop_overflow_error(overflow, self.graph.scopes)
 
     # -- checkpoints and recovery --------------------------------------------------------------
     def _maybe_checkpoint(self) -> None:
@@ -511,18 +495,6 @@ class ClusterRuntime(Runtime):
         return [n for sizes in self.transport.call_all("trace_sizes", [()] * self.parts)
                 for n in sizes]
 
-    def spines(self) -> list:
-        """The traces of in-memory workers (remote workers keep theirs to themselves)."""
-        found = []
-        workers = self.transport.workers if isinstance(self.transport, InMemoryTransport) else []
-        for w in workers:
-            for op in w.pw.ops.values():
-                for attr in ("spine", "out_spine"):
-                    spine = getattr(op, attr, None)
-                    if spine is not None:
-                        found.append(spine)
-        return found
-
     def check_traces(self) -> int:
         """Check the invariants of every trace on every worker; returns how many were checked."""
         return sum(self.transport.call_all("check_traces", [()] * self.parts))
@@ -536,14 +508,3 @@ class ClusterRuntime(Runtime):
         self._release()
         if self._own_checkpoint_dir and self.checkpoint_dir:
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
-
-
-def _merge(reports: list) -> tuple[dict, dict]:
-    queued: dict = {}
-    held: dict = {}
-    for q_part, h_part in reports:
-        for nid, pts in q_part.items():
-            queued.setdefault(nid, []).extend(pts)
-        for nid, pts in h_part.items():
-            held.setdefault(nid, []).extend(pts)
-    return queued, held

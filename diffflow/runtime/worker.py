@@ -1,4 +1,4 @@
-"""Partition worker processes: a :class:`PartitionWorker` behind a socket.
+"""Partition worker processes: a :class:`~diffflow.runtime.engine.PartitionEngine` behind a socket.
 
 ``python -m diffflow.runtime.worker HOST PORT AUTHKEY_HEX BIND_HOST`` starts a
 worker that connects to the coordinator at ``HOST:PORT`` (a
@@ -32,15 +32,34 @@ import numpy as np
 
 from ..arrangements.updates import Updates
 from ..schema import SymbolTable, decode_array
-from .partition import PartitionWorker
+from .engine import PartitionEngine, Sweeper, merge_pointstamps
 from .wire import decode_arrays, recv_chunks, send_chunks
+
+
+def error_reply(exc: Exception, trace: str) -> tuple:
+    """``("error", exception, description, traceback)`` for the coordinator.
+
+    The exception itself travels (pickled with the reply) when it survives a
+    round trip, so the driver raises it by type; otherwise ``None`` and the
+    description stand in for it.
+
+    >>> from diffflow.errors import OperatorError
+    >>> error_reply(OperatorError("operator x failed"), "")[1:3]
+    (OperatorError('operator x failed'), 'OperatorError: operator x failed')
+    """
+    try:
+        travels = type(pickle.loads(pickle.dumps(exc))) is type(exc)
+    except Exception:  # noqa: BLE001 - any exception that cannot travel is described instead
+        travels = False
+    return ("error", exc if travels else None, f"{type(exc).__name__}: {exc}", trace)
 
 
 class WorkerCommands:
     """What a partition worker can be asked to do (``cmd_*``), independent of transport."""
 
     def __init__(self):
-        self.pw: PartitionWorker | None = None
+        self.engine: PartitionEngine | None = None
+        self.sweeper: Sweeper | None = None
         self.symbols = SymbolTable()
         self.pushes: dict = {}  # token -> [(node_id, rows, diffs)]
         self.lock = threading.RLock()
@@ -49,31 +68,36 @@ class WorkerCommands:
         graph = pickle.loads(graph_blob)
         self.symbols = SymbolTable()
         self.symbols._text.update(symbols)
-        self.pw = PartitionWorker(graph, partition, parts, self.symbols)
-        self.pushes = {}
+        self.start(graph, partition, parts)
         return os.getpid()
+
+    def start(self, graph, partition: int, parts: int) -> None:
+        """Build this partition's engine for ``graph``."""
+        self.engine = PartitionEngine(graph, partition, parts, self.symbols)
+        self.sweeper = Sweeper(self.engine.topology, {partition: self.engine}, parts)
+        self.pushes = {}
 
     def cmd_symbols(self, items: dict) -> None:
         self.symbols._text.update(items)
 
     def cmd_stage(self, node_id: int, rows: np.ndarray, diffs: np.ndarray) -> None:
-        self.pw.stage(node_id, rows, diffs)
+        self.engine.stage(node_id, rows, diffs)
 
     def cmd_close_epoch(self, node_ids) -> None:
-        self.pw.close_epoch(node_ids)
+        self.engine.close_epoch(node_ids)
 
     def cmd_pointstamps(self):
-        return self.pw.pointstamps()
+        return self.engine.pointstamps()
 
-    def cmd_finish(self, frontiers: dict, readers: dict) -> set:
-        return self.pw.finish(frontiers, readers)
+    def cmd_finish(self, frontiers: dict) -> dict:
+        return self.engine.finish(frontiers)
 
     def cmd_contents(self, node_id: int):
-        rows, diffs = self.pw.ops[node_id].accumulated.contents()
+        rows, diffs = self.engine.contents(node_id)
         return rows, diffs, self._texts(node_id, rows)
 
     def cmd_take_changes(self, node_id: int):
-        chunks = self.pw.ops[node_id].take_changes()
+        chunks = self.engine.take_changes(node_id)
         out = [(c.rows, c.times, c.diffs) for c in chunks]
         texts: dict = {}
         for c in chunks:
@@ -82,7 +106,7 @@ class WorkerCommands:
 
     def _texts(self, node_id: int, rows: np.ndarray) -> dict:
         """The strings behind the symbol ids in an output's ``str`` columns."""
-        schema = self.pw.nodes[node_id].schema
+        schema = self.engine.nodes[node_id].schema
         text = self.symbols._text
         found: dict = {}
         for j, kind in enumerate(schema.types):
@@ -93,29 +117,13 @@ class WorkerCommands:
         return found
 
     def cmd_check_traces(self) -> int:
-        """Assert every trace's invariants (sorted, consolidated, times inside descriptions)."""
-        count = 0
-        for op in self.pw.ops.values():
-            for attr in ("spine", "out_spine"):
-                spine = getattr(op, attr, None)
-                if spine is not None:
-                    spine._check()
-                    count += 1
-        return count
+        return self.engine.check_traces()
 
     def cmd_trace_sizes(self) -> list:
-        """Updates held by each trace after merging its batches."""
-        sizes = []
-        for op in self.pw.ops.values():
-            for attr in ("spine", "out_spine"):
-                spine = getattr(op, attr, None)
-                if spine is not None:
-                    spine.compact()
-                    sizes.append(len(spine))
-        return sizes
+        return self.engine.trace_sizes()
 
     def cmd_checkpoint(self, path: str) -> int:
-        state = self.pw.state()
+        state = self.engine.state()
         tmp = path + ".tmp"
         with open(tmp, "wb") as fh:
             pickle.dump({"ops": state, "symbols": dict(self.symbols._text)}, fh,
@@ -127,19 +135,26 @@ class WorkerCommands:
         with open(path, "rb") as fh:
             saved = pickle.load(fh)
         self.symbols._text.update(saved["symbols"])
-        self.pw.restore(saved["ops"])
+        self.engine.restore(saved["ops"])
+        self.sweeper = Sweeper(self.engine.topology, {self.engine.partition: self.engine},
+                               self.engine.parts)
 
     def cmd_commit_push(self, token: str) -> int:
         staged = self.pushes.pop(token, [])
         for node_id, rows, diffs in staged:
-            self.pw.stage(node_id, rows, diffs)
+            self.engine.stage(node_id, rows, diffs)
         return sum(len(r) for _, r, _ in staged)
 
     def cmd_abort_push(self, token: str) -> None:
         self.pushes.pop(token, None)
 
     def sweep_local(self, frontiers: dict, reports: list) -> list:
-        return self.pw.sweep(frontiers, reports)
+        """One sweep from the coordinator's frontiers and every partition's pointstamps
+        at its start; returns, per partition, the ``(consumer, port, chunk)`` sent there."""
+        me = self.engine.partition
+        remote = merge_pointstamps(r for q, r in enumerate(reports) if q != me)
+        self.sweeper.sweep(dict(frontiers), remote)
+        return self.sweeper.take_outgoing()
 
     # -- I/O task requests (threads; under the lock) ---------------------------------
     def push(self, token: str, node_id: int, rows: np.ndarray, diffs: np.ndarray,
@@ -151,13 +166,13 @@ class WorkerCommands:
     def pull(self, node_id: int, what: str):
         """An output's rows at this partition, decoded: ``(columns, diffs[, epochs])``."""
         with self.lock:
-            schema = self.pw.nodes[node_id].schema
+            schema = self.engine.nodes[node_id].schema
             if what == "snapshot":
-                rows, diffs = self.pw.ops[node_id].accumulated.contents()
+                rows, diffs = self.engine.contents(node_id)
                 epochs = None
             else:
-                chunks = self.pw.ops[node_id].take_changes()
-                width, dim = schema.width, self.pw.nodes[node_id].dim
+                chunks = self.engine.take_changes(node_id)
+                width, dim = schema.width, self.engine.nodes[node_id].dim
                 from ..arrangements.updates import concat
                 merged = concat(chunks, width, dim).consolidated()
                 rows, diffs, epochs = merged.rows, merged.diffs, merged.times[:, 0].copy()
@@ -219,7 +234,7 @@ class WorkerServer(WorkerCommands):
     def cmd_peers(self, addresses: list) -> None:
         from multiprocessing.connection import Client
 
-        me = self.pw.partition
+        me = self.engine.partition
         for q, address in enumerate(addresses):
             if q != me:
                 conn = Client(tuple(address), authkey=self.authkey)
@@ -237,7 +252,7 @@ class WorkerServer(WorkerCommands):
         for conn in list(self.outgoing.values()) + list(self.incoming.values()):
             conn.close()
         self.outgoing, self.incoming = {}, {}
-        self.pw, self.pushes = None, {}
+        self.engine, self.sweeper, self.pushes = None, None, {}
         self.symbols = SymbolTable()
 
     def cmd_sweep(self, frontiers: dict, reports: list):
@@ -245,7 +260,7 @@ class WorkerServer(WorkerCommands):
         try:
             outgoing = self.sweep_local(frontiers, reports)
         except Exception as exc:  # noqa: BLE001 - still exchange, so peers are not left waiting
-            failure, outgoing = exc, [[] for _ in range(self.pw.parts)]
+            failure, outgoing = exc, [[] for _ in range(self.engine.parts)]
         errors: list = []
 
         def send_all():
@@ -259,13 +274,13 @@ class WorkerServer(WorkerCommands):
         sender.start()
         for conn in self.incoming.values():
             for consumer, port, chunk in recv_chunks(conn):
-                self.pw.receive(consumer, port, chunk)
+                self.engine.receive(consumer, port, chunk)
         sender.join()
         if failure is not None:
             raise failure
         if errors:
             raise errors[0]
-        return self.pw.pointstamps()
+        return self.engine.pointstamps()
 
     def serve(self) -> None:
         while True:
@@ -280,11 +295,11 @@ class WorkerServer(WorkerCommands):
                     result = getattr(self, "cmd_" + cmd)(*args)
                 reply = ("ok", result)
             except Exception as exc:  # noqa: BLE001 - every failure goes back to the coordinator
-                reply = ("error", type(exc).__name__, str(exc), traceback.format_exc())
+                reply = error_reply(exc, traceback.format_exc())
             try:
                 self.conn.send(reply)
-            except (OSError, pickle.PicklingError) as exc:
-                self.conn.send(("error", type(exc).__name__, str(exc), ""))
+            except (OSError, pickle.PicklingError, TypeError, AttributeError) as exc:
+                self.conn.send(error_reply(exc, ""))
 
 
 def main(argv=None) -> None:

@@ -1,0 +1,332 @@
+"""The partition engine: one partition's operators and the code that steps them.
+
+Every runtime computes through this module.  A :class:`PartitionEngine`
+owns partition ``p`` of ``P``: one operator instance per graph node (built
+from the operator registry; arrangements keep the keys with
+``hash % P == p``), the queues of chunks waiting at each node's inputs, the
+routing of emitted chunks to partitions, compaction of its traces to their
+readers' frontiers, loop-overflow accounting per loop, and checkpoints.  It
+knows nothing about sockets or Spark.
+
+A :class:`Sweeper` steps a set of engines node by node in construction order
+(a *sweep*), refreshing each node's output frontier right after stepping it:
+
+* the local runtime sweeps all ``P`` engines together, handing chunks for
+  another partition straight to that engine (an in-memory exchange), so
+  data crosses partitions within one sweep;
+* a partition worker (cluster, processes, Spark) sweeps its one engine and
+  sends chunks for other partitions when the sweep ends; it refreshes
+  frontiers with the other partitions' pointstamps from the sweep's start,
+  which stay valid lower bounds: what another worker emits during the sweep
+  derives from those pointstamps, and its chunks only arrive at the end, when
+  the coordinator recomputes every frontier from scratch
+  (:func:`~diffflow.dataflow.progress.global_frontiers`).
+
+Frontiers are tuple frontiers (:mod:`diffflow.lattice.frontiers`), turned
+into :class:`~diffflow.lattice.Antichain` s only for the operators.
+
+>>> import diffflow as dd
+>>> flow = dd.Dataflow(partitions=2); nums = flow.input("nums", ["x"])
+>>> out = nums.distinct().output()
+>>> engines = {p: PartitionEngine(flow.graph, p, 2, flow.symbols) for p in range(2)}
+>>> rows, diffs = np.array([[1], [1], [2]]), np.array([1, 1, 1])
+>>> for p, (r, d) in enumerate(partition_rows(rows, diffs, 2)): engines[p].stage(nums.node.id, r, d)
+>>> for e in engines.values(): e.close_epoch([nums.node.id])
+>>> sweeper = Sweeper(engines[0].topology, engines, 2)
+>>> frontiers = engines[0].topology.initial_frontiers()
+>>> while sweeper.sweep(frontiers): pass
+>>> sorted(r for e in engines.values() for r in e.contents(out.node.id)[0].ravel().tolist())
+[1, 2]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..arrangements.arrangement import split_by_partition
+from ..arrangements.updates import Updates
+from ..dataflow.progress import global_frontiers, node_out_frontier
+from ..errors import OperatorError
+from ..lattice.frontiers import antichain_of, minimal_tuples, times_frontier
+from ..operators.base import OperatorContext
+from ..operators.registry import operator_class
+
+# attributes rebuilt from the graph when an engine is restored (never checkpointed)
+_REBUILT = frozenset({"node", "ctx", "reducer"})
+
+
+class Topology:
+    """What every engine and coordinator derives from the graph once: classes, edges, loops.
+
+    >>> import diffflow as dd
+    >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); _ = a.distinct().output()
+    >>> t = Topology(flow.graph); [c.__name__ for c in t.classes], t.has_loops
+    (['InputOp', 'ArrangeOp', 'ReduceOp', 'OutputOp'], False)
+    """
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.nodes = list(graph.nodes)
+        self.consumers = graph.consumers()
+        self.classes = [operator_class(n.kind) for n in self.nodes]
+        self.summaries = [cls.summary for cls in self.classes]
+        self.input_dims = [cls.summary.input_dim(n.dim) for n, cls in zip(self.nodes, self.classes)]
+        self.has_loops = any(cls.round_limit for cls in self.classes)
+        self.traced = [n.id for n, cls in zip(self.nodes, self.classes) if cls.compaction]
+        self.limited = [n.id for n, cls in zip(self.nodes, self.classes) if cls.round_limit]
+
+    def frontiers(self, queued: dict, held: dict) -> dict:
+        """Every node's exact output frontier from all partitions' pointstamps."""
+        return global_frontiers(self.nodes, self.consumers, self.summaries, queued, held)
+
+    def initial_frontiers(self) -> dict:
+        return {n.id: ((0,) * n.dim,) for n in self.nodes}
+
+    def compaction_frontier(self, nid: int, frontiers: dict) -> tuple:
+        """What a trace may compact to: its readers' input frontiers, or its own input's."""
+        node = self.nodes[nid]
+        if self.classes[nid].compaction == "input":
+            return frontiers[node.inputs[0]]
+        ports = [t for c, _ in self.consumers[nid] for src in self.nodes[c].inputs
+                 for t in frontiers[src]]
+        return minimal_tuples(ports) if ports else frontiers[nid]
+
+
+def partition_rows(rows: np.ndarray, diffs: np.ndarray, parts: int) -> list:
+    """User rows split by row hash: ``(rows, diffs)`` for each partition, which owns them.
+
+    >>> [r.ravel().tolist() for r, _ in partition_rows(np.arange(6)[:, None], np.ones(6, int), 2)]
+    [[1, 2, 4, 5], [0, 3]]
+    """
+    if parts == 1:
+        return [(rows, diffs)]
+    chunk = Updates(rows, np.zeros((len(rows), 1), np.int64), diffs)
+    return [(piece.rows, piece.diffs)
+            for piece in split_by_partition(chunk, range(rows.shape[1]), parts)]
+
+
+def merge_pointstamps(reports) -> tuple[dict, dict]:
+    """Every partition's ``(queued, held)`` pointstamps merged per node.
+
+    >>> merge_pointstamps([({1: ((0,),)}, {}), ({1: ((2,),)}, {0: ((1,),)})])
+    ({1: [(0,), (2,)]}, {0: [(1,)]})
+    """
+    queued: dict = {}
+    held: dict = {}
+    for q_part, h_part in reports:
+        for nid, pts in q_part.items():
+            queued.setdefault(nid, []).extend(pts)
+        for nid, pts in h_part.items():
+            held.setdefault(nid, []).extend(pts)
+    return queued, held
+
+
+class PartitionEngine:
+    """The operators, queues and traces of partition ``partition`` out of ``parts``."""
+
+    def __init__(self, graph, partition: int, parts: int, symbols, topology=None):
+        self.partition, self.parts, self.symbols = partition, parts, symbols
+        self.topology = topology or Topology(graph)
+        self.nodes = self.topology.nodes
+        self.ops: dict = {}
+        for node, cls in zip(self.nodes, self.topology.classes):
+            ctx = OperatorContext(partition, parts, node.dim, symbols, peer=self.ops.__getitem__)
+            self.ops[node.id] = cls(node, ctx)
+        self.queues = {n.id: [[] for _ in n.inputs] for n in self.nodes}
+        self._held: dict = {}  # node -> (capability array, its frontier): held data rarely moves
+
+    # -- inputs --------------------------------------------------------------------------
+    def stage(self, node_id: int, rows: np.ndarray, diffs: np.ndarray) -> None:
+        """Stage user rows this partition owns (see :func:`partition_rows`) at the open epoch."""
+        if len(rows):
+            self.ops[node_id].stage(rows, diffs)
+
+    def close_epoch(self, node_ids) -> None:
+        for node_id in node_ids:
+            self.ops[node_id].close_epoch()
+
+    def receive(self, consumer: int, port: int, chunk) -> None:
+        """A chunk routed to one of this partition's node inputs."""
+        self.queues[consumer][port].append(chunk)
+
+    def has_input(self, nid: int) -> bool:
+        return any(self.queues[nid])
+
+    # -- stepping ----------------------------------------------------------------------------
+    def step(self, nid: int, antichains: list, outgoing: list) -> bool:
+        """Step one node on its queued input; route what it emits.
+
+        Chunks for this partition are queued here at once, chunks for
+        partition ``q`` are appended to ``outgoing[q]`` as
+        ``(consumer, port, chunk)``.  Returns whether anything went to an
+        earlier node (a loop's feedback edge), which needs another sweep.
+        """
+        node = self.nodes[nid]
+        inputs, self.queues[nid] = self.queues[nid], [[] for _ in node.inputs]
+        try:
+            outs = self.ops[nid].step(inputs, antichains)
+        except OperatorError:
+            raise
+        except Exception as exc:
+            raise OperatorError(f"operator {node.describe()} failed: "
+                                f"{type(exc).__name__}: {exc}") from exc
+        if not outs:
+            return False
+        backward = False
+        for consumer, port in self.topology.consumers[nid]:
+            backward |= consumer <= nid
+            key = self.nodes[consumer].exchange[port]
+            if key is None or self.parts == 1:
+                self.queues[consumer][port].extend(outs)
+                continue
+            for chunk in outs:
+                for q, piece in enumerate(split_by_partition(chunk, key, self.parts)):
+                    if not len(piece):
+                        continue
+                    if q == self.partition:
+                        self.queues[consumer][port].append(piece)
+                    else:
+                        outgoing[q].append((consumer, port, piece))
+        return backward
+
+    # -- progress ----------------------------------------------------------------------------
+    def held(self, nid: int) -> tuple:
+        """The tuple frontier of a node's capabilities."""
+        caps = self.ops[nid].capabilities()
+        if caps is None or not len(caps):
+            return ()
+        if len(caps) <= 16:
+            return times_frontier(caps)
+        cached = self._held.get(nid)
+        if cached is not None and cached[0] is caps:
+            return cached[1]
+        frontier = times_frontier(caps)
+        self._held[nid] = (caps, frontier)
+        return frontier
+
+    def pointstamps(self) -> tuple[dict, dict]:
+        """``(queued, held)``: per node, the minimal times of queued chunks and capabilities."""
+        queued, held = {}, {}
+        for nid in self.ops:
+            chunks = [c.times for port in self.queues[nid] for c in port if len(c)]
+            if chunks:
+                queued[nid] = minimal_tuples(t for arr in chunks for t in times_frontier(arr))
+            caps = self.held(nid)
+            if caps:
+                held[nid] = caps
+        return queued, held
+
+    def finish(self, frontiers: dict) -> dict:
+        """After a run: compact traces to what readers can still see; ``{loop scope id: epochs}``
+        cut at their round limit."""
+        topo = self.topology
+        for nid in topo.traced:
+            frontier = topo.compaction_frontier(nid, frontiers)
+            self.ops[nid].compact(antichain_of(frontier, self.nodes[nid].dim))
+        overflow: dict = {}
+        for nid in topo.limited:
+            epochs = self.ops[nid].take_overflow()
+            if epochs:
+                overflow.setdefault(self.nodes[nid].scope.id, set()).update(epochs)
+        return overflow
+
+    # -- reading -------------------------------------------------------------------------------
+    def contents(self, nid: int):
+        """``(rows, diffs)`` of this partition's part of an output."""
+        return self.ops[nid].accumulated.contents()
+
+    def take_changes(self, nid: int) -> list:
+        return self.ops[nid].take_changes()
+
+    def traces(self) -> list:
+        return [spine for nid in self.topology.traced for spine in self.ops[nid].traces()]
+
+    def check_traces(self) -> int:
+        """Assert every trace's invariants (sorted, consolidated, times inside descriptions)."""
+        found = self.traces()
+        for spine in found:
+            spine._check()
+        return len(found)
+
+    def trace_sizes(self) -> list:
+        """Updates held by each trace after merging its batches."""
+        sizes = []
+        for spine in self.traces():
+            spine.compact()
+            sizes.append(len(spine))
+        return sizes
+
+    # -- checkpoints -----------------------------------------------------------------------------
+    def state(self) -> dict:
+        """Everything that changes as data flows, for a checkpoint (one picklable object).
+
+        Operators share traces (a join reads its inputs' arrangements), so the
+        state is pickled as a whole, which keeps those objects shared.
+        """
+        if any(port for ports in self.queues.values() for port in ports):
+            raise RuntimeError("a checkpoint needs a quiescent partition (queued data remains)")
+        return {nid: {k: v for k, v in op.__dict__.items() if k not in _REBUILT}
+                for nid, op in self.ops.items()}
+
+    def restore(self, state: dict) -> None:
+        """Put back what :meth:`state` returned (operators rebuilt from the same graph)."""
+        for nid, attrs in state.items():
+            self.ops[nid].__dict__.update(attrs)
+        self._held = {}
+
+
+class Sweeper:
+    """Steps a set of engines node by node: a sweep (see the module docstring).
+
+    ``engines`` maps partition numbers to the engines stepped here (all of
+    them for the local runtime, one for a partition worker).
+    """
+
+    def __init__(self, topology: Topology, engines: dict, parts: int):
+        self.topology, self.engines, self.parts = topology, engines, parts
+        self.seen: dict = {n.id: None for n in topology.nodes}  # input frontiers last stepped at
+        self.outgoing: list = [[] for _ in range(parts)]
+
+    def sweep(self, frontiers: dict, remote=({}, {})) -> bool:
+        """Step every node with input, new input frontiers or ``always_steps``; True if
+        something reached an earlier node (a loop's feedback edge) and needs another sweep.
+
+        ``frontiers`` (updated in place) are every node's output frontier at
+        the start; ``remote`` the ``(queued, held)`` pointstamps of partitions
+        not stepped here.  Chunks for those wait in :attr:`outgoing`.
+        """
+        topo, engines = self.topology, list(self.engines.values())
+        remote_queued, remote_held = remote
+        backward = False
+        for node, cls in zip(topo.nodes, topo.classes):
+            nid = node.id
+            ports = [frontiers[src] for src in node.inputs]
+            if (ports == self.seen[nid] and not cls.always_steps
+                    and not any(e.has_input(nid) for e in engines)):
+                continue
+            self.seen[nid] = ports
+            in_dim = topo.input_dims[nid]
+            antichains = [antichain_of(f, in_dim) for f in ports]
+            for engine in engines:
+                backward |= engine.step(nid, antichains, self.outgoing)
+                self._deliver()
+            held = [t for e in engines for t in e.held(nid)]
+            held.extend(remote_held.get(nid, ()))
+            new = node_out_frontier(topo.summaries[nid], ports, remote_queued.get(nid, ()), held)
+            if new != frontiers[nid]:
+                frontiers[nid] = new
+                backward |= any(c <= nid for c, _ in topo.consumers[nid])
+        return backward
+
+    def _deliver(self) -> None:
+        """Hand chunks for partitions stepped here to their engines (the in-memory exchange)."""
+        for q, pieces in enumerate(self.outgoing):
+            engine = self.engines.get(q)
+            if engine is not None and pieces:
+                for consumer, port, chunk in pieces:
+                    engine.receive(consumer, port, chunk)
+                self.outgoing[q] = []
+
+    def take_outgoing(self) -> list:
+        """Chunks for other partitions, per partition, since the last call."""
+        out, self.outgoing = self.outgoing, [[] for _ in range(self.parts)]
+        return out
