@@ -25,12 +25,17 @@ Importing diffflow imports neither pyspark nor numba: kernels compile on first u
 """
 import importlib as _importlib
 
-from .collection import (Aggregate, Arranged, Collection, Dataflow, GraphError, InputCollection,
-                         Output, count, max, min, sum)
+from .aggregates import Aggregate, count, max, min, sum
+from .arranged import Arranged
+from .collection import Collection
 from .dsl import DatalogError, DatalogWarning, Program
+from .errors import (DiffflowError, ExpressionError, GraphError, NonConvergenceError, OperatorError,
+                     WorkerLost)
 from .expr import col, lit
+from .flow import Dataflow
+from .inputs import InputCollection
 from .iteration import Loop, Variable
-from .errors import DiffflowError, ExpressionError, NonConvergenceError, OperatorError, WorkerLost
+from .outputs import Output
 from .schema import Schema
 from .streaming import StreamingView
 
@@ -40,8 +45,9 @@ __all__ = ["Dataflow", "Collection", "InputCollection", "Arranged", "Output", "A
 __version__ = "0.1.0"
 
 # loaded by ``dd.<name>`` on first use (PEP 562), so ``import diffflow`` stays cheap
-_SUBMODULES = {"arrangements", "cli", "collection", "dataflow", "dsl", "errors", "expr", "graphs",
-               "iteration", "lattice", "operators", "runtime", "schema", "streaming"}
+_SUBMODULES = {"aggregates", "arranged", "arrangements", "cli", "collection", "dataflow", "dsl",
+               "errors", "expr", "flow", "graphs", "inputs", "iteration", "lattice", "operators",
+               "outputs", "runtime", "schema", "streaming"}
 
 
 def __getattr__(name):

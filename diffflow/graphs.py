@@ -15,7 +15,8 @@ collection that stays exact as edges and roots change.
 """
 from __future__ import annotations
 
-from .collection import Collection, min
+from .aggregates import min
+from .collection import Collection
 from .expr import col
 
 

@@ -31,7 +31,8 @@ all rounds: its value at the fixpoint.
 """
 from __future__ import annotations
 
-from .collection import Collection, GraphError
+from .collection import Collection
+from .errors import GraphError
 from .schema import Schema
 
 

@@ -1,0 +1,169 @@
+"""The dataflow: a graph of operators with its inputs, symbol table and runtime.
+
+A :class:`Dataflow` hands out inputs (:meth:`Dataflow.input`) and loops, and
+starts its runtime -- one of :data:`RUNTIMES` -- at the first
+:meth:`Dataflow.advance`; after that the graph is fixed.  Each ``advance``
+closes an epoch of every input and, unless ``run=False``, computes it.
+
+>>> import diffflow as dd
+>>> flow = dd.Dataflow()
+>>> nums = flow.input("nums", ["x"]); total = nums.aggregate(s=dd.sum("x")).output()
+>>> nums.insert([1, 2]); flow.advance(run=False); nums.insert([3]); flow.advance(run=False)
+>>> flow.epoch, total.snapshot()
+(2, {})
+>>> flow.run(); total.snapshot()
+{(6,): 1}
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .dataflow.graph import Graph
+from .errors import GraphError
+from .schema import Schema, SymbolTable
+
+if TYPE_CHECKING:
+    from .inputs import InputCollection
+    from .iteration import Loop
+
+RUNTIMES = ("local", "processes", "spark", "cluster")
+
+
+def _make_runtime(flow):
+    """The runtime a :class:`Dataflow` asked for (``cluster``: in-process workers, for tests)."""
+    kw = dict(checkpoint_every=flow.checkpoint_every, checkpoint_dir=flow.checkpoint_dir)
+    if flow.runtime_name == "local":
+        from .runtime.local import LocalRuntime
+        return LocalRuntime(flow.graph, flow.partitions, flow.symbols)
+    if flow.runtime_name == "spark":
+        from .runtime.spark import SparkRuntime  # the only module that imports pyspark
+        return SparkRuntime(flow.graph, flow.partitions, flow.symbols, flow.spark, **kw)
+    from .runtime.cluster import ClusterRuntime
+    if flow.runtime_name == "processes":
+        return ClusterRuntime.processes(flow.graph, flow.partitions, flow.symbols, **kw)
+    return ClusterRuntime.in_memory(flow.graph, flow.partitions, flow.symbols, **kw)
+
+
+class Dataflow:
+    """A dataflow graph with its inputs, outputs and runtime.
+
+    ``partitions`` splits every arrangement by key hash into that many
+    partitions (results are identical for every value).  ``runtime`` picks
+    where the partitions run: ``"local"`` (this process, the default),
+    ``"processes"`` (one worker process per partition on this machine) or
+    ``"spark"`` (partition workers placed by Spark; pass ``spark=session``,
+    see :mod:`diffflow.runtime.spark`).  Multi-process runtimes write a
+    checkpoint every ``checkpoint_every`` epochs (into ``checkpoint_dir``, a
+    temporary folder by default) and recover from a lost worker by restoring
+    it and replaying the inputs since.
+
+    >>> from diffflow import col
+    >>> flow = Dataflow(partitions=2)
+    >>> nums = flow.input("nums", ["x"])
+    >>> big = nums.filter(col("x") > 1).output()
+    >>> nums.insert([(1,), (5,)]); flow.advance()
+    >>> big.snapshot()
+    {(5,): 1}
+    """
+
+    def __init__(self, partitions: int = 1, runtime: str = "local", spark=None, *,
+                 checkpoint_every: int | None = None, checkpoint_dir: str | None = None):
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
+            raise ValueError(f"partitions must be a positive int, got {partitions!r}")
+        if runtime not in RUNTIMES:
+            raise ValueError(f"unknown runtime {runtime!r}; choose one of {', '.join(RUNTIMES)}")
+        if runtime == "spark" and spark is None:
+            raise ValueError("runtime='spark' needs spark=<a SparkSession>, e.g. "
+                             "diffflow.runtime.spark.local_session() for local[2]")
+        if runtime != "spark" and spark is not None:
+            raise ValueError(f"spark= is only used with runtime='spark' (got runtime={runtime!r})")
+        if checkpoint_every is not None and (not isinstance(checkpoint_every, int)
+                                             or checkpoint_every < 1):
+            raise ValueError(f"checkpoint_every must be a positive int or None, "
+                             f"got {checkpoint_every!r}")
+        self.runtime_name, self.spark = runtime, spark
+        self._closed = False
+        self.checkpoint_every, self.checkpoint_dir = checkpoint_every, checkpoint_dir
+        self.partitions = partitions
+        self.graph = Graph()
+        self.symbols = SymbolTable()
+        self.epoch = 0
+        self._inputs: list[InputCollection] = []
+        self._runtime = None
+        self._arrangements: dict = {}
+        self._entered: dict = {}
+        self._loops: list = []
+
+    def input(self, name: str, columns) -> "InputCollection":
+        """Declare an input collection: ``columns`` are names (int) or ``(name, type)`` pairs."""
+        self._check_building("input")
+        if not isinstance(name, str):
+            raise TypeError(f"input name must be a str, got {name!r}")
+        if any(i.name == name for i in self._inputs):
+            raise GraphError(f"an input named {name!r} already exists")
+        # function-local: inputs.py builds on collection.py, which imports this module
+        from .inputs import InputCollection
+
+        schema = Schema.of(columns)
+        node = self.graph.add("input", [], schema, label=f"input {name!r}")
+        handle = InputCollection(self, node, name)
+        self._inputs.append(handle)
+        return handle
+
+    def loop(self, name: str | None = None, max_rounds: int | None = 10_000) -> "Loop":
+        """A loop scope for mutually recursive variables (see :mod:`diffflow.iteration`).
+
+        ``max_rounds=None`` lets the loop run as many rounds as it needs.
+
+        >>> flow = Dataflow(); loop = flow.loop("fix", max_rounds=100)
+        >>> loop.scope.dim
+        2
+        """
+        from .iteration import Loop
+
+        return Loop(self, self.graph.root, name, max_rounds)
+
+    def advance(self, run: bool = True) -> None:
+        """Close the current epoch; with ``run`` compute until outputs are exact for it.
+
+        With ``run=False`` several epochs can be closed and then computed
+        together by one :meth:`run` (many epochs in flight at once).
+        """
+        runtime = self._ensure_runtime()
+        for handle in self._inputs:
+            for rows, diffs in handle._staged:
+                runtime.stage(handle.node.id, rows, diffs)
+            handle._staged = []
+        runtime.close_epoch([h.node.id for h in self._inputs])
+        self.epoch += 1
+        if run:
+            runtime.run()
+
+    def run(self) -> None:
+        """Compute every closed epoch (see :meth:`advance`)."""
+        self._ensure_runtime().run()
+
+    def _ensure_runtime(self):
+        if self._runtime is None:
+            if self._closed:
+                raise GraphError("this dataflow was closed; build a new Dataflow")
+            for loop in self._loops:
+                loop._check_complete()
+            self._runtime = _make_runtime(self)
+        return self._runtime
+
+    def close(self) -> None:
+        """Stop the partition workers of a multi-process or Spark runtime (idempotent).
+
+        >>> flow = Dataflow(); flow.close()
+        """
+        runtime, self._runtime = self._runtime, None
+        if runtime is not None:
+            runtime.close()
+        self._closed = True
+
+    def _check_building(self, what: str) -> None:
+        if self._runtime is not None:
+            raise GraphError(
+                f"cannot add {what}: this dataflow has already started running; build every "
+                f"operator before the first advance() (or use a new Dataflow)")
