@@ -400,7 +400,7 @@ class Collection:
         scope, whose times carry a round coordinate) and returns its next
         value.  Collections from enclosing scopes can be used inside ``body``
         as they are.  A loop still changing after ``max_rounds`` rounds raises
-        :class:`~diffflow.runtime.local.NonConvergenceError`.
+        :class:`~diffflow.errors.NonConvergenceError`.
 
         >>> flow = Dataflow()
         >>> edges = flow.input("edges", ["src", "dst"]); roots = flow.input("roots", ["node"])

@@ -14,3 +14,25 @@ def spark():
     session = local_session("local[2]")
     yield session
     session.stop()
+
+
+# DIFFFLOW_TEST_RUNTIME=cluster (or processes) runs the whole suite on that runtime: every
+# dataflow a test builds on the local runtime is built on it instead, except in tests marked
+# local_runtime (they test what only an in-process runtime has, e.g. pickling a whole Dataflow).
+TEST_RUNTIME = os.environ.get("DIFFFLOW_TEST_RUNTIME", "local")
+
+
+@pytest.fixture(autouse=True)
+def _every_dataflow_on_the_test_runtime(request, monkeypatch):
+    if TEST_RUNTIME == "local" or request.node.get_closest_marker("local_runtime"):
+        yield
+        return
+    from diffflow.flow import Dataflow
+
+    original = Dataflow.__init__
+
+    def on_test_runtime(self, partitions=1, runtime="local", spark=None, **kw):
+        original(self, partitions, TEST_RUNTIME if runtime == "local" else runtime, spark, **kw)
+
+    monkeypatch.setattr(Dataflow, "__init__", on_test_runtime)
+    yield

@@ -155,6 +155,7 @@ def test_traces_stay_bounded_over_many_epochs():
     assert sum(sizes) < 120, f"traces hold {sum(sizes)} updates after 1200 epochs"
 
 
+@pytest.mark.local_runtime  # other runtimes hold workers; their checkpoints are tested apart
 @pytest.mark.parametrize("parts", [1, 3])
 def test_operator_state_is_picklable_and_resumes(parts):
     """Per-partition state is plain data: a pickled dataflow continues exactly like the original."""

@@ -3,7 +3,7 @@ import pytest
 
 import diffflow as dd
 from diffflow.collection import GraphError
-from diffflow.runtime.local import OperatorError
+from diffflow.errors import OperatorError
 
 
 def make():

@@ -61,7 +61,8 @@ import uuid
 
 import numpy as np
 
-from .cluster import ClusterRuntime, SocketTransport, WorkerPool
+from .cluster import ClusterRuntime
+from .transports import SocketTransport, WorkerPool
 
 _POOLS: dict = {}
 

@@ -30,7 +30,6 @@ import traceback
 
 import numpy as np
 
-from ..arrangements.updates import Updates
 from ..schema import SymbolTable, decode_array
 from .engine import PartitionEngine, Sweeper, merge_pointstamps
 from .wire import decode_arrays, recv_chunks, send_chunks

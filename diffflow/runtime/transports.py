@@ -1,0 +1,267 @@
+"""Transports: how the cluster coordinator reaches its partition workers.
+
+* :class:`InMemoryTransport` -- workers as objects in this process (tests of
+  the protocol); the exchange is a list hand-over.
+* :class:`SocketTransport` -- worker processes reached over authenticated
+  loopback (or cluster) sockets, taken from a :class:`WorkerPool`; they
+  exchange chunks with each other directly.  :class:`ProcessLauncher` starts
+  them on this machine, :class:`~diffflow.runtime.spark.SparkLauncher` as a
+  Spark barrier stage.
+
+Every transport offers ``start``, ``call``, ``call_all``, ``sweep``,
+``restart``, ``close`` and ``pids``.
+
+>>> InMemoryTransport(2).pids
+[]
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+from ..errors import DiffflowError, WorkerLost
+from .worker import WorkerCommands
+
+
+class InMemoryTransport:
+    """Partition workers as objects in this process; the exchange is a list hand-over."""
+
+    def __init__(self, parts: int):
+        self.parts = parts
+        self.workers: list[WorkerCommands] = []
+
+    def start(self, graph, symbols: dict) -> None:
+        """One worker per partition, sharing the (read-only) graph object."""
+        self.workers = []
+        for p in range(self.parts):
+            w = WorkerCommands()
+            w.symbols._text.update(symbols)
+            w.start(graph, p, self.parts)
+            self.workers.append(w)
+
+    @property
+    def pids(self) -> list:
+        """No processes of their own: the workers live in this one."""
+        return []
+
+    def call(self, p: int, cmd: str, *args):
+        return getattr(self.workers[p], "cmd_" + cmd)(*args)
+
+    def call_all(self, cmd: str, args_per_partition: list) -> list:
+        return [self.call(p, cmd, *args) for p, args in enumerate(args_per_partition)]
+
+    def sweep(self, frontiers: dict, reports: list) -> list:
+        outgoing = [w.sweep_local(frontiers, reports) for w in self.workers]
+        for sent in outgoing:
+            for q, pieces in enumerate(sent):
+                for consumer, port, chunk in pieces:
+                    self.workers[q].engine.receive(consumer, port, chunk)
+        return [w.cmd_pointstamps() for w in self.workers]
+
+    def restart(self) -> None:
+        raise WorkerLost("in-memory workers cannot be restarted")
+
+    def close(self) -> None:
+        self.workers = []
+
+
+class ProcessLauncher:
+    """Starts partition worker processes on this machine (``python -m ...worker``)."""
+
+    def __init__(self):
+        self.procs: list = []
+
+    def launch(self, count: int, address: tuple, authkey: bytes, bind_host: str) -> None:
+        env = dict(os.environ, SPARK_LOCAL_IP=bind_host)
+        for _ in range(count):
+            self.procs.append(subprocess.Popen(
+                [sys.executable, "-m", "diffflow.runtime.worker", address[0], str(address[1]),
+                 authkey.hex(), bind_host], env=env, stdin=subprocess.DEVNULL))
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        self.procs = []
+
+
+class WorkerPool:
+    """Idle partition workers, connected and waiting for a dataflow.
+
+    Starting a worker costs seconds (a process, imports, numba's cached
+    kernels; on Spark a barrier stage), so a finished dataflow hands its
+    workers back (``reset``) and the next one takes them.  Workers exit when
+    the pool's connection to them closes, e.g. when this process ends.
+    """
+
+    def __init__(self, launcher, bind_host: str = "127.0.0.1", start_timeout: float = 180.0):
+        from multiprocessing.connection import Listener
+
+        self.launcher, self.bind_host, self.start_timeout = launcher, bind_host, start_timeout
+        self.authkey = os.urandom(16)
+        self.listener = Listener((bind_host, 0), authkey=self.authkey)
+        self.idle: list = []  # [(conn, peer address, pid)]
+
+    @property
+    def address(self) -> tuple:
+        return self.listener.address
+
+    def take(self, count: int) -> list:
+        """``count`` workers, launching what the pool lacks."""
+        self.idle = [w for w in self.idle if _idle_and_alive(w[0])]
+        missing = count - len(self.idle)
+        if missing > 0:
+            self.launcher.launch(missing, self.address, self.authkey, self.bind_host)
+            self.idle.extend(self._accept(missing))
+        taken, self.idle = self.idle[:count], self.idle[count:]
+        return taken
+
+    def _accept(self, count: int) -> list:
+        sock = self.listener._listener._socket  # accept() has no timeout argument
+        deadline = time.monotonic() + self.start_timeout
+        found = []
+        while len(found) < count:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WorkerLost(f"only {len(found)} of {count} partition workers started "
+                                 f"within {self.start_timeout:.0f} s")
+            sock.settimeout(left)
+            try:
+                conn = self.listener.accept()
+            except socket.timeout:
+                continue
+            finally:
+                sock.settimeout(None)
+            _, address, pid = conn.recv()
+            found.append((conn, address, pid))
+        return found
+
+    def give_back(self, workers: list) -> None:
+        """Reset workers and keep them for the next dataflow (dead ones are dropped)."""
+        for conn, address, pid in workers:
+            try:
+                conn.send(("reset", ()))
+                if conn.poll(30) and conn.recv()[0] == "ok":
+                    self.idle.append((conn, address, pid))
+                    continue
+            except (EOFError, OSError):
+                pass
+            conn.close()
+
+    def close(self) -> None:
+        for conn, _, _ in self.idle:
+            conn.close()
+        self.idle = []
+        self.listener.close()
+        self.launcher.stop()
+
+
+def _idle_and_alive(conn) -> bool:
+    """An idle worker never writes first, so anything readable is the EOF of a dead one.
+
+    This works for workers on other hosts too, unlike checking a process id.
+    """
+    try:
+        return not conn.closed and not conn.poll()
+    except (EOFError, OSError):
+        return False
+
+
+_PROCESS_POOL: WorkerPool | None = None
+
+
+def process_pool() -> WorkerPool:
+    """The pool of local worker processes this process shares between dataflows."""
+    global _PROCESS_POOL
+    if _PROCESS_POOL is None:
+        _PROCESS_POOL = WorkerPool(ProcessLauncher())
+    return _PROCESS_POOL
+
+
+class SocketTransport:
+    """Worker processes reached over authenticated sockets; they exchange chunks directly."""
+
+    def __init__(self, parts: int, pool: WorkerPool):
+        self.parts, self.pool = parts, pool
+        self.workers: list = []  # [(conn, peer address, pid)] by partition
+        self._start_args = None
+
+    @property
+    def conns(self) -> list:
+        return [w[0] for w in self.workers]
+
+    @property
+    def pids(self) -> list:
+        return [w[2] for w in self.workers]
+
+    def start(self, graph, symbols: dict) -> None:
+        try:
+            import cloudpickle as pickler
+        except ImportError:  # pragma: no cover - cloudpickle is a dependency
+            import pickle as pickler
+        self._start_args = (graph, symbols)
+        blob = pickler.dumps(graph)
+        self.workers = self.pool.take(self.parts)
+        self.call_all("init", [(blob, p, self.parts, symbols) for p in range(self.parts)])
+        self.call_all("peers", [([w[1] for w in self.workers],)] * self.parts)
+
+    def _reply(self, p: int):
+        try:
+            reply = self.conns[p].recv()
+        except (EOFError, OSError) as exc:
+            raise WorkerLost(f"partition worker {p} is gone ({type(exc).__name__})") from None
+        if reply[0] == "ok":
+            return reply[1]
+        _, exc, description, trace = reply
+        if isinstance(exc, DiffflowError):  # diffflow's own errors keep their type and fields
+            raise exc
+        raise RuntimeError(f"partition worker {p} failed: {description}\n{trace}")
+
+    def _send(self, p: int, cmd: str, args) -> None:
+        try:
+            self.conns[p].send((cmd, tuple(args)))
+        except (EOFError, OSError) as exc:
+            raise WorkerLost(f"partition worker {p} is gone ({type(exc).__name__})") from None
+
+    def call(self, p: int, cmd: str, *args):
+        self._send(p, cmd, args)
+        return self._reply(p)
+
+    def call_all(self, cmd: str, args_per_partition: list) -> list:
+        failure = None
+        sent = []
+        for p, args in enumerate(args_per_partition):
+            try:
+                self._send(p, cmd, args)
+                sent.append(p)
+            except WorkerLost as exc:
+                failure = failure or exc
+        replies = [None] * self.parts
+        for p in sent:
+            try:
+                replies[p] = self._reply(p)
+            except Exception as exc:  # noqa: BLE001 - read every reply before raising
+                # a lost worker explains the others' errors, so it wins
+                if failure is None or (isinstance(exc, WorkerLost)
+                                       and not isinstance(failure, WorkerLost)):
+                    failure = exc
+        if failure is not None:
+            raise failure
+        return replies
+
+    def sweep(self, frontiers: dict, reports: list) -> list:
+        return self.call_all("sweep", [(frontiers, reports)] * self.parts)
+
+    def restart(self) -> None:
+        """Survivors go back to the pool, reset; the next start takes fresh ones as needed."""
+        self.pool.give_back(self.workers)
+        self.workers = []
+        self.start(*self._start_args)
+
+    def close(self) -> None:
+        self.pool.give_back(self.workers)
+        self.workers = []
