@@ -28,7 +28,6 @@ from .. import collection as coll
 from ..expr import Lit, col, trunc_div, trunc_mod, wrap_int32, wrap_uint32
 from . import ast
 from .analysis import Analysed, Clause, Relation
-from .constants import comparison_kind
 from .errors import locate
 
 COLUMN_TYPE = {"number": "int", "unsigned": "int", "float": "float", "symbol": "str"}
@@ -202,14 +201,14 @@ class _Compiler:
         elif clause.rule.plan:
             self.plan.append("      (.plan not applied: inline relations were unfolded into "
                              "this clause)")
-        frame, aggregates = self.conjunction(clause.literals, env, clause.var_types,
+        frame, aggregates = self.conjunction(clause.literals, env, clause.term_types,
                                              needed_by_head, extra_terms=clause.head.args,
                                              plan=clause.plan)
         exprs = {}
         if head.arity == 0:
             exprs[UNIT] = Lit(0)
-        for i, (arg, kind) in enumerate(zip(clause.head.args, head.types)):
-            exprs[f"c{i}"] = self.expr(arg, clause.var_types, kind, aggregates)
+        for i, arg in enumerate(clause.head.args):
+            exprs[f"c{i}"] = self.expr(arg, clause.term_types, aggregates)
         return frame.collection.select(**exprs)
 
     def conjunction(self, literals, env, types, needed_after, extra_terms=(), start=None,
@@ -378,8 +377,7 @@ class _Compiler:
                         frame = frame.named()
                     if target is not None:
                         var, expr = target
-                        kind = types[var]
-                        value = self.expr(expr, types, kind, aggregates)
+                        value = self.expr(expr, types, aggregates)
                         collection = frame.collection.select(
                             *frame.collection.columns, **{var_column(var): value})
                         frame = _Frame(collection, frame.variables + [var])
@@ -402,9 +400,8 @@ class _Compiler:
         return None
 
     def compare(self, frame, c, types, aggregates, steps):
-        kind = comparison_kind(c, types)
-        left = self.expr(c.left, types, kind, aggregates)
-        right = self.expr(c.right, types, kind, aggregates)
+        left = self.expr(c.left, types, aggregates)
+        right = self.expr(c.right, types, aggregates)
         op = "==" if c.op == "=" else c.op
         predicate = {"==": left.__eq__, "!=": left.__ne__, "<": left.__lt__, "<=": left.__le__,
                      ">": left.__gt__, ">=": left.__ge__}[op](right)
@@ -456,16 +453,14 @@ class _Compiler:
             body_coll = body_coll.select(*group_cols, _t=0) if group else \
                 body_coll.select(_t=0)
             spec = c.count()
-            kind = "number"
         else:
-            kind = self.term_kind(agg.target, types)
-            value = self.expr(agg.target, types, kind, inner_aggs)
+            value = self.expr(agg.target, types, inner_aggs)
             body_coll = body_coll.select(*group_cols, _t=value)
             spec = {"sum": c.sum, "min": c.min, "max": c.max}[agg.function]("_t")
         result = body_coll.aggregate(by=group_cols, **{column: spec}) if group else \
             body_coll.select(_t="_t", **{UNIT: 0}).aggregate(by=[UNIT], **{column: spec})
         if agg.function in ("count", "sum"):  # an empty group counts or sums to zero
-            zero = Lit(0.0) if kind == "float" else Lit(0)
+            zero = Lit(0.0) if types[id(agg)] == "float" else Lit(0)
             if group:
                 missing = start.collection.antijoin(result, on=group_cols)
                 result = result.concat(missing.select(*group_cols, **{column: zero}))
@@ -484,26 +479,9 @@ class _Compiler:
         return _Frame(joined, frame.variables + [name])
 
     # -- expressions ----------------------------------------------------------------------------
-    def term_kind(self, node, types) -> str:
-        if isinstance(node, ast.Var):
-            return types[node.name]
-        if isinstance(node, ast.Number):
-            return "unsigned" if node.unsigned else "number"
-        if isinstance(node, ast.Float):
-            return "float"
-        if isinstance(node, ast.String):
-            return "symbol"
-        if isinstance(node, ast.AggregateTerm):
-            return "number" if node.function == "count" else self.term_kind(node.target, types)
-        if isinstance(node, ast.Negative):
-            return self.term_kind(node.operand, types)
-        left, right = self.term_kind(node.left, types), self.term_kind(node.right, types)
-        if isinstance(node.left, ast.Number) and not node.left.unsigned:
-            return right
-        return left
-
-    def expr(self, node, types, kind, aggregates):
-        """A column expression for a term whose result has base type ``kind``."""
+    def expr(self, node, types, aggregates):
+        """A column expression for a term, in the base type ``types`` records for it."""
+        kind = types[id(node)]
         if isinstance(node, ast.Var):
             return col(var_column(node.name))
         if isinstance(node, ast.Number):
@@ -513,9 +491,9 @@ class _Compiler:
         if isinstance(node, ast.AggregateTerm):
             return col(aggregates[id(node)])
         if isinstance(node, ast.Negative):
-            return _wrap(-self.expr(node.operand, types, kind, aggregates), kind)
-        left = self.expr(node.left, types, kind, aggregates)
-        right = self.expr(node.right, types, kind, aggregates)
+            return _wrap(-self.expr(node.operand, types, aggregates), kind)
+        left = self.expr(node.left, types, aggregates)
+        right = self.expr(node.right, types, aggregates)
         op = node.op
         if kind == "float":
             value = {"+": left.__add__, "-": left.__sub__, "*": left.__mul__,
