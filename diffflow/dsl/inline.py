@@ -222,7 +222,8 @@ class _Unfolder:
             elif not isinstance(u, ast.Wildcard):
                 extra.append(ast.Comparison(u.line, u.column, "=", u, h))
         substitute = _Substituter(subst)
-        return _simplify([substitute.literal(lit) for lit in literals + extra], self.analyser), types
+        body = _simplify([substitute.literal(lit) for lit in literals + extra], self.analyser)
+        return body, types
 
     def positive(self, use):
         for head_args, literals, seeds in self.definitions(use.relation):
