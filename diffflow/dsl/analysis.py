@@ -30,12 +30,16 @@ from __future__ import annotations
 import itertools
 
 from . import ast
+from . import inline as inlining
 from .analysed import Analysed, Clause, Relation, Stratum  # noqa: F401 (imported from here)
 from .clauses import ClauseChecks
 from .constants import fold_fact
 from .errors import DatalogError
+from .plans import check_plans
+from .pragmas import read_pragmas
 from .strata import stratify
-from .types import BASE_TYPES, NUMBER_RANGE, UNSIGNED_RANGE, base_type, resolve_types  # noqa: F401
+from .types import (BASE_TYPES, NUMBER_RANGE, UNSIGNED_RANGE,  # noqa: F401 (imported from here)
+                    base_type, resolve_types)
 
 # accepted qualifiers; inline, no_inline and no_magic are read by .inline
 _IGNORED_QUALIFIERS = {"btree", "brie", "inline", "no_inline", "magic", "no_magic", "override",
@@ -70,10 +74,6 @@ class _Analyser(ClauseChecks):
                             getattr(node, "line", None), getattr(node, "column", None), hint)
 
     def run(self) -> Analysed:
-        from . import inline as inlining
-        from .plans import check_plans
-        from .pragmas import read_pragmas
-
         self.types = resolve_types(self.program.types, self.error)
         self.declare()
         self.attach_directives()

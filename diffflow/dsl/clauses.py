@@ -19,7 +19,7 @@ from __future__ import annotations
 from . import ast
 from .analysed import Clause, Relation
 from .errors import did_you_mean
-from .types import TermTyping, Unknown, kind_name
+from .types import LITERAL, TermTyping, Unknown, kind_name
 
 _UNKNOWN = "?"  # a side whose type waits for a variable's
 
@@ -135,7 +135,7 @@ class ClauseChecks(TermTyping):
                 for target, kind, other in ((c.left, left, right), (c.right, right, left)):
                     if c.op == "=" and kind is None and isinstance(target, ast.Var) and \
                             other not in (None, _UNKNOWN):
-                        set_type(target, "number" if other == "literal" else other,
+                        set_type(target, kind_name(other),
                                  f"assigned at line {c.line}")
                         self.check_literal_ranges(c.left, types[target.name])
                         self.check_literal_ranges(c.right, types[target.name])
@@ -155,7 +155,7 @@ class ClauseChecks(TermTyping):
         head = self.relations[clause.head.relation]
         for arg, kind, name in zip(clause.head.args, head.types, head.attributes):
             got = self.expr_type(arg, types)
-            if got != kind and not (got == "literal" and kind != "symbol"):
+            if got != kind and not (got == LITERAL and kind != "symbol"):
                 raise self.error(f"type clash: attribute {name!r} of {head.name} is a {kind}, "
                                  f"but this is a {kind_name(got)}", arg)
             if isinstance(arg, (ast.Number, ast.Float, ast.String)):

@@ -53,9 +53,15 @@ def compile_program(analysed: Analysed, partitions: int = 1, outputs=None,
     """Build the dataflow; ``outputs`` names relations to observe (default: all).
 
     ``flow_options`` go to :class:`~diffflow.Dataflow` (runtime, spark, checkpoints).
+
+    >>> from diffflow.dsl.analysis import analyse
+    >>> from diffflow.dsl.parser import parse
+    >>> compiled = compile_program(analyse(parse(".decl e(x: number)\\n.decl r(x: number)\\n"
+    ...                                          "r(x) :- e(x), !e(x + 1).")))
+    >>> sorted(compiled.inputs), sorted(compiled.outputs)
+    (['e'], ['e', 'r'])
     """
     return _Compiler(analysed, partitions, outputs, max_rounds, flow_options or {}).run()
-
 
 
 class _Compiler(ClauseCompiler):

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from . import ast
 from .errors import DatalogError
+from .types import LITERAL, kind_name
 
 EMPTY = None  # the value of min / max over a body that does not hold
 _CONSTANTS = (ast.Number, ast.Float, ast.String)
@@ -180,9 +181,9 @@ def _check_types(analyser, arg, kind, name, relation):
         if agg.target is not None and analyser.expr_type(agg.target, {}) == "symbol":
             raise analyser.error(f"{agg.function} of a symbol is not supported", agg.target)
     got = analyser.expr_type(arg, {})
-    if got != kind and not (got == "literal" and kind != "symbol"):
+    if got != kind and not (got == LITERAL and kind != "symbol"):
         raise analyser.error(f"type clash: attribute {name!r} of {relation.name} is a {kind}, "
-                             f"but this is a {'number' if got == 'literal' else got}", arg)
+                             f"but this is a {kind_name(got)}", arg)
     analyser.check_literal_ranges(arg, kind)
 
 

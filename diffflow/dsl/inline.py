@@ -42,7 +42,10 @@ import itertools
 import re
 
 from . import ast
+from .analysed import Clause
+from .constants import comparison_holds
 from .errors import DatalogError
+from .strata import tarjan
 
 _NEGATED_OP = {"=": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 MAX_UNFOLDED = 10_000  # clauses one rule may unfold into before it is an error
@@ -164,8 +167,6 @@ class _Unfolder:
 
     def clause(self, clause):
         """The clauses replacing ``clause`` (None if it uses no inline relation)."""
-        from .analysed import Clause
-
         if not any(self.is_inline(lit) for lit in clause.literals):
             return None
         self.count = 0
@@ -279,8 +280,6 @@ def _simplify(literals, typing):
     >>> _simplify(parse("r(x) :- e(x, _), n(x), !e(x, _).").rules[0].body[0].literals,
     ...           TermTyping())
     """
-    from .constants import comparison_holds
-
     out, seen, equal = [], set(), {}
     for lit in literals:
         if isinstance(lit, ast.Boolean):
@@ -422,8 +421,6 @@ class _Substituter(_TermMap):
 
 
 def _check_cycles(analyser, chosen: dict) -> None:
-    from .strata import tarjan
-
     def uses(relation):
         found = []
         for clause in relation.clauses:

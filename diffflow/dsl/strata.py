@@ -25,6 +25,13 @@ def stratify(relations: dict, error) -> tuple:
 
     ``error(message, node, hint)`` makes the located error for a cycle through
     negation, ``count`` or ``sum``.
+
+    >>> from diffflow.dsl.analysis import analyse
+    >>> from diffflow.dsl.parser import parse
+    >>> a = analyse(parse(".decl e(x: number)\\n.decl m(x: number)\\n"
+    ...                   "m(x) :- e(x), x = min y : { m(y) }."))
+    >>> stratify(a.relations, None)[1]
+    ['m: min through recursion via m (monotonic aggregation; the fixpoint of iterating from empty)']
     """
     names = list(relations)
     edges = {n: [] for n in names}  # head -> [(body relation, kind, node)]
