@@ -5,6 +5,11 @@ sees) tuple by tuple with nested loops, stratum by stratum, iterating each
 stratum from empty relations until nothing changes.  It shares no code with
 the compiler or the engine.  Arithmetic follows Soufflé: 32-bit wrapping
 ``number`` and ``unsigned``, ``/`` and ``%`` truncating toward zero.
+
+The type each term is evaluated in is read from analysis' record
+(``clause.term_types``), as the compiler reads it: type inference is
+analysis' job (tests/test_datalog_errors.py checks it); this oracle checks
+that the dataflow computes what the typed rules say.
 """
 from __future__ import annotations
 
@@ -49,8 +54,7 @@ def evaluate(source: str, facts: dict, max_rounds: int = 10_000) -> dict:
 def _clause(clause, env, relation) -> set:
     out = set()
     for binding in _solve(clause.literals, [{}], env, clause):
-        values = [_term(arg, binding, clause.var_types, kind, env, clause)
-                  for arg, kind in zip(clause.head.args, relation.types)]
+        values = [_term(arg, binding, env, clause) for arg in clause.head.args]
         if any(v is _NONE for v in values):  # min/max over nothing in the head
             continue
         out.add(tuple(_convert(v, kind) for v, kind in zip(values, relation.types)))
@@ -85,16 +89,6 @@ def _solve(literals, bindings, env, clause):
     return bindings
 
 
-def _variables(node):
-    if isinstance(node, ast.Var):
-        return {node.name}
-    if isinstance(node, ast.BinaryOp):
-        return _variables(node.left) | _variables(node.right)
-    if isinstance(node, ast.Negative):
-        return _variables(node.operand)
-    return set()
-
-
 def _ready(lit, bindings, clause) -> bool:
     if not bindings:
         return True
@@ -102,7 +96,7 @@ def _ready(lit, bindings, clause) -> bool:
     if isinstance(lit, ast.Negation):
         return {a.name for a in lit.atom.args if isinstance(a, ast.Var)} <= bound
     if isinstance(lit, ast.Comparison):
-        free = (_variables(lit.left) | _variables(lit.right)) - bound
+        free = {v.name for v in ast.term_variables(lit.left, lit.right)} - bound
         if not free:
             return True
         return lit.op == "=" and len(free) == 1 and (
@@ -137,19 +131,16 @@ def _apply(lit, binding, env, clause):
     if isinstance(lit, ast.Negation):
         return [] if any(True for _ in _match(lit.atom, binding, env[lit.atom.relation])) \
             else [binding]
-    types = clause.var_types
     for target, other in ((lit.left, lit.right), (lit.right, lit.left)):
         if lit.op == "=" and isinstance(target, ast.Var) and target.name not in binding:
-            kind = types[target.name]
-            value = _term(other, binding, types, kind, env, clause)
+            value = _term(other, binding, env, clause)
             if value is _NONE:
                 return []
             b = dict(binding)
-            b[target.name] = _convert(value, kind)
+            b[target.name] = _convert(value, clause.type_of(target))
             return [b]
-    kind = _kind(lit.left, types) or _kind(lit.right, types) or "number"
-    left = _term(lit.left, binding, types, kind, env, clause)
-    right = _term(lit.right, binding, types, kind, env, clause)
+    left = _term(lit.left, binding, env, clause)
+    right = _term(lit.right, binding, env, clause)
     if left is _NONE or right is _NONE:
         return []
     holds = {"=": left == right, "!=": left != right, "<": left < right, "<=": left <= right,
@@ -160,29 +151,12 @@ def _apply(lit, binding, env, clause):
 _NONE = object()  # min/max over nothing: the rule does not fire
 
 
-def _kind(node, types):
-    if isinstance(node, ast.Var):
-        return types.get(node.name)
-    if isinstance(node, ast.Float):
-        return "float"
-    if isinstance(node, ast.String):
-        return "symbol"
-    if isinstance(node, ast.Number) and node.unsigned:
-        return "unsigned"
-    if isinstance(node, ast.BinaryOp):
-        return _kind(node.left, types) or _kind(node.right, types)
-    if isinstance(node, ast.Negative):
-        return _kind(node.operand, types)
-    if isinstance(node, ast.AggregateTerm):
-        return "number" if node.function == "count" else _kind(node.target, types)
-    return None
-
-
 def _wrap32(v):
     return (v + 2**31) % 2**32 - 2**31
 
 
-def _term(node, binding, types, kind, env=None, clause=None):
+def _term(node, binding, env, clause):
+    kind = clause.type_of(node)
     if isinstance(node, ast.Var):
         return binding[node.name]
     if isinstance(node, (ast.Number, ast.Float, ast.String)):
@@ -191,10 +165,10 @@ def _term(node, binding, types, kind, env=None, clause=None):
     if isinstance(node, ast.AggregateTerm):
         return _aggregate(node, binding, env, clause)
     if isinstance(node, ast.Negative):
-        value = _term(node.operand, binding, types, kind, env, clause)
+        value = _term(node.operand, binding, env, clause)
         return _NONE if value is _NONE else _fix(-value, kind)
-    a = _term(node.left, binding, types, kind, env, clause)
-    b = _term(node.right, binding, types, kind, env, clause)
+    a = _term(node.left, binding, env, clause)
+    b = _term(node.right, binding, env, clause)
     if a is _NONE or b is _NONE:
         return _NONE
     op = node.op
@@ -225,8 +199,8 @@ def _aggregate(agg, binding, env, clause):
     solutions = _solve(list(agg.body), [outer], env, clause)
     if agg.function == "count":
         return len(solutions)
-    kind = _kind(agg.target, clause.var_types) or "number"
-    values = [_term(agg.target, s, clause.var_types, kind, env, clause) for s in solutions]
+    kind = clause.type_of(agg)
+    values = [_term(agg.target, s, env, clause) for s in solutions]
     if agg.function == "sum":
         return _fix(sum(values), kind) if values else (0.0 if kind == "float" else 0)
     if not values:

@@ -1,8 +1,11 @@
 """Datalog for diffflow: a Soufflé-compatible subset, compiled into the incremental engine.
 
-``parser`` (text to :mod:`.ast`), ``analysis`` (checks, strata), ``compiler``
-(collection API dataflow), ``program`` (the user-facing :class:`Program`),
-``facts`` (Soufflé file formats).
+``parser`` (text to :mod:`.ast`), ``analysis`` (checks and normal form:
+``types`` decides and records the type of every term, ``clauses`` checks
+binding, ``strata`` orders relations, ``analysed`` holds the result),
+``compiler`` (collection API dataflow: ``joins``, ``aggregates``, ``columns``,
+``render``), ``program`` (the user-facing :class:`Program`), ``facts``
+(Soufflé file formats).
 """
 from .errors import DatalogError, DatalogWarning
 from .program import Program

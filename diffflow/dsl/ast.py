@@ -200,16 +200,70 @@ class Program(Node):
         return data
 
 
-def term_variables(term) -> list:
-    """The variables of a term (an aggregate's own variables are local to it, so not these).
+def walk_terms(*terms, aggregates: bool = False):
+    """Every sub-term of ``terms``, each before its parts, left to right.
+
+    An aggregate is yielded but not entered: its target and body are a scope of
+    their own.  With ``aggregates`` they are entered too: the target's sub-terms
+    follow the aggregate, then each literal of its body, followed by the
+    sub-terms of that literal's arguments or sides.  This is the one traversal
+    of terms; the helpers below and the rest of the front end use it.
+
+    >>> from diffflow.dsl.parser import parse
+    >>> (rule,) = parse("r(x) :- e(x), x = 1 + -y * (count : { e(z) }).").rules
+    >>> c = rule.body[0].literals[1]
+    >>> [type(n).__name__ for n in walk_terms(c.left, c.right)]
+    ['Var', 'BinaryOp', 'Number', 'BinaryOp', 'Negative', 'Var', 'AggregateTerm']
+    >>> [type(n).__name__ for n in walk_terms(c.right.right.right, aggregates=True)]
+    ['AggregateTerm', 'Atom', 'Var']
+    """
+    stack = list(reversed(terms))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, BinaryOp):
+            stack += [node.right, node.left]
+        elif isinstance(node, Negative):
+            stack.append(node.operand)
+        elif aggregates and isinstance(node, AggregateTerm):
+            inner = [] if node.target is None else [node.target]
+            for lit in node.body:
+                inner += [lit, *literal_terms(lit)]
+            stack += reversed(inner)
+
+
+def literal_terms(lit) -> list:
+    """The terms of a literal: an atom's (or negated atom's) arguments, a comparison's sides.
+
+    >>> from diffflow.dsl.parser import parse
+    >>> [len(literal_terms(l)) for l in parse("r(x) :- e(x, _), !f(x), x < 2, true.")
+    ...                                  .rules[0].body[0].literals]
+    [2, 1, 2, 0]
+    """
+    if isinstance(lit, Negation):
+        lit = lit.atom
+    if isinstance(lit, Atom):
+        return list(lit.args)
+    if isinstance(lit, Comparison):
+        return [lit.left, lit.right]
+    return []
+
+
+def term_variables(*terms) -> list:
+    """The variables of terms (an aggregate's own variables are local to it, so not these).
 
     >>> term_variables(BinaryOp(1, 1, "+", Var(1, 1, "x"), Negative(1, 5, Var(1, 6, "y"))))
     [Var(line=1, column=1, name='x'), Var(line=1, column=6, name='y')]
     """
-    if isinstance(term, Var):
-        return [term]
-    if isinstance(term, BinaryOp):
-        return term_variables(term.left) + term_variables(term.right)
-    if isinstance(term, Negative):
-        return term_variables(term.operand)
-    return []
+    return [n for n in walk_terms(*terms) if isinstance(n, Var)]
+
+
+def term_aggregates(*terms) -> list:
+    """The aggregates in terms, outermost first (not those nested in an aggregate).
+
+    >>> from diffflow.dsl.parser import parse
+    >>> (rule,) = parse("r(n + 1) :- n = count : { e(_) }.").rules
+    >>> [a.function for a in term_aggregates(*literal_terms(rule.body[0].literals[0]))]
+    ['count']
+    """
+    return [n for n in walk_terms(*terms) if isinstance(n, AggregateTerm)]

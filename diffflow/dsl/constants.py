@@ -10,20 +10,26 @@ nothing -- a fact with an empty ``min`` or ``max`` is not derived.
 Arithmetic follows the attribute's type, as in rules: ``number`` wraps to
 32-bit signed and ``unsigned`` to 32-bit unsigned after every operation, ``/``
 and ``%`` truncate toward zero, and a constant integer takes the type of the
-attribute (``r(7 / 2)`` is 3 for a number and 3.5 for a float).
+attribute (``r(7 / 2)`` is 3 for a number and 3.5 for a float).  Which type
+each part of a term is evaluated in is what analysis records (:mod:`.types`).
 
 >>> from diffflow.dsl.parser import parse
+>>> from diffflow.dsl.types import TermTyping
+>>> typing = TermTyping()
 >>> (rule,) = parse("r(2 ^ 31 + 1 - 2).").rules
->>> evaluate(rule.head.args[0], "number"), evaluate(rule.head.args[0], "unsigned")
-(2147483647, 2147483647)
+>>> [evaluate(rule.head.args[0], typing.term_types(rule.head.args[0], kind))
+...  for kind in ("number", "unsigned")]
+[2147483647, 2147483647]
 >>> (rule,) = parse("r(-7 / 2, 0u - 1u, max 4 : { 1 > 2 }).").rules
->>> [evaluate(a, k) for a, k in zip(rule.head.args, ["number", "unsigned", "number"])]
+>>> [evaluate(a, typing.term_types(a, k))
+...  for a, k in zip(rule.head.args, ["number", "unsigned", "number"])]
 [-3, 4294967295, None]
 """
 from __future__ import annotations
 
 from . import ast
 from .errors import DatalogError
+from .types import LITERAL, kind_name
 
 EMPTY = None  # the value of min / max over a body that does not hold
 _CONSTANTS = (ast.Number, ast.Float, ast.String)
@@ -37,50 +43,55 @@ def non_constant_part(node):
     >>> non_constant_part(rule.head.args[0]).name
     'x'
     """
-    if isinstance(node, (ast.Var, ast.Wildcard)):
-        return node
-    if isinstance(node, ast.BinaryOp):
-        return non_constant_part(node.left) or non_constant_part(node.right)
-    if isinstance(node, ast.Negative):
-        return non_constant_part(node.operand)
-    if isinstance(node, ast.AggregateTerm):
-        if node.target is not None and non_constant_part(node.target) is not None:
-            return non_constant_part(node.target)
-        for lit in node.body:
-            if isinstance(lit, (ast.Atom, ast.Negation, ast.Disjunction)):
-                return lit
-            if isinstance(lit, ast.Comparison):
-                found = non_constant_part(lit.left) or non_constant_part(lit.right)
-                if found is not None:
-                    return found
+    for part in ast.walk_terms(node, aggregates=True):
+        if isinstance(part, (ast.Var, ast.Wildcard, ast.Atom, ast.Negation, ast.Disjunction)):
+            return part
     return None
 
 
-def evaluate(node, kind: str):
-    """The value of a constant term whose result has base type ``kind``.
+def evaluate(node, types: dict):
+    """The value of a constant term; ``types`` is its record of term types (:mod:`.types`).
 
     Returns :data:`EMPTY` (None) for ``min`` / ``max`` over a body that does not
     hold.  Raises :class:`ArithmeticError` for an integer division by zero or a
     negative integer exponent (the caller turns it into a located error).
 
     >>> from diffflow.dsl.parser import parse
+    >>> from diffflow.dsl.types import TermTyping
     >>> (rule,) = parse("r(7 / 2, 7 % -2, 2.5 * 2).").rules
-    >>> [evaluate(a, "float") for a in rule.head.args]
+    >>> [evaluate(a, TermTyping().term_types(a, "float")) for a in rule.head.args]
     [3.5, 1.0, 5.0]
     """
+    kind = types[id(node)]
     if isinstance(node, ast.Number):
         return float(node.value) if kind == "float" else node.value
     if isinstance(node, (ast.Float, ast.String)):
         return node.value
     if isinstance(node, ast.Negative):
-        value = evaluate(node.operand, kind)
+        value = evaluate(node.operand, types)
         return None if value is None else _wrap(-value, kind)
     if isinstance(node, ast.AggregateTerm):
-        return _aggregate(node, kind)
-    left, right = evaluate(node.left, kind), evaluate(node.right, kind)
+        return _aggregate(node, types)
+    left, right = evaluate(node.left, types), evaluate(node.right, types)
     if left is None or right is None:
         return None
     return _arithmetic(node.op, left, right, kind)
+
+
+def comparison_holds(c: ast.Comparison, types: dict) -> bool:
+    """Whether a comparison of constant terms holds (not if a side is :data:`EMPTY`).
+
+    >>> from diffflow.dsl.parser import parse
+    >>> from diffflow.dsl.types import TermTyping
+    >>> cs = parse("r(1) :- 0u - 1u > 0u, -1 > 0.").rules[0].body[0].literals
+    >>> [comparison_holds(c, TermTyping().comparison_term_types(c)) for c in cs]
+    [True, False]
+    """
+    left, right = evaluate(c.left, types), evaluate(c.right, types)
+    if left is None or right is None:
+        return False
+    return {"=": left == right, "!=": left != right, "<": left < right, "<=": left <= right,
+            ">": left > right, ">=": left >= right}[c.op]
 
 
 def _arithmetic(op, a, b, kind):
@@ -117,65 +128,14 @@ def _wrap(value, kind):
     return value
 
 
-def _aggregate(agg, kind):
-    holds = all(_holds(lit) for lit in agg.body)
+def _aggregate(agg, types):
+    holds = all(lit.value if isinstance(lit, ast.Boolean) else comparison_holds(lit, types)
+                for lit in agg.body)
     if agg.function == "count":
         return 1 if holds else 0
     if agg.function == "sum" and not holds:
-        return 0.0 if kind == "float" else 0
-    return evaluate(agg.target, kind) if holds else EMPTY
-
-
-def _holds(lit) -> bool:
-    if isinstance(lit, ast.Boolean):
-        return lit.value
-    kind = comparison_kind(lit)
-    left, right = evaluate(lit.left, kind), evaluate(lit.right, kind)
-    if left is None or right is None:
-        return False
-    return {"=": left == right, "!=": left != right, "<": left < right, "<=": left <= right,
-            ">": left > right, ">=": left >= right}[lit.op]
-
-
-def comparison_kind(c, types=None) -> str:
-    """The type a comparison is evaluated in (a plain integer is a number).
-
-    ``types`` gives the variables' types, when the comparison has variables.
-
-    >>> from diffflow.dsl.parser import parse
-    >>> [comparison_kind(c) for c in parse("r(1) :- 1 < 2, 1 < 2u, 1.5 > 1.").rules[0]
-    ...                                     .body[0].literals]
-    ['number', 'unsigned', 'float']
-    """
-    for side in (c.left, c.right):
-        kind = known_kind(side, types)
-        if kind is not None:
-            return kind
-    return "number"
-
-
-def known_kind(node, types=None):
-    """The base type a term certainly has, or None (a plain integer fits several).
-
-    >>> from diffflow.dsl import ast
-    >>> known_kind(ast.Number(1, 1, 3)), known_kind(ast.Var(1, 1, "x"), {"x": "float"})
-    (None, 'float')
-    """
-    if isinstance(node, ast.Var):
-        return (types or {}).get(node.name)
-    if isinstance(node, ast.Float):
-        return "float"
-    if isinstance(node, ast.String):
-        return "symbol"
-    if isinstance(node, ast.Number):
-        return "unsigned" if node.unsigned else None
-    if isinstance(node, ast.Negative):
-        return known_kind(node.operand, types)
-    if isinstance(node, ast.BinaryOp):
-        return known_kind(node.left, types) or known_kind(node.right, types)
-    if isinstance(node, ast.AggregateTerm):
-        return "number" if node.function == "count" else known_kind(node.target, types)
-    return None
+        return 0.0 if types[id(agg)] == "float" else 0
+    return evaluate(agg.target, types) if holds else EMPTY
 
 
 def fold_fact(analyser, rule: ast.Rule, relation):
@@ -200,7 +160,7 @@ def fold_fact(analyser, rule: ast.Rule, relation):
             raise _not_constant(analyser, rule, arg, bad)
         _check_types(analyser, arg, kind, name, relation)
         try:
-            value = evaluate(arg, kind)
+            value = evaluate(arg, analyser.term_types(arg, kind))
         except ArithmeticError as e:
             raise analyser.error(f"{e} in a fact of {relation.name}", arg) from None
         if value is EMPTY:
@@ -211,7 +171,8 @@ def fold_fact(analyser, rule: ast.Rule, relation):
 
 
 def _check_types(analyser, arg, kind, name, relation):
-    for agg in _aggregates_in(arg):
+    for agg in [n for n in ast.walk_terms(arg, aggregates=True)
+                if isinstance(n, ast.AggregateTerm)]:
         for lit in agg.body:
             if isinstance(lit, ast.Comparison):
                 left = analyser.expr_type(lit.left, {})
@@ -220,24 +181,10 @@ def _check_types(analyser, arg, kind, name, relation):
         if agg.target is not None and analyser.expr_type(agg.target, {}) == "symbol":
             raise analyser.error(f"{agg.function} of a symbol is not supported", agg.target)
     got = analyser.expr_type(arg, {})
-    if got != kind and not (got == "literal" and kind != "symbol"):
+    if got != kind and not (got == LITERAL and kind != "symbol"):
         raise analyser.error(f"type clash: attribute {name!r} of {relation.name} is a {kind}, "
-                             f"but this is a {'number' if got == 'literal' else got}", arg)
+                             f"but this is a {kind_name(got)}", arg)
     analyser.check_literal_ranges(arg, kind)
-
-
-def _aggregates_in(node):
-    if isinstance(node, ast.AggregateTerm):
-        found = [node]
-        for lit in node.body:
-            if isinstance(lit, ast.Comparison):
-                found += _aggregates_in(lit.left) + _aggregates_in(lit.right)
-        return found + (_aggregates_in(node.target) if node.target is not None else [])
-    if isinstance(node, ast.BinaryOp):
-        return _aggregates_in(node.left) + _aggregates_in(node.right)
-    if isinstance(node, ast.Negative):
-        return _aggregates_in(node.operand)
-    return []
 
 
 def _constant(node, value, kind):

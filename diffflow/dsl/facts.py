@@ -36,7 +36,7 @@ import zlib
 
 import numpy as np
 
-from .analysis import NUMBER_RANGE, UNSIGNED_RANGE
+from .types import NUMBER_RANGE, UNSIGNED_RANGE
 from .errors import DatalogError, decode_utf8
 
 _PROGRESS_BYTES = 8 << 20  # report files larger than this

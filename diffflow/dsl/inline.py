@@ -42,7 +42,10 @@ import itertools
 import re
 
 from . import ast
+from .analysed import Clause
+from .constants import comparison_holds
 from .errors import DatalogError
+from .strata import tarjan
 
 _NEGATED_OP = {"=": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 MAX_UNFOLDED = 10_000  # clauses one rule may unfold into before it is an error
@@ -89,7 +92,7 @@ def check_uses(analyser, inline: dict) -> None:
     """
     for relation in analyser.relations.values():
         for clause in relation.clauses:
-            for agg in analyser.aggregates_in(clause):
+            for agg in clause.aggregates():
                 for lit in agg.body:
                     atom = lit.atom if isinstance(lit, ast.Negation) else lit
                     if isinstance(atom, ast.Atom) and atom.relation in inline:
@@ -164,8 +167,6 @@ class _Unfolder:
 
     def clause(self, clause):
         """The clauses replacing ``clause`` (None if it uses no inline relation)."""
-        from .analysis import Clause
-
         if not any(self.is_inline(lit) for lit in clause.literals):
             return None
         self.count = 0
@@ -184,7 +185,7 @@ class _Unfolder:
         """Every unfolding of ``literals``, first inline literal first (in body order)."""
         at = next((i for i, lit in enumerate(literals) if self.is_inline(lit)), None)
         if at is None:
-            literals = _simplify(literals)
+            literals = _simplify(literals, self.analyser)
             if literals is None:  # e.g. n(x), !n(x): the clause can never hold
                 return
             self.count += 1
@@ -222,7 +223,8 @@ class _Unfolder:
             elif not isinstance(u, ast.Wildcard):
                 extra.append(ast.Comparison(u.line, u.column, "=", u, h))
         substitute = _Substituter(subst)
-        return _simplify([substitute.literal(lit) for lit in literals + extra]), types
+        body = _simplify([substitute.literal(lit) for lit in literals + extra], self.analyser)
+        return body, types
 
     def positive(self, use):
         for head_args, literals, seeds in self.definitions(use.relation):
@@ -258,25 +260,26 @@ class _Unfolder:
                 f"per way to falsify each of its clauses)", negation,
                 hint=f"remove 'inline' from the .decl of {use.relation}")
         for combination in itertools.product(*choices):
-            body = _simplify(fixed + list(combination))
+            body = _simplify(fixed + list(combination), self.analyser)
             if body is not None:
                 yield body, types
 
 
-def _simplify(literals):
+def _simplify(literals, typing):
     """Drop what is true, and None if something is false: comparisons of constants,
     ``true``/``false``, one variable equal to two different constants, an atom next to its
     negation; repeated literals are kept once.
 
     >>> from diffflow.dsl.parser import parse
+    >>> from diffflow.dsl.types import TermTyping
     >>> lits = parse("r(x) :- 1 < 2, x = 1, e(x), x = 1, true.").rules[0].body[0].literals
-    >>> [type(l).__name__ for l in _simplify(lits)]
+    >>> [type(l).__name__ for l in _simplify(lits, TermTyping())]
     ['Comparison', 'Atom']
-    >>> _simplify(parse("r(x) :- x = 1, e(x), 1 = x + 0, x = 2.").rules[0].body[0].literals)
-    >>> _simplify(parse("r(x) :- e(x, _), n(x), !e(x, _).").rules[0].body[0].literals)
+    >>> _simplify(parse("r(x) :- x = 1, e(x), 1 = x + 0, x = 2.").rules[0].body[0].literals,
+    ...           TermTyping())
+    >>> _simplify(parse("r(x) :- e(x, _), n(x), !e(x, _).").rules[0].body[0].literals,
+    ...           TermTyping())
     """
-    from .constants import comparison_kind, evaluate
-
     out, seen, equal = [], set(), {}
     for lit in literals:
         if isinstance(lit, ast.Boolean):
@@ -284,17 +287,14 @@ def _simplify(literals):
                 return None
             continue
         if isinstance(lit, ast.Comparison):
-            if not _literal_vars(lit) and not _has_aggregate(lit):
-                kind = comparison_kind(lit)
+            if not _literal_vars(lit) and not ast.term_aggregates(lit.left, lit.right):
                 try:
-                    left, right = evaluate(lit.left, kind), evaluate(lit.right, kind)
+                    holds = comparison_holds(lit, typing.comparison_term_types(lit))
                 except ArithmeticError:
-                    left = right = None
-                if left is not None and right is not None:
-                    holds = {"=": left == right, "!=": left != right, "<": left < right,
-                             "<=": left <= right, ">": left > right, ">=": left >= right}[lit.op]
-                    if not holds:
-                        return None
+                    holds = None  # kept: the error is the run's to raise
+                if holds is False:
+                    return None
+                if holds:
                     continue
             if lit.op == "=":
                 for var, const in ((lit.left, lit.right), (lit.right, lit.left)):
@@ -310,12 +310,6 @@ def _simplify(literals):
         if isinstance(lit, ast.Negation) and repr(_strip(lit.atom.to_data())) in seen:
             return None
     return out
-
-
-def _has_aggregate(lit) -> bool:
-    from .analysis import _walk_term
-
-    return any(isinstance(t, ast.AggregateTerm) for t in _walk_term(lit.left, lit.right))
 
 
 def _strip(data):
@@ -354,13 +348,7 @@ def _split_definitions(literals, outer):
 
 def _total(expr) -> bool:
     """An expression with a value for every input (``min`` / ``max`` of nothing has none)."""
-    if isinstance(expr, ast.AggregateTerm):
-        return expr.function in ("count", "sum")
-    if isinstance(expr, ast.BinaryOp):
-        return _total(expr.left) and _total(expr.right)
-    if isinstance(expr, ast.Negative):
-        return _total(expr.operand)
-    return True
+    return all(agg.function in ("count", "sum") for agg in ast.term_aggregates(expr))
 
 
 def _negate(lit):
@@ -381,7 +369,7 @@ def _literal_vars(lit) -> set:
     if isinstance(lit, ast.Atom):
         return {a.name for a in lit.args if isinstance(a, ast.Var)}
     if isinstance(lit, ast.Comparison):
-        return {v.name for v in ast.term_variables(lit.left) + ast.term_variables(lit.right)}
+        return {v.name for v in ast.term_variables(lit.left, lit.right)}
     return set()
 
 
@@ -433,8 +421,6 @@ class _Substituter(_TermMap):
 
 
 def _check_cycles(analyser, chosen: dict) -> None:
-    from .analysis import _tarjan
-
     def uses(relation):
         found = []
         for clause in relation.clauses:
@@ -445,7 +431,7 @@ def _check_cycles(analyser, chosen: dict) -> None:
         return found
 
     successors = {name: uses(relation) for name, relation in chosen.items()}
-    for component in _tarjan(list(chosen), successors):
+    for component in tarjan(list(chosen), successors):
         if len(component) > 1 or component[0] in successors[component[0]]:
             ordered = [n for n in chosen if n in component]
             first = chosen[ordered[0]].declaration

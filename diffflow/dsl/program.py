@@ -23,12 +23,13 @@ import warnings as _warnings
 import numpy as np
 
 from ..arrangements import columnar
-from .analysis import NUMBER_RANGE, UNSIGNED_RANGE, analyse
+from .analysis import analyse
 from .compiler import UNIT, compile_program, relation_columns
 from .errors import DatalogError, decode_utf8, did_you_mean
 from .parser import parse
 from .pragmas import jobs_value
 from .preprocess import preprocess
+from .types import NUMBER_RANGE, UNSIGNED_RANGE
 
 
 def read_program_text(path) -> str:

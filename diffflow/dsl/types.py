@@ -1,0 +1,316 @@
+"""Types: ``.type`` declarations resolved to base types, and the type of every term.
+
+This module is the one place that decides types.  Analysis (which is a
+:class:`TermTyping`) checks every term with :meth:`TermTyping.expr_type` and
+records, per clause, the base type each term is evaluated in
+(:attr:`~diffflow.dsl.analysed.Clause.term_types`, a dict from ``id(node)`` to
+``number``, ``unsigned``, ``float`` or ``symbol``).  The compiler, the folding
+of constant facts and the tests' reference evaluator read that record.
+
+A term is evaluated in the type of the expression it belongs to: a head
+argument in its attribute's type, both sides of a comparison (or an
+assignment ``x = e``) in the type they unify to, an integer constant taking the
+type of what it is combined with (a comparison of plain integers is a
+``number`` one).  ``sum``, ``min`` and ``max`` have their target's type, so the
+target is evaluated in the type the aggregate is used in; ``count`` is a
+``number``.
+
+>>> from diffflow.dsl.analysis import analyse
+>>> from diffflow.dsl.parser import parse
+>>> a = analyse(parse(".decl e(x: float)\\n.decl r(x: float)\\nr(x * 2) :- e(x), x < 3."))
+>>> (clause,) = a.relations["r"].clauses
+>>> [clause.term_types[id(n)] for n in ast.walk_terms(*clause.head.args)]
+['float', 'float', 'float']
+>>> comparison = clause.literals[1]
+>>> clause.term_types[id(comparison.right)]
+'float'
+"""
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from . import ast
+from .errors import DatalogError, did_you_mean
+
+BASE_TYPES = ("number", "unsigned", "float", "symbol")
+NUMBER_RANGE = (-(2**31), 2**31 - 1)
+UNSIGNED_RANGE = (0, 2**32 - 1)
+LITERAL = "literal"  # the inferred type of a plain integer: it fits number, unsigned and float
+_CONSTANTS = (ast.Number, ast.Float, ast.String)
+_TYPE_HINT = "use number, unsigned, float, symbol or a .type you declare"
+
+
+def resolve_types(declarations: list, error) -> dict:
+    """``{name: base type}`` for ``.type`` declarations (subtypes, aliases, unions of one base).
+
+    ``error(message, node)`` makes the located error.
+
+    >>> from diffflow.dsl.parser import parse
+    >>> resolve_types(parse(".type Id <: number\\n.type Key = Id").types, None)
+    {'Id': 'number', 'Key': 'number'}
+    """
+    pending = {t.name: t for t in declarations}
+    resolved: dict = {}
+    for t in declarations:
+        if t.name in BASE_TYPES:
+            raise error(f"type {t.name!r} is built in and cannot be redefined", t)
+
+    def resolve(name, node, seen=()):
+        if name in BASE_TYPES:
+            return name
+        if name in resolved:
+            return resolved[name]
+        if name in seen:
+            raise error(f"type {name!r} is defined in terms of itself", node)
+        decl = pending.get(name)
+        if decl is None:
+            raise error(f"unknown type {name!r}{did_you_mean(name, [*BASE_TYPES, *pending])}",
+                        node, hint=_TYPE_HINT)
+        members = decl.alternatives or [decl.base]
+        bases = {resolve(m, decl, (*seen, name)) for m in members}
+        if len(bases) != 1:
+            raise error(f"union type {name!r} mixes {sorted(bases)}; diffflow supports unions "
+                        f"only of one base type", decl)
+        resolved[name] = bases.pop()
+        return resolved[name]
+
+    for t in declarations:
+        resolve(t.name, t)
+    return resolved
+
+
+def base_type(name: str, node, types: dict, error) -> str:
+    """The base type of a type name, given the resolved ``.type`` declarations ``types``.
+
+    >>> base_type("Id", None, {"Id": "symbol"}, None), base_type("float", None, {}, None)
+    ('symbol', 'float')
+    """
+    if name in BASE_TYPES:
+        return name
+    if name in types:
+        return types[name]
+    raise error(f"unknown type {name!r}{did_you_mean(name, [*BASE_TYPES, *types])}", node,
+                hint=_TYPE_HINT)
+
+
+class Unknown(Exception):
+    """An expression's type depends on a variable whose type is not known yet."""
+
+
+def unify(typing, node, left, right, what="arithmetic"):
+    """The type of ``left`` and ``right`` combined at ``node`` (``literal`` gives way).
+
+    >>> unify(TermTyping(), None, LITERAL, "float"), unify(TermTyping(), None, LITERAL, LITERAL)
+    ('float', 'literal')
+    """
+    if left is None or right is None:
+        raise Unknown()
+    if LITERAL in (left, right) and "symbol" in (left, right):
+        raise typing.error(f"type clash in {what}: a number and a symbol", node,
+                           hint='write symbols in double quotes, e.g. "a"')
+    if left == LITERAL:
+        return right
+    if right == LITERAL or left == right:
+        return left
+    raise typing.error(f"type clash in {what}: {left} {node.op} {right}", node,
+                       hint="both sides need the same type; diffflow, like Soufflé, "
+                            "does not convert between number, unsigned, float and symbol")
+
+
+def kind_name(kind):
+    """A type as messages and records name it (a plain integer is a ``number``).
+
+    >>> kind_name(LITERAL), kind_name("float")
+    ('number', 'float')
+    """
+    return "number" if kind == LITERAL else kind
+
+
+class TermTyping:
+    """Type inference and checks of terms, and the record of each term's type.
+
+    The analyser is a ``TermTyping`` (it supplies ``error``, ``relations`` and
+    ``synthetic``); on its own, ``TermTyping()`` types terms without a program
+    (constant terms, doctests).
+
+    >>> from diffflow.dsl.parser import parse
+    >>> (rule,) = parse("r(-7 / 2u).").rules
+    >>> TermTyping().expr_type(rule.head.args[0], {})
+    'unsigned'
+    """
+    relations = MappingProxyType({})  # name -> Relation, for the types of atom arguments
+    synthetic = frozenset()  # ids of comparisons analysis made from expressions in atoms
+
+    def error(self, message, node, hint=None):
+        """A DatalogError at ``node`` (the analyser's also shows the program's line)."""
+        return DatalogError(message, None, "<program>", getattr(node, "line", None),
+                            getattr(node, "column", None), hint)
+
+    # -- inference and checks ------------------------------------------------------------
+    def expr_type(self, node, types, strict=True):
+        """Base type of a term; ``"literal"`` for an untyped integer, None for a free var."""
+        if isinstance(node, ast.Var):
+            kind = types.get(node.name)
+            if kind is None and strict:
+                raise Unknown()
+            return kind
+        if isinstance(node, ast.Number):
+            return "unsigned" if node.unsigned else LITERAL
+        if isinstance(node, ast.Float):
+            return "float"
+        if isinstance(node, ast.String):
+            return "symbol"
+        if isinstance(node, ast.Wildcard):
+            raise self.error("'_' is only allowed as an atom argument", node)
+        if isinstance(node, ast.AggregateTerm):
+            if node.function == "count":
+                return "number"
+            return self.expr_type(node.target, types, strict)
+        if isinstance(node, ast.Negative):
+            kind = self.expr_type(node.operand, types, strict)
+            if kind == "symbol":
+                raise self.error("unary minus of a symbol", node)
+            if kind == "unsigned":
+                raise self.error("unary minus of an unsigned value", node)
+            return kind
+        if isinstance(node, ast.BinaryOp):
+            left = self.expr_type(node.left, types, strict)
+            right = self.expr_type(node.right, types, strict)
+            if "symbol" in (left, right):
+                raise self.error(f"arithmetic '{node.op}' on a symbol", node,
+                                 hint="symbols support only = and != comparisons")
+            return unify(self, node, left, right)
+        raise AssertionError(node)
+
+    def check_constant(self, node, kind):
+        """A constant where a ``kind`` is expected: its type and 32-bit range."""
+        if isinstance(node, ast.String):
+            if kind != "symbol":
+                raise self.error(f"type clash: a string where a {kind} is expected", node)
+        elif isinstance(node, ast.Float):
+            if kind != "float":
+                raise self.error(f"type clash: a float where a {kind} is expected", node)
+        elif isinstance(node, ast.Number):
+            if kind == "symbol":
+                raise self.error("type clash: a number where a symbol is expected", node,
+                                 hint='write symbols in double quotes, e.g. "a"')
+            if node.unsigned and kind == "number":
+                raise self.error("type clash: an unsigned constant where a number is expected",
+                                 node)
+            low, high = UNSIGNED_RANGE if kind == "unsigned" else NUMBER_RANGE
+            if kind != "float" and not low <= node.value <= high:
+                raise self.error(f"{node.value} does not fit a 32-bit {kind}", node,
+                                 hint="use unsigned (e.g. 4000000000u) or float for larger "
+                                      "values" if kind == "number" else None)
+
+    def check_literal_ranges(self, node, kind):
+        """Integer constants inside a term must fit the term's 32-bit type."""
+        if kind not in ("number", "unsigned"):
+            return
+        low, high = NUMBER_RANGE if kind == "number" else UNSIGNED_RANGE
+        bad = [n for n in ast.walk_terms(node)
+               if isinstance(n, ast.Number) and not low <= n.value <= high]
+        if bad:  # the rightmost is reported (as it always was)
+            raise self.error(f"{bad[-1].value} does not fit a 32-bit {kind}", bad[-1],
+                             hint="use unsigned (e.g. 4000000000u) or float for larger values"
+                                  if kind == "number" else None)
+
+    def check_comparison(self, c: ast.Comparison, left, right):
+        """Sides of types ``left`` and ``right`` compared (or assigned) with ``c.op``."""
+        if left is None or right is None:
+            raise self.error("cannot infer the type of this comparison", c)
+        what = "an expression inside an atom" if id(c) in self.synthetic else "comparison"
+        kind = unify(self, c, left, right, what=what)
+        self.check_literal_ranges(c.left, kind)
+        self.check_literal_ranges(c.right, kind)
+        if "symbol" in (left, right) and c.op not in ("=", "!="):
+            raise self.error(f"symbols compare only with = and !=, not {c.op!r}", c,
+                             hint="diffflow stores symbols as hashes, so they have no order")
+
+    # -- the record ------------------------------------------------------------------------
+    def comparison_type(self, c: ast.Comparison, var_types: dict) -> str:
+        """The base type both sides of a (checked) comparison are evaluated in.
+
+        >>> from diffflow.dsl.parser import parse
+        >>> [TermTyping().comparison_type(c, {"x": "float"}) for c in
+        ...  parse("r(1) :- 1 < 2, 1 < 2u, x > 1.").rules[0].body[0].literals]
+        ['number', 'unsigned', 'float']
+        """
+        try:
+            left = self.expr_type(c.left, var_types, strict=False)
+            right = self.expr_type(c.right, var_types, strict=False)
+            return kind_name(unify(self, c, left, right))
+        except Unknown:  # only variables of unknown type: integers by default
+            return "number"
+
+    def record_term(self, record: dict, term, kind: str, var_types: dict) -> None:
+        """Record in ``record`` (``id(node) -> base type``) the type of every node of
+        ``term``, used where a ``kind`` is expected; aggregates' targets and bodies too.
+
+        >>> from diffflow.dsl.parser import parse
+        >>> (rule,) = parse("r(max 7 / 2 : { 1 < 2 }).").rules
+        >>> record = {}
+        >>> TermTyping().record_term(record, rule.head.args[0], "float", {})
+        >>> sorted(record.values())
+        ['float', 'float', 'float', 'float', 'number', 'number']
+        """
+        for node in ast.walk_terms(term):
+            if isinstance(node, ast.Var):
+                own = var_types.get(node.name)
+                record[id(node)] = own if own in BASE_TYPES else kind
+            elif isinstance(node, ast.AggregateTerm):
+                inner = "number" if node.function == "count" else kind
+                record[id(node)] = inner
+                if node.target is not None:
+                    self.record_term(record, node.target, inner, var_types)
+                for lit in node.body:
+                    self.record_literal(record, lit, var_types)
+            else:
+                record[id(node)] = kind
+
+    def record_literal(self, record: dict, lit, var_types: dict) -> None:
+        """Record the types of a literal's terms: atom arguments have their attribute's type."""
+        if isinstance(lit, ast.Comparison):
+            kind = self.comparison_type(lit, var_types)
+            for side in (lit.left, lit.right):
+                self.record_term(record, side, kind, var_types)
+            return
+        atom = lit.atom if isinstance(lit, ast.Negation) else lit
+        relation = self.relations.get(atom.relation) if isinstance(atom, ast.Atom) else None
+        if relation is not None:
+            for arg, kind in zip(atom.args, relation.types):
+                self.record_term(record, arg, kind, var_types)
+
+    def term_types(self, term, kind: str, var_types: dict | None = None) -> dict:
+        """``{id(node): base type}`` for a term used where a ``kind`` is expected.
+
+        >>> from diffflow.dsl.parser import parse
+        >>> (rule,) = parse("r(1 + 2).").rules
+        >>> set(TermTyping().term_types(rule.head.args[0], "unsigned").values())
+        {'unsigned'}
+        """
+        record: dict = {}
+        self.record_term(record, term, kind, var_types or {})
+        return record
+
+    def comparison_term_types(self, c: ast.Comparison, var_types: dict | None = None) -> dict:
+        """``{id(node): base type}`` for the terms of a comparison.
+
+        >>> from diffflow.dsl.parser import parse
+        >>> (c,) = parse("r(1) :- 2 < 1 + 2u.").rules[0].body[0].literals
+        >>> sorted(set(TermTyping().comparison_term_types(c).values()))
+        ['unsigned']
+        """
+        record: dict = {}
+        self.record_literal(record, c, var_types or {})
+        return record
+
+    def clause_term_types(self, clause, head_types: list, var_types: dict) -> dict:
+        """``{id(node): base type}`` for every term of a checked clause: its head's, its
+        literals' and those in its aggregates."""
+        record: dict = {}
+        for arg, kind in zip(clause.head.args, head_types):
+            self.record_term(record, arg, kind, var_types)
+        for lit in clause.literals:
+            self.record_literal(record, lit, var_types)
+        return record
