@@ -249,6 +249,9 @@ class Collection:
         """Call ``callback([(row, time, diff), ...])`` with each set of complete updates.
 
         Returns the same collection, so it can sit in the middle of a pipeline.
+        The callback runs where each partition runs: in this process on the
+        local runtime, in the partition's worker process on ``processes`` and
+        Spark (so its side effects stay there; read results with ``output()``).
 
         >>> flow = Dataflow(); seen = []
         >>> a = flow.input("a", ["x"]); _ = a.inspect(seen.extend)

@@ -82,6 +82,7 @@ def test_to_pandas_repeats_rows_by_multiplicity():
     assert out.to_pandas()["x"].tolist() == [4, 4]
 
 
+@pytest.mark.local_runtime  # the callback appends to this process's list
 def test_inspect_sees_complete_updates():
     seen = []
     flow = dd.Dataflow()

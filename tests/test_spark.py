@@ -91,6 +91,7 @@ def run_beside_local(remote_options: dict, build, *, seed: int, epochs: int, nod
     return runtime
 
 
+@pytest.mark.local_runtime  # the reference is the local runtime
 def test_graph_algorithms_match_local_every_epoch(spark):
     def build(edges, roots):
         return [graphs.reachable(edges, roots), graphs.connected_components(edges),
@@ -262,6 +263,7 @@ def _killer(marker: str):
     return fn
 
 
+@pytest.mark.local_runtime  # the reference is the local runtime (its row function never kills)
 @pytest.mark.parametrize("checkpoint_every", [None, 2])
 def test_a_worker_killed_mid_run_recovers_exactly(spark, tmp_path, checkpoint_every):
     marker = str(tmp_path / f"killed-{checkpoint_every}")
