@@ -127,7 +127,7 @@ class Collection:
         try:
             return expr.infer(self.schema)
         except ExpressionError as exc:
-            raise GraphError(f"{where}: {exc}") from None
+            raise ExpressionError(f"{where}: {exc}") from None
 
     def _same_flow(self, other, where: str) -> None:
         if other.flow is not self.flow:

@@ -13,7 +13,7 @@ failures while computing), so older ``except ValueError`` code keeps working.
 * :class:`WorkerLost` -- a partition worker process or Spark task died.
 
 Errors survive pickling with their fields, so a partition worker's failure
-is raised on the driver as the same type (:mod:`diffflow.runtime.cluster`).
+is raised on the driver as the same type (:mod:`diffflow.runtime.transports`).
 
 >>> import pickle
 >>> err = pickle.loads(pickle.dumps(NonConvergenceError("loop 'x' ...", None, {3, 1})))
@@ -31,8 +31,8 @@ class GraphError(DiffflowError, ValueError):
     """A dataflow was built wrongly (unknown column, type clash, name clash...)."""
 
 
-class ExpressionError(DiffflowError, ValueError):
-    """An expression does not fit the columns or types it is applied to."""
+class ExpressionError(GraphError):
+    """An expression does not fit the columns or types it is applied to (a kind of GraphError)."""
 
 
 class OperatorError(DiffflowError, RuntimeError):

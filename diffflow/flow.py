@@ -155,12 +155,21 @@ class Dataflow:
     def close(self) -> None:
         """Stop the partition workers of a multi-process or Spark runtime (idempotent).
 
+        The results go with them: read outputs before closing (afterwards they
+        read as empty), and inputs refuse new rows.
+
         >>> flow = Dataflow(); flow.close()
         """
         runtime, self._runtime = self._runtime, None
         if runtime is not None:
             runtime.close()
         self._closed = True
+
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise GraphError(f"cannot {what}: this dataflow was closed (its workers and results "
+                             f"went with it); read results before close(), or build a new "
+                             f"Dataflow")
 
     def _check_building(self, what: str) -> None:
         if self._runtime is not None:

@@ -105,10 +105,12 @@ class InputCollection(Collection):
 
     def _stage_encoded(self, rows: np.ndarray, diffs: np.ndarray) -> None:
         """Stage rows already encoded by :meth:`_encode` (no second validation)."""
+        self.flow._check_open(f"change input {self.name!r}")
         self._staged.append((rows, diffs))
 
     def _encode(self, data, labels=None) -> np.ndarray:
         """Validated int64 rows; ``labels`` name the columns in errors (default: the input's)."""
+        self.flow._check_open(f"change input {self.name!r}")
         columns = _columns_of(data, self.schema, self.name)
         schema, symbols = self.schema, self.flow.symbols
         n = len(columns[0]) if columns else _row_count(data)

@@ -31,9 +31,10 @@ class Output:
         >>> a.insert([3, 3, 4]); flow.advance(); out.snapshot()
         {(3,): 2, (4,): 1}
         """
-        if self.flow._runtime is None:
+        runtime = self.flow._runtime
+        if runtime is None:  # not run yet, or closed
             return {}
-        rows, diffs = self.flow._runtime.output_contents(self.node.id)
+        rows, diffs = runtime.output_contents(self.node.id)
         return dict(zip(self._decode(rows), diffs.tolist()))
 
     def changes(self) -> list:
@@ -44,9 +45,10 @@ class Output:
         >>> out.changes()
         [((1,), 0, 1), ((1,), 1, -1), ((2,), 1, 1)]
         """
-        if self.flow._runtime is None:
+        runtime = self.flow._runtime
+        if runtime is None:  # not run yet, or closed
             return []
-        chunks = self.flow._runtime.take_output_changes(self.node.id)
+        chunks = runtime.take_output_changes(self.node.id)
         if not chunks:
             return []
         from .arrangements.updates import concat

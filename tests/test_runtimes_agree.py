@@ -135,3 +135,50 @@ def test_errors_survive_pickling_with_their_fields():
     err = NonConvergenceError("cut", loop.scope, {2, 1})
     back = pickle.loads(pickle.dumps(err))
     assert (back.scope.label, back.scope.max_rounds, back.epochs) == ("fix", 7, [1, 2])
+
+
+@pytest.mark.parametrize("runtime,parts", RUNTIMES)
+def test_strings_made_on_one_partition_are_known_on_all(runtime, parts):
+    """A map's new strings travel with its rows: another partition and the driver decode them."""
+    flow = dd.Dataflow(partitions=parts, runtime=runtime)
+    nums = flow.input("nums", ["x"])
+    names = nums.map(lambda row: (f"name-{row[0] % 7}",), [("s", str)])
+    counted = names.aggregate(by=["s"], n=dd.count())  # routed by the string's hash
+    shouted = counted.map(lambda row: (row[0].upper(), row[1]), [("s", str), "n"]).output()
+    nums.insert(list(range(20)))
+    flow.advance()
+    expected = {(f"NAME-{k}", len(range(k, 20, 7))): 1 for k in range(7)}
+    assert shouted.snapshot() == expected
+    flow.close()
+
+
+def test_a_recovered_worker_knows_strings_added_after_the_start(tmp_path):
+    import os
+    import signal
+
+    flow = dd.Dataflow(partitions=2, runtime="processes", checkpoint_every=None)
+    words = flow.input("words", [("s", str)])
+    upper = words.map(lambda row: (row[0].upper(),), [("u", str)]).output()
+    words.insert(["x"])
+    flow.advance()
+    words.insert(["hello", "world"])
+    flow.advance()
+    os.kill(flow._runtime.worker_pids()[0], signal.SIGKILL)
+    words.insert(["z"])
+    flow.advance()
+    assert upper.snapshot() == {("X",): 1, ("HELLO",): 1, ("WORLD",): 1, ("Z",): 1}
+    assert flow._runtime.recoveries == 1
+    flow.close()
+
+
+@pytest.mark.parametrize("runtime", ["local", "cluster"])
+def test_a_closed_dataflow_refuses_new_input(runtime):
+    flow = dd.Dataflow(runtime=runtime)
+    nums = flow.input("nums", ["x"])
+    nums.output()
+    nums.insert([1])
+    flow.advance()
+    flow.close()
+    for change in (lambda: nums.insert([2]), lambda: nums.remove([1])):
+        with pytest.raises(GraphError, match="this dataflow was closed"):
+            change()

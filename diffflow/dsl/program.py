@@ -287,9 +287,10 @@ class Program:
 
     def _encoded(self, name):
         out = self._output(name)
-        if self.flow._runtime is None:
+        runtime = self.flow._runtime
+        if runtime is None:
             return np.zeros((0, out.node.schema.width), np.int64)
-        rows, diffs = self.flow._runtime.output_contents(out.node.id)
+        rows, diffs = runtime.output_contents(out.node.id)
         rows = rows[diffs > 0]
         return rows
 

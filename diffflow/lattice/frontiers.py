@@ -61,15 +61,29 @@ def times_frontier(times) -> tuple:
     return minimal_tuples(map(tuple, times.tolist()))
 
 
+class _SharedAntichain(Antichain):
+    """An antichain handed to many operators from the cache: it cannot change."""
+
+    __slots__ = ()
+
+    def insert(self, t) -> bool:
+        raise TypeError("this frontier is shared by every operator reading it and cannot "
+                        "change; insert into a copy() instead")
+
+
 @lru_cache(maxsize=4096)
 def antichain_of(frontier: tuple, dim: int) -> Antichain:
     """The :class:`Antichain` of a tuple frontier (cached: the same few frontiers recur).
 
+    The result is shared, so it is frozen: ``insert`` into a ``copy()``.
+
     >>> antichain_of((), 2)
     Antichain([], d=2)
+    >>> antichain_of(((1,),), 1).copy().insert((0,))
+    True
     """
     arr = np.array(frontier, dtype=np.int64).reshape(len(frontier), dim)
-    return Antichain._from_minimal(arr)
+    return _SharedAntichain._from_minimal(arr)
 
 
 class Summary:

@@ -32,6 +32,7 @@ barrier stage (:mod:`diffflow.runtime.spark`).
 """
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import tempfile
@@ -43,9 +44,7 @@ from ..arrangements.updates import Updates
 from ..errors import WorkerLost, loop_overflow_error
 from .base import Runtime
 from .engine import Topology, merge_pointstamps, partition_rows
-# the transports were defined here; their old import path keeps working
-from .transports import (InMemoryTransport, ProcessLauncher, SocketTransport,  # noqa: F401
-                         WorkerPool, process_pool)
+from .transports import InMemoryTransport, SocketTransport, process_pool
 
 
 class ClusterRuntime(Runtime):
@@ -121,7 +120,7 @@ class ClusterRuntime(Runtime):
     def _sync_symbols(self) -> None:
         text = self.symbols._text
         if len(text) > self._synced_symbols:
-            fresh = dict(list(text.items())[self._synced_symbols:])
+            fresh = dict(itertools.islice(text.items(), self._synced_symbols, None))
             self.transport.call_all("symbols", [(fresh,)] * self.parts)
             self._synced_symbols = len(text)
 
@@ -155,7 +154,11 @@ class ClusterRuntime(Runtime):
             frontiers = self.topology.frontiers(queued, held)
             if frontiers == used and not queued:
                 break
-            reports = self.transport.sweep(frontiers, reports)
+            self._sync_symbols()  # strings one partition made, for all (rows move anywhere)
+            replies = self.transport.sweep(frontiers, reports)
+            reports = [report for report, _ in replies]
+            for _, fresh in replies:
+                self.symbols._text.update(fresh)
             used = frontiers
             self.sweeps += 1
         self.frontiers = frontiers
@@ -195,8 +198,8 @@ class ClusterRuntime(Runtime):
         self.recoveries += 1
         for attempt in range(3):
             try:
-                self.transport.restart()
                 self._synced_symbols = len(self.symbols._text)
+                self.transport.restart(dict(self.symbols._text))
                 if self.checkpoint_path is not None:
                     self.transport.call_all("restore", [
                         (os.path.join(self.checkpoint_path, f"part-{p}.pkl"),)

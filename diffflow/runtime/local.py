@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import NonConvergenceError, OperatorError, loop_overflow_error  # noqa: F401
+from ..errors import loop_overflow_error
 from .base import Runtime
 from .engine import PartitionEngine, Sweeper, Topology, merge_pointstamps, partition_rows
 

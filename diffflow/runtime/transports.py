@@ -8,14 +8,16 @@
   them on this machine, :class:`~diffflow.runtime.spark.SparkLauncher` as a
   Spark barrier stage.
 
-Every transport offers ``start``, ``call``, ``call_all``, ``sweep``,
-``restart``, ``close`` and ``pids``.
+Every transport offers ``start``, ``call``, ``call_all``, ``sweep`` (one
+sweep on every worker; returns each worker's pointstamps and the strings its
+operators interned), ``restart``, ``close`` and ``pids``.
 
 >>> InMemoryTransport(2).pids
 []
 """
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 import subprocess
@@ -59,9 +61,9 @@ class InMemoryTransport:
             for q, pieces in enumerate(sent):
                 for consumer, port, chunk in pieces:
                     self.workers[q].engine.receive(consumer, port, chunk)
-        return [w.cmd_pointstamps() for w in self.workers]
+        return [(w.cmd_pointstamps(), w.take_fresh_symbols()) for w in self.workers]
 
-    def restart(self) -> None:
+    def restart(self, symbols: dict) -> None:
         raise WorkerLost("in-memory workers cannot be restarted")
 
     def close(self) -> None:
@@ -175,10 +177,18 @@ _PROCESS_POOL: WorkerPool | None = None
 
 
 def process_pool() -> WorkerPool:
-    """The pool of local worker processes this process shares between dataflows."""
+    """The pool of local worker processes this process shares between dataflows.
+
+    Created on first use (no process starts until a dataflow takes workers)
+    and closed when this process exits.
+
+    >>> process_pool() is process_pool(), process_pool().address[0]
+    (True, '127.0.0.1')
+    """
     global _PROCESS_POOL
     if _PROCESS_POOL is None:
         _PROCESS_POOL = WorkerPool(ProcessLauncher())
+        atexit.register(_PROCESS_POOL.close)  # workers and sockets end with us, quietly
     return _PROCESS_POOL
 
 
@@ -188,7 +198,7 @@ class SocketTransport:
     def __init__(self, parts: int, pool: WorkerPool):
         self.parts, self.pool = parts, pool
         self.workers: list = []  # [(conn, peer address, pid)] by partition
-        self._start_args = None
+        self._graph = None
 
     @property
     def conns(self) -> list:
@@ -203,7 +213,7 @@ class SocketTransport:
             import cloudpickle as pickler
         except ImportError:  # pragma: no cover - cloudpickle is a dependency
             import pickle as pickler
-        self._start_args = (graph, symbols)
+        self._graph = graph
         blob = pickler.dumps(graph)
         self.workers = self.pool.take(self.parts)
         self.call_all("init", [(blob, p, self.parts, symbols) for p in range(self.parts)])
@@ -256,11 +266,11 @@ class SocketTransport:
     def sweep(self, frontiers: dict, reports: list) -> list:
         return self.call_all("sweep", [(frontiers, reports)] * self.parts)
 
-    def restart(self) -> None:
-        """Survivors go back to the pool, reset; the next start takes fresh ones as needed."""
+    def restart(self, symbols: dict) -> None:
+        """Survivors go back to the pool, reset; fresh ones start with the current ``symbols``."""
         self.pool.give_back(self.workers)
         self.workers = []
-        self.start(*self._start_args)
+        self.start(self._graph, symbols)
 
     def close(self) -> None:
         self.pool.give_back(self.workers)

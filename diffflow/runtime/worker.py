@@ -18,10 +18,11 @@ Three kinds of connection reach a worker:
   the worker's lock, so they never see a half-finished command.
 
 :class:`WorkerCommands` is the command set without sockets; the in-memory
-transport of :mod:`diffflow.runtime.cluster` drives it directly.
+transport of :mod:`diffflow.runtime.transports` drives it directly.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import pickle
 import sys
@@ -62,6 +63,8 @@ class WorkerCommands:
         self.symbols = SymbolTable()
         self.pushes: dict = {}  # token -> [(node_id, rows, diffs)]
         self.lock = threading.RLock()
+        self._reported = 0  # symbols known to the coordinator: the first entries of the table
+        self._fresh: dict = {}  # strings interned here and not reported yet
 
     def cmd_init(self, graph_blob: bytes, partition: int, parts: int, symbols: dict) -> int:
         graph = pickle.loads(graph_blob)
@@ -75,9 +78,27 @@ class WorkerCommands:
         self.engine = PartitionEngine(graph, partition, parts, self.symbols)
         self.sweeper = Sweeper(self.engine.topology, {partition: self.engine}, parts)
         self.pushes = {}
+        self._reported, self._fresh = len(self.symbols._text), {}
 
     def cmd_symbols(self, items: dict) -> None:
+        """Strings the coordinator knows (from the user, or other partitions' operators)."""
+        self._note_fresh()
         self.symbols._text.update(items)
+        self._reported = len(self.symbols._text)
+
+    def _note_fresh(self) -> None:
+        text = self.symbols._text
+        if len(text) > self._reported:
+            self._fresh.update(itertools.islice(text.items(), self._reported, None))
+            self._reported = len(text)
+
+    def take_fresh_symbols(self) -> dict:
+        """Strings interned here since the last call: made by this partition's operators (a
+        ``map`` returning new strings) or pushed by I/O tasks.  The coordinator passes them to
+        every partition, since the rows carrying them may be routed anywhere."""
+        self._note_fresh()
+        out, self._fresh = self._fresh, {}
+        return out
 
     def cmd_stage(self, node_id: int, rows: np.ndarray, diffs: np.ndarray) -> None:
         self.engine.stage(node_id, rows, diffs)
@@ -279,7 +300,7 @@ class WorkerServer(WorkerCommands):
             raise failure
         if errors:
             raise errors[0]
-        return self.engine.pointstamps()
+        return self.engine.pointstamps(), self.take_fresh_symbols()
 
     def serve(self) -> None:
         while True:
@@ -302,6 +323,11 @@ class WorkerServer(WorkerCommands):
 
 
 def main(argv=None) -> None:
+    """Run a worker: ``python -m diffflow.runtime.worker HOST PORT AUTHKEY_HEX BIND_HOST``.
+
+    Started by a launcher (:class:`~diffflow.runtime.transports.ProcessLauncher`,
+    a Spark barrier task), never by hand; it serves until the coordinator hangs up.
+    """
     argv = sys.argv[1:] if argv is None else argv
     host, port, authkey, bind_host = argv[0], int(argv[1]), bytes.fromhex(argv[2]), argv[3]
     server = WorkerServer((host, port), authkey, bind_host)
