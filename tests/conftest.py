@@ -16,7 +16,7 @@ def spark():
     session.stop()
 
 
-# DIFFFLOW_TEST_RUNTIME=cluster (or processes) runs the whole suite on that runtime: every
+# DIFFFLOW_TEST_RUNTIME=cluster, processes or spark runs the whole suite on that runtime: every
 # dataflow a test builds on the local runtime is built on it instead, except in tests marked
 # local_runtime (they test what only an in-process runtime has, e.g. pickling a whole Dataflow).
 TEST_RUNTIME = os.environ.get("DIFFFLOW_TEST_RUNTIME", "local")
@@ -29,10 +29,13 @@ def _every_dataflow_on_the_test_runtime(request, monkeypatch):
         return
     from diffflow.flow import Dataflow
 
+    session = request.getfixturevalue("spark") if TEST_RUNTIME == "spark" else None
     original = Dataflow.__init__
 
     def on_test_runtime(self, partitions=1, runtime="local", spark=None, **kw):
-        original(self, partitions, TEST_RUNTIME if runtime == "local" else runtime, spark, **kw)
+        if runtime == "local" and spark is None:  # a test checking spark= keeps its arguments
+            runtime, spark = TEST_RUNTIME, session
+        original(self, partitions, runtime, spark, **kw)
 
     monkeypatch.setattr(Dataflow, "__init__", on_test_runtime)
     yield

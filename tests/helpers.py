@@ -8,17 +8,16 @@ every trace in the runtime satisfies its invariants.
 """
 from __future__ import annotations
 
-import os
 import random
 from collections import Counter
 
 import diffflow as dd
 from diffflow.operators.registry import operator_class
 
-# Which runtime the shared machinery builds: "local" unless a suite (or the
-# DIFFFLOW_TEST_RUNTIME variable) asks for another; RUNTIME_OPTIONS may carry
-# e.g. the SparkSession.
-RUNTIME_OPTIONS: dict = {"runtime": os.environ.get("DIFFFLOW_TEST_RUNTIME", "local")}
+# Which runtime the shared machinery builds: "local" unless a suite asks for another
+# (DIFFFLOW_TEST_RUNTIME moves every local dataflow, see conftest.py); RUNTIME_OPTIONS may
+# carry e.g. the SparkSession.
+RUNTIME_OPTIONS: dict = {"runtime": "local"}
 
 
 def new_flow(parts: int) -> "dd.Dataflow":

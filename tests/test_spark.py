@@ -131,6 +131,7 @@ def test_dataframes_in_and_out(spark):
     flow.close()
 
 
+@pytest.mark.local_runtime  # also checks what the local runtime says to insert_dataframe
 def test_dataframe_errors_change_nothing(spark):
     flow = dd.Dataflow(runtime="spark", spark=spark, partitions=2)
     nums = flow.input("nums", [("x", int), ("y", int)])
