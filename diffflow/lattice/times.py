@@ -264,6 +264,8 @@ def advance_by(times, frontier) -> np.ndarray:
     f = as_times(frontier, d=d)
     if f.shape[0] == 0:
         out = t2.copy()
+    elif f.shape[0] == 1:  # the common case: one frontier element, a plain join
+        out = np.maximum(t2, f[0])
     else:
         n, k = t2.shape[0], f.shape[0]
         out = np.empty((n, d), dtype=np.int64)

@@ -32,6 +32,7 @@ import numpy as np
 from ..arrangements import columnar
 from ..arrangements.spine import Spine, expand_ranges
 from ..arrangements.updates import Updates, concat
+from ..lattice.times import advance_by, minimal
 from .base import Operator
 
 
@@ -146,6 +147,19 @@ class ReduceOp(Operator):
             history.append((q, None, self.pending_times[pos], None))
         hq = np.concatenate([h[0] for h in history])
         ht = np.concatenate([h[2] for h in history])
+        # Every time handled from now on -- the new times, their joins, the pending ones -- is
+        # admitted by F: the frontier the output was last sealed at, with the meets of the
+        # new and of the pending times (cheap lower bounds of each).  For such times t,
+        # h <= t iff advance_by(h, F) <= t, so history read advanced by F gives the same
+        # accumulations there with fewer distinct times: inside a loop every earlier epoch's
+        # rounds fall onto the current epoch, and a key's times become a chain (see the kernel).
+        bounds = [self.out_spine.upper.elements, new_t.min(axis=0)[None, :]]
+        if len(self.pending_times):
+            bounds.append(self.pending_times.min(axis=0)[None, :])
+        lower = minimal(np.concatenate(bounds))
+        early = ht[:, 0] < lower[:, 0].min()  # times of earlier epochs: the ones that collapse
+        if early.any():
+            ht[early] = advance_by(ht[early], lower)
         # distinct (key, time) history pairs, grouped by key
         hq, ht, _ = columnar.consolidate(hq[:, None], ht, np.ones(len(hq), np.int64))
         bounds = np.searchsorted(hq[:, 0], np.arange(len(keys) + 1))
