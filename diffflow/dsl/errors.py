@@ -1,12 +1,7 @@
-"""Errors and warnings that point at the program text: ``file:line:col``, the line, a caret.
+"""The Datalog front end's error helpers; its errors themselves live in :mod:`diffflow.errors`.
 
->>> source = "path(x, y) :- edg(x, y)."
->>> print(DatalogError("unknown relation 'edg'", source, "prog.dl", 1, 15,
-...                    hint="declare it with .decl edg(...)"))
-prog.dl:1:15: error: unknown relation 'edg'
-    path(x, y) :- edg(x, y).
-                  ^
-  hint: declare it with .decl edg(...)
+:class:`DatalogError` and :class:`DatalogWarning` (re-exported here) point at
+the program text: ``file:line:col``, the line, a caret.
 
 When the text went through the C preprocessor, ``source`` is a
 :class:`~diffflow.dsl.preprocess.Preprocessed` string that knows where each of

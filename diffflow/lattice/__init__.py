@@ -23,7 +23,8 @@ This package depends on numpy only.
 """
 
 from .antichain import Antichain
-from .frontiers import ADVANCE, ENTER, IDENTITY, LEAVE, antichain_of, minimal_tuples, times_frontier
+from .frontiers import (ADVANCE, ENTER, IDENTITY, LEAVE, antichain_of, minimal_tuples,
+                        times_frontier)
 from .times import (
     advance_by,
     as_times,

@@ -65,6 +65,38 @@ def _chain_closure(new_t, hist_t):
 
 
 @njit(cache=True)
+def _pairwise_closure(new_t, hist_t):
+    """The closure of distinct ``new_t`` under join with ``hist_t`` and itself, pair by pair."""
+    d = new_t.shape[1]
+    scratch = np.empty((max(64, 2 * new_t.shape[0]), d), np.int64)
+    tmp = np.empty(d, np.int64)
+    found = 0
+    for i in range(new_t.shape[0]):
+        if not _contains(scratch, found, new_t[i]):
+            scratch[found] = new_t[i]
+            found += 1
+    i = 0
+    while i < found:
+        # join scratch[i] with every history time and every closure time so far
+        for src in range(2):
+            hi = hist_t.shape[0] if src == 0 else found
+            for j in range(hi):
+                for k in range(d):
+                    x = scratch[i, k]
+                    y = hist_t[j, k] if src == 0 else scratch[j, k]
+                    tmp[k] = x if x > y else y
+                if not _contains(scratch, found, tmp):
+                    if found == scratch.shape[0]:
+                        bigger = np.empty((2 * found, d), np.int64)
+                        bigger[:found] = scratch[:found]
+                        scratch = bigger
+                    scratch[found] = tmp
+                    found += 1
+        i += 1
+    return scratch[:found]
+
+
+@njit(cache=True)
 def join_closure_groups(new_t, new_starts, hist_t, hist_starts):
     """Per group, the closure of its new times under join with its history and itself.
 
@@ -78,54 +110,13 @@ def join_closure_groups(new_t, new_starts, hist_t, hist_starts):
     out_g = np.empty(cap, np.int64)
     out_t = np.empty((cap, d), np.int64)
     n_out = 0
-    scratch = np.empty((64, d), np.int64)
-    tmp = np.empty(d, np.int64)
     for g in range(groups):
-        a, b = new_starts[g], new_starts[g + 1]
-        ha, hb = hist_starts[g], hist_starts[g + 1]
-        chain_t = _chain_closure(new_t[a:b], hist_t[ha:hb])
-        if chain_t.shape[0] > 0:  # totally ordered: no join is new, no pairwise work
-            found = chain_t.shape[0]
-            if n_out + found > cap:
-                cap = 2 * (n_out + found)
-                g2 = np.empty(cap, np.int64)
-                t2 = np.empty((cap, d), np.int64)
-                g2[:n_out] = out_g[:n_out]
-                t2[:n_out] = out_t[:n_out]
-                out_g, out_t = g2, t2
-            for i in range(found):
-                out_g[n_out] = g
-                out_t[n_out] = chain_t[i]
-                n_out += 1
-            continue
-        found = 0
-        for i in range(a, b):
-            if found == scratch.shape[0]:
-                bigger = np.empty((2 * found, d), np.int64)
-                bigger[:found] = scratch[:found]
-                scratch = bigger
-            if not _contains(scratch, found, new_t[i]):
-                scratch[found] = new_t[i]
-                found += 1
-        i = 0
-        while i < found:
-            # join scratch[i] with every history time and every closure time so far
-            for src in range(2):
-                lo = ha if src == 0 else 0
-                hi = hb if src == 0 else found
-                for j in range(lo, hi):
-                    for k in range(d):
-                        x = scratch[i, k]
-                        y = hist_t[j, k] if src == 0 else scratch[j, k]
-                        tmp[k] = x if x > y else y
-                    if not _contains(scratch, found, tmp):
-                        if found == scratch.shape[0]:
-                            bigger = np.empty((2 * found, d), np.int64)
-                            bigger[:found] = scratch[:found]
-                            scratch = bigger
-                        scratch[found] = tmp
-                        found += 1
-            i += 1
+        group_new = new_t[new_starts[g]:new_starts[g + 1]]
+        group_hist = hist_t[hist_starts[g]:hist_starts[g + 1]]
+        closure = _chain_closure(group_new, group_hist)  # totally ordered: a sort
+        if closure.shape[0] == 0:
+            closure = _pairwise_closure(group_new, group_hist)
+        found = closure.shape[0]
         if n_out + found > cap:
             cap = 2 * (n_out + found)
             g2 = np.empty(cap, np.int64)
@@ -135,7 +126,7 @@ def join_closure_groups(new_t, new_starts, hist_t, hist_starts):
             out_g, out_t = g2, t2
         for i in range(found):
             out_g[n_out] = g
-            out_t[n_out] = scratch[i]
+            out_t[n_out] = closure[i]
             n_out += 1
     return out_g[:n_out].copy(), out_t[:n_out].copy()
 

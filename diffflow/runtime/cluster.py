@@ -74,7 +74,6 @@ class ClusterRuntime(Runtime):
         self.delivered: dict = {}   # (node, partition) -> epochs whose changes a reader took
         self.recoveries = 0
         self.sweeps = 0             # sweeps of the last run (a measure of its latency)
-        self.frontiers = self.topology.initial_frontiers()
         self._synced_symbols = 0
         self.transport.start(graph, dict(symbols._text))
         # workers go back to their pool even if the user never calls close()
@@ -161,7 +160,6 @@ class ClusterRuntime(Runtime):
                 self.symbols._text.update(fresh)
             used = frontiers
             self.sweeps += 1
-        self.frontiers = frontiers
         overflow: dict = {}
         for found in self.transport.call_all("finish", [(frontiers,)] * self.parts):
             for scope_id, epochs in found.items():

@@ -64,7 +64,6 @@ class Topology:
     """
 
     def __init__(self, graph):
-        self.graph = graph
         self.nodes = list(graph.nodes)
         self.consumers = graph.consumers()
         self.classes = [operator_class(n.kind) for n in self.nodes]
