@@ -28,8 +28,11 @@ diffflow 0.1.0
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 import time
 
 _SLOW_SECONDS = 2.0
@@ -40,7 +43,8 @@ def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        return _dispatch(parser, args)
+        with _interrupts_noticed() as interrupts:
+            return _dispatch(parser, args, interrupts)
     except BrokenPipeError:
         # the reader left (`diffflow run ... -D - | head`): stop quietly, as Unix tools do
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -51,7 +55,27 @@ def main(argv=None) -> int:
         return 128 + 2
 
 
-def _dispatch(parser, args) -> int:
+@contextlib.contextmanager
+def _interrupts_noticed():
+    """Yield a list that records each SIGINT (which still raises KeyboardInterrupt)."""
+    received = []
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield received  # someone else handles Ctrl-C (an embedding program)
+        return
+
+    def on_interrupt(signum, frame):
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _dispatch(parser, args, interrupts=()) -> int:
     if args.version:
         from . import __version__
         print(f"diffflow {__version__}", flush=True)
@@ -63,7 +87,14 @@ def _dispatch(parser, args) -> int:
     from .errors import NonConvergenceError
 
     try:
-        return args.handler(args)
+        try:
+            return args.handler(args)
+        except Exception:
+            # Ctrl-C inside a numba kernel or its compiler comes back as another error
+            # (a SystemError, or a RuntimeError once llvmlite swallowed the interrupt)
+            if interrupts:
+                raise KeyboardInterrupt from None
+            raise
     except BrokenPipeError:
         raise  # handled by main
     except DatalogError as exc:

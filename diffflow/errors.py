@@ -80,6 +80,30 @@ def loop_overflow_error(overflow: dict, scopes) -> NonConvergenceError:
     return NonConvergenceError(message, first, overflow[first.id])
 
 
+def caused_by_interrupt(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is ``exc`` or anywhere in its chain of causes.
+
+    Ctrl-C while a numba kernel runs surfaces as a ``SystemError`` whose
+    context is the interrupt; callers turn it back into an interrupt.
+
+    >>> try:
+    ...     try:
+    ...         raise KeyboardInterrupt
+    ...     except KeyboardInterrupt:
+    ...         raise SystemError("returned a result with an exception set")
+    ... except SystemError as exc:
+    ...     caused_by_interrupt(exc)
+    True
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def _restore(cls, args, state):
     obj = cls.__new__(cls)
     Exception.__init__(obj, *args)

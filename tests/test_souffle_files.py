@@ -547,7 +547,7 @@ def test_ctrl_c_stops_quietly(tmp_path):
     time.sleep(4)  # compiled and well into the recursion
     proc.send_signal(signal.SIGINT)
     err = proc.communicate(timeout=120)[1].decode()
-    assert proc.returncode == 130
+    assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == "diffflow: interrupted" and "Traceback" not in err
 
 
@@ -586,3 +586,16 @@ def test_rfc4180_and_compressed_files(tmp_path):
     _write(tmp_path / "f" / "e.facts", b'1,"a\n2,b,c\n', mode="b")
     assert main(["run", str(prog), "-F", str(tmp_path / "f"), "-D", str(tmp_path / "o2")]) == 1
     assert not (tmp_path / "o2").exists()
+
+
+def test_every_node_of_a_program_is_located_in_its_file(tmp_path):
+    # runtime failures name the operator and where it was built: for Datalog, the .dl line
+    prog = _write(tmp_path / "p.dl", ".decl e(x: number, y: number)\n.input e\n"
+                  ".decl t(x: number, y: number)\n.output t\n"
+                  "t(x, y) :- e(x, y).\nt(x, z) :- t(x, y), e(y, z).\n"
+                  ".decl c(k: number)\n.output c\nc(k) :- k = count : t(_, _).\n")
+    program = dd.Program.from_file(str(prog))
+    where = {n.id: n.location for n in program.flow.graph.nodes if n.kind != "output"}
+    assert all(loc.startswith(f"{prog}:") for loc in where.values()), where
+    lines = {int(loc.rsplit(":", 1)[1]) for loc in where.values()}
+    assert {1, 3, 5, 6, 7, 9} <= lines

@@ -26,6 +26,8 @@ Numbers follow Soufflé: ``number`` arithmetic wraps to 32-bit signed,
 """
 from __future__ import annotations
 
+import contextlib
+
 from dataclasses import dataclass, field
 
 from .. import collection as coll
@@ -106,7 +108,8 @@ class _Compiler(ClauseCompiler):
     def input_of(self, relation: Relation):
         if not relation.has_input:
             return None
-        inp = self.flow.input(relation.name, relation_columns(relation))
+        with self.located(relation.declaration.line):
+            inp = self.flow.input(relation.name, relation_columns(relation))
         self.inputs[relation.name] = inp
         return inp
 
@@ -121,22 +124,34 @@ class _Compiler(ClauseCompiler):
             return
         if not parts:  # every rule was unfolded away (inline clauses that never hold)
             self.plan.append(f"  {relation.name}: always empty")
-            self.values[relation.name] = self.flow.input(f"_empty_{relation.name}",
-                                                         relation_columns(relation))
+            with self.located(relation.declaration.line):
+                self.values[relation.name] = self.flow.input(f"_empty_{relation.name}",
+                                                             relation_columns(relation))
             return
-        self.values[relation.name] = parts[0].concat(*parts[1:]).distinct()
+        with self.located(relation.declaration.line):
+            self.values[relation.name] = parts[0].concat(*parts[1:]).distinct()
+
+    @contextlib.contextmanager
+    def located(self, line: int):
+        """Nodes built inside are reported at this program line (runtime errors, loops)."""
+        graph = self.flow.graph
+        graph.location_override = self.where(line)
+        try:
+            yield
+        finally:
+            graph.location_override = None
 
     def compile_recursive(self, relations: list):
         # the loop is where the recursion is written: the stratum's first rule
         first = min((c.rule.line for r in relations for c in r.clauses),
                     default=relations[0].declaration.line)
-        self.flow.graph.location_override = self.where(first)
-        loop = self.flow.loop(name="stratum " + ",".join(r.name for r in relations),
-                              max_rounds=self.max_rounds)
-        self.flow.graph.location_override = None
+        with self.located(first):
+            loop = self.flow.loop(name="stratum " + ",".join(r.name for r in relations),
+                                  max_rounds=self.max_rounds)
         variables = {}
         for relation in relations:
-            variables[relation.name] = loop.variable(columns=relation_columns(relation))
+            with self.located(relation.declaration.line):
+                variables[relation.name] = loop.variable(columns=relation_columns(relation))
         env = dict(self.values)
         env.update(variables)
         for relation in relations:
@@ -144,18 +159,16 @@ class _Compiler(ClauseCompiler):
             parts = [inp] if inp is not None else []
             for clause in relation.clauses:
                 parts.append(self.compile_clause(clause, env))
-            variables[relation.name].set(parts[0].concat(*parts[1:]).distinct())
+            with self.located(relation.declaration.line):
+                variables[relation.name].set(parts[0].concat(*parts[1:]).distinct())
         for relation in relations:
-            self.values[relation.name] = variables[relation.name].leave()
+            with self.located(relation.declaration.line):
+                self.values[relation.name] = variables[relation.name].leave()
 
     # -- clauses -----------------------------------------------------------------------------
     def compile_clause(self, clause: Clause, env: dict):
-        graph = self.flow.graph
-        graph.location_override = self.where(clause.rule.line)
-        try:
+        with self.located(clause.rule.line):
             return self._compile_clause(clause, env)
-        finally:
-            graph.location_override = None
 
     def _compile_clause(self, clause: Clause, env: dict):
         head = self.analysed.relations[clause.head.relation]

@@ -45,7 +45,7 @@ import numpy as np
 from ..arrangements.arrangement import split_by_partition
 from ..arrangements.updates import Updates
 from ..dataflow.progress import global_frontiers, node_out_frontier
-from ..errors import OperatorError
+from ..errors import OperatorError, caused_by_interrupt
 from ..lattice.frontiers import antichain_of, minimal_tuples, times_frontier
 from ..operators.base import OperatorContext
 from ..operators.registry import operator_class
@@ -166,6 +166,8 @@ class PartitionEngine:
         except OperatorError:
             raise
         except Exception as exc:
+            if caused_by_interrupt(exc):  # Ctrl-C inside a numba kernel surfaces as a SystemError
+                raise KeyboardInterrupt from exc
             raise OperatorError(f"operator {node.describe()} failed: "
                                 f"{type(exc).__name__}: {exc}") from exc
         if not outs:
