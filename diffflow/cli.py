@@ -27,6 +27,7 @@ diffflow 0.1.0
 """
 from __future__ import annotations
 
+import _thread
 import argparse
 import contextlib
 import os
@@ -57,21 +58,40 @@ def main(argv=None) -> int:
 
 @contextlib.contextmanager
 def _interrupts_noticed():
-    """Yield a list that records each SIGINT (which still raises KeyboardInterrupt)."""
+    """Yield a list that records each SIGINT (which still raises KeyboardInterrupt).
+
+    A library may swallow the KeyboardInterrupt (llvmlite does while numba
+    compiles), so after the first Ctrl-C the interrupt is re-raised in the
+    main thread every half second until the command has stopped.
+    """
     received = []
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         yield received  # someone else handles Ctrl-C (an embedding program)
         return
+    stopped = threading.Event()
+
+    def repeat():
+        while not stopped.wait(0.5):
+            _thread.interrupt_main()
+
+    repeater = threading.Thread(target=repeat, name="diffflow-interrupt", daemon=True)
 
     def on_interrupt(signum, frame):
+        if stopped.is_set():
+            return  # a repeat that arrives while the command is already stopping
         received.append(signum)
+        if len(received) == 1:
+            repeater.start()
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, on_interrupt)
     try:
         yield received
     finally:
+        stopped.set()
+        if repeater.is_alive():
+            repeater.join()
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 

@@ -15,7 +15,7 @@ import pytest
 from diffflow import graphs
 from diffflow.operators.reduce import join_closure
 from helpers import Case
-from test_graphs import reach_oracle, sssp_oracle, wcc_oracle
+from test_graphs import reach_oracle, scc_oracle, sssp_oracle, wcc_oracle
 
 
 def chain_edges(n: int) -> list:
@@ -52,6 +52,26 @@ def test_components_on_deep_graphs_under_cuts(shape, parts):
     case = Case({"edges": ["src", "dst"]}, lambda f, i: graphs.connected_components(i["edges"]),
                 wcc_oracle, parts)
     cut_and_repair(case, edges, seed=parts, epochs=6)
+
+
+@pytest.mark.parametrize("parts", [1, 3])
+def test_components_on_a_long_chain_with_shuffled_ids(parts):
+    # pointer jumping follows labels, not edges: ids in random order along the path
+    # make the labels jump back and forth, and cuts split and rejoin long stretches
+    ids = list(range(200))
+    random.Random(parts).shuffle(ids)
+    edges = [(ids[a], ids[b]) for a, b in chain_edges(200)]
+    case = Case({"edges": ["src", "dst"]}, lambda f, i: graphs.connected_components(i["edges"]),
+                wcc_oracle, parts)
+    cut_and_repair(case, edges, seed=11 + parts, epochs=4)
+
+
+@pytest.mark.parametrize("parts", [1, 3])
+def test_strong_components_of_a_long_cycle_under_cuts(parts):
+    cycle = chain_edges(80) + [(79, 0)]
+    case = Case({"edges": ["src", "dst"]},
+                lambda f, i: graphs.strongly_connected_components(i["edges"]), scc_oracle, parts)
+    cut_and_repair(case, cycle, seed=5 + parts, epochs=4)
 
 
 @pytest.mark.parametrize("parts", [1, 3])
