@@ -101,6 +101,15 @@ _MAX_RADIX_PASSES = 1
 _KERNELS = None
 
 
+def kernels():
+    """The numba kernel module, imported (and its cache loaded) on first use.
+
+    For callers whose arrays are known valid (batches of a spine) and that
+    call a kernel often on small inputs, where validation would dominate.
+    """
+    return _k()
+
+
 def _k():
     """Import (once) and return the numba kernel module."""
     global _KERNELS

@@ -33,6 +33,11 @@ from .batch import Batch, merge
 from .updates import Updates, concat
 
 
+# Batches below this many updates are merged into the next one regardless of the
+# geometric rule (see Spine.insert).
+SMALL_BATCH = 1024
+
+
 def expand_ranges(lo: np.ndarray, hi: np.ndarray):
     """For half-open ranges ``[lo[i], hi[i])``, list (range index, position) pairs.
 
@@ -78,10 +83,18 @@ class Spine:
             return
         self.batches.append(batch)
         batches = self.batches
-        while len(batches) >= 2 and len(batches[-2]) <= 2 * len(batches[-1]):
-            newer = batches.pop()
-            older = batches.pop()
-            batches.append(merge(older, newer, self.since))
+        while len(batches) >= 2:
+            older, newer = batches[-2], batches[-1]
+            if len(older) <= 2 * len(newer):
+                merged = merge(older, newer, self.since)
+            elif len(older) < SMALL_BATCH:
+                # a tiny batch per loop round would leave ~log2(rounds) batches for every
+                # lookup to search; merging small tails costs a short copy (compaction
+                # waits for the next geometric merge)
+                merged = merge(older, newer, Antichain.minimum(self.dim))
+            else:
+                break
+            batches[-2:] = [merged]
 
     def insert_updates(self, updates: Updates, upper: Antichain) -> Batch:
         """Consolidate ``updates`` into a batch ``[self.upper, upper)`` and insert it."""
@@ -111,11 +124,15 @@ class Spine:
         query row that update ``i`` matched.
         """
         query_keys = np.ascontiguousarray(query_keys, dtype=np.int64)
+        if query_keys.ndim != 2 or query_keys.shape[1] != self.key_width:
+            raise ValueError(f"gather: query keys of shape {query_keys.shape} do not match "
+                             f"key width {self.key_width}")
+        gather_prefix = columnar.kernels().gather_prefix  # batches hold valid arrays
         parts = []
         for batch in self.batches:
             if len(batch):
-                found = columnar.gather_prefix(batch.rows, batch.times, batch.diffs,
-                                               self.key_width, query_keys)
+                found = gather_prefix(batch.rows, batch.times, batch.diffs, self.key_width,
+                                      query_keys)
                 if len(found[0]):
                     parts.append(found)
         if not parts:

@@ -231,6 +231,10 @@ def _dominated(frontier: np.ndarray, times: np.ndarray) -> np.ndarray:
     out = np.zeros(n, dtype=bool)
     if k == 0 or n == 0:
         return out
+    if k <= 4:  # the common case (a loop's frontier): a few comparisons per time
+        for f in frontier:
+            out |= np.all(times >= f, axis=1)
+        return out
     step = _chunk_rows(k, d)
     for s in range(0, n, step):
         blk = times[s : s + step]
@@ -299,7 +303,7 @@ def minimal(times, d: int | None = None) -> np.ndarray:
     """
     t = as_times(times, d)
     n, d = t.shape
-    if n == 0:
+    if n <= 1:
         return t.copy()
     s = t[lex_order(t)]
     distinct = np.ones(n, dtype=bool)
