@@ -16,6 +16,8 @@ closes an epoch of every input and, unless ``run=False``, computes it.
 """
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import TYPE_CHECKING
 
 from .dataflow.graph import Graph
@@ -27,6 +29,19 @@ if TYPE_CHECKING:
     from .iteration import Loop
 
 RUNTIMES = ("local", "processes", "spark", "cluster")
+
+# Dataflows that have started running.  A dataflow and its collections refer to
+# each other, so one the user dropped is only freed by Python's cyclic garbage
+# collector, which big numpy arrays do not prompt.  Before a new dataflow starts,
+# dropped ones that moved at least this many input rows are collected.
+_RUNNING = weakref.WeakSet()
+_COLLECT_ABOVE_ROWS = 100_000
+
+
+def _free_dropped_dataflows() -> None:
+    """Collect dataflows that are no longer reachable if they may hold much memory."""
+    if sum(flow._rows_in for flow in list(_RUNNING)) >= _COLLECT_ABOVE_ROWS:
+        gc.collect()
 
 
 def _make_runtime(flow):
@@ -90,6 +105,7 @@ class Dataflow:
         self.epoch = 0
         self._inputs: list[InputCollection] = []
         self._runtime = None
+        self._rows_in = 0  # input rows moved so far (see _free_dropped_dataflows)
         self._arrangements: dict = {}
         self._entered: dict = {}
         self._loops: list = []
@@ -133,6 +149,7 @@ class Dataflow:
         for handle in self._inputs:
             for rows, diffs in handle._staged:
                 runtime.stage(handle.node.id, rows, diffs)
+                self._rows_in += len(diffs)
             handle._staged = []
         runtime.close_epoch([h.node.id for h in self._inputs])
         self.epoch += 1
@@ -149,7 +166,9 @@ class Dataflow:
                 raise GraphError("this dataflow was closed; build a new Dataflow")
             for loop in self._loops:
                 loop._check_complete()
+            _free_dropped_dataflows()
             self._runtime = _make_runtime(self)
+            _RUNNING.add(self)
         return self._runtime
 
     def close(self) -> None:
@@ -164,6 +183,19 @@ class Dataflow:
         if runtime is not None:
             runtime.close()
         self._closed = True
+
+    def __enter__(self) -> "Dataflow":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """``with Dataflow() as flow:`` closes the dataflow (and frees its memory) at the end.
+
+        >>> with Dataflow() as flow:
+        ...     a = flow.input("a", ["x"]); out = a.output(); a.insert([1]); flow.advance()
+        ...     sorted(out.snapshot())
+        [(1,)]
+        """
+        self.close()
 
     def _check_open(self, what: str) -> None:
         if self._closed:

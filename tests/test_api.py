@@ -188,3 +188,45 @@ def test_join_on_every_column_in_swapped_order(partitions):
     out = a.join(b, left_on=["x", "y"], right_on=["q", "p"]).output()
     a.insert([(1, 2), (2, 1), (3, 4)]); b.insert([(2, 1), (1, 2), (3, 4)]); flow.advance()
     assert out.snapshot() == {(1, 2): 1, (2, 1): 1}
+
+
+def test_a_dropped_dataflow_is_freed_before_the_next_one_starts():
+    # a dataflow and its collections refer to each other; big numpy arrays never prompt
+    # Python's cycle collector, so diffflow collects before a new dataflow starts
+    import gc
+    import weakref
+
+    import numpy as np
+
+    def big_flow():
+        flow = dd.Dataflow()
+        a = flow.input("a", ["x"])
+        out = a.distinct().output()
+        a.insert(np.arange(150_000).reshape(-1, 1))
+        flow.advance()
+        assert len(out.snapshot()) == 150_000
+        return weakref.ref(flow)
+
+    gc.disable()  # only diffflow's own collection may free it
+    try:
+        dropped = big_flow()
+        assert dropped() is not None  # held by its own reference cycles
+        flow = dd.Dataflow()
+        a = flow.input("a", ["x"])
+        out = a.output()
+        a.insert([(1,)])
+        flow.advance()
+        assert dropped() is None and sorted(out.snapshot()) == [(1,)]
+    finally:
+        gc.enable()
+
+
+def test_with_closes_the_dataflow():
+    with dd.Dataflow() as flow:
+        a = flow.input("a", ["x"])
+        out = a.output()
+        a.insert([(1,)])
+        flow.advance()
+        assert sorted(out.snapshot()) == [(1,)]
+    with pytest.raises(dd.GraphError, match="closed"):
+        a.insert([(2,)])
