@@ -28,9 +28,8 @@ import importlib as _importlib
 from .aggregates import Aggregate, count, max, min, sum
 from .arranged import Arranged
 from .collection import Collection
-from .dsl import DatalogError, DatalogWarning, Program
-from .errors import (DiffflowError, ExpressionError, GraphError, NonConvergenceError, OperatorError,
-                     WorkerLost)
+from .errors import (DatalogError, DatalogWarning, DiffflowError, ExpressionError, GraphError,
+                     NonConvergenceError, OperatorError, WorkerLost)
 from .expr import col, lit
 from .flow import Dataflow
 from .inputs import InputCollection
@@ -51,10 +50,13 @@ _SUBMODULES = {"aggregates", "arranged", "arrangements", "cli", "collection", "d
 
 
 def __getattr__(name):
+    if name == "Program":  # the Datalog front end (parser, analysis) loads on first use
+        from .dsl import Program
+        return Program
     if name in _SUBMODULES:
         return _importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'diffflow' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | _SUBMODULES)
+    return sorted(set(globals()) | _SUBMODULES | {"Program"})

@@ -78,6 +78,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import small
+
 __all__ = [
     "sort_permutation",
     "consolidate",
@@ -101,15 +103,6 @@ _MAX_RADIX_PASSES = 1
 _KERNELS = None
 
 
-def kernels():
-    """The numba kernel module, imported (and its cache loaded) on first use.
-
-    For callers whose arrays are known valid (batches of a spine) and that
-    call a kernel often on small inputs, where validation would dominate.
-    """
-    return _k()
-
-
 def _k():
     """Import (once) and return the numba kernel module."""
     global _KERNELS
@@ -117,6 +110,7 @@ def _k():
         import importlib
 
         _KERNELS = importlib.import_module("diffflow.arrangements._kernels")
+        small.kernels_loaded()
     return _KERNELS
 
 
@@ -324,14 +318,16 @@ def consolidate(rows, times, diffs):
     ([[1], [1]], [[0], [1]], [1, 3])
     """
     r, t, d = _triple(rows, times, diffs)
-    K = _k()
     n = r.shape[0]
-    state = K.sortedness(r, t) if n >= 2 else 2
+    if n >= 2 and small.prefer(n, small.SMALL):
+        return small.consolidate(r, t, d)
+    state = _k().sortedness(r, t) if n >= 2 else 2
     if state == 2:  # strictly sorted: only zero diffs can go
         keep = d != 0
         if keep.all():
             return r.copy(), t.copy(), d.copy()
         return r[keep], t[keep], d[keep]
+    K = _k()
     # numpy allocates the outputs (transparent huge pages: cheaper faults)
     out = (np.empty_like(r), np.empty_like(t), np.empty_like(d))
     if state == 1:
@@ -375,6 +371,8 @@ def merge_consolidated(rows_a, times_a, diffs_a, rows_b, times_b, diffs_b):
     _same_width(ra, rb, "rows_a", "rows_b")
     _same_width(ta, tb, "times_a", "times_b")
     cap = ra.shape[0] + rb.shape[0]
+    if small.prefer(cap, small.SMALL):
+        return small.merge_consolidated(ra, ta, da, rb, tb, db)
     out = (np.empty((cap, ra.shape[1]), np.int64), np.empty((cap, ta.shape[1]), np.int64),
            np.empty(cap, np.int64))
     return _finish(out, _k().merge_consolidated(ra, ta, da, rb, tb, db, *out))
@@ -500,6 +498,8 @@ def key_ranges(sorted_keys, query_keys):
     _same_width(s, q, "sorted_keys", "query_keys")
     lo = np.empty(q.shape[0], dtype=np.int64)
     hi = np.empty(q.shape[0], dtype=np.int64)
+    if small.prefer(s.shape[0] * q.shape[0], small.SMALL_PAIRS):
+        return small.key_ranges(s, q)
     _k().key_ranges(s, q, lo, hi)
     return lo, hi
 
@@ -522,7 +522,14 @@ def gather_prefix(rows, times, diffs, width: int, query_keys):
     if not 0 <= width <= r.shape[1] or q.shape[1] != width:
         raise ValueError(f"gather_prefix: width {width} does not fit rows of width "
                          f"{r.shape[1]} and queries of width {q.shape[1]}")
-    return _k().gather_prefix(r, t, d, width, q)
+    return gather_prefix_unchecked(r, t, d, width, q)
+
+
+def gather_prefix_unchecked(rows, times, diffs, width: int, queries):
+    """:func:`gather_prefix` on arrays known valid (a spine's batches): no checks."""
+    if small.prefer(rows.shape[0] * queries.shape[0], small.SMALL_PAIRS):
+        return small.gather_prefix(rows, times, diffs, width, queries)
+    return _k().gather_prefix(rows, times, diffs, width, queries)
 
 
 def searchsorted_rows(sorted_rows, query_rows, side: str = "left") -> np.ndarray:
@@ -562,6 +569,8 @@ def match_sorted(left_keys, right_keys):
     a = _rows(left_keys, "left_keys")
     b = _rows(right_keys, "right_keys")
     _same_width(a, b, "left_keys", "right_keys")
+    if small.prefer(a.shape[0] * b.shape[0], small.SMALL_PAIRS):
+        return small.match_sorted(a, b)
     K = _k()
     total = K.match_count(a, b)
     li = np.empty(total, dtype=np.int64)
@@ -582,5 +591,7 @@ def group_starts(sorted_rows) -> np.ndarray:
     [0]
     """
     s = _rows(sorted_rows, "sorted_rows")
+    if small.prefer(s.shape[0], small.SMALL):
+        return small.group_starts(s)
     buf = np.empty(s.shape[0] + 1, dtype=np.int64)
     return _trim(buf, _k().group_starts(s, buf))

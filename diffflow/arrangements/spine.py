@@ -127,12 +127,11 @@ class Spine:
         if query_keys.ndim != 2 or query_keys.shape[1] != self.key_width:
             raise ValueError(f"gather: query keys of shape {query_keys.shape} do not match "
                              f"key width {self.key_width}")
-        gather_prefix = columnar.kernels().gather_prefix  # batches hold valid arrays
         parts = []
         for batch in self.batches:
-            if len(batch):
-                found = gather_prefix(batch.rows, batch.times, batch.diffs, self.key_width,
-                                      query_keys)
+            if len(batch):  # batches hold valid arrays: no checks per call
+                found = columnar.gather_prefix_unchecked(batch.rows, batch.times, batch.diffs,
+                                                         self.key_width, query_keys)
                 if len(found[0]):
                     parts.append(found)
         if not parts:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arrangements import columnar
+from ..arrangements import columnar, small
 from ..arrangements.spine import Spine, expand_ranges
 from ..arrangements.updates import Updates, concat
 from ..lattice.times import advance_by, minimal
@@ -75,6 +75,26 @@ def join_closure(new_times: np.ndarray, history: np.ndarray) -> np.ndarray:
         others.update(fresh)
         todo = fresh
     return np.array(sorted(found), dtype=np.int64).reshape(len(found), new_times.shape[1])
+
+
+def _closure_groups_small(new_t, new_starts, hist_t, hist_starts):
+    """``join_closure_groups`` for a few times, without loading the kernels."""
+    groups, times = [], []
+    for g in range(len(new_starts) - 1):
+        closure = join_closure(new_t[new_starts[g]:new_starts[g + 1]],
+                               hist_t[hist_starts[g]:hist_starts[g + 1]])
+        groups.append(np.full(len(closure), g, np.int64))
+        times.append(closure)
+    return np.concatenate(groups), np.concatenate(times)
+
+
+def _ready_small(times, starts):
+    """``ready_mask`` for a few times: no other time of the group is ``<=`` this one."""
+    group = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+    below = np.all(times[None, :, :] <= times[:, None, :], axis=2)  # [i, j]: t_j <= t_i
+    below &= group[None, :] == group[:, None]
+    np.fill_diagonal(below, False)
+    return ~below.any(axis=1)
 
 
 class ReduceOp(Operator):
@@ -163,7 +183,10 @@ class ReduceOp(Operator):
         # distinct (key, time) history pairs, grouped by key
         hq, ht, _ = columnar.consolidate(hq[:, None], ht, np.ones(len(hq), np.int64))
         bounds = np.searchsorted(hq[:, 0], np.arange(len(keys) + 1))
-        group, times = _kernels().join_closure_groups(new_t, starts, ht, bounds)
+        if small.prefer(len(new_t) * max(1, len(ht)), 64):  # a few times: plain Python
+            group, times = _closure_groups_small(new_t, starts, ht, bounds)
+        else:
+            group, times = _kernels().join_closure_groups(new_t, starts, ht, bounds)
         return _unique_pairs(keys[group], times)
 
     # -- corrections ---------------------------------------------------------
@@ -194,6 +217,8 @@ class ReduceOp(Operator):
         if self.ctx.dim == 1 or first.all():
             return first
         starts = np.append(np.flatnonzero(first), len(qk)).astype(np.int64)
+        if small.prefer(len(qt) ** 2, small.SMALL_PAIRS):
+            return _ready_small(qt, starts)
         return _kernels().ready_mask(np.ascontiguousarray(qt), starts)
 
     def _accumulate(self, spines, extra, qk, qt):
