@@ -35,7 +35,7 @@ from .updates import Updates, concat
 
 # Batches below this many updates are merged into the next one regardless of the
 # geometric rule (see Spine.insert).
-SMALL_BATCH = 1024
+SMALL_BATCH = 256
 
 
 def expand_ranges(lo: np.ndarray, hi: np.ndarray):
