@@ -85,6 +85,13 @@ def _interrupts_noticed():
             repeater.start()
         raise KeyboardInterrupt
 
+    def unraisable(info, previous=sys.unraisablehook):
+        # llvmlite reports an interrupt it swallowed in a ctypes callback; we re-raise it
+        if not (received and isinstance(info.exc_value, KeyboardInterrupt)):
+            previous(info)
+
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = unraisable
     signal.signal(signal.SIGINT, on_interrupt)
     try:
         yield received
@@ -93,6 +100,7 @@ def _interrupts_noticed():
         if repeater.is_alive():
             repeater.join()
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.unraisablehook = previous_hook
 
 
 def _dispatch(parser, args, interrupts=()) -> int:

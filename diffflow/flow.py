@@ -30,18 +30,20 @@ if TYPE_CHECKING:
 
 RUNTIMES = ("local", "processes", "spark", "cluster")
 
-# Dataflows that have started running.  A dataflow and its collections refer to
-# each other, so one the user dropped is only freed by Python's cyclic garbage
-# collector, which big numpy arrays do not prompt.  Before a new dataflow starts,
-# dropped ones that moved at least this many input rows are collected.
-_RUNNING = weakref.WeakSet()
-_COLLECT_ABOVE_ROWS = 100_000
+# A dataflow and its collections refer to each other, so a dataflow the user
+# dropped is freed only by Python's cyclic garbage collector, which big numpy
+# arrays never prompt.  So before a dataflow starts, if the dataflows still open
+# have moved many input rows since the last collection, collect.
+_OPEN = weakref.WeakSet()  # dataflows started and not closed
+_COLLECT_AFTER_ROWS = 500_000
+_rows_since_collect = [0]
 
 
 def _free_dropped_dataflows() -> None:
-    """Collect dataflows that are no longer reachable if they may hold much memory."""
-    if sum(flow._rows_in for flow in list(_RUNNING)) >= _COLLECT_ABOVE_ROWS:
+    """Collect dropped dataflows when enough input has moved for them to matter."""
+    if _rows_since_collect[0] >= _COLLECT_AFTER_ROWS and len(_OPEN):
         gc.collect()
+        _rows_since_collect[0] = 0
 
 
 def _make_runtime(flow):
@@ -105,7 +107,6 @@ class Dataflow:
         self.epoch = 0
         self._inputs: list[InputCollection] = []
         self._runtime = None
-        self._rows_in = 0  # input rows moved so far (see _free_dropped_dataflows)
         self._arrangements: dict = {}
         self._entered: dict = {}
         self._loops: list = []
@@ -149,7 +150,7 @@ class Dataflow:
         for handle in self._inputs:
             for rows, diffs in handle._staged:
                 runtime.stage(handle.node.id, rows, diffs)
-                self._rows_in += len(diffs)
+                _rows_since_collect[0] += len(diffs)
             handle._staged = []
         runtime.close_epoch([h.node.id for h in self._inputs])
         self.epoch += 1
@@ -168,7 +169,7 @@ class Dataflow:
                 loop._check_complete()
             _free_dropped_dataflows()
             self._runtime = _make_runtime(self)
-            _RUNNING.add(self)
+            _OPEN.add(self)
         return self._runtime
 
     def close(self) -> None:
@@ -183,12 +184,15 @@ class Dataflow:
         if runtime is not None:
             runtime.close()
         self._closed = True
+        _OPEN.discard(self)
 
     def __enter__(self) -> "Dataflow":
         return self
 
     def __exit__(self, *exc) -> None:
         """``with Dataflow() as flow:`` closes the dataflow (and frees its memory) at the end.
+
+        Read results inside the block: after it outputs read as empty.
 
         >>> with Dataflow() as flow:
         ...     a = flow.input("a", ["x"]); out = a.output(); a.insert([1]); flow.advance()

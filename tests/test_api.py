@@ -202,9 +202,9 @@ def test_a_dropped_dataflow_is_freed_before_the_next_one_starts():
         flow = dd.Dataflow()
         a = flow.input("a", ["x"])
         out = a.distinct().output()
-        a.insert(np.arange(150_000).reshape(-1, 1))
+        a.insert(np.arange(600_000).reshape(-1, 1))
         flow.advance()
-        assert len(out.snapshot()) == 150_000
+        assert len(out.snapshot()) == 600_000
         return weakref.ref(flow)
 
     gc.disable()  # only diffflow's own collection may free it

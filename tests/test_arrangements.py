@@ -168,3 +168,20 @@ def test_spine_random_batches_hypothesis(items, cut):
             expected[(a, b)] += d
     got = spine.to_updates()
     assert tally(got.rows, got.times, got.diffs) == {k: v for k, v in expected.items() if v}
+
+
+def test_small_tail_merges_keep_batch_descriptions_true():
+    # a compacted older batch merged with a small newer one must stay advanced by its since
+    from diffflow.arrangements.spine import Spine
+    from diffflow.arrangements.updates import Updates
+    from diffflow.lattice.frontiers import Antichain
+
+    spine = Spine(width=1, key_width=1, dim=1)
+    spine.insert_updates(Updates.from_lists([(i,) for i in range(10)], [(0,)] * 10, [1] * 10),
+                         Antichain([(1,)]))
+    spine.set_compaction(Antichain([(3,)]))
+    spine.insert_updates(Updates.from_lists([(i,) for i in range(10, 20)], [(1,)] * 10,
+                                            [1] * 10), Antichain([(2,)]))
+    spine.insert_updates(Updates.from_lists([(99,)], [(2,)], [1]), Antichain([(3,)]))
+    spine._check()
+    assert len(spine.batches) == 1 and len(spine) == 21

@@ -87,6 +87,28 @@ def test_searches_joins_and_groups_match_the_kernels(seed):
     same(got, K.gather_prefix(r, t, d, width, queries))
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_partitioning_matches_the_kernels(seed):
+    rng = np.random.default_rng(200 + seed)
+    K = kernels()
+    keys = rng.integers(-2**62, 2**62, (int(rng.integers(0, 30)), int(rng.integers(0, 3))))
+    keys = np.ascontiguousarray(keys, dtype=np.int64)
+    parts = int(rng.integers(1, 6))
+    expected = np.empty(len(keys), np.int64)
+    K.partition_of(keys, parts, expected)
+    small_state = dict(small._state)
+    try:
+        small._state.update(kernels_loaded=False, small_calls=0)  # take the numpy tactic
+        got = columnar.partition_of(keys, parts)
+        perm, offsets = columnar.group_by_partition(got, parts)
+    finally:
+        small._state.update(small_state)
+    assert np.array_equal(got, expected)
+    kperm = np.empty(len(keys), np.int64)
+    assert np.array_equal(offsets, K.group_by_partition(expected, parts, kperm))
+    assert np.array_equal(perm, kperm)
+
+
 @pytest.mark.parametrize("seed", range(30))
 def test_reduce_closure_and_readiness_match_the_kernels(seed):
     from diffflow.operators import _reduce_kernels
@@ -112,11 +134,12 @@ def test_reduce_closure_and_readiness_match_the_kernels(seed):
                           _reduce_kernels.ready_mask(times, ns))
 
 
-def test_a_first_small_query_does_not_load_the_kernels():
+@pytest.mark.parametrize("parts", [1, 3])
+def test_a_first_small_query_does_not_load_the_kernels(parts):
     script = (
         "import sys, diffflow as dd\n"
         "from diffflow import graphs\n"
-        "flow = dd.Dataflow(); e = flow.input('e', ['a', 'b'])\n"
+        f"flow = dd.Dataflow(partitions={parts}); e = flow.input('e', ['a', 'b'])\n"
         "out = graphs.connected_components(e).output()\n"
         "e.insert([(1, 2), (2, 3), (5, 6)]); flow.advance()\n"
         "p = dd.Program('.decl e(x: number, y: number)\\n.decl t(x: number, y: number)\\n"

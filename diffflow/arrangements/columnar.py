@@ -452,6 +452,8 @@ def partition_of(keys, parts) -> np.ndarray:
     """
     parts = _check_parts(parts)
     k = _rows(keys, "keys")
+    if small.prefer(k.shape[0], small.SMALL):
+        return (_hash_rows_numpy(k) % np.uint64(parts)).astype(np.int64)
     out = np.empty(k.shape[0], dtype=np.int64)
     _k().partition_of(k, parts, out)
     return out
@@ -470,6 +472,12 @@ def group_by_partition(part, parts):
     """
     parts = _check_parts(parts)
     p = _int64(part, "part", 1)
+    if small.prefer(p.shape[0], small.SMALL):
+        if len(p) and (p.min() < 0 or p.max() >= parts):
+            raise ValueError(f"part values must lie in [0, {parts})")
+        offsets = np.zeros(parts + 1, np.int64)
+        offsets[1:] = np.cumsum(np.bincount(p, minlength=parts))
+        return np.argsort(p, kind="stable").astype(np.int64), offsets
     K = _k()
     if not K.part_range_ok(p, parts):
         raise ValueError(f"part values must lie in [0, {parts})")

@@ -10,7 +10,8 @@ load.  Once loaded, though, a kernel is faster even on a few rows (about
 until the kernels are loaded -- by the first large input, or after
 :data:`LOAD_AFTER` small calls, when the process has shown it keeps
 computing and the one-time load pays for itself.  A first small query in a
-fresh process never touches numba.
+fresh process (any partition count) never touches numba; a string column
+still loads pandas once, for its hash (``schema.py``).
 
 Every function here returns exactly what its kernel counterpart returns --
 the same rows in the same order -- and the tests compare the two on random

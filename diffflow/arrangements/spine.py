@@ -33,7 +33,7 @@ from .batch import Batch, merge
 from .updates import Updates, concat
 
 
-# Batches below this many updates are merged into the next one regardless of the
+# Batches below this many updates are merged with the next one regardless of the
 # geometric rule (see Spine.insert).
 SMALL_BATCH = 256
 
@@ -85,15 +85,12 @@ class Spine:
         batches = self.batches
         while len(batches) >= 2:
             older, newer = batches[-2], batches[-1]
-            if len(older) <= 2 * len(newer):
-                merged = merge(older, newer, self.since)
-            elif len(older) < SMALL_BATCH:
-                # a tiny batch per loop round would leave ~log2(rounds) batches for every
-                # lookup to search; merging small tails costs a short copy (compaction
-                # waits for the next geometric merge)
-                merged = merge(older, newer, Antichain.minimum(self.dim))
-            else:
+            # geometric merging; and a tiny batch per loop round would leave ~log2(rounds)
+            # batches for every lookup to search, so small tails merge at once (both
+            # batches are small then, so compacting them too costs little)
+            if len(older) > 2 * len(newer) and len(older) >= SMALL_BATCH:
                 break
+            merged = merge(older, newer, self.since)
             batches[-2:] = [merged]
 
     def insert_updates(self, updates: Updates, upper: Antichain) -> Batch:
