@@ -1,0 +1,423 @@
+"""Helpers of ``bench_scaling.py``: its generated inputs (chain, grid, update batches), the
+worker subprocess (one engine, one task, timed cases) and the runner that starts a worker and
+enforces the per-case time cap.
+
+A worker is ``python bench/scaling_workers.py '<json spec>'``; it prints one line per event,
+``@@ {json}``: ``{"ready": ..}`` after its untimed warm-up, ``{"begin": key}`` before a timed
+case, ``{"done": key, "s": seconds, "answer": ..}`` after it, and ``{"peak_mib": ..}`` (the
+process's ``ru_maxrss``) at the end.  :func:`run_worker` kills the worker's process group when a
+case stays open longer than the cap and reports that case as capped.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import queue
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+COUNT_SRC = ".decl n(x: number)\nn(0).\nn(x + 1) :- n(x), x < {N}.\n"
+COUNT_SQL = ("WITH RECURSIVE n(x) AS (SELECT 0 UNION SELECT x + 1 FROM n WHERE x < {N}) "
+             "SELECT count(*) FROM n")
+REACH_SQL = """WITH RECURSIVE r(node) AS (
+    SELECT node FROM roots UNION SELECT e.dst FROM r JOIN edges e ON r.node = e.src)
+  SELECT count(*) FROM r"""
+# label propagation: a node's row is replaced (USING KEY) when a neighbour offers a smaller label
+CC_SQL = """WITH RECURSIVE cc(node, label) USING KEY (node) AS (
+    SELECT node, node FROM nodes
+    UNION
+    SELECT e.dst, min(c.label) FROM cc c JOIN und e ON c.node = e.src
+      JOIN recurring.cc r ON r.node = e.dst
+    GROUP BY e.dst HAVING min(c.label) < min(r.label))
+  SELECT count(*), max(size) FROM (SELECT count(*) AS size FROM cc GROUP BY label)"""
+CC_UPDATE = """UPDATE labels SET label = m.label FROM (
+    SELECT e.dst AS node, min(l.label) AS label FROM und e JOIN labels l ON l.node = e.src
+    GROUP BY e.dst) m WHERE labels.node = m.node AND m.label < labels.label"""
+
+
+def emit(**event) -> None:
+    print("@@ " + json.dumps(event), flush=True)
+
+
+def rss_mib() -> float:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def case(key, fn, *args):
+    """Run ``fn(*args)`` as the timed case ``key``; fn returns (answer, untimed_reader)."""
+    emit(begin=key)
+    t0 = time.perf_counter()
+    answer = fn(*args)
+    seconds = time.perf_counter() - t0
+    if callable(answer):          # read the answer outside the timed region
+        answer = answer()
+    emit(done=key, s=seconds, answer=answer)
+
+
+def chain(n: int) -> np.ndarray:
+    return np.stack([np.arange(n - 1), np.arange(1, n)], 1).astype(np.int64)
+
+
+def grid(n: int) -> np.ndarray:
+    s = max(2, round(math.sqrt(n)))
+    idx = np.arange(s * s).reshape(s, s)
+    right = np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1)
+    down = np.stack([idx[:-1, :].ravel(), idx[1:, :].ravel()], 1)
+    return np.concatenate([right, down]).astype(np.int64)
+
+
+def family_graph(family: str, n: int):
+    """Edges and the index of the edge to cut (chain: the middle one; grid: the horizontal
+    edge into the centre node)."""
+    if family == "chain":
+        return chain(n), (n - 1) // 2
+    edges = grid(n)
+    s = max(2, round(math.sqrt(n)))
+    return edges, (s // 2) * (s - 1) + s // 2 - 1
+
+
+def update_batches(edges: np.ndarray, count: int, size: int = 10, seed: int = 1):
+    """``count`` batches (drop, add) of ``size`` present edges removed and ``size`` absent edges
+    (no self loops, between existing nodes) inserted; returns them and the final edge set."""
+    rng = np.random.default_rng(seed)
+    nodes = np.unique(edges)
+    base = int(nodes.max()) + 1
+    current = edges.copy()
+    keys = set((current[:, 0] * base + current[:, 1]).tolist())
+    out = []
+    for _ in range(count):
+        drop_at = rng.choice(len(current), size, replace=False)
+        drop = current[drop_at].copy()
+        add = []
+        while len(add) < size:
+            a, b = (int(v) for v in rng.choice(nodes, 2))
+            if a != b and a * base + b not in keys:
+                keys.add(a * base + b)
+                add.append((a, b))
+        keys -= set((drop[:, 0] * base + drop[:, 1]).tolist())
+        current[drop_at] = add
+        out.append((drop, np.array(add, np.int64)))
+    return out, current
+
+
+# ---------------------------------------------------------------------------------------------
+# graphs: reach from roots / connected components (answer: reached count / [components, largest])
+
+def diffflow_graph(spec):
+    import diffflow as dd
+    from diffflow import graphs
+
+    def build(roots):
+        flow = dd.Dataflow()
+        edges = flow.input("edges", ["src", "dst"])
+        if spec["alg"] == "reach":
+            r = flow.input("roots", ["node"])
+            out = graphs.reachable(edges, r).aggregate(by=[], n=dd.count()).output()
+            r.insert(np.asarray(roots, np.int64)[:, None])
+            return flow, edges, lambda: int(next(iter(out.snapshot()))[0])
+        out = graphs.connected_components(edges).aggregate(by=["label"], size=dd.count()).output()
+
+        def components():
+            sizes = [r[1] for r in out.snapshot()]
+            return [len(sizes), int(max(sizes))]
+        return flow, edges, components
+
+    warm = chain(20)                          # numba kernels load (or compile) here, untimed
+    flow, edges, read = build([0])
+    edges.insert(warm)
+    flow.advance()
+    read()
+    edges.remove(warm[[10]])
+    flow.advance()
+    emit(ready=True, rss_mib=rss_mib())
+    data = np.load(spec["data"])
+    flow, edges, read = build(data["roots"])
+
+    def initial():
+        edges.insert(data["edges"])
+        flow.advance()
+        return read
+
+    def step(i):
+        edges.remove(data[f"drop{i}"])
+        edges.insert(data[f"add{i}"])
+        flow.advance()
+        return read
+
+    case("initial", initial)
+    for i in range(int(data["steps"])):
+        case(f"step{i}", step, i)
+
+
+def duckdb_graph(spec):
+    import duckdb
+    import pandas as pd
+
+    con = duckdb.connect()
+    con.execute(f"SET threads = {spec['threads']}")
+    try:
+        con.execute("WITH RECURSIVE t(k, v) USING KEY (k) AS (SELECT 1, 1 UNION "
+                    "SELECT k, v + 1 FROM t WHERE v < 3) SELECT * FROM t").fetchall()
+        using_key = True
+    except duckdb.Error:                      # DuckDB < 1.3: iterate an UPDATE instead
+        using_key = False
+
+    def run(path, roots):
+        edge_df = pd.DataFrame(np.load(path) if isinstance(path, str) else path,  # noqa: F841
+                               columns=["src", "dst"])
+        con.execute("CREATE OR REPLACE TABLE edges AS SELECT * FROM edge_df")
+        if spec["alg"] == "reach":
+            root_df = pd.DataFrame({"node": np.asarray(roots, np.int64)})  # noqa: F841
+            con.execute("CREATE OR REPLACE TABLE roots AS SELECT * FROM root_df")
+            return int(con.execute(REACH_SQL).fetchone()[0])
+        con.execute("CREATE OR REPLACE TABLE und AS SELECT src, dst FROM edges "
+                    "UNION SELECT dst, src FROM edges")
+        con.execute("CREATE OR REPLACE TABLE nodes AS SELECT DISTINCT src AS node FROM und")
+        if using_key:
+            return list(map(int, con.execute(CC_SQL).fetchone()))
+        con.execute("CREATE OR REPLACE TABLE labels AS SELECT node, node AS label FROM nodes")
+        while con.execute(CC_UPDATE).fetchone()[0]:
+            pass
+        return list(map(int, con.execute("SELECT count(*), max(c) FROM (SELECT count(*) c "
+                                         "FROM labels GROUP BY label)").fetchone()))
+
+    run(chain(20), [0])                       # warm-up: first query of the connection, untimed
+    emit(ready=True, version=duckdb.__version__, using_key=using_key)
+    for key, path, roots in spec["states"]:
+        case(key, run, path, roots)
+
+
+def scipy_graph(spec):
+    from bench_graphs import scipy_reach, scipy_wcc
+
+    def run(path, roots):
+        edges = np.load(path) if isinstance(path, str) else path
+        if spec["alg"] == "reach":
+            return scipy_reach(edges, np.asarray(roots, np.int64))
+        return scipy_wcc(edges)           # largest component; the others' [count, largest][1]
+
+    run(chain(20), [0])                   # warm-up (scipy.sparse imports), untimed
+    emit(ready=True)
+
+    for key, path, roots in spec["states"]:
+        case(key, run, path, roots)
+
+
+# ---------------------------------------------------------------------------------------------
+# Datalog: transitive closure / same generation (answer: output size) and the counting loop
+
+def diffflow_datalog(spec):
+    import diffflow as dd
+    from bench_datalog import OUTPUT, SOURCES
+    from bench_graphs import rmat_edges
+
+    source, name = SOURCES[spec["workload"]], OUTPUT[spec["workload"]]
+    warm_edges = rmat_edges(7, 300, seed=5)   # kernels load untimed (as bench_datalog does)
+    warm = dd.Program(source, outputs=[name])
+    warm.insert("edge", warm_edges)
+    warm.commit()
+    warm.remove("edge", warm_edges[:10])
+    warm.insert("edge", warm_edges[:10, ::-1])
+    warm.commit()
+    del warm
+    base = rss_mib()
+    emit(ready=True, rss_mib=base)
+    data = np.load(spec["data"])
+    program = dd.Program(source, outputs=[name])
+
+    def initial():
+        program.insert("edge", data["edges"])
+        program.commit()
+        return lambda: int(program.size(name))
+
+    def update():
+        program.remove("edge", data["drop0"])
+        program.insert("edge", data["add0"])
+        program.commit()
+        return lambda: int(program.size(name))
+
+    case("initial", initial)
+    emit(peak_after_initial_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    case("update", update)
+
+
+def duckdb_datalog(spec):
+    import duckdb
+    import pandas as pd
+    from bench_datalog import DUCKDB_SQL
+
+    con = duckdb.connect()
+    con.execute(f"SET threads = {spec['threads']}")
+
+    def run(path):
+        edge_df = pd.DataFrame(np.load(path) if isinstance(path, str) else path,  # noqa: F841
+                               columns=["x", "y"])
+        con.execute("CREATE OR REPLACE TABLE edge AS SELECT * FROM edge_df")
+        return int(con.execute(DUCKDB_SQL[spec["workload"]]).fetchone()[0])
+
+    run(chain(20))                        # warm-up, untimed
+    emit(ready=True, version=duckdb.__version__)
+
+    for key, path in spec["states"]:
+        case(key, run, path)
+
+
+def diffflow_count(spec):
+    import diffflow as dd
+
+    dd.Program(COUNT_SRC.format(N=10)).commit()      # warm-up
+    emit(ready=True)
+
+    def run(n):
+        program = dd.Program(COUNT_SRC.format(N=n), outputs=["n"])
+        program.commit()
+        return lambda: int(program.size("n"))
+
+    for n in spec["sizes"]:
+        case(str(n), run, n)
+
+
+def duckdb_count(spec):
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(f"SET threads = {spec['threads']}")
+    con.execute(COUNT_SQL.format(N=10)).fetchone()      # warm-up
+    emit(ready=True, version=duckdb.__version__)
+    for n in spec["sizes"]:
+        case(str(n), lambda: int(con.execute(COUNT_SQL.format(N=n)).fetchone()[0]))
+
+
+TASKS = {("graph", "diffflow"): diffflow_graph, ("graph", "duckdb"): duckdb_graph,
+         ("graph", "scipy"): scipy_graph, ("datalog", "diffflow"): diffflow_datalog,
+         ("datalog", "duckdb"): duckdb_datalog, ("count", "diffflow"): diffflow_count,
+         ("count", "duckdb"): duckdb_count}
+
+# cold start (section 5): the first query of a fresh `python -c`, timed from before the import
+COLD = {
+    "diffflow": """
+import time; t0 = time.perf_counter()
+import numpy as np, diffflow as dd
+from diffflow import graphs
+def query():
+    flow = dd.Dataflow(); e = flow.input("edges", ["src", "dst"])
+    out = graphs.connected_components(e).aggregate(by=["label"], size=dd.count()).output()
+    e.insert(np.array([[0, 1], [1, 2], [3, 4]])); flow.advance(); return len(out.snapshot())
+""",
+    "duckdb": """
+import time; t0 = time.perf_counter()
+import duckdb
+con = duckdb.connect(); con.execute("SET threads = 1")
+def query():
+    return con.execute('''WITH RECURSIVE cc(node, label) USING KEY (node) AS (
+      SELECT * FROM (VALUES (0, 0), (1, 1), (2, 2), (3, 3), (4, 4)) UNION
+      SELECT e.dst, min(c.label) FROM cc c JOIN (VALUES (0, 1), (1, 0), (1, 2), (2, 1), (3, 4),
+        (4, 3)) e(src, dst) ON c.node = e.src JOIN recurring.cc r ON r.node = e.dst
+      GROUP BY e.dst HAVING min(c.label) < min(r.label))
+    SELECT count(DISTINCT label) FROM cc''').fetchone()[0]
+""",
+    "scipy": """
+import time; t0 = time.perf_counter()
+import numpy as np, scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+def query():
+    m = sp.csr_matrix((np.ones(3), ([0, 1, 3], [1, 2, 4])), shape=(5, 5))
+    return int(connected_components(m, directed=True, connection="weak")[0])
+""",
+}
+COLD_TAIL = """
+a = query(); t1 = time.perf_counter(); b = query(); t2 = time.perf_counter()
+import json; print("@@ " + json.dumps({"cold": t1 - t0, "warm": t2 - t1, "answer": [a, b]}))
+"""
+
+
+# ---------------------------------------------------------------------------------------------
+# parent side
+
+def child_env(threads: int) -> dict:
+    t = str(threads)
+    return dict(os.environ, NUMBA_NUM_THREADS=t, OMP_NUM_THREADS=t, OPENBLAS_NUM_THREADS=t)
+
+
+def run_worker(spec: dict, cap: float, threads: int = 1, setup: float = 900.0) -> dict:
+    """Run one worker; returns {"done": {key: event}, "capped": key or None, "error": str or
+    None, **other events}.  A case open for more than ``cap`` s kills the worker (its whole
+    process group); so does ``setup`` s without any event (warm-up stuck)."""
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), json.dumps(spec)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=child_env(threads), start_new_session=True)
+    lines: queue.Queue = queue.Queue()
+    errors: list = []
+
+    def pump(stream, sink):
+        for line in stream:
+            sink(line)
+        if stream is proc.stdout:
+            lines.put(None)
+
+    threading.Thread(target=pump, args=(proc.stdout, lines.put), daemon=True).start()
+    threading.Thread(target=pump, args=(proc.stderr, errors.append), daemon=True).start()
+    out: dict = {"done": {}, "capped": None, "error": None}
+    open_key, deadline = None, time.monotonic() + setup
+    try:
+        while True:
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                if open_key is not None:
+                    out["capped"] = open_key
+                else:
+                    out["error"] = f"no progress for {setup:g} s"
+                break
+            if line is None:
+                break
+            if not line.startswith("@@ "):
+                continue
+            event = json.loads(line[3:])
+            if "begin" in event:
+                open_key, deadline = event["begin"], time.monotonic() + cap
+            elif "done" in event:
+                out["done"][event["done"]] = event
+                open_key, deadline = None, time.monotonic() + setup
+            else:
+                out.update(event)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    if out["capped"] is None and out["error"] is None and proc.returncode != 0:
+        tail = [e.strip() for e in errors if e.strip()] or ["no output"]
+        out["error"] = f"exit {proc.returncode}: {tail[-1][:200]}"
+    return out
+
+
+def run_cold(engine: str, threads: int = 1, timeout: float = 600.0) -> dict:
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", COLD[engine] + COLD_TAIL], capture_output=True,
+                          text=True, env=child_env(threads), timeout=timeout)
+    wall = time.perf_counter() - t0
+    for line in proc.stdout.splitlines():
+        if line.startswith("@@ "):
+            return dict(json.loads(line[3:]), wall=wall)
+    return {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]}
+
+
+def main() -> None:
+    spec = json.loads(sys.argv[1])
+    TASKS[spec["task"], spec["engine"]](spec)
+    emit(peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+if __name__ == "__main__":
+    main()
