@@ -79,7 +79,7 @@ def join_closure(new_times: np.ndarray, history: np.ndarray) -> np.ndarray:
 
 def _closure_groups_small(new_t, new_starts, hist_t, hist_starts):
     """``join_closure_groups`` for a few times, without loading the kernels."""
-    groups, times = [], []
+    groups, times = [np.zeros(0, np.int64)], [np.zeros((0, new_t.shape[1]), np.int64)]
     for g in range(len(new_starts) - 1):
         closure = join_closure(new_t[new_starts[g]:new_starts[g + 1]],
                                hist_t[hist_starts[g]:hist_starts[g + 1]])
