@@ -85,12 +85,13 @@ def _interrupts_noticed():
             repeater.start()
         raise KeyboardInterrupt
 
-    def unraisable(info, previous=sys.unraisablehook):
+    previous_hook = sys.unraisablehook
+
+    def unraisable(info):
         # llvmlite reports an interrupt it swallowed in a ctypes callback; we re-raise it
         if not (received and isinstance(info.exc_value, KeyboardInterrupt)):
-            previous(info)
+            previous_hook(info)
 
-    previous_hook = sys.unraisablehook
     sys.unraisablehook = unraisable
     signal.signal(signal.SIGINT, on_interrupt)
     try:

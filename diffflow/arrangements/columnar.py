@@ -15,8 +15,9 @@ The wrappers here validate shapes and dtypes (raising ``ValueError`` /
 ``TypeError``), convert every array to C-contiguous ``int64`` (any integer or
 bool dtype that casts *safely* to ``int64`` is accepted; ``uint64`` and
 floats are rejected) and then call the private numba kernels in
-``_kernels.py``.  numba and the kernels are imported lazily on first use, so
-importing this module is cheap and compiles nothing.  Arrays returned by
+``_kernels.py`` -- or, for small inputs before the kernels are loaded, the
+numpy tactics of :mod:`.small`.  numba and the kernels are imported lazily on
+first use, so importing this module is cheap and compiles nothing.  Arrays returned by
 functions that drop rows (``consolidate``, ``merge_consolidated``) are
 freshly allocated and never alias the inputs, but may be views of a
 slightly larger fresh buffer.
@@ -504,10 +505,10 @@ def key_ranges(sorted_keys, query_keys):
     s = _rows(sorted_keys, "sorted_keys")
     q = _rows(query_keys, "query_keys")
     _same_width(s, q, "sorted_keys", "query_keys")
-    lo = np.empty(q.shape[0], dtype=np.int64)
-    hi = np.empty(q.shape[0], dtype=np.int64)
     if small.prefer(s.shape[0] * q.shape[0], small.SMALL_PAIRS):
         return small.key_ranges(s, q)
+    lo = np.empty(q.shape[0], dtype=np.int64)
+    hi = np.empty(q.shape[0], dtype=np.int64)
     _k().key_ranges(s, q, lo, hi)
     return lo, hi
 

@@ -118,11 +118,9 @@ def gather_prefix(rows, times, diffs, width: int, queries):
     >>> q.tolist(), d.tolist()
     ([0, 0], [1, 2])
     """
-    lo, hi = key_ranges(np.ascontiguousarray(rows[:, :width]), queries)
-    counts = hi - lo
-    query = np.repeat(np.arange(len(lo), dtype=np.int64), counts)
-    position = np.arange(int(counts.sum()), dtype=np.int64) + \
-        np.repeat(lo - (np.cumsum(counts) - counts), counts)
+    from .spine import expand_ranges  # spine imports this module: import on use
+
+    query, position = expand_ranges(*key_ranges(np.ascontiguousarray(rows[:, :width]), queries))
     return (query, np.ascontiguousarray(rows[position]), np.ascontiguousarray(times[position]),
             np.ascontiguousarray(diffs[position]))
 

@@ -5,10 +5,12 @@ Design
 A spine is a list of batches, oldest first, whose descriptions tile the
 history: ``batches[i].upper == batches[i + 1].lower``.  New batches are
 appended at the end; afterwards, while the second-to-last batch is no more
-than twice the size of the last, the two are merged.  Sizes therefore
-decrease geometrically from old to new, a spine of ``n`` updates has
-``O(log n)`` batches, and every update takes part in ``O(log n)`` merges, each
-linear: inserting ``n`` updates costs amortised ``O(n log n)``.
+than twice the size of the last, the two are merged; so is any batch under
+``SMALL_BATCH`` updates (a loop seals a tiny batch per round, and lookups
+should not search one per round).  Sizes therefore decrease geometrically
+from old to new, a spine of ``n`` updates has ``O(log n)`` batches, and every
+update takes part in ``O(log n)`` merges, each linear, plus merges of at most
+``SMALL_BATCH`` updates: inserting ``n`` updates costs amortised ``O(n log n)``.
 
 Logical compaction
 ------------------

@@ -135,11 +135,11 @@ class _Compiler(ClauseCompiler):
     def located(self, line: int):
         """Nodes built inside are reported at this program line (runtime errors, loops)."""
         graph = self.flow.graph
-        graph.location_override = self.where(line)
+        outer, graph.location_override = graph.location_override, self.where(line)
         try:
             yield
         finally:
-            graph.location_override = None
+            graph.location_override = outer
 
     def compile_recursive(self, relations: list):
         # the loop is where the recursion is written: the stratum's first rule
