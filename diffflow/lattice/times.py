@@ -31,6 +31,7 @@ import numpy as np
 __all__ = [
     "as_times",
     "less_equal",
+    "rows_less_equal",
     "less_than",
     "join",
     "meet",
@@ -190,6 +191,21 @@ def less_equal(a, b):
     return _bool_result(np.all(a <= b, axis=-1))
 
 
+def rows_less_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a[i] <= b[i]`` in the product order for each row of two ``(n, d)`` int arrays.
+
+    The same as ``less_equal`` on equal shapes, column by column: several
+    times faster than reducing over a short last axis.
+
+    >>> rows_less_equal(np.array([[0, 1], [2, 0]]), np.array([[1, 1], [1, 5]])).tolist()
+    [True, False]
+    """
+    out = a[:, 0] <= b[:, 0]
+    for c in range(1, a.shape[1]):
+        out &= a[:, c] <= b[:, c]
+    return out
+
+
 def less_than(a, b):
     """Strict product order: ``a <= b`` and ``a != b``, broadcast.
 
@@ -233,7 +249,11 @@ def _dominated(frontier: np.ndarray, times: np.ndarray) -> np.ndarray:
         return out
     if k <= 4:  # the common case (a loop's frontier): a few comparisons per time
         for f in frontier:
-            out |= np.all(times >= f, axis=1)
+            # column by column: np.all(..., axis=1) over d = 2 columns is several times slower
+            above = times[:, 0] >= f[0]
+            for c in range(1, d):
+                above &= times[:, c] >= f[c]
+            out |= above
         return out
     step = _chunk_rows(k, d)
     for s in range(0, n, step):

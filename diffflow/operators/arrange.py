@@ -26,6 +26,7 @@ class ArrangeOp(Operator):
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
         self.order = node.params["column_order"]  # input column for each arranged column
+        self.in_order = list(self.order) == list(range(len(self.order)))  # nothing to reorder
         self.key_width = node.params["key_width"]
         self.spine = Spine(node.schema.width, self.key_width, ctx.dim)
         self.pending: Updates | None = None
@@ -33,7 +34,9 @@ class ArrangeOp(Operator):
     def step(self, inputs, frontiers):
         chunk = self.port_chunks(inputs, 0)
         if len(chunk):
-            chunk = Updates(np.ascontiguousarray(chunk.rows[:, self.order]), chunk.times, chunk.diffs)
+            if not self.in_order:
+                chunk = Updates(np.ascontiguousarray(chunk.rows[:, self.order]), chunk.times,
+                                chunk.diffs)
             self.pending = chunk if self.pending is None else \
                 concat([self.pending, chunk], chunk.width, chunk.dim)
         frontier = frontiers[0]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arrangements import columnar
+from ..arrangements import columnar, small
 from ..arrangements.spine import expand_ranges
 from ..arrangements.batch import Batch
 from ..arrangements.updates import Updates, concat
@@ -44,14 +44,36 @@ def matching_pairs(probe_keys: np.ndarray, batch_keys: np.ndarray):
     return columnar.match_sorted(probe_keys, batch_keys)
 
 
+_KERNELS = None
+
+
+def _kernels():
+    """The numba kernel, imported (and compiled) on first use."""
+    global _KERNELS
+    if _KERNELS is None:
+        from . import _join_kernels
+        _KERNELS = _join_kernels
+    return _KERNELS
+
+
 def join_updates(left, right, key_width: int, perm: np.ndarray) -> Updates:
     """Join two key-sorted batches: rows ``left + right[key_width:]`` reordered by ``perm``."""
     li, ri = matching_pairs(left.keys, right.keys)
     if len(li) == 0:
         return None
-    rows = np.concatenate([left.rows[li], right.rows[ri, key_width:]], axis=1)[:, perm]
-    times = np.maximum(left.times[li], right.times[ri])
-    return Updates(np.ascontiguousarray(rows), times, left.diffs[li] * right.diffs[ri])
+    if small.prefer(len(li), small.SMALL):
+        rows = np.concatenate([left.rows[li], right.rows[ri, key_width:]], axis=1)[:, perm]
+        times = np.maximum(left.times[li], right.times[ri])
+        return Updates(np.ascontiguousarray(rows), times, left.diffs[li] * right.diffs[ri])
+    # the right row's key columns are skipped: shift its sources past them
+    lw = left.rows.shape[1]
+    source = np.where(perm < lw, perm, perm + key_width)
+    rows = np.empty((len(li), len(perm)), np.int64)
+    times = np.empty((len(li), left.times.shape[1]), np.int64)
+    diffs = np.empty(len(li), np.int64)
+    _kernels().emit_pairs(left.rows, left.times, left.diffs, right.rows, right.times,
+                          right.diffs, li, ri, source, rows, times, diffs)
+    return Updates(rows, times, diffs)
 
 
 class JoinOp(Operator):
@@ -65,6 +87,10 @@ class JoinOp(Operator):
         self.perm = np.asarray(node.params["perm"], dtype=np.int64)
         self.left_spine = ctx.peer(node.inputs[0]).spine
         self.right_spine = ctx.peer(node.inputs[1]).spine
+
+    def project(self, plan) -> None:
+        """Emit only the output columns ``plan`` (a pure projection read this join)."""
+        self.perm = self.perm[np.asarray(plan, dtype=np.int64)]
 
     def step(self, inputs, frontiers):
         kk, perm = self.key_width, self.perm

@@ -19,11 +19,20 @@ class SelectOp(Operator):
     """Compute output columns from expressions (``params['exprs']``: list of Expr)."""
 
     kind = "select"
+    def __init__(self, node, ctx):
+        super().__init__(node, ctx)
+        plan = node.params["plan"]
+        # A renaming (every column in place) leaves the rows as they are; so does a
+        # projection the input join already wrote (engine.fused_projections sets this).
+        self.passthrough = plan is not None and list(plan) == list(range(node.input_widths[0]))
 
     def step(self, inputs, frontiers):
-        chunk = self.port_chunks(inputs, 0)
-        if not len(chunk):
-            return []
+        if self.passthrough:
+            return [c for c in inputs[0] if len(c)]
+        # chunk by chunk: concatenating first would copy every column once more
+        return [self._select(c) for c in inputs[0] if len(c)]
+
+    def _select(self, chunk):
         plan = self.node.params["plan"]
         if plan is not None:  # pure projection: a column gather
             rows = np.ascontiguousarray(chunk.rows[:, plan])
@@ -33,7 +42,7 @@ class SelectOp(Operator):
             rows = np.empty((len(chunk), len(exprs)), dtype=np.int64)
             for j, expr in enumerate(exprs):
                 rows[:, j] = expr.evaluate(chunk.rows, schema, self.ctx.symbols)
-        return [Updates(rows, chunk.times, chunk.diffs)]
+        return Updates(rows, chunk.times, chunk.diffs)
 
 
 class FilterOp(Operator):
@@ -42,12 +51,14 @@ class FilterOp(Operator):
     kind = "filter"
 
     def step(self, inputs, frontiers):
-        chunk = self.port_chunks(inputs, 0)
-        if not len(chunk):
-            return []
-        expr = self.node.params["predicate"]
-        keep = expr.evaluate(chunk.rows, self.node.params["input_schema"], self.ctx.symbols) != 0
-        return [chunk.take(keep)] if keep.any() else []
+        expr, schema = self.node.params["predicate"], self.node.params["input_schema"]
+        out = []
+        for chunk in inputs[0]:
+            if len(chunk):
+                keep = expr.evaluate(chunk.rows, schema, self.ctx.symbols) != 0
+                if keep.any():
+                    out.append(chunk.take(keep))
+        return out
 
 
 class NegateOp(Operator):

@@ -32,7 +32,7 @@ import numpy as np
 from ..arrangements import columnar, small
 from ..arrangements.spine import Spine, expand_ranges
 from ..arrangements.updates import Updates, concat
-from ..lattice.times import advance_by, minimal
+from ..lattice.times import advance_by, minimal, rows_less_equal
 from .base import Operator
 
 
@@ -97,6 +97,16 @@ def _ready_small(times, starts):
     return ~below.any(axis=1)
 
 
+def _advanced(times: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """``times`` advanced by the lower bound ``lower`` (only earlier epochs' times move)."""
+    early = times[:, 0] < lower[:, 0].min()
+    if not early.any():
+        return times
+    times = times.copy()
+    times[early] = advance_by(times[early], lower)
+    return times
+
+
 class ReduceOp(Operator):
     """Maintain ``f(input)`` per key in an output trace; emit its changes."""
 
@@ -126,25 +136,30 @@ class ReduceOp(Operator):
         kk, dim = self.key_width, self.ctx.dim
         delta = self.port_chunks(inputs, 0)
         cand_k, cand_t = self.pending_keys, self.pending_times
+        made = None
         if len(delta):
             new_k, new_t = _unique_pairs(delta.rows[:, :kk], delta.times)
-            if dim > 1:
-                new_k, new_t = self._interesting(new_k, new_t)
+            made, new_k, new_t, history = self._simple(new_k, new_t, frontier)
+            if dim > 1 and len(new_k):
+                new_k, new_t = self._interesting(new_k, new_t, history)
             if len(cand_k):
                 new_k, new_t = _unique_pairs(np.concatenate([cand_k, new_k]),
                                              np.concatenate([cand_t, new_t]))
             cand_k, cand_t = new_k, new_t
-        if len(cand_k) == 0:
-            self._seal(None, frontier)
-            return []
-        if frontier.is_empty():
-            complete = np.ones(len(cand_k), dtype=bool)
-        else:
-            complete = ~frontier.admits(cand_t)
-        self.pending_keys, self.pending_times = cand_k[~complete], cand_t[~complete]
-        if not complete.any():
-            return []
-        corrections = self._corrections(cand_k[complete], cand_t[complete])
+        corrections = None
+        if len(cand_k):
+            if frontier.is_empty():
+                complete = np.ones(len(cand_k), dtype=bool)
+            else:
+                complete = ~frontier.admits(cand_t)
+            self.pending_keys, self.pending_times = cand_k[~complete], cand_t[~complete]
+            if complete.any():
+                corrections = self._corrections(cand_k[complete], cand_t[complete])
+            elif made is None:
+                return []
+        if made is not None:
+            corrections = made if corrections is None else \
+                concat([made, corrections], self.out_spine.width, dim)
         self._seal(corrections, frontier)
         return [corrections] if corrections is not None and len(corrections) else []
 
@@ -155,31 +170,79 @@ class ReduceOp(Operator):
             corrections = Updates.empty(self.out_spine.width, self.ctx.dim)
         self.out_spine.insert_updates(corrections, frontier)
 
-    # -- interesting times -------------------------------------------------
-    def _interesting(self, new_k, new_t):
-        """Add joins of the new times with each key's history (partial orders only)."""
+    # -- keys with one new time above their history --------------------------
+    def _simple(self, new_k, new_t, frontier):
+        """Make the corrections of the keys whose interesting times need no closure.
+
+        A key whose only new time ``t`` is complete, has no pending times and
+        is ``>=`` every time of its (advanced) history has ``t`` as its one
+        interesting time, and every update of its history counts at ``t``: the
+        correction is ``f(all input) - all output``.  Semi-naive rounds of a
+        loop's first epoch are all like this.  Returns ``(corrections or None,
+        other keys' new (key, time) pairs, their history as (query, times))``;
+        the history is read once, for both.
+        """
         starts = columnar.group_starts(new_k)
         keys = new_k[starts[:-1]]
-        history = [self.in_spine.gather(keys), self.out_spine.gather(keys)]
+        first_t = new_t[starts[:-1]]
+        lower = self._lower(new_t)
+        got_in, got_out = self.in_spine.gather(keys), self.out_spine.gather(keys)
+        t_in, t_out = _advanced(got_in[2], lower), _advanced(got_out[2], lower)
+        simple = np.diff(starts) == 1
+        for q, t in ((got_in[0], t_in), (got_out[0], t_out)):
+            simple[q[~rows_less_equal(t, first_t[q])]] = False
         if len(self.pending_keys):
             lo, hi = columnar.key_ranges(self.pending_keys, keys)
-            q, pos = expand_ranges(lo, hi)
-            history.append((q, None, self.pending_times[pos], None))
-        hq = np.concatenate([h[0] for h in history])
-        ht = np.concatenate([h[2] for h in history])
-        # Every time handled from now on -- the new times, their joins, the pending ones -- is
-        # admitted by F: the frontier the output was last sealed at, with the meets of the
-        # new and of the pending times (cheap lower bounds of each).  For such times t,
-        # h <= t iff advance_by(h, F) <= t, so history read advanced by F gives the same
-        # accumulations there with fewer distinct times: inside a loop every earlier epoch's
-        # rounds fall onto the current epoch, and a key's times become a chain (see the kernel).
+            simple &= hi == lo
+        if not frontier.is_empty():
+            simple &= ~frontier.admits(first_t)
+        made = None
+        if simple.any():
+            sel_in, sel_out = simple[got_in[0]], simple[got_out[0]]
+            desired = self.reducer.reduce(*self._groups(
+                got_in[0][sel_in], got_in[1][sel_in], got_in[3][sel_in]))
+            current = self._groups(got_out[0][sel_out], got_out[1][sel_out], got_out[3][sel_out])
+            made = self._difference(desired, current, keys, first_t)
+        rest = ~simple
+        if not rest.any():
+            return made, new_k[:0], new_t[:0], None
+        index = np.cumsum(rest) - 1  # key index -> index among the other keys
+        keep_in, keep_out = rest[got_in[0]], rest[got_out[0]]
+        history = (index[np.concatenate([got_in[0][keep_in], got_out[0][keep_out]])],
+                   np.concatenate([t_in[keep_in], t_out[keep_out]]))
+        pairs = np.repeat(rest, np.diff(starts))
+        return made, new_k[pairs], new_t[pairs], history
+
+    def _lower(self, new_t):
+        """A lower bound ``F`` of every time handled from now on.
+
+        The frontier the output was last sealed at, with the meets of the new
+        and of the pending times (cheap lower bounds of each).  For a time
+        ``t`` that ``F`` admits, ``h <= t`` iff ``advance_by(h, F) <= t``, so
+        history read advanced by ``F`` gives the same accumulations there with
+        fewer distinct times: inside a loop every earlier epoch's rounds fall
+        onto the current epoch, and a key's times become a chain.
+        """
         bounds = [self.out_spine.upper.elements, new_t.min(axis=0)[None, :]]
         if len(self.pending_times):
             bounds.append(self.pending_times.min(axis=0)[None, :])
-        lower = minimal(np.concatenate(bounds))
-        early = ht[:, 0] < lower[:, 0].min()  # times of earlier epochs: the ones that collapse
-        if early.any():
-            ht[early] = advance_by(ht[early], lower)
+        return minimal(np.concatenate(bounds))
+
+    # -- interesting times -------------------------------------------------
+    def _interesting(self, new_k, new_t, history):
+        """Add joins of the new times with each key's history (partial orders only).
+
+        ``history`` is ``(query, times)``: the keys' input and output times,
+        advanced by :meth:`_lower`, ``query`` indexing the distinct keys of ``new_k``.
+        """
+        starts = columnar.group_starts(new_k)
+        keys = new_k[starts[:-1]]
+        hq, ht = history
+        if len(self.pending_keys):
+            lo, hi = columnar.key_ranges(self.pending_keys, keys)
+            q, pos = expand_ranges(lo, hi)
+            hq = np.concatenate([hq, q])
+            ht = np.concatenate([ht, self.pending_times[pos]])
         # distinct (key, time) history pairs, grouped by key
         hq, ht, _ = columnar.consolidate(hq[:, None], ht, np.ones(len(hq), np.int64))
         bounds = np.searchsorted(hq[:, 0], np.arange(len(keys) + 1))
@@ -233,12 +296,15 @@ class ReduceOp(Operator):
         rows = np.concatenate([p[1] for p in parts])
         times = np.concatenate([p[2] for p in parts])
         diffs = np.concatenate([p[3] for p in parts])
-        visible = np.all(times <= qt[q], axis=1)
-        table = np.empty((int(visible.sum()), 1 + rows.shape[1] - kk), np.int64)
-        table[:, 0] = q[visible]
-        table[:, 1:] = rows[visible, kk:]
-        table, _, mults = columnar.consolidate(table, np.zeros((len(table), 1), np.int64),
-                                               diffs[visible])
+        visible = rows_less_equal(times, qt[q])
+        return self._groups(q[visible], rows[visible], diffs[visible])
+
+    def _groups(self, q, rows, diffs):
+        """Consolidated ``(group, vals, mults)`` of gathered rows, ``q`` their group."""
+        table = np.empty((len(q), 1 + rows.shape[1] - self.key_width), np.int64)
+        table[:, 0] = q
+        table[:, 1:] = rows[:, self.key_width:]
+        table, _, mults = columnar.consolidate(table, np.zeros((len(table), 1), np.int64), diffs)
         return table[:, 0], np.ascontiguousarray(table[:, 1:]), mults
 
     def _difference(self, desired, current, qk, qt):
