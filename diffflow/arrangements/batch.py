@@ -31,7 +31,8 @@ class Batch:
     >>> b._check()
     """
 
-    __slots__ = ("rows", "times", "diffs", "key_width", "lower", "upper", "since", "_keys")
+    __slots__ = ("rows", "times", "diffs", "key_width", "lower", "upper", "since", "_keys",
+                 "_max_time")
 
     def __init__(self, rows, times, diffs, key_width, lower, upper, since=None):
         self.rows, self.times, self.diffs = rows, times, diffs
@@ -39,6 +40,7 @@ class Batch:
         self.lower, self.upper = lower, upper
         self.since = since if since is not None else Antichain.minimum(times.shape[1])
         self._keys = None
+        self._max_time = None
 
     @staticmethod
     def from_updates(updates: Updates, key_width: int, lower, upper, since=None) -> "Batch":
@@ -58,6 +60,22 @@ class Batch:
         return self._keys
 
     @property
+    def max_time(self) -> np.ndarray:
+        """The coordinate-wise maximum of the batch's times (``(d,)``; cached).
+
+        Every time of the batch is ``<=`` it: readers use it to learn that a
+        whole batch lies below a time without looking at its updates.
+
+        >>> u = Updates.from_lists([(1,), (2,)], [(0, 5), (3, 1)], [1, 1])
+        >>> Batch.from_updates(u, 1, None, None).max_time.tolist()
+        [3, 5]
+        """
+        if self._max_time is None:
+            self._max_time = self.times.max(axis=0) if len(self.diffs) else \
+                np.full(self.times.shape[1], np.iinfo(np.int64).min, np.int64)
+        return self._max_time
+
+    @property
     def width(self) -> int:
         return self.rows.shape[1]
 
@@ -72,7 +90,7 @@ class Batch:
         """The same updates described up to a later ``upper`` (nothing happened since)."""
         extended = Batch(self.rows, self.times, self.diffs, self.key_width, self.lower, upper,
                          self.since)
-        extended._keys = self._keys
+        extended._keys, extended._max_time = self._keys, self._max_time
         return extended
 
     def advanced(self, frontier: Antichain) -> "Batch":

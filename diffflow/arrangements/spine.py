@@ -116,21 +116,26 @@ class Spine:
             merged = merge(merged, batch, self.since)
         self.batches = [merged]
 
-    def gather(self, query_keys: np.ndarray):
+    def gather(self, query_keys: np.ndarray, width: int | None = None):
         """All updates whose key equals one of ``query_keys`` (an ``(m, key_width)`` array).
 
         Returns ``(query_index, rows, times, diffs)``; ``query_index[i]`` is the
-        query row that update ``i`` matched.
+        query row that update ``i`` matched.  With ``width``, the queries are
+        sorted row prefixes of that many columns (``key_width <= width <=
+        self.width``): e.g. whole rows, to read the multiplicities of a few
+        ``(key, value)`` pairs without reading their keys' other values.
         """
+        width = self.key_width if width is None else width
         query_keys = np.ascontiguousarray(query_keys, dtype=np.int64)
-        if query_keys.ndim != 2 or query_keys.shape[1] != self.key_width:
+        if query_keys.ndim != 2 or query_keys.shape[1] != width or not \
+                self.key_width <= width <= self.width:
             raise ValueError(f"gather: query keys of shape {query_keys.shape} do not match "
-                             f"key width {self.key_width}")
+                             f"key width {width}")
         parts = []
         for batch in self.batches:
             if len(batch):  # batches hold valid arrays: no checks per call
                 found = columnar.gather_prefix_unchecked(batch.rows, batch.times, batch.diffs,
-                                                         self.key_width, query_keys)
+                                                         width, query_keys)
                 if len(found[0]):
                     parts.append(found)
         if not parts:

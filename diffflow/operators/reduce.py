@@ -34,6 +34,7 @@ from ..arrangements.spine import Spine, expand_ranges
 from ..arrangements.updates import Updates, concat
 from ..lattice.times import advance_by, minimal, rows_less_equal
 from .base import Operator
+from .reduce_extremum import extremum_corrections, extremum_of
 
 
 _KERNELS = None
@@ -117,6 +118,7 @@ class ReduceOp(Operator):
         super().__init__(node, ctx)
         self.key_width = kk = node.params["key_width"]
         self.reducer = node.params["reducer"]
+        self.extremum = extremum_of(self.reducer)  # a lone min/max: O(change) shortcut
         self.in_spine = ctx.peer(node.inputs[0]).spine
         self.out_spine = Spine(kk + self.reducer.out_width, kk, ctx.dim)
         self.pending_keys = np.zeros((0, kk), np.int64)
@@ -139,7 +141,7 @@ class ReduceOp(Operator):
         made = None
         if len(delta):
             new_k, new_t = _unique_pairs(delta.rows[:, :kk], delta.times)
-            made, new_k, new_t, history = self._simple(new_k, new_t, frontier)
+            made, new_k, new_t, history = self._simple(new_k, new_t, frontier, delta)
             if dim > 1 and len(new_k):
                 new_k, new_t = self._interesting(new_k, new_t, history)
             if len(cand_k):
@@ -171,47 +173,74 @@ class ReduceOp(Operator):
         self.out_spine.insert_updates(corrections, frontier)
 
     # -- keys with one new time above their history --------------------------
-    def _simple(self, new_k, new_t, frontier):
+    def _simple(self, new_k, new_t, frontier, delta):
         """Make the corrections of the keys whose interesting times need no closure.
 
         A key whose only new time ``t`` is complete, has no pending times and
         is ``>=`` every time of its (advanced) history has ``t`` as its one
         interesting time, and every update of its history counts at ``t``: the
         correction is ``f(all input) - all output``.  Semi-naive rounds of a
-        loop's first epoch are all like this.  Returns ``(corrections or None,
-        other keys' new (key, time) pairs, their history as (query, times))``;
-        the history is read once, for both.
+        loop's first epoch are all like this.  When every batch of both traces
+        lies below the new times (their ``max_time``), no key's history times
+        need reading, and a min/max aggregate reads only the changed values
+        (:mod:`.reduce_extremum`).  Returns ``(corrections or None, other
+        keys' new (key, time) pairs, their history as (query, times))``; the
+        history is read once, for both.
         """
         starts = columnar.group_starts(new_k)
         keys = new_k[starts[:-1]]
         first_t = new_t[starts[:-1]]
         lower = self._lower(new_t)
-        got_in, got_out = self.in_spine.gather(keys), self.out_spine.gather(keys)
-        t_in, t_out = _advanced(got_in[2], lower), _advanced(got_out[2], lower)
         simple = np.diff(starts) == 1
-        for q, t in ((got_in[0], t_in), (got_out[0], t_out)):
-            simple[q[~rows_less_equal(t, first_t[q])]] = False
         if len(self.pending_keys):
             lo, hi = columnar.key_ranges(self.pending_keys, keys)
             simple &= hi == lo
         if not frontier.is_empty():
             simple &= ~frontier.admits(first_t)
-        made = None
+        below = self._history_below(new_t.min(axis=0), lower)
+        made = []
+        todo = np.arange(len(keys))
+        if below and self.extremum is not None and simple.any():
+            fast, handled = extremum_corrections(self.extremum, self.in_spine, self.out_spine,
+                                                 self.key_width, keys, first_t, simple, delta)
+            if fast is not None:
+                made.append(fast)
+            todo = np.flatnonzero(~handled)
+        sub_keys, sub_t, simple = keys[todo], first_t[todo], simple[todo]
+        got_in, got_out = self.in_spine.gather(sub_keys), self.out_spine.gather(sub_keys)
+        if not below or not simple.all():
+            t_in, t_out = _advanced(got_in[2], lower), _advanced(got_out[2], lower)
+        if not below:
+            for q, t in ((got_in[0], t_in), (got_out[0], t_out)):
+                simple[q[~rows_less_equal(t, sub_t[q])]] = False
         if simple.any():
             sel_in, sel_out = simple[got_in[0]], simple[got_out[0]]
             desired = self.reducer.reduce(*self._groups(
                 got_in[0][sel_in], got_in[1][sel_in], got_in[3][sel_in]))
             current = self._groups(got_out[0][sel_out], got_out[1][sel_out], got_out[3][sel_out])
-            made = self._difference(desired, current, keys, first_t)
+            found = self._difference(desired, current, sub_keys, sub_t)
+            if found is not None:
+                made.append(found)
+        made = concat(made, self.out_spine.width, self.ctx.dim) if made else None
         rest = ~simple
         if not rest.any():
             return made, new_k[:0], new_t[:0], None
-        index = np.cumsum(rest) - 1  # key index -> index among the other keys
+        index = np.cumsum(rest) - 1  # index among todo -> index among the other keys
         keep_in, keep_out = rest[got_in[0]], rest[got_out[0]]
         history = (index[np.concatenate([got_in[0][keep_in], got_out[0][keep_out]])],
                    np.concatenate([t_in[keep_in], t_out[keep_out]]))
-        pairs = np.repeat(rest, np.diff(starts))
+        is_rest = np.zeros(len(keys), dtype=bool)
+        is_rest[todo[rest]] = True
+        pairs = np.repeat(is_rest, np.diff(starts))
         return made, new_k[pairs], new_t[pairs], history
+
+    def _history_below(self, bound, lower) -> bool:
+        """Whether every time in both traces, advanced by ``lower``, is ``<= bound``."""
+        for spine in (self.in_spine, self.out_spine):
+            for batch in spine.batches:
+                if len(batch) and not np.all(advance_by(batch.max_time, lower) <= bound):
+                    return False
+        return True
 
     def _lower(self, new_t):
         """A lower bound ``F`` of every time handled from now on.
@@ -309,13 +338,28 @@ class ReduceOp(Operator):
 
     def _difference(self, desired, current, qk, qt):
         """``desired - current`` as output updates at each query's time."""
-        table = np.concatenate([np.column_stack([desired[0], desired[1]]),
-                                np.column_stack([current[0], current[1]])]).astype(np.int64)
-        diffs = np.concatenate([desired[2], -current[2]])
-        table, _, diffs = columnar.consolidate(np.ascontiguousarray(table),
-                                               np.zeros((len(table), 1), np.int64), diffs)
+        want = _table(desired)
+        have = _table(current)
+        n = len(want) + len(have)
+        if small.prefer(n, small.SMALL) or not columnar.is_consolidated(
+                want, np.zeros((len(want), 1), np.int64), desired[2]):  # a tactic's own order
+            table, _, diffs = columnar.consolidate(
+                np.concatenate([want, have]), np.zeros((n, 1), np.int64),
+                np.concatenate([desired[2], -current[2]]))
+        else:  # both sides consolidated: one merge, no sort
+            table, _, diffs = columnar.merge_consolidated(
+                want, np.zeros((len(want), 1), np.int64), desired[2],
+                have, np.zeros((len(have), 1), np.int64), -current[2])
         if not len(diffs):
             return None
         group = table[:, 0]
         rows = np.concatenate([qk[group], table[:, 1:]], axis=1)
         return Updates(np.ascontiguousarray(rows), np.ascontiguousarray(qt[group]), diffs)
+
+
+def _table(groups) -> np.ndarray:
+    """A ``(group, vals, mults)`` triple's group and value columns as one int64 table."""
+    table = np.empty((len(groups[0]), 1 + groups[1].shape[1]), np.int64)
+    table[:, 0] = groups[0]
+    table[:, 1:] = groups[1]
+    return table

@@ -1,0 +1,101 @@
+"""The reduce driver's shortcuts, against from-scratch oracles.
+
+``reduce`` handles a key whose one new time lies above its whole history
+without the interesting-time closure, and a lone ``min``/``max`` aggregate
+from the changed values alone (``reduce_extremum``), falling back to reading
+the group when the current extremum vanishes with nothing better arriving.
+These tests run random inserts and removes (negative multiplicities too)
+through such aggregates, outside and inside loops, compare every epoch with
+a from-scratch oracle, and check that both the shortcut and its fallback
+were taken.
+"""
+from __future__ import annotations
+
+import os
+import random
+from collections import Counter, defaultdict
+
+import pytest
+
+import diffflow as dd
+from diffflow import graphs
+from diffflow.operators import reduce as reduce_module
+from helpers import Case, drive
+from test_graphs import sssp_oracle, wcc_oracle
+
+
+@pytest.fixture
+def shortcut_counts(monkeypatch):
+    """Counts of keys the extremum shortcut handled and left to the general path."""
+    counts = Counter()
+    original = reduce_module.extremum_corrections
+
+    def counting(extremum, in_spine, out_spine, key_width, keys, key_times, candidate, delta):
+        made, handled = original(extremum, in_spine, out_spine, key_width, keys, key_times,
+                                 candidate, delta)
+        counts["handled"] += int(handled.sum())
+        counts["fallback"] += int((candidate & ~handled).sum())
+        return made, handled
+
+    monkeypatch.setattr(reduce_module, "extremum_corrections", counting)
+    return counts
+
+
+def _counted_here() -> bool:
+    # workers of another runtime (DIFFFLOW_TEST_RUNTIME) may not see the test's monkeypatch
+    return os.environ.get("DIFFFLOW_TEST_RUNTIME", "local") == "local"
+
+
+@pytest.mark.parametrize("parts", [1, 3])
+@pytest.mark.parametrize("kind", ["min", "max"])
+def test_lone_extremum_under_random_updates(kind, parts, shortcut_counts):
+    aggregate = dd.min if kind == "min" else dd.max
+    pick = min if kind == "min" else max
+
+    def build(flow, i):
+        return i["a"].aggregate(by=["k"], best=aggregate("v"))
+
+    def oracle(s):
+        groups = defaultdict(list)
+        for (k, v), m in s["a"].items():
+            if m > 0:
+                groups[k].append(v)
+        return Counter({(k, pick(vs)): 1 for k, vs in groups.items()})
+
+    for seed in range(8):
+        # few keys, many values: current extrema get removed often
+        drive({"a": ["k", "v"]}, build, oracle, seed=seed, parts=parts, epochs=10, domain=6,
+              batch=12, allow_negative=seed % 2 == 1)
+    if _counted_here():
+        assert shortcut_counts["handled"] > 50 and shortcut_counts["fallback"] > 5, shortcut_counts
+
+
+@pytest.mark.parametrize("parts", [1, 3])
+def test_extremum_shortcut_inside_loops(parts, shortcut_counts):
+    # components and shortest paths on random graphs: min aggregates in a loop, under cuts
+    rng = random.Random(parts)
+    for algorithm, oracle, weighted in [("cc", wcc_oracle, False), ("sssp", sssp_oracle, True)]:
+        if weighted:
+            case = Case({"edges": ["src", "dst", "w"], "roots": ["node"]},
+                        lambda f, i: graphs.sssp(i["edges"], i["roots"]), oracle, parts)
+        else:
+            case = Case({"edges": ["src", "dst"]},
+                        lambda f, i: graphs.connected_components(i["edges"]), oracle, parts)
+        edges = {(rng.randrange(30), rng.randrange(30)) + ((rng.randint(1, 5),) if weighted else ())
+                 for _ in range(45)}
+        edges = sorted(edges)
+        case.apply("edges", edges, [1] * len(edges))
+        if weighted:
+            case.apply("roots", [(0,), (7,)], [1, 1])
+        case.advance_and_check(0)
+        for epoch in range(1, 8):
+            present = [r for r, m in case.state["edges"].items() if m > 0]
+            drop = rng.sample(present, min(len(present), 4))
+            add = [(rng.randrange(30), rng.randrange(30)) + ((rng.randint(1, 5),) if weighted
+                                                             else ()) for _ in range(3)]
+            add = [e for e in add if case.state["edges"][e] == 0 and e not in drop]
+            case.apply("edges", drop + add, [-1] * len(drop) + [1] * len(add))
+            case.advance_and_check(epoch)
+        case.close()
+    if _counted_here():
+        assert shortcut_counts["handled"] > 100, shortcut_counts
