@@ -56,7 +56,7 @@ def extremum_corrections(extremum, in_spine, out_spine, key_width, keys, key_tim
     kind, column = extremum
     handled = np.zeros(len(keys), dtype=bool)
     rows, _, diffs = columnar.consolidate(delta.rows, delta.times, delta.diffs)
-    at = columnar.searchsorted_rows(keys, np.ascontiguousarray(rows[:, :key_width]))
+    at, _ = columnar.key_ranges(keys, np.ascontiguousarray(rows[:, :key_width]))
     mine = candidate[at]
     if not mine.any():
         return None, handled
