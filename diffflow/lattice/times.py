@@ -290,13 +290,12 @@ def advance_by(times, frontier) -> np.ndarray:
         out = t2.copy()
     elif f.shape[0] == 1:  # the common case: one frontier element, a plain join
         out = np.maximum(t2, f[0])
-    else:
-        n, k = t2.shape[0], f.shape[0]
-        out = np.empty((n, d), dtype=np.int64)
-        step = _chunk_rows(k, d)
-        for s in range(0, n, step):
-            blk = t2[s : s + step]
-            out[s : s + step] = np.maximum(blk[:, None, :], f[None, :, :]).min(axis=1)
+    else:  # one elementwise pass per frontier element (no (n, k, d) temporary)
+        out = np.maximum(t2, f[0])
+        joined = np.empty_like(out)
+        for e in f[1:]:
+            np.maximum(t2, e, out=joined)
+            np.minimum(out, joined, out=out)
     return out[0] if single else out
 
 

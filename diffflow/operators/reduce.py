@@ -236,11 +236,15 @@ class ReduceOp(Operator):
 
     def _history_below(self, bound, lower) -> bool:
         """Whether every time in both traces, advanced by ``lower``, is ``<= bound``."""
-        for spine in (self.in_spine, self.out_spine):
-            for batch in spine.batches:
-                if len(batch) and not np.all(advance_by(batch.max_time, lower) <= bound):
-                    return False
-        return True
+        tops = [b.max_time for spine in (self.in_spine, self.out_spine)
+                for b in spine.batches if len(b)]
+        if not tops:
+            return True
+        # advancing is monotone: the coordinate-wise max of the batches bounds every time
+        top = np.max(tops, axis=0) if len(tops) > 1 else tops[0]
+        if len(lower) == 1:
+            return bool(np.all(np.maximum(top, lower[0]) <= bound))
+        return bool(np.all(advance_by(top, lower) <= bound))
 
     def _lower(self, new_t):
         """A lower bound ``F`` of every time handled from now on.
