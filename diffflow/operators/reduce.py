@@ -119,6 +119,8 @@ class ReduceOp(Operator):
         self.key_width = kk = node.params["key_width"]
         self.reducer = node.params["reducer"]
         self.extremum = extremum_of(self.reducer)  # a lone min/max: O(change) shortcut
+        # a function of each key's total multiplicity alone, with no value columns
+        self.by_totals = hasattr(self.reducer, "from_totals") and self.reducer.out_width == 0
         self.in_spine = ctx.peer(node.inputs[0]).spine
         self.out_spine = Spine(kk + self.reducer.out_width, kk, ctx.dim)
         self.pending_keys = np.zeros((0, kk), np.int64)
@@ -215,10 +217,16 @@ class ReduceOp(Operator):
                 simple[q[~rows_less_equal(t, sub_t[q])]] = False
         if simple.any():
             sel_in, sel_out = simple[got_in[0]], simple[got_out[0]]
-            desired = self.reducer.reduce(*self._groups(
-                got_in[0][sel_in], got_in[1][sel_in], got_in[3][sel_in]))
-            current = self._groups(got_out[0][sel_out], got_out[1][sel_out], got_out[3][sel_out])
-            found = self._difference(desired, current, sub_keys, sub_t)
+            if below and self.by_totals:  # every history row counts: sum, no consolidation
+                found = self._from_totals(got_in[0][sel_in], got_in[3][sel_in],
+                                          got_out[0][sel_out], got_out[3][sel_out], sub_keys,
+                                          sub_t)
+            else:
+                desired = self.reducer.reduce(*self._groups(
+                    got_in[0][sel_in], got_in[1][sel_in], got_in[3][sel_in]))
+                current = self._groups(got_out[0][sel_out], got_out[1][sel_out],
+                                       got_out[3][sel_out])
+                found = self._difference(desired, current, sub_keys, sub_t)
             if found is not None:
                 made.append(found)
         made = concat(made, self.out_spine.width, self.ctx.dim) if made else None
@@ -233,6 +241,18 @@ class ReduceOp(Operator):
         is_rest[todo[rest]] = True
         pairs = np.repeat(is_rest, np.diff(starts))
         return made, new_k[pairs], new_t[pairs], history
+
+    def _from_totals(self, q_in, d_in, q_out, d_out, keys, times):
+        """Corrections of a reducer of the key's total multiplicity (distinct, threshold)."""
+        n = len(keys)
+        total_in = np.bincount(q_in, weights=d_in, minlength=n).astype(np.int64)
+        total_out = np.bincount(q_out, weights=d_out, minlength=n).astype(np.int64)
+        change = self.reducer.from_totals(total_in) - total_out
+        at = np.flatnonzero(change)
+        if not len(at):
+            return None
+        return Updates(np.ascontiguousarray(keys[at]), np.ascontiguousarray(times[at]),
+                       change[at])
 
     def _history_below(self, bound, lower) -> bool:
         """Whether every time in both traces, advanced by ``lower``, is ``<= bound``."""

@@ -52,6 +52,14 @@ class DistinctReducer(Reducer):
         g = group[starts][keep]
         return g, np.zeros((len(g), 0), np.int64), np.ones(len(g), np.int64)
 
+    def from_totals(self, totals):
+        """Each key's output multiplicity from its total input multiplicity (0: no row).
+
+        >>> DistinctReducer().from_totals(np.array([3, 0, -1])).tolist()
+        [1, 0, 0]
+        """
+        return (totals > 0).astype(np.int64)
+
 
 class ThresholdReducer(Reducer):
     """Output the key with multiplicity ``fn(total multiplicity)`` (``fn`` is vectorised).
@@ -78,6 +86,19 @@ class ThresholdReducer(Reducer):
         keep = out != 0
         g = group[starts][keep]
         return g, np.zeros((len(g), 0), np.int64), out[keep]
+
+    def from_totals(self, totals):
+        """Each key's output multiplicity from its total (keys of total 0 have no input rows).
+
+        >>> ThresholdReducer(lambda m: m // 2).from_totals(np.array([5, 0, 1])).tolist()
+        [2, 0, 0]
+        """
+        at = np.flatnonzero(totals)
+        out = np.zeros(len(totals), np.int64)
+        groups, _, mults = self.reduce(np.arange(len(at)), np.zeros((len(at), 0), np.int64),
+                                       totals[at])
+        out[at[groups]] = mults
+        return out
 
 
 class AggregateReducer(Reducer):
