@@ -21,7 +21,8 @@ def minmax(K, chunks, ncols: int):
     arrays; ``K`` is the kernel module (``columnar._k()``).
 
     >>> from diffflow.arrangements.columnar import _k
-    >>> lo, hi = minmax(_k(), [(np.array([[3]]), np.array([[0]])), (np.array([[-1]]), np.array([[7]]))], 2)
+    >>> a, b = (np.array([[3]]), np.array([[0]])), (np.array([[-1]]), np.array([[7]]))
+    >>> lo, hi = minmax(_k(), [a, b], 2)
     >>> lo.tolist(), hi.tolist()
     ([-1, 0], [3, 7])
     """

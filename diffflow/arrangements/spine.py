@@ -101,6 +101,12 @@ class Spine:
         self.insert(batch)
         return batch
 
+    def insert_chunks(self, chunks, upper: Antichain) -> Batch:
+        """:meth:`insert_updates` of a list of chunks (consolidated without concatenating)."""
+        batch = Batch.from_chunks(chunks, self.width, self.dim, self.key_width, self.upper, upper)
+        self.insert(batch)
+        return batch
+
     def set_compaction(self, frontier: Antichain) -> None:
         """Allow times to be advanced to ``frontier`` (frontiers only move forward)."""
         self.since = frontier
