@@ -107,13 +107,14 @@ def minmax1(a):
 
 
 @njit(cache=True)
-def pack_single(rows, times, mins, p_col, p_dst, diffs, dmin, mode, out):
+def pack_single(rows, times, mins, p_col, p_dst, diffs, dmin, mode, out, base):
     """Pack ``(rows, times)`` into one uint64 word per row, written to ``out``.
 
     Column ``p_col[p]`` contributes ``(v - mins[c]) << p_dst[p]`` (the caller
     guarantees the bit fields fit and do not overlap).  The low bits receive
-    the row index (``mode == 1``) or ``diffs[i] - dmin`` (``mode == 2``);
-    ``mode == 0`` leaves them zero.
+    the row index plus ``base`` (``mode == 1``; ``base`` is the chunk's offset
+    when several chunks are packed into slices of one array) or
+    ``diffs[i] - dmin`` (``mode == 2``); ``mode == 0`` leaves them zero.
     """
     n = rows.shape[0]
     w = rows.shape[1]
@@ -121,7 +122,7 @@ def pack_single(rows, times, mins, p_col, p_dst, diffs, dmin, mode, out):
     udmin = np.uint64(dmin)
     for i in range(n):
         if mode == 1:
-            acc = np.uint64(i)
+            acc = np.uint64(base + i)
         elif mode == 2:
             acc = np.uint64(diffs[i]) - udmin
         else:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..lattice import Antichain, advance_by
 from . import columnar
+from .chunked import consolidate_chunks
 from .updates import Updates
 
 
@@ -47,6 +48,18 @@ class Batch:
         """Consolidate ``updates`` into a batch with the given description."""
         rows, times, diffs = columnar.consolidate(updates.rows, updates.times, updates.diffs)
         return Batch(rows, times, diffs, key_width, lower, upper, since)
+
+    @staticmethod
+    def from_chunks(chunks, width: int, dim: int, key_width: int, lower, upper) -> "Batch":
+        """Consolidate a list of chunks (as if concatenated, without copying them
+        together first) into a batch with the given description.
+
+        >>> u = Updates.from_lists([(2, 9), (1, 5)], [(0,), (0,)], [1, 1])
+        >>> Batch.from_chunks([u, u], 2, 1, 1, None, None).diffs.tolist()
+        [2, 2]
+        """
+        rows, times, diffs = consolidate_chunks(chunks, width, dim)
+        return Batch(rows, times, diffs, key_width, lower, upper)
 
     def __len__(self) -> int:
         return len(self.diffs)

@@ -19,8 +19,8 @@ floats are rejected) and then call the private numba kernels in
 numpy tactics of :mod:`.small`.  numba and the kernels are imported lazily on
 first use, so importing this module is cheap and compiles nothing.  Arrays returned by
 functions that drop rows (``consolidate``, ``merge_consolidated``) are
-freshly allocated and never alias the inputs, but may be views of a
-slightly larger fresh buffer.
+freshly allocated, own their data, are sized exactly and never alias the
+inputs (callers may keep them, e.g. in batches, while the inputs change).
 
 Sorting strategy (``sort_permutation`` / ``consolidate``):
 
@@ -79,7 +79,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import small
+from . import layout, small
 
 __all__ = [
     "sort_permutation",
@@ -165,11 +165,20 @@ def _same_width(a: np.ndarray, b: np.ndarray, an: str, bn: str) -> None:
 
 
 def _trim(buf: np.ndarray, m: int) -> np.ndarray:
-    """First ``m`` entries of a fresh buffer; copy if most of it is unused."""
+    """``buf`` shrunk to its first ``m`` entries, in place.
+
+    ``buf`` must be a fresh buffer that owns its data and has no views (the
+    wrappers allocate it and only kernels, which keep no reference, have seen
+    it).  ``resize`` reallocates in place: shrinking a large (mmap'd) block
+    unmaps its tail without copying, where ``buf[:m].copy()`` would copy the
+    rows and a view would pin the unused tail.
+    """
     if m == buf.shape[0]:
         return buf
-    v = buf[:m]
-    return v.copy() if 2 * m < buf.shape[0] else v
+    if not buf.flags.owndata:  # not a fresh buffer after all: never resize shared memory
+        return buf[:m].copy()
+    buf.resize((m,) + buf.shape[1:], refcheck=False)  # refcheck counts the caller's names
+    return buf
 
 
 # ---------------------------------------------------------------------------
@@ -199,39 +208,21 @@ def _sort_plan(rows: np.ndarray, times: np.ndarray, diffs=None):
     """
     K = _k()
     n = rows.shape[0]
-    ncols = rows.shape[1] + times.shape[1]
-    mins = np.empty(ncols, dtype=np.int64)
-    maxs = np.empty(ncols, dtype=np.int64)
-    K.col_minmax(rows, times, mins, maxs)
-    cols = []
-    for c in range(ncols):
-        b = (int(maxs[c]) - int(mins[c])).bit_length()
-        if b:
-            cols.append((c, b))
-    total = sum(b for _, b in cols)
+    mins, maxs = layout.minmax(K, [(rows, times)], rows.shape[1] + times.shape[1])
+    cols, total = layout.key_bits(mins, maxs)
     if total == 0:
         return ("identity",)
     ib = (n - 1).bit_length()
-    mode, low, dmin = 1, ib, 0
-    if diffs is not None:
-        dmin, dmax = K.minmax1(diffs)
-        dbits = (int(dmax) - int(dmin)).bit_length()
-        if total + dbits <= 64:
-            mode, low = 2, dbits
+    dmin, dmax = K.minmax1(diffs) if diffs is not None else (None, None)
+    mode, low = layout.payload(ib, total, dmin, dmax)
     if total + low <= 64:
-        c_sh = np.zeros(ncols, dtype=np.uint64)
-        c_mask = np.zeros(ncols, dtype=np.uint64)
-        off = low + total
-        for c, b in cols:
-            off -= b
-            c_sh[c] = off
-            c_mask[c] = (1 << b) - 1
-        p_col = np.array([c for c, _ in cols], dtype=np.int64)
+        c_sh, c_mask, p_col = layout.fields(cols, total, low, len(mins))
+        dmin = 0 if dmin is None else int(dmin)
         words = np.empty(n, dtype=np.uint64)  # numpy allocation: huge pages
         K.pack_single(rows, times, mins, p_col, c_sh[p_col], diffs if diffs is not None
-                      else np.zeros(0, np.int64), int(dmin), mode, words)
+                      else np.zeros(0, np.int64), dmin, mode, words, 0)
         words = _sort_u64(words, low, low + total)
-        return ("packed", words, low, mode, mins, c_sh, c_mask, int(dmin))
+        return ("packed", words, low, mode, mins, c_sh, c_mask, dmin)
     # Multi-chunk keys: split the key bits (first column most significant)
     # into chunks of 64 - ib bits and run one stable LSD stage per chunk,
     # least significant first, on words (chunk << ib | position).

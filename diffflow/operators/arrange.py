@@ -32,29 +32,34 @@ class ArrangeOp(Operator):
         self.pending: Updates | None = None
 
     def step(self, inputs, frontiers):
-        chunk = self.port_chunks(inputs, 0)
-        if len(chunk):
-            if not self.in_order:
-                chunk = Updates(np.ascontiguousarray(chunk.rows[:, self.order]), chunk.times,
-                                chunk.diffs)
-            self.pending = chunk if self.pending is None else \
-                concat([self.pending, chunk], chunk.width, chunk.dim)
+        # The arrived chunks stay a list: the batch consolidates them without
+        # concatenating first (one copy of the rows, into the sort words).
+        chunks = [c for c in inputs[0] if len(c)]
+        if not self.in_order:
+            chunks = [Updates(np.ascontiguousarray(c.rows[:, self.order]), c.times, c.diffs)
+                      for c in chunks]
         frontier = frontiers[0]
-        if self.pending is None and frontier == self.spine.upper:
+        if self.pending is None and not chunks and frontier == self.spine.upper:
             return []
-        ready = self.pending
-        if ready is not None and not frontier.is_empty():
-            incomplete = frontier.admits(ready.times)
-            if incomplete.any():
-                self.pending = ready.take(incomplete)
-                ready = ready.take(~incomplete)
-            else:
-                self.pending = None
-        else:
+        if self.pending is not None:
+            chunks.insert(0, self.pending)
             self.pending = None
-        if ready is None:
-            ready = Updates.empty(self.node.schema.width, self.ctx.dim)
-        batch = self.spine.insert_updates(ready, frontier)
+        ready = chunks
+        if chunks and not frontier.is_empty():
+            # updates whose times the frontier still admits wait (in arrival order)
+            ready, waiting = [], []
+            for c in chunks:
+                incomplete = frontier.admits(c.times)
+                if not incomplete.any():
+                    ready.append(c)
+                elif incomplete.all():
+                    waiting.append(c)
+                else:
+                    waiting.append(c.take(incomplete))
+                    ready.append(c.take(~incomplete))
+            if waiting:
+                self.pending = concat(waiting, self.node.schema.width, self.ctx.dim)
+        batch = self.spine.insert_chunks(ready, frontier)
         return [batch] if len(batch) else []
 
     def capabilities(self):
