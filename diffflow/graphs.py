@@ -115,8 +115,9 @@ def _propagate(edges: Collection, nodes: Collection, name: str) -> Collection:
 
     def round_(labels: Collection) -> Collection:
         step = _step(labels, edges).select(node="dst", label="label")
-        jump = labels.join(labels.select(via="node", via_label="label"),
-                           left_on="label", right_on="via")
+        # the label's own label; the right side is the index by node that _step arranged
+        jump = labels.join(labels, left_on="label", right_on="node",
+                           rename={"label": "via_label"})
         return start.concat(step, jump.select(node="node", label="via_label")) \
             .aggregate(by=["node"], label=min("label"))
 
