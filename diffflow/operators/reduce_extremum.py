@@ -72,7 +72,8 @@ def extremum_corrections(extremum, in_spine, out_spine, key_width, keys, key_tim
     seg = columnar.group_starts(at[:, None])[:-1]  # one segment of changed rows per key
     seg_key = at[seg]
     best = better.reduceat(np.where(after > 0, value, worst), seg)
-    has_best = best != worst
+    # presence from multiplicities: a real value may equal the placeholder (int64 extremes)
+    has_best = np.add.reduceat((after > 0).astype(np.int64), seg) > 0
 
     # the current output value of each key (one row of multiplicity 1, or none)
     oq, orows, _, od = out_spine.gather(keys[seg_key])

@@ -1,0 +1,17 @@
+"""Run a test once with the numpy small tactics and once with the kernels."""
+import pytest
+
+from diffflow.arrangements import small
+
+
+@pytest.fixture(params=["small", "kernels"], autouse=True)
+def tactic(request, monkeypatch):
+    state = dict(small._state)
+    if request.param == "small":
+        monkeypatch.setitem(small._state, "kernels_loaded", False)
+        monkeypatch.setitem(small._state, "small_calls", 0)
+        monkeypatch.setattr(small, "LOAD_AFTER", 10 ** 12)
+    else:
+        monkeypatch.setitem(small._state, "kernels_loaded", True)
+    yield request.param
+    small._state.update(state)
