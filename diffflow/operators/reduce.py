@@ -245,8 +245,9 @@ class ReduceOp(Operator):
     def _from_totals(self, q_in, d_in, q_out, d_out, keys, times):
         """Corrections of a reducer of the key's total multiplicity (distinct, threshold)."""
         n = len(keys)
-        total_in = np.bincount(q_in, weights=d_in, minlength=n).astype(np.int64)
-        total_out = np.bincount(q_out, weights=d_out, minlength=n).astype(np.int64)
+        total_in, total_out = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        np.add.at(total_in, q_in, d_in)  # exact int64 sums (bincount would go through float64)
+        np.add.at(total_out, q_out, d_out)
         change = self.reducer.from_totals(total_in) - total_out
         at = np.flatnonzero(change)
         if not len(at):

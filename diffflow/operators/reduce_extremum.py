@@ -63,7 +63,8 @@ def extremum_corrections(extremum, in_spine, out_spine, key_width, keys, key_tim
     rows, diffs, at = rows[mine], diffs[mine], at[mine]
     # each changed (key, value) row's multiplicity now: all its history counts at the new time
     q, _, _, d = in_spine.gather(rows, width=rows.shape[1])
-    after = np.bincount(q, weights=d, minlength=len(rows)).astype(np.int64)
+    after = np.zeros(len(rows), np.int64)
+    np.add.at(after, q, d)  # exact int64 sums
     before = after - diffs
     value = rows[:, key_width + column]
     worst = _MAX if kind == "min" else _MIN
