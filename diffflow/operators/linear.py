@@ -19,6 +19,7 @@ class SelectOp(Operator):
     """Compute output columns from expressions (``params['exprs']``: list of Expr)."""
 
     kind = "select"
+
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
         plan = node.params["plan"]
