@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..arrangements import columnar, small
+from ..arrangements.batch import Batch
 from ..arrangements.spine import Spine, expand_ranges
 from ..arrangements.updates import Updates, concat
 from ..lattice.times import advance_by, minimal, rows_less_equal
@@ -125,6 +126,7 @@ class ReduceOp(Operator):
         self.out_spine = Spine(kk + self.reducer.out_width, kk, ctx.dim)
         self.pending_keys = np.zeros((0, kk), np.int64)
         self.pending_times = np.zeros((0, ctx.dim), np.int64)
+        self.fed = False  # whether any input arrived yet (before: the input trace is empty)
 
     def capabilities(self):
         return self.pending_times if len(self.pending_times) else None
@@ -201,15 +203,21 @@ class ReduceOp(Operator):
             simple &= ~frontier.admits(first_t)
         below = self._history_below(new_t.min(axis=0), lower)
         made = []
-        todo = np.arange(len(keys))
+        todo = None  # every key, unless the extremum shortcut handles some
+        sub_keys, sub_t = keys, first_t
         if below and self.extremum is not None and simple.any():
             fast, handled = extremum_corrections(self.extremum, self.in_spine, self.out_spine,
                                                  self.key_width, keys, first_t, simple, delta)
             if fast is not None:
                 made.append(fast)
-            todo = np.flatnonzero(~handled)
-        sub_keys, sub_t, simple = keys[todo], first_t[todo], simple[todo]
-        got_in, got_out = self.in_spine.gather(sub_keys), self.out_spine.gather(sub_keys)
+            if handled.any():
+                todo = np.flatnonzero(~handled)
+                sub_keys, sub_t, simple = keys[todo], first_t[todo], simple[todo]
+        if self.fed:
+            got_in, got_out = self.in_spine.gather(sub_keys), self.out_spine.gather(sub_keys)
+        else:  # the first input ever: the input trace holds exactly this delta, no output yet
+            got_in, got_out = self._first_delta(delta, keys, todo), self.out_spine.gather(keys[:0])
+        self.fed = True
         if not below or not simple.all():
             t_in, t_out = _advanced(got_in[2], lower), _advanced(got_out[2], lower)
         if not below:
@@ -238,16 +246,30 @@ class ReduceOp(Operator):
         history = (index[np.concatenate([got_in[0][keep_in], got_out[0][keep_out]])],
                    np.concatenate([t_in[keep_in], t_out[keep_out]]))
         is_rest = np.zeros(len(keys), dtype=bool)
-        is_rest[todo[rest]] = True
+        is_rest[rest if todo is None else todo[rest]] = True
         pairs = np.repeat(is_rest, np.diff(starts))
         return made, new_k[pairs], new_t[pairs], history
+
+    def _first_delta(self, delta, keys, todo):
+        """``delta`` as ``Spine.gather`` of ``keys[todo]`` (all keys if None) would read it."""
+        delta_keys = np.ascontiguousarray(delta.rows[:, :self.key_width])
+        if isinstance(delta, Batch):  # sorted by key: each row's key index by counting
+            starts = columnar.group_starts(delta_keys)
+            at = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+        else:
+            at, _ = columnar.key_ranges(keys, delta_keys)
+        if todo is None:
+            return at, delta.rows, delta.times, delta.diffs
+        index = np.full(len(keys), -1, np.int64)
+        index[todo] = np.arange(len(todo))
+        q = index[at]
+        mine = q >= 0
+        return q[mine], delta.rows[mine], delta.times[mine], delta.diffs[mine]
 
     def _from_totals(self, q_in, d_in, q_out, d_out, keys, times):
         """Corrections of a reducer of the key's total multiplicity (distinct, threshold)."""
         n = len(keys)
-        total_in, total_out = np.zeros(n, np.int64), np.zeros(n, np.int64)
-        np.add.at(total_in, q_in, d_in)  # exact int64 sums (bincount would go through float64)
-        np.add.at(total_out, q_out, d_out)
+        total_in, total_out = _sums(q_in, d_in, n), _sums(q_out, d_out, n)
         change = self.reducer.from_totals(total_in) - total_out
         at = np.flatnonzero(change)
         if not len(at):
@@ -380,6 +402,21 @@ class ReduceOp(Operator):
         group = table[:, 0]
         rows = np.concatenate([qk[group], table[:, 1:]], axis=1)
         return Updates(np.ascontiguousarray(rows), np.ascontiguousarray(qt[group]), diffs)
+
+
+def _sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Exact int64 sums of ``values`` per ``group`` id in ``[0, n)``.
+
+    >>> _sums(np.array([0, 0, 2]), np.array([1, 2, 5]), 3).tolist()
+    [3, 0, 5]
+    """
+    out = np.zeros(n, np.int64)
+    if len(group) and np.all(group[1:] >= group[:-1]):  # grouped already: one pass
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        out[group[starts]] = np.add.reduceat(values, starts)
+    else:
+        np.add.at(out, group, values)  # exact (bincount would go through float64)
+    return out
 
 
 def _table(groups) -> np.ndarray:
