@@ -10,6 +10,7 @@ from both_tactics import tactic  # noqa: F401  (autouse: small tactics and kerne
 
 import diffflow as dd
 from helpers import Case, check_traces, clean, new_flow
+from test_graphs import reach_oracle, sssp_oracle
 
 PARTS = [1, 3]
 
@@ -197,21 +198,6 @@ def nested_reach(edges, roots):
     return roots.iterate(outer)
 
 
-def reach_oracle(s):
-    succ = defaultdict(set)
-    for (a, b), m in s["edges"].items():
-        if m > 0:
-            succ[a].add(b)
-    seen = {r for (r,), m in s["roots"].items() if m > 0}
-    stack = list(seen)
-    while stack:
-        x = stack.pop()
-        for y in succ[x]:
-            if y not in seen:
-                seen.add(y); stack.append(y)
-    return Counter({(n,): 1 for n in seen})
-
-
 @pytest.mark.parametrize("parts", PARTS)
 @pytest.mark.parametrize("seed", range(3))
 def test_nested_reach(seed, parts):
@@ -222,31 +208,12 @@ def test_nested_reach(seed, parts):
 
 
 def sssp_loop(edges, roots):
-    start = roots.select("node", d=dd.lit(0) if hasattr(dd, "lit") else dd.col("node") * 0)
+    start = roots.select("node", d=dd.lit(0))
 
     def body(x):
         step = x.join(edges, left_on="node", right_on="src").select(node="dst", d=dd.col("d") + dd.col("w"))
         return start.concat(step).aggregate(by=["node"], d=dd.min("d"))
     return start.iterate(body)
-
-
-def sssp_oracle(s):
-    import heapq
-    adj = defaultdict(list)
-    for (a, b, w), m in s["edges"].items():
-        if m > 0:
-            adj[a].append((b, w))
-    dist = {}
-    heap = [(0, r) for (r,), m in s["roots"].items() if m > 0]
-    while heap:
-        d, x = heapq.heappop(heap)
-        if x in dist:
-            continue
-        dist[x] = d
-        for y, w in adj[x]:
-            if y not in dist:
-                heapq.heappush(heap, (d + w, y))
-    return Counter({(n, d): 1 for n, d in dist.items()})
 
 
 @pytest.mark.parametrize("parts", PARTS)
@@ -451,18 +418,8 @@ def _reach_with_filters(edges, roots):
 
 
 def _reach_light_oracle(s):
-    succ = defaultdict(set)
-    for (a, b, w), m in s["edges"].items():
-        if m > 0 and w < 3:
-            succ[a].add(b)
-    seen = {r for (r,), m in s["roots"].items() if m > 0}
-    stack = list(seen)
-    while stack:
-        x = stack.pop()
-        for y in succ[x]:
-            if y not in seen:
-                seen.add(y); stack.append(y)
-    return Counter({(n,): 1 for n in seen})
+    light = Counter({(a, b): m for (a, b, w), m in s["edges"].items() if m > 0 and w < 3})
+    return reach_oracle({"edges": light, "roots": s["roots"]})
 
 
 @pytest.mark.parametrize("parts", PARTS)

@@ -40,16 +40,21 @@ def distinct_python(group):
 
 
 class Harness:
-    """An arrange operator feeding a reduce operator, with hand-driven frontiers."""
+    """An arrange operator feeding a reduce operator, with hand-driven frontiers.
 
-    def __init__(self, reducer, width, dim=2):
-        self.dim = dim
+    ``compact`` also compacts both traces to the reduce's input frontier
+    after every step, as the engine does.
+    """
+
+    def __init__(self, reducer, width, dim=2, key_width=1, compact=False):
+        self.dim, self.compact = dim, compact
         schema = Schema(tuple(f"c{i}" for i in range(width)), ("int",) * width)
         arrange = Node(0, "arrange", [], schema, {"column_order": list(range(width)),
-                                                   "key_width": 1}, input_widths=[width], dim=dim)
-        out_schema = Schema(tuple(f"o{i}" for i in range(1 + reducer.out_width)),
-                            ("int",) * (1 + reducer.out_width))
-        reduce = Node(1, "reduce", [0], out_schema, {"key_width": 1, "reducer": reducer},
+                                                   "key_width": key_width},
+                       input_widths=[width], dim=dim)
+        out_width = key_width + reducer.out_width
+        out_schema = Schema(tuple(f"o{i}" for i in range(out_width)), ("int",) * out_width)
+        reduce = Node(1, "reduce", [0], out_schema, {"key_width": key_width, "reducer": reducer},
                       input_widths=[width], dim=dim)
         ops = {}
         ctx = OperatorContext(0, 1, dim, SymbolTable(), peer=ops.__getitem__)
@@ -70,6 +75,9 @@ class Harness:
         outs = self.reduce.step([batches], [reduce_frontier])
         for o in outs:
             self.output.extend(o.to_list())
+        if self.compact:  # arrange compacts to its readers' input frontier, reduce to its input's
+            self.arrange.compact(reduce_frontier)
+            self.reduce.compact(reduce_frontier)
         self.reduce.out_spine._check()
         self.arrange.spine._check()
         return reduce_frontier

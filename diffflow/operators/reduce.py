@@ -36,6 +36,7 @@ from ..arrangements.updates import Updates, concat
 from ..lattice.times import advance_by, minimal, rows_less_equal
 from .base import Operator
 from .reduce_extremum import extremum_corrections, extremum_of
+from .reducers import _segments
 
 
 _KERNELS = None
@@ -412,7 +413,7 @@ def _sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     """
     out = np.zeros(n, np.int64)
     if len(group) and np.all(group[1:] >= group[:-1]):  # grouped already: one pass
-        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        starts = _segments(group)
         out[group[starts]] = np.add.reduceat(values, starts)
     else:
         np.add.at(out, group, values)  # exact (bincount would go through float64)
