@@ -3,6 +3,7 @@
     diffflow run prog.dl -F facts -D out            # Soufflé-style batch run
     diffflow run prog.dl -F facts -D - --updates steps   # ... then incremental steps
     diffflow explain-plan prog.dl                   # strata, join orders, shared indexes
+    diffflow pag cp TRACE                           # what was critical in an execution
 
 ``run`` reads ``facts/<r>.facts`` for every ``.input r`` (TAB-separated, no
 header, gzip-compressed or not; a file that cannot be opened is an error unless
@@ -175,6 +176,9 @@ def _parser():
     plan.add_argument("-w", "--no-warn", action="store_true", help="no warnings")
     _preprocessor_options(plan)
     plan.set_defaults(handler=_explain)
+    from .pag.cli import add_commands
+
+    add_commands(commands)
     return parser
 
 

@@ -1,0 +1,140 @@
+"""The Python face of ``diffflow pag``: load a trace as a PAG, then ask for CP, metrics, invariants.
+
+Three trace formats:
+
+* ``"diffflow"`` -- diffflow's own raw events (:mod:`diffflow.pag.events`,
+  written by ``Dataflow(trace=...)``); snapshots are epochs (construction B),
+  or time windows of ``window`` ns (construction A);
+* ``"st2"`` -- a PAG exported by ST2 (:mod:`diffflow.pag.st2`); snapshots are its epochs;
+* ``"spark"`` -- a Spark event log (:mod:`diffflow.pag.spark`); snapshots are
+  time windows (default 10 s).
+
+>>> import io
+>>> pag = load(io.StringIO('{"t": 0, "w": 0, "e": 1, "kind": "Start", "act": "Scheduling", "op": 3, "name": "map"}\\n'
+...                        '{"t": 50, "w": 0, "e": 1, "kind": "End", "act": "Scheduling", "op": 3, "n": 8}\\n'))
+>>> cp_frame(pag)[["epoch", "summary", "key", "cp"]].values.tolist()[:2]
+[[1, 'activity', 'Processing', 1.0], [1, 'activity', 'Unknown', 0.0]]
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .critical import critical_participation
+from .edges import Edges
+from .events import TraceError
+
+FORMATS = ("diffflow", "st2", "spark")
+SPARK_WINDOW_NS = 10 * 10**9
+_UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9}
+
+
+@dataclass
+class PAG:
+    """A program activity graph: its edges and how its snapshots were cut.
+
+    ``epochs`` is True for epoch snapshots (padded for CP), False for time
+    windows of ``window_ns``.
+    """
+
+    edges: Edges
+    epochs: bool
+    window_ns: int | None = None
+
+    def windows(self) -> dict | None:
+        """Each window's ``(start, end)`` (``None`` for epoch snapshots)."""
+        if self.epochs:
+            return None
+        return {int(s): (int(s) * self.window_ns - 1, (int(s) + 1) * self.window_ns)
+                for s in set(self.edges.snap.tolist())}
+
+
+def parse_duration(text) -> int:
+    """Nanoseconds from ``"10s"``, ``"250ms"``, ``"40us"``, ``"1000ns"`` or a bare number of ns.
+
+    >>> parse_duration("250ms"), parse_duration(1000)
+    (250000000, 1000)
+    """
+    if isinstance(text, int):
+        return text
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ns|us|ms|s)?\s*", str(text))
+    if not match:
+        raise ValueError(f"cannot read {text!r} as a duration: write e.g. 10s, 250ms, 40us or 1000 (ns)")
+    return int(round(float(match.group(1)) * _UNITS[match.group(2) or "ns"]))
+
+
+def load(source, format: str = "diffflow", *, window=None, name: str | None = None) -> PAG:  # noqa: A002
+    """Read a trace and build its PAG (epochs, or time windows when ``window`` is given).
+
+    >>> load("x.trace", format="timely")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown trace format 'timely' (expected one of diffflow, st2, spark)
+    """
+    if format not in FORMATS:
+        raise ValueError(f"unknown trace format {format!r} (expected one of {', '.join(FORMATS)})")
+    window_ns = None if window is None else parse_duration(window)
+    if format == "st2":
+        if window_ns is not None:
+            raise ValueError("an ST2 PAG comes cut into epochs; --window applies to diffflow and Spark traces")
+        from .st2 import read_st2
+
+        return PAG(read_st2(source, name=name), epochs=True)
+    if format == "spark":
+        from .spark import read_spark
+
+        events = read_spark(source)
+        window_ns = window_ns or SPARK_WINDOW_NS
+    else:
+        from .events import read_events
+
+        events = read_events(source, name=name)
+    return from_events(events, window_ns)
+
+
+def from_events(events, window_ns=None) -> PAG:
+    """The PAG of raw events: per epoch, or per time window of ``window_ns``.
+
+    >>> from diffflow.pag.events import Events
+    >>> from_events(Events.empty()).epochs
+    True
+    """
+    if window_ns is None:
+        from .epochs import build_epochs
+
+        return PAG(build_epochs(events), epochs=True)
+    if window_ns <= 0:
+        raise ValueError(f"a window must be positive, got {window_ns} ns")
+    from .windows import build_windows
+
+    return PAG(build_windows(events, window_ns), epochs=False, window_ns=window_ns)
+
+
+def cp_json(pag: PAG) -> list:
+    """One dict per snapshot: ``epoch`` (None for windows), ``start``, ``end``, ``paths`` and the CP summaries.
+
+    >>> cp_json(PAG(Edges.from_rows([(2, 0, 0, 0, 0, 9, 0, "Busy")]), epochs=True))[0]["by_worker"]
+    {'0': 1.0}
+    """
+    result = critical_participation(pag.edges, pad=pag.epochs, epochs=pag.epochs, windows=pag.windows())
+    return result.summaries
+
+
+def cp_frame(pag: PAG):
+    """Critical participation as a long pandas frame: one row per (snapshot, summary, key).
+
+    ``summary`` is ``activity``, ``worker``, ``operator`` or ``pair``.
+
+    >>> cp_frame(PAG(Edges.empty(), epochs=True)).columns.tolist()
+    ['snapshot', 'epoch', 'start', 'end', 'paths', 'summary', 'key', 'cp']
+    """
+    import pandas as pd
+
+    rows = [(s["snapshot"], s["epoch"], s["start"], s["end"], s["paths"], kind, key, value)
+            for s in cp_json(pag)
+            for kind in ("activity", "worker", "operator", "pair")
+            for key, value in sorted(s[f"by_{kind}"].items(), key=lambda kv: -kv[1])]
+    return pd.DataFrame(rows, columns=["snapshot", "epoch", "start", "end", "paths", "summary", "key", "cp"])
+
+
+__all__ = ["PAG", "FORMATS", "TraceError", "load", "from_events", "cp_json", "cp_frame", "parse_duration"]

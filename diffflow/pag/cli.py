@@ -1,0 +1,130 @@
+"""``diffflow pag ...``: critical participation, metrics and invariants of an execution trace.
+
+    diffflow pag cp TRACE [--format diffflow|st2|spark] [--window 1s | --epochs] [--json] [--follow]
+    diffflow pag metrics TRACE [...] [-o metrics.csv]
+    diffflow pag invariants TRACE [--epoch-max MS --operator-max MS --message-max MS --progress-max MS]
+
+Output is a table per snapshot (most critical first); ``--json`` gives
+``cp``'s machine-readable form, one object per snapshot.  ``--follow``
+keeps reading a growing trace and reports each snapshot when it closes
+(every worker has moved past it); Ctrl-C stops it.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+_FORMAT_HELP = "trace format: diffflow (raw events, default), st2 (an ST2 PAG export), spark (an event log)"
+
+
+def add_commands(commands) -> None:
+    """Register ``pag`` and its sub-commands on the ``diffflow`` argument parser."""
+    pag = commands.add_parser("pag", help="analyse an execution trace: critical participation, metrics, "
+                                          "invariants (program activity graphs)")
+    sub = pag.add_subparsers(dest="pag_command", required=True)
+    cp = sub.add_parser("cp", help="critical participation per snapshot")
+    _common(cp)
+    cp.add_argument("--json", action="store_true", help="print a JSON list, one object per snapshot")
+    cp.add_argument("--top", type=int, default=8, metavar="K", help="rows per summary in the table (default 8)")
+    cp.set_defaults(handler=_cp)
+    met = sub.add_parser("metrics", help="count, duration and records per (from worker, to worker, activity)")
+    _common(met)
+    met.add_argument("-o", "--output", metavar="CSV", help="write the metrics to this CSV file")
+    met.set_defaults(handler=_metrics)
+    inv = sub.add_parser("invariants", help="invariant violations, longest first")
+    _common(inv)
+    for flag, what in (("--epoch-max", "a snapshot longer than"), ("--operator-max", "an operator invocation longer than"),
+                       ("--message-max", "a message longer than"), ("--progress-max", "a worker silent (no progress sent) longer than")):
+        inv.add_argument(flag, type=float, metavar="MS", help=f"report {what} MS milliseconds")
+    inv.add_argument("--no-progress", action="store_true", help="do not report workers that sent no progress")
+    inv.set_defaults(handler=_invariants)
+
+
+def _common(command) -> None:
+    command.add_argument("trace", help="the trace file")
+    command.add_argument("--format", choices=("diffflow", "st2", "spark"), default="diffflow", help=_FORMAT_HELP)
+    group = command.add_mutually_exclusive_group()
+    group.add_argument("--window", metavar="DURATION", help="time-window snapshots of this length (e.g. 1s, 250ms)")
+    group.add_argument("--epochs", action="store_true", help="epoch snapshots (the default for diffflow and st2)")
+    command.add_argument("--follow", action="store_true",
+                         help="keep reading the growing trace, reporting each snapshot as it closes")
+    command.add_argument("--until-idle", type=float, metavar="SECONDS", default=None,
+                         help="with --follow: stop after the trace has not grown for this long")
+
+
+def _pags(args):
+    """The PAGs to report: one for a finished trace, one per closed batch of snapshots with --follow."""
+    from .api import load
+
+    if args.follow:
+        from .follow import follow
+
+        yield from follow(args.trace, args.format, window=args.window, until_idle=args.until_idle)
+    else:
+        yield load(args.trace, args.format, window=args.window)
+
+
+def _cp(args) -> int:
+    from .api import cp_json
+
+    for pag in _pags(args):
+        snapshots = cp_json(pag)
+        if args.json:
+            if args.follow:
+                for s in snapshots:
+                    print(json.dumps(_public(s)), flush=True)
+            else:
+                print(json.dumps([_public(s) for s in snapshots], indent=1))
+            continue
+        for s in snapshots:
+            print(_cp_table(s, args.top), flush=True)
+    return 0
+
+
+def _public(summary: dict) -> dict:
+    keys = ("epoch", "start", "end", "paths", "by_activity", "by_worker", "by_operator", "by_pair")
+    return {k: summary[k] for k in keys}
+
+
+def _cp_table(s: dict, top: int) -> str:
+    label = f"epoch {s['epoch']}" if s["epoch"] is not None else f"window {s['snapshot']}"
+    span_ms = (s["end"] - s["start"]) / 1e6
+    lines = [f"== {label}: {span_ms:.3f} ms, {s['paths']:.4g} critical paths"]
+    for kind in ("activity", "operator", "worker", "pair"):
+        items = sorted(s[f"by_{kind}"].items(), key=lambda kv: -kv[1])[:top]
+        if items:
+            width = max(len(k) for k, _ in items)
+            lines.append(f"  by {kind}:")
+            lines += [f"    {k:<{width}}  {v:7.2%}" for k, v in items]
+    return "\n".join(lines)
+
+
+def _metrics(args) -> int:
+    from .metrics import metrics
+
+    first = True
+    for pag in _pags(args):
+        frame = metrics(pag.edges, epochs=pag.epochs)
+        if args.output:
+            frame.to_csv(args.output, index=False, mode="w" if first else "a", header=first)
+        else:
+            print(frame.to_string(index=False, header=first) if len(frame) else "", flush=True)
+        first = False
+    return 0
+
+
+def _invariants(args) -> int:
+    from .invariants import violations
+
+    ns = lambda ms: None if ms is None else int(ms * 1e6)  # noqa: E731
+    found = 0
+    for pag in _pags(args):
+        frame = violations(pag.edges, progress=not args.no_progress, progress_max_ns=ns(args.progress_max),
+                           epoch_max_ns=ns(args.epoch_max), operator_max_ns=ns(args.operator_max),
+                           message_max_ns=ns(args.message_max))
+        found += len(frame)
+        if len(frame):
+            print(frame.to_string(index=False), flush=True)
+    if not found:
+        print("no invariant violated", file=sys.stderr)
+    return 0

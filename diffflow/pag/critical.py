@@ -1,0 +1,194 @@
+"""Critical participation (SnailTrail, PAG.md §2): how much each activity lies on critical paths.
+
+In a snapshot ``[ts, te]`` every path from a vertex at ``ts`` to a vertex at
+``te`` weighs exactly ``te - ts`` (durations telescope), so all of them are
+*transient critical paths*; waiting (``block``) edges may not be used.  With
+``F(v)`` the number of such paths from the start vertices to ``v`` and
+``B(v)`` from ``v`` to the end vertices (both by Kahn's topological order,
+in float64: real snapshots have more than 2**63 paths):
+
+* ``tpc(e) = F(src) * B(dst)`` -- the paths through edge ``e``; ``N = sum of F`` over end vertices;
+
+(start vertices: at ``ts`` with no usable edge in; end vertices: at ``te``
+with no usable edge out)
+* ``cp(e) = tpc(e) * duration(e) / (N * (te - ts))`` -- and the ``cp`` of a snapshot sum to 1.
+
+Epoch snapshots (ST2) do not start and end every worker at common instants,
+so :func:`critical_participation` pads them first (``pad=True``, PAG.md
+§2.6): an ``Unknown`` edge from ``(ts, w)`` to each worker's first vertex and
+from its last vertex to ``(te, w)``.
+
+>>> from diffflow.pag.edges import Edges
+>>> pag = Edges.from_rows([(0, 0, 0, 0, 0, 4, 0, "Processing"), (0, 0, 4, 0, 0, 10, 0, "Busy"),
+...                        (0, 1, 0, 0, 1, 6, 0, "Waiting"), (0, 0, 4, 0, 1, 6, 0, "DataMessage"),
+...                        (0, 1, 6, 0, 1, 10, 0, "Processing")])
+>>> cp = critical_participation(pag, pad=False)
+>>> cp.tpc.tolist(), [round(x, 2) for x in cp.cp.tolist()]
+([2.0, 1.0, 0.0, 1.0, 1.0], [0.4, 0.3, 0.0, 0.1, 0.2])
+>>> s = cp.summaries[0]; s["paths"], {k: round(v, 2) for k, v in s["by_activity"].items()}
+(2.0, {'Busy': 0.3, 'DataMessage': 0.1, 'Processing': 0.6, 'Waiting': 0.0})
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .edges import Edges
+from .epochs import _group_ids
+from .events import ACTIVITIES, ACTIVITY
+
+_FIRST, _LAST = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+
+
+@dataclass
+class CriticalParticipation:
+    """Per-edge path counts and CP of a PAG, and one summary per snapshot.
+
+    ``edges`` is the analysed PAG (padded when asked); ``tpc`` and ``cp`` are
+    aligned with it.  ``summaries`` is a list of dicts, one per snapshot:
+    ``{"snapshot", "epoch", "start", "end", "paths", "by_activity",
+    "by_worker", "by_operator", "by_pair"}`` (see :func:`critical_participation`).
+    """
+
+    edges: Edges
+    tpc: np.ndarray
+    cp: np.ndarray
+    summaries: list
+
+
+def pad_snapshots(edges: Edges) -> Edges:
+    """Add, per snapshot and worker, ``Unknown`` edges from ``(ts, w)`` to the worker's first vertex and from its last to ``(te, w)``.
+
+    >>> pag = Edges.from_rows([(1, 0, 2, 0, 0, 5, 0, "Busy"), (1, 1, 0, 0, 1, 9, 0, "Busy")])
+    >>> p = pad_snapshots(pag); len(p), sorted(zip(p.src_t.tolist(), p.dst_t.tolist()))[:3]
+    (6, [(0, 0), (0, 2), (0, 9)])
+    """
+    if not len(edges):
+        return edges
+    snap = np.concatenate([edges.snap, edges.snap])
+    w = np.concatenate([edges.src_w, edges.dst_w])
+    t = np.concatenate([edges.src_t, edges.dst_t])
+    k = np.concatenate([edges.src_k, edges.dst_k])
+    order = np.lexsort((k, t, w, snap))
+    snap, w, t, k = snap[order], w[order], t[order], k[order]
+    worker_group = _group_ids(snap, w)
+    starts = np.flatnonzero(np.r_[True, worker_group[1:] != worker_group[:-1]])
+    ends = np.r_[starts[1:], len(snap)] - 1
+    span_group = _group_ids(snap)
+    lo = np.minimum.reduceat(t, np.flatnonzero(np.r_[True, span_group[1:] != span_group[:-1]]))
+    hi = np.maximum.reduceat(t, np.flatnonzero(np.r_[True, span_group[1:] != span_group[:-1]]))
+    ts, te = lo[span_group[starts]], hi[span_group[starts]]
+    count = len(starts)
+    unknown = np.full(count, ACTIVITY["Unknown"], np.int64)
+    none = np.full(count, -1, np.int64)
+    no = np.zeros(count, bool)
+    head = Edges(snap[starts], w[starts], ts, np.full(count, _FIRST), w[starts], t[starts], k[starts],
+                 unknown, none, none, no)
+    tail = Edges(snap[ends], w[ends], t[ends], k[ends], w[ends], te, np.full(count, _LAST),
+                 unknown.copy(), none.copy(), none.copy(), no.copy())
+    padded = Edges.concat([edges, head, tail])
+    padded.names = edges.names
+    return padded
+
+
+def critical_participation(edges: Edges, *, pad: bool = True, epochs: bool = True,
+                           windows: dict | None = None) -> CriticalParticipation:
+    """Transient path centrality and critical participation of every edge, and per-snapshot summaries.
+
+    ``pad`` adds the per-worker boundary edges of epoch snapshots (leave it
+    off for time windows, whose construction already covers the window).
+    ``epochs`` says the snapshots are epochs (reported as ``"epoch"``; else
+    ``None``).  ``windows`` optionally maps a snapshot to its ``(start, end)``
+    (default: the earliest and latest vertex times).
+
+    Summaries: ``paths`` is N; ``by_activity`` CP per activity type;
+    ``by_worker`` CP of each worker's local activities (keys are worker
+    numbers as strings); ``by_pair`` CP of messages per ``"src->dst"``;
+    ``by_operator`` CP of the activities of each operator (its name where
+    known).  ``by_worker`` and ``by_pair`` together, like ``by_activity``, sum to 1.
+
+    >>> pag = Edges.from_rows([(3, 0, 0, 0, 0, 4, 0, "Processing", 9)])
+    >>> s = critical_participation(pag).summaries[0]
+    >>> s["epoch"], s["paths"], s["by_operator"], s["by_worker"]
+    (3, 1.0, {'9': 1.0}, {'0': 1.0})
+    """
+    from ._kernels import path_counts
+
+    if pad:
+        edges = pad_snapshots(edges)
+    if not len(edges):
+        return CriticalParticipation(edges, np.zeros(0), np.zeros(0), [])
+    vid, vsnap, vt, nv = _vertex_ids(edges)
+    src, dst = vid[: len(edges)], vid[len(edges):]
+    snaps, first = np.unique(vsnap, return_index=True)
+    ts = np.minimum.reduceat(vt, first)
+    te = np.maximum.reduceat(vt, first)
+    if windows:
+        for i, s in enumerate(snaps.tolist()):
+            if s in windows:
+                ts[i], te[i] = windows[s]
+    which = np.searchsorted(snaps, vsnap)
+    usable = ~edges.block
+    # start vertices: at ts with no usable edge in (a vertex at ts reached from another one at
+    # ts is a step inside a path, not a second start); end vertices symmetrically at te
+    fed = np.bincount(dst[usable], minlength=nv) > 0
+    feeds = np.bincount(src[usable], minlength=nv) > 0
+    is_start = (vt == ts[which]) & ~fed
+    is_end = (vt == te[which]) & ~feeds
+    forward, reached = path_counts(nv, src, dst, usable, is_start.astype(np.float64))
+    backward, _ = path_counts(nv, dst, src, usable, is_end.astype(np.float64))
+    if reached < nv:
+        raise ValueError(f"the PAG has a cycle ({nv - reached} vertices on or after it): "
+                         "vertices are (worker, time, seq) and edges must go forward in logging order")
+    tpc = np.where(usable, forward[src] * backward[dst], 0.0)
+    at_end = is_end
+    paths = np.bincount(which[at_end], weights=forward[at_end], minlength=len(snaps))
+    esnap = np.searchsorted(snaps, edges.snap)
+    span = (te - ts).astype(np.float64)
+    denom = paths[esnap] * span[esnap]
+    cp = np.divide(tpc * edges.duration, denom, out=np.zeros(len(edges)), where=denom > 0)
+    summaries = [_summary(int(s), epochs, int(ts[i]), int(te[i]), float(paths[i]), edges, cp, esnap == i)
+                 for i, s in enumerate(snaps.tolist())]
+    return CriticalParticipation(edges, tpc, cp, summaries)
+
+
+def _vertex_ids(edges: Edges):
+    """Dense ids of the vertices ``(snap, w, t, k)``: sources first, then destinations."""
+    snap = np.concatenate([edges.snap, edges.snap])
+    w = np.concatenate([edges.src_w, edges.dst_w])
+    t = np.concatenate([edges.src_t, edges.dst_t])
+    k = np.concatenate([edges.src_k, edges.dst_k])
+    order = np.lexsort((k, t, w, snap))
+    group = _group_ids(snap[order], w[order], t[order], k[order])
+    vid = np.empty(len(order), np.int64)
+    vid[order] = group
+    nv = int(group[-1]) + 1 if len(group) else 0
+    firsts = order[np.flatnonzero(np.r_[True, group[1:] != group[:-1]])]
+    return vid, snap[firsts], t[firsts], nv
+
+
+def _sums(keys, weights) -> dict:
+    keys = np.asarray(keys)
+    if not len(keys):
+        return {}
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    totals = np.bincount(inverse, weights=weights, minlength=len(uniq))
+    return {str(k): float(v) for k, v in zip(uniq.tolist(), totals.tolist())}
+
+
+def _summary(snap, epochs, ts, te, paths, edges, cp, mask) -> dict:
+    e = edges.take(mask)
+    c = cp[mask]
+    local = e.is_local
+    types = np.array(ACTIVITIES, dtype=object)[e.type]
+    has_op = e.op >= 0
+    op_names = np.array([edges.names.get(o, str(o)) for o in e.op[has_op].tolist()], dtype=object)
+    pairs = np.char.add(np.char.add(e.src_w[~local].astype(str), "->"), e.dst_w[~local].astype(str))
+    return {
+        "snapshot": snap, "epoch": snap if epochs else None, "start": ts, "end": te, "paths": paths,
+        "by_activity": _sums(types.astype(str), c),
+        "by_worker": _sums(e.src_w[local], c[local]),
+        "by_operator": _sums(op_names.astype(str), c[has_op]),
+        "by_pair": _sums(pairs, c[~local]),
+    }

@@ -1,0 +1,142 @@
+"""Online analysis of a growing trace: yield a PAG each time snapshots close (``--follow``).
+
+The file is read as it grows, whole lines at a time.  A snapshot closes when
+every worker seen so far has logged something past it: a later epoch, or a
+time beyond the window's end.  Closed snapshots are built and yielded once;
+their lines are then forgotten, so memory follows the open snapshots only.
+A malformed line is reported on stderr (``file:line: ...``) and skipped;
+the follower keeps going.  With ``until_idle`` it stops once the trace has
+not grown for that many seconds, reporting what is still open.
+"""
+from __future__ import annotations
+
+import io
+import os
+import sys
+import time
+
+import numpy as np
+
+from .api import PAG, from_events, parse_duration
+from .events import TraceError
+
+
+def follow(path, format: str = "diffflow", *, window=None, until_idle=None, poll=0.1):  # noqa: A002
+    """Yield :class:`~diffflow.pag.api.PAG` s of newly closed snapshots of the trace at ``path``.
+
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp(); p = os.path.join(d, "run.trace")
+    >>> _ = open(p, "w").write('{"t": 1, "w": 0, "e": 1, "kind": "Start", "act": "Busy"}\\n'
+    ...                        '{"t": 4, "w": 0, "e": 1, "kind": "End", "act": "Busy"}\\n'
+    ...                        '{"t": 5, "w": 0, "e": 2, "kind": "Start", "act": "Busy"}\\n')
+    >>> [sorted(set(p.edges.snap.tolist())) for p in follow(p, until_idle=0.2)]
+    [[1], []]
+    """
+    if format == "spark":
+        raise ValueError("--follow reads diffflow and st2 traces; a Spark event log is analysed once it is written")
+    window_ns = None if window is None else parse_duration(window)
+    reader = _Lines(path)
+    pending = []  # parsed chunks of still-open snapshots
+    idle_since = time.monotonic()
+    while True:
+        chunk, first_line = reader.read()
+        if chunk:
+            idle_since = time.monotonic()
+            parsed = _parse(chunk, first_line, reader.name, format)
+            if parsed is not None:
+                pending.append(parsed)
+            closed, pending = _split_closed(pending, format, window_ns, final=False)
+            if closed is not None:
+                yield _build(closed, format, window_ns)
+        elif until_idle is not None and time.monotonic() - idle_since >= until_idle:
+            closed, _ = _split_closed(pending, format, window_ns, final=True)
+            yield _build(closed, format, window_ns) if closed is not None else _empty(format, window_ns)
+            return
+        else:
+            time.sleep(poll)
+
+
+class _Lines:
+    """New complete lines of a growing file, with the number of the first one."""
+
+    def __init__(self, path):
+        self.name = os.fspath(path)
+        self.handle = open(path, "rb")
+        self.rest = b""
+        self.line = 1
+
+    def read(self):
+        data = self.rest + self.handle.read()
+        cut = data.rfind(b"\n") + 1
+        chunk, self.rest = data[:cut], data[cut:]
+        first = self.line
+        self.line += chunk.count(b"\n")
+        return chunk, first
+
+
+def _parse(chunk: bytes, first_line: int, name: str, format):  # noqa: A002
+    """Parse whole lines; a bad line is reported and dropped, the others kept."""
+    lines = chunk.split(b"\n")
+    good = []
+    for offset, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            _read_one(line, format, f"{name}:{first_line + offset}")
+        except TraceError as exc:
+            print(f"{exc} (line skipped)", file=sys.stderr, flush=True)
+            continue
+        good.append(line)
+    if not good:
+        return None
+    return _read_one(b"\n".join(good) + b"\n", format, name)
+
+
+def _read_one(data: bytes, format, name):  # noqa: A002
+    if format == "st2":
+        from .st2 import read_st2
+
+        return read_st2(io.BytesIO(data), name=name)
+    from .events import read_events
+
+    return read_events(io.BytesIO(data), name=name)
+
+
+def _progress(table, format, window_ns):
+    """(worker, snapshot, how far it got) columns of parsed events or edges."""
+    if format == "st2":
+        return np.r_[table.src_w, table.dst_w], np.r_[table.snap, table.snap]
+    if window_ns is None:
+        return table.w, table.e
+    return table.w, table.t // window_ns
+
+
+def _split_closed(pending, format, window_ns, final):
+    if not pending:
+        return None, pending
+    table = type(pending[0]).concat(pending)
+    workers, snaps = _progress(table, format, window_ns)
+    if final:
+        return table, []
+    # a snapshot is closed once every worker has reached a later one
+    latest = {}
+    for w, s in zip(*np.unique(np.c_[workers, snaps], axis=0).T.tolist()):
+        latest[w] = max(latest.get(w, s), s)
+    horizon = min(latest.values())
+    row_snap = table.snap if format == "st2" else (table.e if window_ns is None else table.t // window_ns)
+    closed = row_snap < horizon
+    if not closed.any():
+        return None, [table]
+    return table.take(closed), [table.take(~closed)]
+
+
+def _build(table, format, window_ns) -> PAG:
+    if format == "st2":
+        return PAG(table, epochs=True)
+    return from_events(table, window_ns)
+
+
+def _empty(format, window_ns) -> PAG:
+    from .edges import Edges
+
+    return PAG(Edges.empty(), epochs=window_ns is None, window_ns=window_ns)
