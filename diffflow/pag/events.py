@@ -37,6 +37,7 @@ field       required  meaning
 """
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import os
@@ -159,7 +160,7 @@ def _line_order(workers: np.ndarray) -> np.ndarray:
 
 
 def read_events(source, *, name: str | None = None) -> Events:
-    """Read a diffflow trace (a path or a text/binary stream of JSON lines) into :class:`Events`.
+    """Read a diffflow trace (a path, ``.gz`` or not, or a stream of JSON lines) into :class:`Events`.
 
     Lines are parsed by pyarrow's JSON reader; on a malformed line the file is
     scanned again line by line to name it.
@@ -182,9 +183,12 @@ def read_events(source, *, name: str | None = None) -> Events:
 
 
 def _read_bytes(source, name):
+    """The bytes of a path (gzip-compressed when it ends in ``.gz``) or of a stream."""
     if isinstance(source, (str, os.PathLike)):
-        with open(source, "rb") as fh:
-            return fh.read(), name or os.fspath(source)
+        path = os.fspath(source)
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rb") as fh:
+            return fh.read(), name or path
     data = source.read()
     if isinstance(data, str):
         data = data.encode()
