@@ -3,6 +3,7 @@
     diffflow pag cp TRACE [--format diffflow|st2|spark] [--window 1s | --epochs] [--json] [--follow]
     diffflow pag metrics TRACE [...] [-o metrics.csv]
     diffflow pag invariants TRACE [--epoch-max MS --operator-max MS --message-max MS --progress-max MS]
+    diffflow pag match TRACE pattern.dl [-M 'K=5']
 
 Output is a table per snapshot (most critical first); ``--json`` gives
 ``cp``'s machine-readable form, one object per snapshot.  ``--follow``
@@ -38,10 +39,17 @@ def add_commands(commands) -> None:
         inv.add_argument(flag, type=float, metavar="MS", help=f"report {what} MS milliseconds")
     inv.add_argument("--no-progress", action="store_true", help="do not report workers that sent no progress")
     inv.set_defaults(handler=_invariants)
+    pat = sub.add_parser("match", help="run a Datalog pattern over the PAG's relations (see queries/pag/)")
+    _common(pat)
+    pat.add_argument("pattern", help="the .dl pattern; it #includes \"pag.dl\" for the PAG's relations")
+    pat.add_argument("-M", "--macro", action="append", default=[], metavar="'NAME=VALUE'",
+                     help="define a preprocessor macro, e.g. -M 'K=5'")
+    pat.add_argument("-j", "--jobs", type=int, default=1, help="partitions of the pattern's dataflow")
+    pat.set_defaults(handler=_match)
 
 
 def _common(command) -> None:
-    command.add_argument("trace", help="the trace file")
+    command.add_argument("trace", help="the trace file (.gz is read compressed)")
     command.add_argument("--format", choices=("diffflow", "st2", "spark"), default="diffflow", help=_FORMAT_HELP)
     group = command.add_mutually_exclusive_group()
     group.add_argument("--window", metavar="DURATION", help="time-window snapshots of this length (e.g. 1s, 250ms)")
@@ -127,4 +135,18 @@ def _invariants(args) -> int:
             print(frame.to_string(index=False), flush=True)
     if not found:
         print("no invariant violated", file=sys.stderr)
+    return 0
+
+
+def _match(args) -> int:
+    from ..dsl.program import read_program_text
+    from .relations import match
+
+    text = read_program_text(args.pattern)
+    macros = dict(m.split("=", 1) if "=" in m else (m, "1") for m in args.macro)
+    for pag in _pags(args):
+        for name, frame in match(pag, text, filename=args.pattern, partitions=args.jobs, macros=macros).items():
+            print(f"== {name} ({len(frame)} rows)")
+            if len(frame):
+                print(frame.to_string(index=False), flush=True)
     return 0
