@@ -148,8 +148,7 @@ def critical_participation(edges: Edges, *, pad: bool = True, epochs: bool = Tru
     span = (te - ts).astype(np.float64)
     denom = paths[esnap] * span[esnap]
     cp = np.divide(tpc * edges.duration, denom, out=np.zeros(len(edges)), where=denom > 0)
-    summaries = [_summary(int(s), epochs, int(ts[i]), int(te[i]), float(paths[i]), edges, cp, esnap == i)
-                 for i, s in enumerate(snaps.tolist())]
+    summaries = _summaries(snaps, epochs, ts, te, paths, edges, cp, esnap)
     return CriticalParticipation(edges, tpc, cp, summaries)
 
 
@@ -168,27 +167,51 @@ def _vertex_ids(edges: Edges):
     return vid, snap[firsts], t[firsts], nv
 
 
-def _sums(keys, weights) -> dict:
-    keys = np.asarray(keys)
-    if not len(keys):
-        return {}
-    uniq, inverse = np.unique(keys, return_inverse=True)
-    totals = np.bincount(inverse, weights=weights, minlength=len(uniq))
-    return {str(k): float(v) for k, v in zip(uniq.tolist(), totals.tolist())}
+def _grouped(esnap, keys, weights, mask, nsnap, label) -> list:
+    """Per snapshot, ``{label(key): sum of weights}`` over the rows in ``mask``.
+
+    One counting pass over (snapshot, key) cells when the keys span a small
+    range (activity types, workers, operators, worker pairs), a sort otherwise.
+    """
+    out = [{} for _ in range(nsnap)]
+    if not mask.any():
+        return out
+    keys, snaps, weights = keys[mask], esnap[mask], weights[mask]
+    low = int(keys.min())
+    span = int(keys.max()) - low + 1
+    if span * nsnap <= 1 << 24:
+        cell = snaps * span + (keys - low)
+        present = np.flatnonzero(np.bincount(cell, minlength=nsnap * span))
+        totals = np.bincount(cell, weights=weights, minlength=nsnap * span)[present]
+        key_of = lambda c: c % span + low  # noqa: E731
+    else:
+        uniq, inverse = np.unique(np.c_[snaps, keys], axis=0, return_inverse=True)
+        totals = np.bincount(inverse.reshape(-1), weights=weights, minlength=len(uniq))
+        for (snap, key), total in zip(uniq.tolist(), totals.tolist()):
+            out[snap][label(key)] = total
+        return [dict(sorted(d.items())) for d in out]
+    names = {}
+    for c, total in zip(present.tolist(), totals.tolist()):
+        key = key_of(c)
+        name = names.get(key)
+        if name is None:
+            name = names[key] = label(key)
+        out[c // span][name] = total
+    return [dict(sorted(d.items())) for d in out]
 
 
-def _summary(snap, epochs, ts, te, paths, edges, cp, mask) -> dict:
-    e = edges.take(mask)
-    c = cp[mask]
-    local = e.is_local
-    types = np.array(ACTIVITIES, dtype=object)[e.type]
-    has_op = e.op >= 0
-    op_names = np.array([edges.names.get(o, str(o)) for o in e.op[has_op].tolist()], dtype=object)
-    pairs = np.char.add(np.char.add(e.src_w[~local].astype(str), "->"), e.dst_w[~local].astype(str))
-    return {
-        "snapshot": snap, "epoch": snap if epochs else None, "start": ts, "end": te, "paths": paths,
-        "by_activity": _sums(types.astype(str), c),
-        "by_worker": _sums(e.src_w[local], c[local]),
-        "by_operator": _sums(op_names.astype(str), c[has_op]),
-        "by_pair": _sums(pairs, c[~local]),
-    }
+def _summaries(snaps, epochs, ts, te, paths, edges, cp, esnap) -> list:
+    nsnap = len(snaps)
+    local = edges.is_local
+    everything = np.ones(len(edges), bool)
+    by_activity = _grouped(esnap, edges.type, cp, everything, nsnap, lambda c: ACTIVITIES[int(c)])
+    by_worker = _grouped(esnap, edges.src_w, cp, local, nsnap, lambda w: str(int(w)))
+    by_operator = _grouped(esnap, edges.op, cp, edges.op >= 0, nsnap,
+                           lambda o: str(edges.names.get(int(o), int(o))))
+    pair_key = edges.src_w * (int(edges.dst_w.max(initial=0)) + 1) + edges.dst_w
+    width = int(edges.dst_w.max(initial=0)) + 1
+    by_pair = _grouped(esnap, pair_key, cp, ~local, nsnap, lambda k: f"{int(k) // width}->{int(k) % width}")
+    return [{"snapshot": int(s), "epoch": int(s) if epochs else None, "start": int(ts[i]), "end": int(te[i]),
+             "paths": float(paths[i]), "by_activity": by_activity[i], "by_worker": by_worker[i],
+             "by_operator": by_operator[i], "by_pair": by_pair[i]}
+            for i, s in enumerate(snaps.tolist())]
