@@ -111,3 +111,57 @@ def path_counts(n_vertices, src, dst, usable, seed):  # pragma: no cover - numba
                 queue[tail] = u
                 tail += 1
     return counts, tail
+
+
+@njit(cache=True)
+def dense_ids(a, b, c, d):  # pragma: no cover - numba
+    """Dense ids of the distinct rows ``(a, b, c, d)`` in first-seen order, by open addressing.
+
+    Returns ``(ids, first)``: each row's id, and the row where each id was first seen.
+    Linear in the rows (no sort), which is what dominates PAG analysis otherwise.
+    """
+    n = len(a)
+    size = 1
+    while size < 2 * n + 2:
+        size *= 2
+    mask = size - 1
+    table = np.full(size, -1, np.int64)
+    ids = np.empty(n, np.int64)
+    first = np.empty(n, np.int64)
+    count = 0
+    for i in range(n):
+        h = np.uint64(a[i]) * np.uint64(0x9E3779B97F4A7C15)
+        h = (h ^ (h >> np.uint64(29)) ^ np.uint64(b[i])) * np.uint64(0xBF58476D1CE4E5B9)
+        h = (h ^ (h >> np.uint64(31)) ^ np.uint64(c[i])) * np.uint64(0x94D049BB133111EB)
+        h = (h ^ (h >> np.uint64(32)) ^ np.uint64(d[i])) * np.uint64(0x9E3779B97F4A7C15)
+        slot = np.int64(h >> np.uint64(17)) & mask
+        while True:
+            j = table[slot]
+            if j < 0:
+                table[slot] = count
+                first[count] = i
+                ids[i] = count
+                count += 1
+                break
+            r = first[j]
+            if a[r] == a[i] and b[r] == b[i] and c[r] == c[i] and d[r] == d[i]:
+                ids[i] = j
+                break
+            slot = (slot + 1) & mask
+    return ids, first[:count]
+
+
+@njit(cache=True)
+def chain_ends(group, n_groups, t, k):  # pragma: no cover - numba
+    """Per group, the row with the smallest and the largest ``(t, k)``."""
+    lo = np.full(n_groups, -1, np.int64)
+    hi = np.full(n_groups, -1, np.int64)
+    for i in range(len(group)):
+        g = group[i]
+        j = lo[g]
+        if j < 0 or t[i] < t[j] or (t[i] == t[j] and k[i] < k[j]):
+            lo[g] = i
+        j = hi[g]
+        if j < 0 or t[i] > t[j] or (t[i] == t[j] and k[i] > k[j]):
+            hi[g] = i
+    return lo, hi

@@ -64,28 +64,29 @@ def pad_snapshots(edges: Edges) -> Edges:
     >>> p = pad_snapshots(pag); len(p), sorted(zip(p.src_t.tolist(), p.dst_t.tolist()))[:3]
     (6, [(0, 0), (0, 2), (0, 9)])
     """
+    from ._kernels import chain_ends
+
     if not len(edges):
         return edges
     snap = np.concatenate([edges.snap, edges.snap])
     w = np.concatenate([edges.src_w, edges.dst_w])
     t = np.concatenate([edges.src_t, edges.dst_t])
     k = np.concatenate([edges.src_k, edges.dst_k])
-    order = np.lexsort((k, t, w, snap))
-    snap, w, t, k = snap[order], w[order], t[order], k[order]
-    worker_group = _group_ids(snap, w)
-    starts = np.flatnonzero(np.r_[True, worker_group[1:] != worker_group[:-1]])
-    ends = np.r_[starts[1:], len(snap)] - 1
-    span_group = _group_ids(snap)
-    lo = np.minimum.reduceat(t, np.flatnonzero(np.r_[True, span_group[1:] != span_group[:-1]]))
-    hi = np.maximum.reduceat(t, np.flatnonzero(np.r_[True, span_group[1:] != span_group[:-1]]))
-    ts, te = lo[span_group[starts]], hi[span_group[starts]]
-    count = len(starts)
+    chain, first = _small_ids(snap, w)
+    lo, hi = chain_ends(chain, len(first), t, k)
+    span_id, span_first = _small_ids(snap, np.zeros_like(w))
+    ts = np.full(len(span_first), np.iinfo(np.int64).max)
+    te = np.full(len(span_first), np.iinfo(np.int64).min)
+    np.minimum.at(ts, span_id, t)
+    np.maximum.at(te, span_id, t)
+    of_chain = span_id[first]
+    count = len(first)
     unknown = np.full(count, ACTIVITY["Unknown"], np.int64)
     none = np.full(count, -1, np.int64)
     no = np.zeros(count, bool)
-    head = Edges(snap[starts], w[starts], ts, np.full(count, _FIRST), w[starts], t[starts], k[starts],
+    head = Edges(snap[first], w[first], ts[of_chain], np.full(count, _FIRST), w[first], t[lo], k[lo],
                  unknown, none, none, no)
-    tail = Edges(snap[ends], w[ends], t[ends], k[ends], w[ends], te, np.full(count, _LAST),
+    tail = Edges(snap[first], w[first], t[hi], k[hi], w[first], te[of_chain], np.full(count, _LAST),
                  unknown.copy(), none.copy(), none.copy(), no.copy())
     padded = Edges.concat([edges, head, tail])
     padded.names = edges.names
@@ -121,14 +122,15 @@ def critical_participation(edges: Edges, *, pad: bool = True, epochs: bool = Tru
         return CriticalParticipation(edges, np.zeros(0), np.zeros(0), [])
     vid, vsnap, vt, nv = _vertex_ids(edges)
     src, dst = vid[: len(edges)], vid[len(edges):]
-    snaps, first = np.unique(vsnap, return_index=True)
-    ts = np.minimum.reduceat(vt, first)
-    te = np.maximum.reduceat(vt, first)
+    snaps, which = _snapshot_index(vsnap)
+    ts = np.full(len(snaps), np.iinfo(np.int64).max)
+    te = np.full(len(snaps), np.iinfo(np.int64).min)
+    np.minimum.at(ts, which, vt)
+    np.maximum.at(te, which, vt)
     if windows:
         for i, s in enumerate(snaps.tolist()):
             if s in windows:
                 ts[i], te[i] = windows[s]
-    which = np.searchsorted(snaps, vsnap)
     usable = ~edges.block
     # start vertices: at ts with no usable edge in (a vertex at ts reached from another one at
     # ts is a step inside a path, not a second start); end vertices symmetrically at te
@@ -142,9 +144,8 @@ def critical_participation(edges: Edges, *, pad: bool = True, epochs: bool = Tru
         raise ValueError(f"the PAG has a cycle ({nv - reached} vertices on or after it): "
                          "vertices are (worker, time, seq) and edges must go forward in logging order")
     tpc = np.where(usable, forward[src] * backward[dst], 0.0)
-    at_end = is_end
-    paths = np.bincount(which[at_end], weights=forward[at_end], minlength=len(snaps))
-    esnap = np.searchsorted(snaps, edges.snap)
+    paths = np.bincount(which[is_end], weights=forward[is_end], minlength=len(snaps))
+    esnap = which[src]
     span = (te - ts).astype(np.float64)
     denom = paths[esnap] * span[esnap]
     cp = np.divide(tpc * edges.duration, denom, out=np.zeros(len(edges)), where=denom > 0)
@@ -152,19 +153,46 @@ def critical_participation(edges: Edges, *, pad: bool = True, epochs: bool = Tru
     return CriticalParticipation(edges, tpc, cp, summaries)
 
 
+def _small_ids(a: np.ndarray, b: np.ndarray):
+    """Dense ids of the pairs ``(a, b)`` (snapshot, worker: few distinct values) and a row of each."""
+    from ._kernels import dense_ids
+
+    alow, blow = int(a.min()), int(b.min())
+    aspan, bspan = int(a.max()) - alow + 1, int(b.max()) - blow + 1
+    if aspan * bspan > 1 << 24:
+        return dense_ids(a, b, np.zeros_like(a), np.zeros_like(a))
+    cell = (a - alow) * bspan + (b - blow)
+    present = np.flatnonzero(np.bincount(cell, minlength=aspan * bspan))
+    rank = np.zeros(aspan * bspan, np.int64)
+    rank[present] = np.arange(len(present))
+    ids = rank[cell]
+    first = np.zeros(len(present), np.int64)
+    first[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)  # the first row of each id
+    return ids, first
+
+
+def _snapshot_index(snap: np.ndarray):
+    """The distinct snapshots, sorted, and each row's index among them (counting when the range is small)."""
+    low, high = int(snap.min()), int(snap.max())
+    if high - low < 1 << 24:
+        present = np.flatnonzero(np.bincount(snap - low, minlength=high - low + 1))
+        rank = np.zeros(high - low + 1, np.int64)
+        rank[present] = np.arange(len(present))
+        return present + low, rank[snap - low]
+    snaps, which = np.unique(snap, return_inverse=True)
+    return snaps, which.reshape(-1)
+
+
 def _vertex_ids(edges: Edges):
     """Dense ids of the vertices ``(snap, w, t, k)``: sources first, then destinations."""
+    from ._kernels import dense_ids
+
     snap = np.concatenate([edges.snap, edges.snap])
     w = np.concatenate([edges.src_w, edges.dst_w])
     t = np.concatenate([edges.src_t, edges.dst_t])
     k = np.concatenate([edges.src_k, edges.dst_k])
-    order = np.lexsort((k, t, w, snap))
-    group = _group_ids(snap[order], w[order], t[order], k[order])
-    vid = np.empty(len(order), np.int64)
-    vid[order] = group
-    nv = int(group[-1]) + 1 if len(group) else 0
-    firsts = order[np.flatnonzero(np.r_[True, group[1:] != group[:-1]])]
-    return vid, snap[firsts], t[firsts], nv
+    vid, first = dense_ids(snap, w, t, k)
+    return vid, snap[first], t[first], len(first)
 
 
 def _grouped(esnap, keys, weights, mask, nsnap, label) -> list:
