@@ -36,6 +36,16 @@ def build_epochs(events: Events) -> Edges:
     >>> build_epochs(Events.empty()).snap.tolist()
     []
     """
+    return Edges.concat([chain_edges(events), message_edges(events)])
+
+
+def chain_edges(events: Events) -> Edges:
+    """The local edges: one chain per (worker, epoch), an edge between consecutive events.
+
+    >>> ev = Events.from_rows([(0, 1, 0, "Start", "Scheduling", 2), (0, 1, 5, "End", "Scheduling", 2, -1, -1, -1, 0, 0)])
+    >>> chain_edges(ev).type_names()
+    ['Spinning']
+    """
     from ._kernels import local_edge_types
 
     ev = events.take(_chain_order(events))
@@ -53,7 +63,7 @@ def build_epochs(events: Events) -> Edges:
     local = Edges(ev.e[cur], ev.w[prev], ev.t[prev], ev.seq[prev], ev.w[cur], ev.t[cur], ev.seq[cur],
                   edge_type[cur], edge_op[cur], edge_n[cur], edge_type[cur] == ACTIVITY["Waiting"],
                   names=dict(events.names))
-    return Edges.concat([local, message_edges(ev)])
+    return local
 
 
 def _chain_order(ev: Events) -> np.ndarray:

@@ -1,0 +1,194 @@
+"""The PAG of a growing trace, maintained by a diffflow dataflow as events arrive.
+
+:class:`PagFlow` takes raw events in any batches (``feed``) and keeps, after
+each ``advance``, the PAG's edges, ST2's metrics, the invariant violations
+and the spans of its epoch snapshots as incrementally maintained collections:
+
+* a worker's chain for an epoch is typed by a kernel once that worker has
+  moved to a later epoch (ST2 builds chains per worker the same way), then
+  inserted as rows of the ``chains`` input;
+* every message half goes in at once (``sent``, ``received``); the dataflow
+  joins the halves by (epoch, sender, correlator, channel, activity), so a
+  message edge appears as soon as both halves have arrived, in any order;
+* metrics are an ``aggregate``, long messages and snapshots ``filter`` s,
+  silent workers an ``antijoin`` -- all maintained by the engine, at any
+  number of partitions.
+
+``retire(before)`` removes the rows of old snapshots, so a long-running
+analysis keeps only the snapshots it still reports.
+
+>>> from diffflow.pag.events import Events
+>>> flow = PagFlow(message_max_ns=3, progress=False)
+>>> flow.feed(Events.from_rows([(0, 1, 0, "Sent", "DataMessage", -1, 1, 7, 1, 5)]))
+>>> flow.advance(); len(flow.edges())
+0
+>>> flow.feed(Events.from_rows([(1, 1, 9, "Received", "DataMessage", -1, 1, 7, 0, 5)]))
+>>> flow.advance(); flow.edges().type_names(), flow.violations()["kind"].tolist()
+(['DataMessage'], ['message'])
+>>> flow.close()
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .edges import Edges
+from .epochs import chain_edges
+from .events import ACTIVITIES, ACTIVITY, MESSAGES, RECEIVED, SENT, Events
+from .invariants import COLUMNS as VIOLATION_COLUMNS
+from .invariants import invocations
+
+EDGE_COLUMNS = ["snap", "src_w", "src_t", "src_k", "dst_w", "dst_t", "dst_k", "type", "op", "n", "block"]
+_KEY = ["snap", "sw", "corr", "ch", "act"]
+
+
+class PagFlow:
+    """A diffflow dataflow maintaining a PAG and its analyses from a stream of raw events."""
+
+    def __init__(self, *, partitions: int = 1, runtime: str = "local", message_max_ns=None, epoch_max_ns=None,
+                 operator_max_ns=None, progress: bool = True):
+        import diffflow as dd
+
+        self.flow = flow = dd.Dataflow(partitions=partitions, runtime=runtime)
+        self._pending = Events.empty()
+        self.names: dict = {}
+        self.chains = flow.input("chains", EDGE_COLUMNS)
+        self.sent = flow.input("sent", _KEY + ["rw", "st", "sk", "n"])
+        self.received = flow.input("received", _KEY + ["rw_r", "rt", "rk"])
+        self.invocations = flow.input("invocations", ["snap", "w", "op", "start", "end", "n"])
+        # what each input holds, so that retire() can take old snapshots out again
+        self._inputs = [(inp, inp.output()) for inp in (self.chains, self.sent, self.received, self.invocations)]
+        col = dd.col
+        pairs = self.sent.join(self.received, on=_KEY)
+        messages = (pairs.filter(((col("rw") == col("rw_r")) | (col("rw") < 0)) & (col("rw_r") != col("sw")))
+                    .select("snap", src_w="sw", src_t="st", src_k="sk", dst_w="rw_r", dst_t="rt", dst_k="rk",
+                            type="act", op=dd.lit(-1), n="n", block=dd.lit(0)))
+        edges = self.chains.concat(messages)
+        self._edges = edges.output("edges")
+        duration = col("dst_t") - col("src_t")
+        self._metrics = (edges.select("snap", "src_w", "dst_w", "type", d=(duration + abs(duration)) // 2,
+                                      r=(col("n") + abs(col("n"))) // 2)
+                         .aggregate(by=["snap", "src_w", "dst_w", "type"], count=dd.count(),
+                                    duration_ns=dd.sum("d"), records=dd.sum("r"))
+                         .output("metrics"))
+        vertices = edges.select("snap", w="src_w", t="src_t").concat(edges.select("snap", w="dst_w", t="dst_t"))
+        spans = vertices.aggregate(by=["snap"], start=dd.min("t"), end=dd.max("t"))
+        self._spans = spans.output("spans")
+        self._checks = {}
+        if message_max_ns is not None:
+            self._checks["message"] = edges.filter((col("src_w") != col("dst_w")) & (duration > message_max_ns)).output()
+        if epoch_max_ns is not None:
+            self._checks["epoch"] = spans.filter(col("end") - col("start") > epoch_max_ns).output()
+        if operator_max_ns is not None:
+            self._checks["operator"] = self.invocations.filter(
+                col("end") - col("start") > operator_max_ns).output()
+        if progress:
+            control = edges.filter((col("type") == ACTIVITY["ControlMessage"]) & (col("src_w") != col("dst_w")))
+            talking = control.select("snap", w="src_w").distinct()
+            self._checks["progress"] = vertices.select("snap", "w").distinct().antijoin(
+                talking, on=["snap", "w"]).output()
+
+    # -- input -----------------------------------------------------------------------------------
+    def feed(self, events: Events) -> None:
+        """Stage raw events (any batch, any order across workers; one worker's epochs in order).
+
+        >>> f = PagFlow(); f.feed(Events.empty()); f.close()
+        """
+        self.names.update(events.names)
+        is_msg = np.isin(events.act, MESSAGES)
+        sent = events.take(is_msg & (events.kind == SENT))
+        recv = events.take(is_msg & (events.kind == RECEIVED))
+        if len(sent):
+            self.sent.insert(np.c_[sent.e, sent.w, sent.corr, sent.ch, sent.act, sent.peer, sent.t, sent.seq, sent.n])
+        if len(recv):
+            self.received.insert(np.c_[recv.e, recv.peer, recv.corr, recv.ch, recv.act, recv.w, recv.t, recv.seq])
+        self._pending = Events.concat([self._pending, events])
+        # a worker's chain of an epoch is complete once it logged something of a later epoch
+        latest = np.full(int(self._pending.w.max(initial=-1)) + 1, np.iinfo(np.int64).min)
+        np.maximum.at(latest, self._pending.w, self._pending.e)
+        self._insert_chains(self._pending.e < latest[self._pending.w])
+
+    def flush(self) -> None:
+        """Take every staged chain as complete (the trace has ended)."""
+        self._insert_chains(np.ones(len(self._pending), bool))
+
+    def _insert_chains(self, done: np.ndarray) -> None:
+        if not done.any():
+            return
+        chains = chain_edges(self._pending.take(done))
+        self._pending = self._pending.take(~done)
+        if len(chains):
+            self.chains.insert(np.c_[[getattr(chains, c).astype(np.int64) for c in EDGE_COLUMNS]].T)
+            rows = invocations(chains)
+            if rows:
+                self.invocations.insert([(r[1], r[2], r[4], r[5], r[6], int(r[8].split()[0])) for r in rows])
+
+    def retire(self, before: int) -> None:
+        """Forget the snapshots numbered below ``before`` (their rows leave every collection).
+
+        >>> f = PagFlow(); f.retire(3); f.close()
+        """
+        for inp, out in self._inputs:
+            rows = _rows(out.snapshot(), len(inp.columns))
+            old = rows[rows[:, 0] < before]
+            if len(old):
+                inp.remove(old)
+
+    def advance(self) -> None:
+        """Compute everything fed so far."""
+        self.flow.advance()
+
+    def close(self) -> None:
+        """Release the dataflow (and its workers)."""
+        self.flow.close()
+
+    # -- results --------------------------------------------------------------------------------
+    def edges(self) -> Edges:
+        """The PAG as it stands: complete chains and every message whose two halves arrived."""
+        rows = _rows(self._edges.snapshot(), len(EDGE_COLUMNS))
+        cols = [rows[:, i].copy() for i in range(len(EDGE_COLUMNS))]
+        cols[-1] = cols[-1].astype(bool)
+        return Edges(*cols, names=dict(self.names))
+
+    def metrics(self):
+        """ST2's metrics, as :func:`diffflow.pag.metrics.metrics` computes them from scratch."""
+        frame = self._metrics.to_pandas().rename(columns={"snap": "epoch", "src_w": "from_worker",
+                                                          "dst_w": "to_worker", "type": "activity"})
+        frame["activity"] = [ACTIVITIES[c] for c in frame["activity"].tolist()]
+        return frame.sort_values(["epoch", "from_worker", "to_worker"], kind="stable").reset_index(drop=True)
+
+    def spans(self) -> dict:
+        """``{snapshot: (start, end)}``: the earliest and latest instants of each snapshot."""
+        return {s: (a, b) for (s, a, b) in self._spans.snapshot()}
+
+    def violations(self):
+        """The violated invariants, as :func:`diffflow.pag.invariants.violations` lists them."""
+        import pandas as pd
+
+        rows = []
+        for kind, out in self._checks.items():
+            for row in out.snapshot():
+                if kind == "message":
+                    s, sw, st, _, dw, dt, _, typ = row[:8]
+                    rows.append(("message", s, sw, dw, None, st, dt, dt - st, ACTIVITIES[typ]))
+                elif kind == "epoch":
+                    s, a, b = row
+                    rows.append(("epoch", s, None, None, None, a, b, b - a, "snapshot took this long"))
+                elif kind == "operator":
+                    s, w, op, a, b, n = row
+                    rows.append(("operator", s, w, None, op, a, b, b - a, f"{max(n, 0)} records"))
+                else:
+                    s, w = row
+                    rows.append(("progress", s, w, None, None, None, None, 0,
+                                 "sent no progress (ControlMessage) in this snapshot"))
+        frame = pd.DataFrame(rows, columns=VIOLATION_COLUMNS).astype(
+            {c: "Int64" for c in ("snapshot", "worker", "peer", "operator", "start", "end", "duration_ns")})
+        return frame.sort_values(["duration_ns", "kind", "snapshot", "worker"], ascending=[False, True, True, True],
+                                 kind="stable").reset_index(drop=True)
+
+
+def _rows(snapshot: dict, width: int) -> np.ndarray:
+    """The rows of an output snapshot (each as often as its multiplicity) as an int64 array."""
+    if not snapshot:
+        return np.zeros((0, width), np.int64)
+    rows = np.array(list(snapshot.keys()), np.int64).reshape(-1, width)
+    return np.repeat(rows, np.array(list(snapshot.values()), np.int64), axis=0)
