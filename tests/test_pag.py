@@ -227,3 +227,24 @@ def test_follow_reports_each_epoch_once_as_it_closes(tmp_path):
         seen.update(set(pag.edges.snap.tolist()))
     whole = build_epochs(ev)
     assert set(seen) == set(whole.snap.tolist()) and max(seen.values()) == 1
+
+
+def test_formats_are_told_apart_by_their_first_line(tmp_path, capsys):
+    from diffflow.pag.api import detect_format
+
+    assert detect_format(ST2 / "mwe.pag.jsonl.gz") == "st2"
+    spark = tmp_path / "app.log"
+    spark.write_text('{"Event":"SparkListenerLogStart","Spark Version":"3.5.1"}\n')
+    assert detect_format(spark) == "spark"
+    raw = tmp_path / "run.trace"
+    write_events(Events.from_rows([(0, 1, 0, "Start", "Busy"), (0, 1, 5, "End", "Busy")]), raw)
+    assert detect_format(raw) == "diffflow"
+    assert main(["pag", "cp", str(ST2 / "mwe.pag.jsonl.gz"), "--json"]) == 0
+    assert [s["epoch"] for s in json.loads(capsys.readouterr().out)] == [1, 2]
+
+
+def test_a_lone_worker_is_never_silent():
+    lone = Edges.from_rows([(1, 0, 0, 0, 0, 5, 0, "Busy")])
+    assert violations(lone).empty
+    pair = Edges.from_rows([(1, 0, 0, 0, 0, 5, 0, "Busy"), (1, 1, 0, 0, 1, 5, 0, "Busy")])
+    assert sorted(violations(pair)["worker"].tolist()) == [0, 1]

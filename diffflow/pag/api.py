@@ -25,6 +25,7 @@ from .edges import Edges
 from .events import TraceError
 
 FORMATS = ("diffflow", "st2", "spark")
+AUTO = "auto"
 SPARK_WINDOW_NS = 10 * 10**9
 _UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9}
 
@@ -63,16 +64,50 @@ def parse_duration(text) -> int:
     return int(round(float(match.group(1)) * _UNITS[match.group(2) or "ns"]))
 
 
-def load(source, format: str = "diffflow", *, window=None, name: str | None = None) -> PAG:  # noqa: A002
+def detect_format(source) -> str:
+    """The format of a trace from its first line: ``st2`` (edges), ``spark`` (``Event``) or ``diffflow``.
+
+    >>> import io
+    >>> detect_format(io.StringIO('{"Event": "SparkListenerLogStart", "Spark Version": "3.5.0"}\\n'))
+    'spark'
+    """
+    import gzip
+    import json
+    import os
+
+    if isinstance(source, (str, os.PathLike)):
+        opener = gzip.open if os.fspath(source).endswith(".gz") else open
+        with opener(source, "rt") as fh:
+            first = next((line for line in fh if line.strip()), "")
+    else:
+        position = source.tell()
+        first = next((line for line in source if line.strip()), "")
+        source.seek(position)
+    try:
+        obj = json.loads(first) if first else {}
+    except (json.JSONDecodeError, TypeError):
+        return "diffflow"  # its reader names the bad line
+    if isinstance(obj, dict) and "src" in obj and "dst" in obj:
+        return "st2"
+    if isinstance(obj, dict) and "Event" in obj:
+        return "spark"
+    return "diffflow"
+
+
+def load(source, format: str = AUTO, *, window=None, name: str | None = None) -> PAG:  # noqa: A002
     """Read a trace and build its PAG (epochs, or time windows when ``window`` is given).
+
+    ``format="auto"`` tells the three formats apart by their first line.
 
     >>> load("x.trace", format="timely")
     Traceback (most recent call last):
     ...
-    ValueError: unknown trace format 'timely' (expected one of diffflow, st2, spark)
+    ValueError: unknown trace format 'timely' (expected auto or one of diffflow, st2, spark)
     """
-    if format not in FORMATS:
-        raise ValueError(f"unknown trace format {format!r} (expected one of {', '.join(FORMATS)})")
+    if format != AUTO and format not in FORMATS:
+        raise ValueError(f"unknown trace format {format!r} (expected auto or one of {', '.join(FORMATS)})")
+    if format == AUTO:
+        format = detect_format(source)  # noqa: A001
     window_ns = None if window is None else parse_duration(window)
     if format == "st2":
         if window_ns is not None:
@@ -137,4 +172,4 @@ def cp_frame(pag: PAG):
     return pd.DataFrame(rows, columns=["snapshot", "epoch", "start", "end", "paths", "summary", "key", "cp"])
 
 
-__all__ = ["PAG", "FORMATS", "TraceError", "load", "from_events", "cp_json", "cp_frame", "parse_duration"]
+__all__ = ["PAG", "FORMATS", "detect_format", "TraceError", "load", "from_events", "cp_json", "cp_frame", "parse_duration"]

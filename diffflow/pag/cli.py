@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import sys
 
-_FORMAT_HELP = "trace format: diffflow (raw events, default), st2 (an ST2 PAG export), spark (an event log)"
+_FORMAT_HELP = ("trace format: diffflow (raw events), st2 (an ST2 PAG export), spark (an event log); "
+                "default: told from the first line")
 
 
 def add_commands(commands) -> None:
@@ -50,7 +51,7 @@ def add_commands(commands) -> None:
 
 def _common(command) -> None:
     command.add_argument("trace", help="the trace file (.gz is read compressed)")
-    command.add_argument("--format", choices=("diffflow", "st2", "spark"), default="diffflow", help=_FORMAT_HELP)
+    command.add_argument("--format", choices=("auto", "diffflow", "st2", "spark"), default="auto", help=_FORMAT_HELP)
     group = command.add_mutually_exclusive_group()
     group.add_argument("--window", metavar="DURATION", help="time-window snapshots of this length (e.g. 1s, 250ms)")
     group.add_argument("--epochs", action="store_true", help="epoch snapshots (the default for diffflow and st2)")
@@ -65,11 +66,24 @@ def _pags(args):
     from .api import load
 
     if args.follow:
+        from .api import detect_format
         from .follow import follow
 
-        yield from follow(args.trace, args.format, window=args.window, until_idle=args.until_idle)
+        fmt = args.format
+        if fmt == "auto":  # a trace being written may still be empty: wait for its first line
+            fmt = _wait_for_format(args.trace, detect_format)
+        yield from follow(args.trace, fmt, window=args.window, until_idle=args.until_idle)
     else:
         yield load(args.trace, args.format, window=args.window)
+
+
+def _wait_for_format(path, detect_format, poll=0.1) -> str:
+    import os
+    import time
+
+    while not os.path.exists(path) or os.path.getsize(path) == 0:
+        time.sleep(poll)
+    return detect_format(path)
 
 
 def _cp(args) -> int:
@@ -132,7 +146,7 @@ def _invariants(args) -> int:
                            message_max_ns=ns(args.message_max))
         found += len(frame)
         if len(frame):
-            print(frame.to_string(index=False), flush=True)
+            print(frame.to_string(index=False, na_rep="-"), flush=True)
     if not found:
         print("no invariant violated", file=sys.stderr)
     return 0

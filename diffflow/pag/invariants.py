@@ -1,7 +1,8 @@
 """ST2's invariants (PAG.md §3.3): what should always hold in an execution, and where it did not.
 
-* ``progress``: every worker active in a snapshot sent some progress (a
-  ``ControlMessage``) in it -- a silent worker stalls everyone's frontier;
+* ``progress``: every worker active in a snapshot of two or more workers sent
+  some progress (a ``ControlMessage``) in it -- a silent worker stalls
+  everyone's frontier;
 * ``progress_max_ns``: no worker goes longer than this without sending progress;
 * ``epoch_max_ns``: a snapshot spans at most this (earliest to latest vertex);
 * ``operator_max_ns``: an operator invocation (its Processing/Spinning
@@ -16,6 +17,8 @@
 [{'kind': 'message', 'worker': 0, 'duration_ns': 21}]
 """
 from __future__ import annotations
+
+from collections import Counter
 
 import numpy as np
 
@@ -56,7 +59,10 @@ def violations(edges: Edges, *, progress: bool = True, progress_max_ns=None, epo
 
 
 def _silent_workers(edges: Edges) -> list:
+    """Workers of a snapshot with two or more workers that sent no ControlMessage in it."""
     active = set(zip(edges.snap.tolist(), edges.src_w.tolist())) | set(zip(edges.snap.tolist(), edges.dst_w.tolist()))
+    workers = Counter(s for s, _ in active)
+    active = {(s, w) for s, w in active if workers[s] > 1}  # alone, a worker has no one to tell
     control = ~edges.is_local & (edges.type == _CONTROL)
     sent = set(zip(edges.snap[control].tolist(), edges.src_w[control].tolist()))
     return [("progress", s, w, None, None, None, None, 0, "sent no progress (ControlMessage) in this snapshot")

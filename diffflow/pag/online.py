@@ -84,7 +84,10 @@ class PagFlow:
         if progress:
             control = edges.filter((col("type") == ACTIVITY["ControlMessage"]) & (col("src_w") != col("dst_w")))
             talking = control.select("snap", w="src_w").distinct()
-            self._checks["progress"] = vertices.select("snap", "w").distinct().antijoin(
+            active = vertices.select("snap", "w").distinct()
+            # alone in a snapshot, a worker has no one to send progress to
+            crowded = active.aggregate(by=["snap"], workers=dd.count()).filter(col("workers") > 1)
+            self._checks["progress"] = active.semijoin(crowded, on="snap").antijoin(
                 talking, on=["snap", "w"]).output()
 
     # -- input -----------------------------------------------------------------------------------
