@@ -28,6 +28,7 @@ import importlib as _importlib
 from .aggregates import Aggregate, count, max, min, sum
 from .arranged import Arranged
 from .collection import Collection
+from .custom_reducers import per_group
 from .errors import (DatalogError, DatalogWarning, DiffflowError, ExpressionError, GraphError,
                      NonConvergenceError, OperatorError, WorkerLost)
 from .expr import col, lit
@@ -40,11 +41,13 @@ from .streaming import StreamingView
 
 __all__ = ["Dataflow", "Collection", "InputCollection", "Arranged", "Output", "Aggregate",
            "Loop", "Variable", "DiffflowError", "GraphError", "ExpressionError", "WorkerLost", "OperatorError", "NonConvergenceError", "Schema",
-           "Program", "DatalogError", "DatalogWarning", "StreamingView", "col", "lit", "count", "sum", "min", "max"]
+           "Program", "DatalogError", "DatalogWarning", "StreamingView", "col", "lit", "count", "sum", "min", "max",
+           "per_group"]
 __version__ = "0.1.0"
 
 # loaded by ``dd.<name>`` on first use (PEP 562), so ``import diffflow`` stays cheap
-_SUBMODULES = {"aggregates", "arranged", "arrangements", "cli", "collection", "dataflow", "dsl",
+_SUBMODULES = {"aggregates", "arranged", "arrangements", "cli", "collection", "custom_reducers",
+               "dataflow", "dsl",
                "errors", "expr", "flow", "graphs", "inputs", "iteration", "lattice", "operators",
                "outputs", "runtime", "schema", "streaming"}
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .aggregates import _aggregate_reducer, count  # noqa: F401 - count: the examples use it
+from .custom_reducers import _custom_reducer
 from .errors import GraphError
 from .flow import Dataflow  # noqa: F401 - the examples use it
 from .schema import Schema
@@ -85,6 +86,16 @@ class Arranged:
         """
         return _aggregate(self, aggregates)
 
+    def reduce(self, fn, columns=None, out=None, negative: str = "drop") -> Collection:
+        """A custom reducer per key of the arrangement (see :meth:`Collection.reduce`).
+
+        >>> from diffflow.custom_reducers import per_group
+        >>> flow = Dataflow(); a = flow.input("a", ["k", "x"])
+        >>> a.arrange(by=["k"]).reduce(per_group(lambda cols, m: m.sum()), out={"n": int}).columns
+        ['k', 'n']
+        """
+        return _custom_reduce(self.collection, self.keys, fn, columns, out, negative, self)
+
     def output(self, name: str | None = None) -> "Output":
         """See :meth:`Collection.output`."""
         return self.collection.output(name)
@@ -149,6 +160,32 @@ def _aggregate(arranged: Arranged, aggregates: dict) -> Collection:
     reducer, schema = _aggregate_reducer(aggregates, arranged.keys, arranged.node.schema,
                                          arranged.collection.schema.names)
     return _reduce(arranged, reducer, schema, f"aggregate {list(aggregates)} by {arranged.keys}")
+
+
+def _custom_reduce(collection, keys, fn, columns, out, negative, arranged=None) -> Collection:
+    """A custom reduce of ``collection`` by ``keys`` (reading ``arranged`` when it fits).
+
+    The reducer reads an arrangement by ``keys`` whose other columns are the
+    value columns, in order: the collection's own when those are every
+    non-key column, else a projection (which also lets a key column be a value).
+    """
+    collection.flow._check_building("reduce")
+    reducer, schema, values = _custom_reducer(fn, keys, columns, out, negative,
+                                              collection.schema)
+    if values != [n for n in collection.schema.names if n not in keys]:
+        taken, named = set(keys) | set(values), {}
+        for n in values:  # a key column used as a value too needs a second name
+            name = n if n not in keys else next(
+                c for c in (f"{n}_value{j or ''}" for j in range(len(taken) + 1))
+                if c not in taken)
+            taken.add(name)
+            named[name] = n
+        collection = collection.select(*keys, **named)
+        arranged = None
+    if arranged is None:
+        arranged = collection.arrange(keys)
+    return _reduce(arranged, reducer, schema,
+                   f"reduce {reducer.name}({', '.join(values)}) by {keys}")
 
 
 def _collection(flow, node) -> Collection:

@@ -8,8 +8,8 @@ Nothing computes until :meth:`Dataflow.advance` closes an epoch.
 
 This module also re-exports the rest of the collection API from its modules
 (:mod:`~diffflow.flow`, :mod:`~diffflow.inputs`, :mod:`~diffflow.outputs`,
-:mod:`~diffflow.aggregates`, :mod:`~diffflow.arranged`), so ``from
-diffflow.collection import Dataflow, InputCollection, Output, count`` keeps working.
+:mod:`~diffflow.aggregates`, :mod:`~diffflow.custom_reducers`, :mod:`~diffflow.arranged`),
+so ``from diffflow.collection import Dataflow, InputCollection, Output, count`` keeps working.
 
 >>> import diffflow as dd
 >>> flow = dd.Dataflow()
@@ -28,7 +28,9 @@ from __future__ import annotations
 import builtins
 
 from .aggregates import Aggregate, count, max, min, sum
-from .arranged import Arranged, _aggregate, _as_names, _join_arranged, _join_keys, _reduce
+from .arranged import (Arranged, _aggregate, _as_names, _custom_reduce, _join_arranged, _join_keys,
+                       _reduce)
+from .custom_reducers import per_group
 from .errors import GraphError
 from .expr import Col, Expr, ExpressionError, Lit, col, lit
 from .flow import RUNTIMES, Dataflow
@@ -37,7 +39,7 @@ from .outputs import Output
 from .schema import Schema
 
 __all__ = ["Collection", "Arranged", "Dataflow", "RUNTIMES", "InputCollection", "Output",
-           "Aggregate", "GraphError", "count", "sum", "min", "max", "col", "lit"]
+           "Aggregate", "GraphError", "count", "sum", "min", "max", "col", "lit", "per_group"]
 
 
 class Collection:
@@ -394,6 +396,39 @@ class Collection:
         keys = _as_names(by, "aggregate(by=...)")
         self._require(keys, "aggregate(by=...)")
         return _aggregate(self.arrange(keys), aggregates)
+
+    def reduce(self, fn, by=(), columns=None, out=None, negative: str = "drop") -> "Collection":
+        """Apply a custom reducer to each group of equal ``by`` columns.
+
+        ``fn(starts, cols, mults) -> (group_index, out_cols)`` sees the rows
+        of many groups at once: group ``i`` is ``starts[i]:starts[i + 1]``
+        of the ``columns`` arrays in ``cols`` (every non-``by`` column by
+        default; float columns as float64), sorted, with their multiplicities.
+        It returns which group each output row belongs to and the ``out``
+        columns (``{name: type}`` or a list of names/pairs).  The result has
+        the ``by`` columns followed by the ``out`` columns.  ``fn`` must be
+        pure: a function of each group's rows only (that is what keeps the
+        result exact inside loops); :func:`diffflow.per_group` wraps a
+        function of one group (the slower path).  ``negative`` says what
+        ``fn`` sees of rows whose multiplicity fell below zero: ``"drop"``
+        them, ``"error"``, or ``"keep"`` them.  Details:
+        :mod:`diffflow.operators.reduce_custom`.
+
+        >>> import numpy as np
+        >>> def total(starts, cols, mults):        # sum of each group's v * multiplicity
+        ...     sums = np.add.reduceat(cols[0] * mults, starts[:-1])
+        ...     return np.arange(len(sums)), (sums,)
+        >>> flow = Dataflow(); c = flow.input("c", ["k", "v"])
+        >>> out = c.reduce(total, by="k", out={"s": int}).output()
+        >>> c.insert([(1, 2), (1, 3), (2, 5), (2, 5)]); flow.advance()
+        >>> sorted(out.snapshot())
+        [(1, 5), (2, 10)]
+        """
+        keys = _as_names(by, "reduce(by=...)")
+        self._require(keys, "reduce(by=...)")
+        if len(set(keys)) != len(keys):
+            raise GraphError(f"reduce(by={keys}) repeats a column")
+        return _custom_reduce(self, keys, fn, columns, out, negative)
 
     # -- iteration --------------------------------------------------------------------------
     def iterate(self, body, *, max_rounds: int = 10_000, name: str | None = None) -> "Collection":

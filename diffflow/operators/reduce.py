@@ -21,8 +21,9 @@ times are the interesting times, and the driver skips computing it.
 Driver and tactic
 -----------------
 This module is the driver: traces, frontiers, interesting times, pending
-capabilities.  What ``f`` computes is a tactic from :mod:`.reducers`, applied
-to many (key, time) queries at once.  :mod:`.reduce_reference` is a plain
+capabilities.  What ``f`` computes is a tactic from :mod:`.reducers` (or a
+user's function, :mod:`.reduce_custom`), applied to many (key, time) queries
+at once; the driver relies on it being a pure function of each group's input.  :mod:`.reduce_reference` is a plain
 per-key implementation of the same mathematics, kept for tests.
 """
 from __future__ import annotations

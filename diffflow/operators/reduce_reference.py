@@ -3,10 +3,14 @@
 Written straight from the definition (see :mod:`.reduce`) with Python
 dictionaries, for tests only: it must agree with the vectorised driver, and
 both must agree with recomputing ``f`` from scratch at every time.
+:func:`tactic_as_dict` runs any tactic of :mod:`.reducers` -- a custom
+reducer included -- one group at a time, in the form the reference takes.
 """
 from __future__ import annotations
 
 from collections import defaultdict
+
+import numpy as np
 
 
 def _join(a, b):
@@ -53,3 +57,27 @@ def reduce_reference(updates, reducer):
                     emitted.append((val, t, diff))
                     out.append((key, val, t, diff))
     return out
+
+
+def tactic_as_dict(reducer):
+    """``reducer`` (a tactic) as a function of one group's ``{val: multiplicity}`` dict.
+
+    The result is the ``{out_val: multiplicity}`` dict that
+    :func:`reduce_reference` takes; values are int64 codes, as tactics see them.
+
+    >>> from diffflow.operators.reducers import AggregateReducer
+    >>> tactic_as_dict(AggregateReducer([("count", None, "int"), ("max", 0, "int")]))(
+    ...     {(5,): 2, (7,): 1})
+    {(3, 7): 1}
+    """
+    def one_group(group):
+        if not group:
+            return {}
+        vals = sorted(group)
+        width = len(vals[0])
+        _, out, mults = reducer.reduce(np.zeros(len(vals), np.int64),
+                                       np.array(vals, np.int64).reshape(len(vals), width),
+                                       np.array([group[v] for v in vals], np.int64))
+        return {tuple(row): m for row, m in zip(out.tolist(), mults.tolist())}
+
+    return one_group

@@ -8,7 +8,8 @@ at once, consolidated: ``group`` ``(n,)`` non-decreasing group ids, ``vals``
 no ``(group, vals)`` pair twice.  It returns ``(out_group, out_vals,
 out_mults)`` in the same form: the output collection of each group.  A group
 with no input rows has no output rows.  Tactics are pure functions of their
-input: the reduce driver handles times, frontiers and traces.
+input: the reduce driver handles times, frontiers and traces.  The built-in
+tactics are here; :mod:`.reduce_custom` wraps a user's function as one.
 """
 from __future__ import annotations
 
