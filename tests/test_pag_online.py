@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import pag_reference as ref
+from diffflow.pag.critical import critical_participation
 from diffflow.pag.epochs import build_epochs, chain_edges, message_edges
 from diffflow.pag.events import Events
 from diffflow.pag.invariants import violations
@@ -29,6 +30,16 @@ def _batches(ev: Events, rng: random.Random) -> list[Events]:
             del per_worker[w]
     cuts = sorted(rng.sample(range(1, len(order)), min(6, len(order) - 1))) if len(order) > 1 else []
     return [ev.take(np.array(part, np.int64)) for part in np.split(np.array(order, np.int64), cuts)]
+
+
+def _same_cp(got: list, want: list) -> None:
+    assert [s["snapshot"] for s in got] == [s["snapshot"] for s in want]
+    for g, w in zip(got, want):
+        assert (g["start"], g["end"], g["paths"]) == (w["start"], w["end"], w["paths"])
+        for part in ("by_activity", "by_worker", "by_operator", "by_pair"):
+            assert g[part].keys() == w[part].keys(), part
+            for key in w[part]:
+                assert g[part][key] == pytest.approx(w[part][key], rel=1e-9, abs=1e-12)
 
 
 def _violation_set(frame):
@@ -60,14 +71,54 @@ def test_pag_flow_matches_from_scratch_at_every_step(seed, partitions):
             scratch = violations(got, message_max_ns=30, epoch_max_ns=300)
             mine = flow.violations()
             assert _violation_set(mine[mine.kind != "operator"]) == _violation_set(scratch)
+            _same_cp(flow.cp(), critical_participation(got).summaries)
         flow.flush()
         flow.advance()
         assert Counter(_rows(flow.edges())) == Counter(_rows(build_epochs(ev)))
         scratch = violations(build_epochs(ev), message_max_ns=30, epoch_max_ns=300, operator_max_ns=25)
         assert _violation_set(flow.violations()) == _violation_set(scratch)
+        _same_cp(flow.cp(), critical_participation(build_epochs(ev)).summaries)
         # retiring the first two epochs leaves exactly the PAG of the others
         flow.retire(3)
         flow.advance()
         assert Counter(_rows(flow.edges())) == Counter(_rows(build_epochs(ev.take(ev.e >= 3))))
     finally:
         flow.close()
+
+
+@pytest.mark.slow
+def test_cli_follow_reports_epochs_while_the_trace_grows(tmp_path):
+    import json
+    import subprocess
+    import sys
+    import time
+
+    from diffflow.pag.api import PAG, cp_json
+    from diffflow.pag.events import write_events
+
+    ev = _events(ref.random_events(random.Random(11), workers=2, epochs=4, steps=6, messages=6))
+    trace = tmp_path / "live.trace"
+    trace.write_text("")
+    proc = subprocess.Popen([sys.executable, "-m", "diffflow", "pag", "cp", str(trace), "--follow", "--json",
+                             "--until-idle", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for epoch in (1, 2, 3, 4):
+            with open(trace, "a") as fh:
+                write_events(ev.take(ev.e == epoch), fh)
+            if epoch == 3:
+                # epochs 1 and 2 are closed (every worker logged epoch 3): reported before the trace ends
+                line = proc.stdout.readline()
+                assert line, proc.stderr.read()
+                assert json.loads(line)["epoch"] == 1
+            time.sleep(0.3)
+        # read through the same buffered stream readline() used (communicate() would skip its buffer)
+        out = proc.stdout.read()
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    reported = [json.loads(line)] + [json.loads(x) for x in out.splitlines()]
+    want = cp_json(PAG(build_epochs(ev), epochs=True))
+    assert [s["epoch"] for s in reported] == [s["epoch"] for s in want] == [1, 2, 3, 4]
+    for got, exp in zip(reported, want):
+        assert (got["start"], got["end"], got["paths"]) == (exp["start"], exp["end"], exp["paths"])
+        assert got["by_activity"] == pytest.approx(exp["by_activity"], rel=1e-9, abs=1e-12)

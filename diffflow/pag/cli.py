@@ -61,20 +61,26 @@ def _common(command) -> None:
                          help="with --follow: stop after the trace has not grown for this long")
 
 
-def _pags(args):
-    """The PAGs to report: one for a finished trace, one per closed batch of snapshots with --follow."""
+def _reports(args, **thresholds):
+    """What to report: one PagReport for a finished trace; with --follow, one per batch of closed
+    snapshots (a diffflow trace's epochs are maintained by a PagFlow dataflow as events arrive)."""
     from .api import load
+    from .follow import PagReport
 
-    if args.follow:
-        from .api import detect_format
-        from .follow import follow
+    if not args.follow:
+        yield PagReport(load(args.trace, args.format, window=args.window), **thresholds)
+        return
+    from .api import detect_format
+    from .follow import follow, follow_flow
 
-        fmt = args.format
-        if fmt == "auto":  # a trace being written may still be empty: wait for its first line
-            fmt = _wait_for_format(args.trace, detect_format)
-        yield from follow(args.trace, fmt, window=args.window, until_idle=args.until_idle)
-    else:
-        yield load(args.trace, args.format, window=args.window)
+    fmt = args.format
+    if fmt == "auto":  # a trace being written may still be empty: wait for its first line
+        fmt = _wait_for_format(args.trace, detect_format)
+    if fmt == "diffflow" and args.window is None:
+        yield from follow_flow(args.trace, until_idle=args.until_idle, **thresholds)
+        return
+    for pag in follow(args.trace, fmt, window=args.window, until_idle=args.until_idle):
+        yield PagReport(pag, **thresholds)
 
 
 def _wait_for_format(path, detect_format, poll=0.1) -> str:
@@ -87,10 +93,8 @@ def _wait_for_format(path, detect_format, poll=0.1) -> str:
 
 
 def _cp(args) -> int:
-    from .api import cp_json
-
-    for pag in _pags(args):
-        snapshots = cp_json(pag)
+    for report in _reports(args):
+        snapshots = report.cp()
         if args.json:
             if args.follow:
                 for s in snapshots:
@@ -122,11 +126,9 @@ def _cp_table(s: dict, top: int) -> str:
 
 
 def _metrics(args) -> int:
-    from .metrics import metrics
-
     first = True
-    for pag in _pags(args):
-        frame = metrics(pag.edges, epochs=pag.epochs)
+    for report in _reports(args):
+        frame = report.metrics()
         if args.output:
             frame.to_csv(args.output, index=False, mode="w" if first else "a", header=first)
         else:
@@ -136,14 +138,16 @@ def _metrics(args) -> int:
 
 
 def _invariants(args) -> int:
-    from .invariants import violations
-
     ns = lambda ms: None if ms is None else int(ms * 1e6)  # noqa: E731
+    thresholds = dict(progress=not args.no_progress, epoch_max_ns=ns(args.epoch_max),
+                      operator_max_ns=ns(args.operator_max), message_max_ns=ns(args.message_max))
+    if args.progress_max is not None:
+        if args.follow:
+            raise ValueError("--progress-max looks across a whole trace; it cannot be combined with --follow")
+        thresholds["progress_max_ns"] = ns(args.progress_max)
     found = 0
-    for pag in _pags(args):
-        frame = violations(pag.edges, progress=not args.no_progress, progress_max_ns=ns(args.progress_max),
-                           epoch_max_ns=ns(args.epoch_max), operator_max_ns=ns(args.operator_max),
-                           message_max_ns=ns(args.message_max))
+    for report in _reports(args, **thresholds):
+        frame = report.violations()
         found += len(frame)
         if len(frame):
             print(frame.to_string(index=False, na_rep="-"), flush=True)
@@ -158,8 +162,8 @@ def _match(args) -> int:
 
     text = read_program_text(args.pattern)
     macros = dict(m.split("=", 1) if "=" in m else (m, "1") for m in args.macro)
-    for pag in _pags(args):
-        for name, frame in match(pag, text, filename=args.pattern, partitions=args.jobs, macros=macros).items():
+    for report in _reports(args):
+        for name, frame in match(report.pag, text, filename=args.pattern, partitions=args.jobs, macros=macros).items():
             print(f"== {name} ({len(frame)} rows)")
             if len(frame):
                 print(frame.to_string(index=False), flush=True)

@@ -130,6 +130,103 @@ def _split_closed(pending, format, window_ns, final):
     return table.take(closed), [table.take(~closed)]
 
 
+def follow_flow(path, *, until_idle=None, poll=0.1, partitions=1, **thresholds):
+    """Yield a :class:`FlowReport` each time epochs of a growing diffflow trace close.
+
+    Events go into a :class:`~diffflow.pag.online.PagFlow` as they are read;
+    the dataflow maintains the PAG, CP, metrics and violations; each report
+    covers the epochs every worker has moved past, which are then retired.
+
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp(); p = os.path.join(d, "run.trace")
+    >>> _ = open(p, "w").write('{"t": 1, "w": 0, "e": 1, "kind": "Start", "act": "Busy"}\\n'
+    ...                        '{"t": 4, "w": 0, "e": 1, "kind": "End", "act": "Busy"}\\n'
+    ...                        '{"t": 5, "w": 0, "e": 2, "kind": "Start", "act": "Busy"}\\n')
+    >>> [[s["epoch"] for s in r.cp()] for r in follow_flow(p, until_idle=0.2)]
+    [[1], []]
+    """
+    from .online import PagFlow
+
+    reader = _Lines(path)
+    flow = PagFlow(partitions=partitions, **thresholds)
+    latest: dict = {}
+    reported = 0  # epochs below this were reported and retired
+    idle_since = time.monotonic()
+    try:
+        while True:
+            chunk, first_line = reader.read()
+            final = False
+            if chunk:
+                idle_since = time.monotonic()
+                events = _parse(chunk, first_line, reader.name, "diffflow")
+                if events is None:
+                    continue
+                for w, e in zip(events.w.tolist(), events.e.tolist()):
+                    latest[w] = max(latest.get(w, e), e)
+                flow.feed(events)
+            elif until_idle is not None and time.monotonic() - idle_since >= until_idle:
+                final = True
+                flow.flush()
+            else:
+                time.sleep(poll)
+                continue
+            horizon = (max(latest.values()) + 1 if final else min(latest.values())) if latest else reported
+            if horizon > reported or final:
+                flow.advance()
+                yield FlowReport(flow, range(reported, horizon))
+                flow.retire(horizon)
+                reported = max(reported, horizon)
+            if final:
+                return
+    finally:
+        flow.close()
+
+
+class FlowReport:
+    """What a :class:`~diffflow.pag.online.PagFlow` holds about some closed epochs."""
+
+    def __init__(self, flow, epochs):
+        self.flow, self.epochs = flow, set(epochs)
+
+    @property
+    def pag(self) -> PAG:
+        edges = self.flow.edges()
+        return PAG(edges.take(np.isin(edges.snap, list(self.epochs))), epochs=True)
+
+    def cp(self) -> list:
+        return [s for s in self.flow.cp() if s["snapshot"] in self.epochs]
+
+    def metrics(self):
+        frame = self.flow.metrics()
+        return frame[frame.epoch.isin(self.epochs)].reset_index(drop=True)
+
+    def violations(self):
+        frame = self.flow.violations()
+        return frame[frame.snapshot.isin(self.epochs)].reset_index(drop=True)
+
+
+class PagReport:
+    """The same questions answered from a PAG built in one go (numpy)."""
+
+    def __init__(self, pag: PAG, **thresholds):
+        self.pag, self.thresholds = pag, thresholds
+
+    def cp(self) -> list:
+        from .api import cp_json
+
+        return cp_json(self.pag)
+
+    def metrics(self):
+        from .metrics import metrics
+
+        return metrics(self.pag.edges, epochs=self.pag.epochs)
+
+    def violations(self):
+        from .invariants import violations
+
+        return violations(self.pag.edges, **self.thresholds)
+
+
 def _build(table, format, window_ns) -> PAG:
     if format == "st2":
         return PAG(table, epochs=True)

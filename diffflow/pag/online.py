@@ -11,8 +11,11 @@ and the spans of its epoch snapshots as incrementally maintained collections:
   joins the halves by (epoch, sender, correlator, channel, activity), so a
   message edge appears as soon as both halves have arrived, in any order;
 * metrics are an ``aggregate``, long messages and snapshots ``filter`` s,
-  silent workers an ``antijoin`` -- all maintained by the engine, at any
-  number of partitions.
+  silent workers an ``antijoin``, and critical participation a custom
+  reducer per snapshot (:func:`critical_rows`, the same kernels as
+  :func:`~diffflow.pag.critical.critical_participation`) -- all maintained by
+  the engine, at any number of partitions: a snapshot's CP is recomputed
+  only when its edges change.
 
 ``retire(before)`` removes the rows of old snapshots, so a long-running
 analysis keeps only the snapshots it still reports.
@@ -73,6 +76,9 @@ class PagFlow:
         vertices = edges.select("snap", w="src_w", t="src_t").concat(edges.select("snap", w="dst_w", t="dst_t"))
         spans = vertices.aggregate(by=["snap"], start=dd.min("t"), end=dd.max("t"))
         self._spans = spans.output("spans")
+        self._cp = edges.reduce(critical_rows, by=["snap"], columns=EDGE_COLUMNS[1:],
+                                out={"summary": int, "key": int, "cp": float, "paths": float, "start": int,
+                                     "end": int}).output("cp")
         self._checks = {}
         if message_max_ns is not None:
             self._checks["message"] = edges.filter((col("src_w") != col("dst_w")) & (duration > message_max_ns)).output()
@@ -159,6 +165,25 @@ class PagFlow:
         frame["activity"] = [ACTIVITIES[c] for c in frame["activity"].tolist()]
         return frame.sort_values(["epoch", "from_worker", "to_worker"], kind="stable").reset_index(drop=True)
 
+    def cp(self) -> list:
+        """Per snapshot, CP summaries in the form of :func:`~diffflow.pag.critical.critical_participation`'s."""
+        out = {}
+        for snap, kind, key, value, paths, start, end in sorted(self._cp.snapshot()):
+            s = out.setdefault(snap, {"snapshot": snap, "epoch": snap, "start": start, "end": end, "paths": paths,
+                                      "by_activity": {}, "by_worker": {}, "by_operator": {}, "by_pair": {}})
+            if kind == _ACTIVITY:
+                s["by_activity"][ACTIVITIES[key]] = value
+            elif kind == _WORKER:
+                s["by_worker"][str(key)] = value
+            elif kind == _OPERATOR:
+                s["by_operator"][str(self.names.get(key, key))] = value
+            elif kind == _PAIR:
+                s["by_pair"][f"{key >> 32}->{key & 0xFFFFFFFF}"] = value
+        for s in out.values():
+            for part in ("by_activity", "by_worker", "by_operator", "by_pair"):
+                s[part] = dict(sorted(s[part].items()))
+        return [out[k] for k in sorted(out)]
+
     def spans(self) -> dict:
         """``{snapshot: (start, end)}``: the earliest and latest instants of each snapshot."""
         return {s: (a, b) for (s, a, b) in self._spans.snapshot()}
@@ -187,6 +212,51 @@ class PagFlow:
             {c: "Int64" for c in ("snapshot", "worker", "peer", "operator", "start", "end", "duration_ns")})
         return frame.sort_values(["duration_ns", "kind", "snapshot", "worker"], ascending=[False, True, True, True],
                                  kind="stable").reset_index(drop=True)
+
+
+_ACTIVITY, _WORKER, _OPERATOR, _PAIR = 0, 1, 2, 3
+
+
+def critical_rows(starts, cols, mults):
+    """Custom reducer: the critical participation summaries of each snapshot (group) of edges.
+
+    ``cols`` are the edge columns after ``snap``; each snapshot yields rows
+    ``(summary, key, cp, paths, start, end)``: summary 0 = activity type code,
+    1 = worker, 2 = operator id, 3 = worker pair ``src << 32 | dst`` (every
+    snapshot has activity rows: its padding edges at least).  Pure: a
+    function of the snapshot's edges only.
+
+    >>> cols = tuple(np.array([v]) for v in (0, 0, 0, 0, 5, 0, ACTIVITY["Busy"], -1, -1, 0))
+    >>> index, (kind, key, cp, paths, start, end) = critical_rows(np.array([0, 1]), cols, np.ones(1, np.int64))
+    >>> kind.tolist(), key.tolist(), cp.tolist(), paths.tolist(), end.tolist()
+    ([0, 0, 1], [0, 13, 0], [0.0, 1.0, 1.0], [1.0, 1.0, 1.0], [5, 5, 5])
+    """
+    from .critical import _grouped, critical_participation
+
+    groups = len(starts) - 1
+    snap = np.repeat(np.arange(groups), np.diff(starts))
+    src_w, src_t, src_k, dst_w, dst_t, dst_k, typ, op, n, block = cols
+    edges = Edges(snap, src_w, src_t, src_k, dst_w, dst_t, dst_k, typ, op, n, block.astype(bool))
+    result = critical_participation(edges, pad=True)
+    e, cp = result.edges, result.cp
+    which = e.snap  # group index of every (padded) edge
+    local = e.is_local
+    parts = [(_ACTIVITY, e.type, np.ones(len(e), bool)), (_WORKER, e.src_w, local), (_OPERATOR, e.op, e.op >= 0),
+             (_PAIR, (e.src_w << 32) | e.dst_w, ~local)]
+    index, kinds, keys, values = [], [], [], []
+    for kind, key, mask in parts:
+        for g, sums in enumerate(_grouped(which, key, cp, mask, groups, int)):
+            index += [g] * len(sums)
+            kinds += [kind] * len(sums)
+            keys += list(sums)
+            values += list(sums.values())
+    index = np.array(index, np.int64)
+    spans = {s["snapshot"]: s for s in result.summaries}
+    paths = np.array([spans[g]["paths"] for g in index.tolist()], np.float64)
+    start = np.array([spans[g]["start"] for g in index.tolist()], np.int64)
+    end = np.array([spans[g]["end"] for g in index.tolist()], np.int64)
+    return index, (np.array(kinds, np.int64), np.array(keys, np.int64), np.array(values, np.float64),
+                   paths, start, end)
 
 
 def _rows(snapshot: dict, width: int) -> np.ndarray:
