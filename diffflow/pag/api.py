@@ -172,4 +172,53 @@ def cp_frame(pag: PAG):
     return pd.DataFrame(rows, columns=["snapshot", "epoch", "start", "end", "paths", "summary", "key", "cp"])
 
 
-__all__ = ["PAG", "FORMATS", "detect_format", "TraceError", "load", "from_events", "cp_json", "cp_frame", "parse_duration"]
+def as_pag(trace, format: str = AUTO, window=None) -> PAG:  # noqa: A002
+    """A :class:`PAG` from a trace path or stream, a PAG, or an edge table (taken as epochs).
+
+    >>> as_pag(Edges.empty()).epochs
+    True
+    """
+    if isinstance(trace, PAG):
+        return trace
+    if isinstance(trace, Edges):
+        return PAG(trace, epochs=True)
+    return load(trace, format, window=window)
+
+
+def cp(trace, format: str = AUTO, window=None):  # noqa: A002
+    """``diffflow pag cp`` as a pandas frame: one row per (snapshot, summary, key) (see :func:`cp_frame`).
+
+    >>> cp(Edges.from_rows([(1, 0, 0, 0, 0, 4, 0, "Busy")])).query("summary == 'worker'")[["key", "cp"]].values.tolist()
+    [['0', 1.0]]
+    """
+    return cp_frame(as_pag(trace, format, window))
+
+
+def metrics(trace, format: str = AUTO, window=None):  # noqa: A002
+    """``diffflow pag metrics`` as a pandas frame (see :func:`diffflow.pag.metrics.metrics`).
+
+    >>> metrics(Edges.from_rows([(1, 0, 0, 0, 0, 4, 0, "Busy")]))["duration_ns"].tolist()
+    [4]
+    """
+    from .metrics import metrics as compute
+
+    pag = as_pag(trace, format, window)
+    return compute(pag.edges, epochs=pag.epochs)
+
+
+def invariants(trace, format: str = AUTO, window=None, *, progress: bool = True, epoch_max_ms=None,  # noqa: A002
+               operator_max_ms=None, message_max_ms=None, progress_max_ms=None):
+    """``diffflow pag invariants`` as a pandas frame of violations, longest first (thresholds in ms).
+
+    >>> invariants(Edges.from_rows([(1, 0, 0, 0, 0, 4_000_000, 0, "Busy")]), epoch_max_ms=1)["kind"].tolist()
+    ['epoch']
+    """
+    from .invariants import violations
+
+    ns = lambda ms: None if ms is None else int(ms * 1e6)  # noqa: E731
+    return violations(as_pag(trace, format, window).edges, progress=progress, epoch_max_ns=ns(epoch_max_ms),
+                      operator_max_ns=ns(operator_max_ms), message_max_ns=ns(message_max_ms),
+                      progress_max_ns=ns(progress_max_ms))
+
+
+__all__ = ["as_pag", "cp", "metrics", "invariants", "PAG", "FORMATS", "detect_format", "TraceError", "load", "from_events", "cp_json", "cp_frame", "parse_duration"]

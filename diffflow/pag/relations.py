@@ -68,7 +68,7 @@ def relations(pag) -> dict:
 
 
 def match(pag, pattern: str, *, filename: str = "<pattern>", partitions: int = 1, macros=None) -> dict:
-    """Run a pattern program over ``pag``; returns ``{output relation: pandas DataFrame}``.
+    """Run a pattern program over ``pag`` (a PAG, an edge table, or a trace path); returns ``{output relation: pandas DataFrame}``.
 
     >>> from diffflow.pag.api import PAG
     >>> match(PAG(Edges.empty(), epochs=True), '#include "pag.dl"\\n.decl n(x: number)\\n.output n\\n'
@@ -78,7 +78,9 @@ def match(pag, pattern: str, *, filename: str = "<pattern>", partitions: int = 1
     import pandas as pd
 
     from ..dsl.program import Program
+    from .api import as_pag
 
+    pag = as_pag(pag)
     program = Program(pattern, filename=filename, partitions=partitions,
                       include_dirs=[PRELUDE_DIR, os.path.dirname(os.path.abspath(filename))], macros=macros)
     try:
