@@ -25,6 +25,7 @@ import sys
 import time
 
 from ..errors import DiffflowError, WorkerLost
+from .wire import no_delay
 from .worker import WorkerCommands
 
 
@@ -133,7 +134,7 @@ class WorkerPool:
                                  f"within {self.start_timeout:.0f} s")
             sock.settimeout(left)
             try:
-                conn = self.listener.accept()
+                conn = no_delay(self.listener.accept())
             except socket.timeout:
                 continue
             finally:

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..schema import SymbolTable, decode_array
 from .engine import PartitionEngine, Sweeper, merge_pointstamps
-from .wire import decode_arrays, recv_chunks, send_chunks
+from .wire import decode_arrays, no_delay, recv_chunks, send_chunks
 
 
 def error_reply(exc: Exception, trace: str) -> tuple:
@@ -214,13 +214,13 @@ class WorkerServer(WorkerCommands):
         self.outgoing: dict = {}
         self.peers_ready = threading.Condition()
         threading.Thread(target=self._accept, daemon=True).start()
-        self.conn = Client(coordinator, authkey=authkey)
+        self.conn = no_delay(Client(coordinator, authkey=authkey))
         self.conn.send(("hello", self.listener.address, os.getpid()))
 
     def _accept(self) -> None:
         while True:
             try:
-                conn = self.listener.accept()
+                conn = no_delay(self.listener.accept())
                 kind = conn.recv()
             except Exception:  # noqa: BLE001 - a failed handshake must not stop the worker
                 continue
@@ -257,7 +257,7 @@ class WorkerServer(WorkerCommands):
         me = self.engine.partition
         for q, address in enumerate(addresses):
             if q != me:
-                conn = Client(tuple(address), authkey=self.authkey)
+                conn = no_delay(Client(tuple(address), authkey=self.authkey))
                 conn.send(("peer", me))
                 self.outgoing[q] = conn
         with self.peers_ready:
