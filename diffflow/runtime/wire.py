@@ -91,14 +91,27 @@ def no_delay(conn):
     return conn
 
 
-def send_chunks(conn, pieces: list) -> None:
-    """Send ``[(consumer, port, chunk), ...]`` over a connection: a header, then Arrow buffers."""
-    conn.send([(consumer, port) for consumer, port, _ in pieces])
+def send_chunks(conn, pieces: list, tag=None) -> None:
+    """Send ``[(consumer, port, chunk), ...]`` over a connection: a header, then Arrow buffers.
+
+    ``tag`` rides along in the header (a traced sweep's correlators, see
+    :mod:`diffflow.runtime.tracing`).
+    """
+    conn.send(([(consumer, port) for consumer, port, _ in pieces], tag))
     for _, _, chunk in pieces:
         conn.send_bytes(encode_chunk(chunk))
 
 
+def recv_header(conn) -> tuple:
+    """``(routes, tag)`` of the next :func:`send_chunks` batch (blocks until it arrives)."""
+    return conn.recv()
+
+
+def recv_pieces(conn, header) -> list:
+    """The ``[(consumer, port, chunk), ...]`` of a batch whose header was read."""
+    return [(consumer, port, decode_chunk(conn.recv_bytes())) for consumer, port in header[0]]
+
+
 def recv_chunks(conn) -> list:
     """The ``[(consumer, port, chunk), ...]`` :func:`send_chunks` sent."""
-    header = conn.recv()
-    return [(consumer, port, decode_chunk(conn.recv_bytes())) for consumer, port in header]
+    return recv_pieces(conn, recv_header(conn))
