@@ -3,16 +3,21 @@
     python bench/bench_graphs.py --graph rmat --scale 14 --edges 120000
     python bench/bench_graphs.py --graph ego-twitter
     python bench/bench_graphs.py --graph ego-twitter --algorithms components
+    python bench/bench_graphs.py --graph rmat --trace /tmp/run.trace   # what tracing costs
 
 For reachability from 10 roots and for weakly connected components it reports
 the initial computation, then the latency of update batches (10 edges
 inserted + 10 removed, ``--batches`` of them), next to scipy.sparse.csgraph
 and networkx recomputing the same answer from scratch in the same run.
+With ``--trace FILE`` it instead runs an untraced and a traced copy of each
+dataflow on the same batches, alternating which goes first, and reports both
+update latencies and tracing's overhead (traces go to ``FILE-<algorithm>``).
 Not collected by pytest.  Single core: set NUMBA_NUM_THREADS=1.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -144,6 +149,45 @@ def run(algorithm: str, edges_np: np.ndarray, batches: int, parts: int, seed: in
           f"{t_scipy / med:5.2f}x")
 
 
+def trace_overhead(algorithm: str, edges_np: np.ndarray, batches: int, parts: int, trace: str,
+                   seed: int = 1, runtime: str = "local") -> None:
+    """Update latency untraced and traced, the two copies fed the same batches in turns."""
+    rng = np.random.default_rng(seed)
+    roots_np = rng.choice(np.unique(edges_np[:, 0]), 10, replace=False)
+    root, ext = os.path.splitext(trace)
+    copies = []
+    for target in (None, f"{root}-{algorithm}{ext}"):
+        flow = dd.Dataflow(partitions=parts, runtime=runtime, trace=target)
+        edges = flow.input("edges", ["src", "dst"])
+        if algorithm == "reach":
+            roots = flow.input("roots", ["node"])
+            result = graphs.reachable(edges, roots).aggregate(by=[], n=dd.count())
+            roots.insert(roots_np[:, None])
+        else:
+            result = graphs.connected_components(edges).aggregate(by=["label"], size=dd.count())
+        out = result.output()
+        edges.insert(edges_np)
+        flow.advance()
+        copies.append((flow, edges, out, []))
+    current = edges_np.copy()
+    nodes = np.unique(edges_np)
+    for i in range(batches):
+        drop = rng.choice(len(current), 10, replace=False)
+        add = np.stack([rng.choice(nodes, 10), rng.choice(nodes, 10)], 1)
+        for flow, edges, _, latencies in copies[:: 1 if i % 2 else -1]:
+            edges.remove(current[drop])
+            edges.insert(add)
+            latencies.append(timed(flow.advance)[0])
+        current[drop] = add
+    assert copies[0][2].snapshot() == copies[1][2].snapshot()
+    for flow, *_ in copies:
+        flow.close()
+    plain, traced = (statistics.median(c[3]) for c in copies)
+    print(f"{algorithm:5s} 10+10 update batches, median: untraced {plain * 1e3:6.2f} ms, traced "
+          f"{traced * 1e3:6.2f} ms: overhead {100 * (traced / plain - 1):+5.1f} % "
+          f"({batches} batches each, alternating)")
+
+
 def component_sizes(edges_np: np.ndarray, graph: str, data=None) -> None:
     """Largest WCC and SCC computed by diffflow, checked against the graph's stats.json."""
     entry = stats_entry(graph, data)
@@ -172,6 +216,10 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--algorithms", default="reach,wcc")
+    parser.add_argument("--trace", metavar="FILE",
+                        help="measure tracing's overhead instead (traces to FILE-<algorithm>)")
+    parser.add_argument("--runtime", default="local",
+                        help="with --trace: local, cluster or processes")
     add_data_option(parser)
     args = parser.parse_args()
     require("scipy", "networkx")
@@ -185,6 +233,9 @@ def main() -> None:
     for algorithm in args.algorithms.split(","):
         if algorithm == "components":
             component_sizes(edges, args.graph, args.data)
+        elif args.trace:
+            trace_overhead(algorithm, edges, args.batches, args.partitions, args.trace,
+                           runtime=args.runtime)
         else:
             run(algorithm, edges, args.batches, args.partitions)
 

@@ -14,7 +14,9 @@ and checked before anything is computed or written.  With ``--updates DIR``, eve
 numbered sub-folder of ``DIR`` (``1/``, ``2/``, ...) is a step holding
 ``<r>.insert.facts`` and ``<r>.remove.facts``; after each step the changes of
 every output relation are written to ``out/<r>.step-<N>.csv`` with a last
-column ``+1`` or ``-1``.
+column ``+1`` or ``-1``.  ``--trace FILE`` records what every worker did (the
+initial run is epoch 1, step ``N`` epoch ``N + 1``) as JSON lines of raw events
+(:mod:`diffflow.runtime.tracing`).
 
 As in Soufflé, the program goes through the C preprocessor when it has ``#``
 directives (``-I DIR`` adds include folders, ``-M 'NAME=VALUE'`` defines
@@ -170,6 +172,9 @@ def _parser():
                           "(default: no limit, as in Soufflé)")
     run.add_argument("-v", "--verbose", action="store_true",
                      help="report loading and computing times on stderr")
+    run.add_argument("--trace", metavar="FILE",
+                     help="record what every worker does (operator steps, messages, waits) as "
+                          "JSON lines of raw events in FILE (see diffflow.runtime.tracing)")
     run.set_defaults(handler=_run)
     plan = commands.add_parser("explain-plan", help="print the compiled plan of a program")
     plan.add_argument("program", help="the .dl file")
@@ -288,6 +293,11 @@ def _run(args) -> int:
     if args.max_rounds is not None and args.max_rounds < 1:
         raise ValueError(f"--max-rounds must be at least 1, got {args.max_rounds}")
     jobs = args.jobs  # None: .pragma "jobs", else 1 (Program decides)
+    if args.trace is not None:
+        from .runtime.trace_sink import open_trace
+
+        # an unwritable --trace fails before anything slow starts
+        options["trace"] = open_trace(args.trace, option="--trace ")
     started = time.perf_counter()
     if args.spark:
         # the program's mistakes and pragmas first: Spark takes seconds to start

@@ -49,9 +49,10 @@ def _free_dropped_dataflows() -> None:
 def _make_runtime(flow):
     """The runtime a :class:`Dataflow` asked for (``cluster``: in-process workers, for tests)."""
     kw = dict(checkpoint_every=flow.checkpoint_every, checkpoint_dir=flow.checkpoint_dir)
+    kw["trace"] = getattr(flow, "_trace", None)  # a Dataflow pickled before tracing existed
     if flow.runtime_name == "local":
         from .runtime.local import LocalRuntime
-        return LocalRuntime(flow.graph, flow.partitions, flow.symbols)
+        return LocalRuntime(flow.graph, flow.partitions, flow.symbols, trace=kw["trace"])
     if flow.runtime_name == "spark":
         from .runtime.spark import SparkRuntime  # the only module that imports pyspark
         return SparkRuntime(flow.graph, flow.partitions, flow.symbols, flow.spark, **kw)
@@ -72,7 +73,10 @@ class Dataflow:
     see :mod:`diffflow.runtime.spark`).  Multi-process runtimes write a
     checkpoint every ``checkpoint_every`` epochs (into ``checkpoint_dir``, a
     temporary folder by default) and recover from a lost worker by restoring
-    it and replaying the inputs since.
+    it and replaying the inputs since.  ``trace`` records what every
+    partition worker does: a file path (JSON lines of raw events, see
+    :mod:`diffflow.runtime.tracing`) or a function called with the
+    :class:`~diffflow.pag.events.Events` of every run; off by default.
 
     >>> from diffflow import col
     >>> flow = Dataflow(partitions=2)
@@ -84,7 +88,8 @@ class Dataflow:
     """
 
     def __init__(self, partitions: int = 1, runtime: str = "local", spark=None, *,
-                 checkpoint_every: int | None = None, checkpoint_dir: str | None = None):
+                 checkpoint_every: int | None = None, checkpoint_dir: str | None = None,
+                 trace=None):
         if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
             raise ValueError(f"partitions must be a positive int, got {partitions!r}")
         if runtime not in RUNTIMES:
@@ -98,6 +103,10 @@ class Dataflow:
                                              or checkpoint_every < 1):
             raise ValueError(f"checkpoint_every must be a positive int or None, "
                              f"got {checkpoint_every!r}")
+        self._trace = None
+        if trace is not None:
+            from .runtime.trace_sink import open_trace
+            self._trace = open_trace(trace)  # an unwritable path fails here, before any work
         self.runtime_name, self.spark = runtime, spark
         self._closed = False
         self.checkpoint_every, self.checkpoint_dir = checkpoint_every, checkpoint_dir

@@ -81,3 +81,27 @@ def test_operator_failure_in_a_worker_names_the_operator():
         flow.advance()
     flow.close()
     assert out.snapshot() == {}
+
+
+def test_worker_connections_send_small_messages_at_once():
+    """TCP_NODELAY on the coordinator's connections: a reply between 16 and 64 KiB
+    (two writes in multiprocessing) would otherwise wait up to 40 ms for a delayed ACK."""
+    import socket
+    import time
+
+    flow = dd.Dataflow(partitions=2, runtime="processes")
+    nums = flow.input("nums", ["x"])
+    out = nums.output()
+    nums.insert(list(range(2500)))  # ~20 KB of rows per partition: one 16-64 KiB reply
+    flow.advance()
+    for conn in flow._runtime.transport.conns:
+        sock = socket.socket(fileno=conn.fileno())
+        try:
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        finally:
+            sock.detach()
+    started = time.perf_counter()
+    for _ in range(5):
+        assert len(out.snapshot()) == 2500
+    assert time.perf_counter() - started < 0.15
+    flow.close()

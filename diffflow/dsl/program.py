@@ -66,7 +66,9 @@ class Program:
     (default: ``.pragma "jobs"``, else 1).
     ``runtime``, ``spark``, ``checkpoint_every`` and ``checkpoint_dir`` choose
     where it runs, as for :class:`~diffflow.Dataflow` (``runtime="spark"``
-    needs ``spark=session``).
+    needs ``spark=session``); ``trace`` (a file path or a function) records
+    what every partition worker does in each commit (see
+    :mod:`diffflow.runtime.tracing`).
 
     Text with ``#include``, ``#define``, ``#if``... goes through the C
     preprocessor first, as in Soufflé (see :mod:`~diffflow.dsl.preprocess`):
@@ -82,7 +84,7 @@ class Program:
     def __init__(self, source: str, partitions: int | None = None, filename: str = "<program>",
                  outputs=None, max_rounds: int | None = None, *, runtime: str = "local",
                  spark=None, checkpoint_every: int | None = None,
-                 checkpoint_dir: str | None = None, include_dirs=None, macros=None):
+                 checkpoint_dir: str | None = None, include_dirs=None, macros=None, trace=None):
         self.source, self.filename = source, filename
         text = preprocess(source, filename, include_dirs, macros)
         self.ast = parse(text, filename)
@@ -103,7 +105,7 @@ class Program:
             for name in outputs:
                 self._relation(name)
         options = dict(runtime=runtime, spark=spark, checkpoint_every=checkpoint_every,
-                       checkpoint_dir=checkpoint_dir)
+                       checkpoint_dir=checkpoint_dir, trace=trace)
         self._compiled = compile_program(self.analysed, partitions, outputs, max_rounds, options)
         self.flow = self._compiled.flow
         self._present = {name: np.zeros((0, inp.schema.width), np.int64)

@@ -44,6 +44,8 @@ from ..arrangements.updates import Updates
 from ..errors import WorkerLost, loop_overflow_error
 from .base import Runtime
 from .engine import Topology, merge_pointstamps, partition_rows
+from .trace_sink import operator_names
+from .tracing import BARRIER, ProgressExchange, WorkerLog
 from .transports import InMemoryTransport, SocketTransport, process_pool
 
 
@@ -56,7 +58,7 @@ class ClusterRuntime(Runtime):
     """
 
     def __init__(self, graph, parts: int, symbols, transport, checkpoint_every: int | None = None,
-                 checkpoint_dir: str | None = None):
+                 checkpoint_dir: str | None = None, trace=None):
         self.graph, self.parts, self.symbols = graph, parts, symbols
         self.topology = Topology(graph)
         self.transport = transport
@@ -75,10 +77,15 @@ class ClusterRuntime(Runtime):
         self.recoveries = 0
         self.sweeps = 0             # sweeps of the last run (a measure of its latency)
         self._synced_symbols = 0
+        self.trace = trace  # a trace_sink.TraceSink, or None
+        self.trace_log = None if trace is None else WorkerLog(parts, trace.origin)  # worker P
+        self._trace_seq = [0] * parts  # where each worker's seq continues after a restart
+        self._trace_generation = 0
         self.transport.start(graph, dict(symbols._text))
         # workers go back to their pool even if the user never calls close()
         self._release = weakref.finalize(self, transport.close)
         self._synced_symbols = len(symbols._text)
+        self._start_tracing()
 
     @classmethod
     def in_memory(cls, graph, parts: int, symbols, **kw) -> "ClusterRuntime":
@@ -145,19 +152,26 @@ class ClusterRuntime(Runtime):
 
     def _run(self) -> None:
         self._sync_symbols()
+        log = self.trace_log
+        if log is not None:
+            log.epoch = self.closed
         reports = self.transport.call_all("pointstamps", [()] * self.parts)
         used = None
         self.sweeps = 0
         while True:
+            started = None if log is None else log.now()
             queued, held = merge_pointstamps(reports)
             frontiers = self.topology.frontiers(queued, held)
+            if log is not None:
+                log.span(BARRIER, started, log.now())
             if frontiers == used and not queued:
                 break
             self._sync_symbols()  # strings one partition made, for all (rows move anywhere)
-            replies = self.transport.sweep(frontiers, reports)
-            reports = [report for report, _ in replies]
-            for _, fresh in replies:
-                self.symbols._text.update(fresh)
+            exchange = None if log is None else ProgressExchange(log, self.sweeps)
+            replies = self.transport.sweep(frontiers, reports, exchange)
+            reports = [reply[0] for reply in replies]
+            for reply in replies:
+                self.symbols._text.update(reply[1])
             used = frontiers
             self.sweeps += 1
         overflow: dict = {}
@@ -165,8 +179,30 @@ class ClusterRuntime(Runtime):
             for scope_id, epochs in found.items():
                 overflow.setdefault(scope_id, set()).update(epochs)
         self.computed = self.closed
+        if log is not None:
+            self._flush_trace()
         if overflow:
             raise loop_overflow_error(overflow, self.graph.scopes)
+
+    # -- tracing ---------------------------------------------------------------------------------
+    def _start_tracing(self) -> None:
+        """Workers (fresh ones after a restart too) log from now on; ``seq`` continues and
+        every start gets correlators of its own (``generation << 40``)."""
+        if self.trace is None:
+            return
+        clock, corr = self.trace.clock(), self._trace_generation << 40
+        self._trace_generation += 1
+        self.transport.call_all("trace", [(clock, self._trace_seq[p], corr)
+                                          for p in range(self.parts)])
+
+    def _flush_trace(self) -> None:
+        """Every worker's events of the run, with the coordinator's, to the trace."""
+        parts = self.transport.call_all("take_trace", [()] * self.parts)
+        for p, block in enumerate(parts):
+            if block is not None and len(block):
+                self._trace_seq[p] = int(block[:, 2].max()) + 1
+        parts.append(self.trace_log.take_block())
+        self.trace.emit(parts, operator_names(self.graph))
 
     # -- checkpoints and recovery --------------------------------------------------------------
     def _maybe_checkpoint(self) -> None:
@@ -198,6 +234,9 @@ class ClusterRuntime(Runtime):
             try:
                 self._synced_symbols = len(self.symbols._text)
                 self.transport.restart(dict(self.symbols._text))
+                if self.trace_log is not None:  # the interrupted run's events are dropped
+                    self.trace_log.take()
+                self._start_tracing()
                 if self.checkpoint_path is not None:
                     self.transport.call_all("restore", [
                         (os.path.join(self.checkpoint_path, f"part-{p}.pkl"),)

@@ -49,6 +49,7 @@ from ..errors import OperatorError, caused_by_interrupt
 from ..lattice.frontiers import antichain_of, minimal_tuples, times_frontier
 from ..operators.base import OperatorContext
 from ..operators.registry import operator_class
+from .tracing import log_handover
 
 # attributes rebuilt from the graph when an engine is restored (never checkpointed)
 _REBUILT = frozenset({"node", "ctx", "reducer"})
@@ -161,6 +162,7 @@ class PartitionEngine:
             self.ops[select].passthrough = True
         self.queues = {n.id: [[] for _ in n.inputs] for n in self.nodes}
         self._held: dict = {}  # node -> (capability array, its frontier): held data rarely moves
+        self.log = None  # a tracing.WorkerLog when the dataflow is traced
 
     # -- inputs --------------------------------------------------------------------------
     def stage(self, node_id: int, rows: np.ndarray, diffs: np.ndarray) -> None:
@@ -190,8 +192,15 @@ class PartitionEngine:
         """
         node = self.nodes[nid]
         inputs, self.queues[nid] = self.queues[nid], [[] for _ in node.inputs]
+        log = self.log
         try:
-            outs = self.ops[nid].step(inputs, antichains)
+            if log is None:
+                outs = self.ops[nid].step(inputs, antichains)
+            else:
+                t0 = log.now()
+                outs = self.ops[nid].step(inputs, antichains)
+                if outs or any(inputs):  # a step that did nothing is not logged
+                    log.step(nid, t0, inputs, outs)
         except OperatorError:
             raise
         except Exception as exc:
@@ -315,6 +324,7 @@ class Sweeper:
         self.topology, self.engines, self.parts = topology, engines, parts
         self.seen: dict = {n.id: None for n in topology.nodes}  # input frontiers last stepped at
         self.outgoing: list = [[] for _ in range(parts)]
+        self.logs: dict | None = None  # partition -> tracing.WorkerLog (local runtime, traced)
 
     def sweep(self, frontiers: dict, remote=({}, {})) -> bool:
         """Step every node with input, new input frontiers or ``always_steps``; True if
@@ -338,7 +348,7 @@ class Sweeper:
             antichains = [antichain_of(f, in_dim) for f in ports]
             for engine in engines:
                 backward |= engine.step(nid, antichains, self.outgoing)
-                self._deliver()
+                self._deliver(engine.partition)
             held = [t for e in engines for t in e.held(nid)]
             held.extend(remote_held.get(nid, ()))
             new = node_out_frontier(topo.summaries[nid], ports, remote_queued.get(nid, ()), held)
@@ -347,11 +357,13 @@ class Sweeper:
                 backward |= any(c <= nid for c, _ in topo.consumers[nid])
         return backward
 
-    def _deliver(self) -> None:
+    def _deliver(self, sender: int) -> None:
         """Hand chunks for partitions stepped here to their engines (the in-memory exchange)."""
         for q, pieces in enumerate(self.outgoing):
             engine = self.engines.get(q)
             if engine is not None and pieces:
+                if self.logs is not None:
+                    log_handover(self.logs[sender], self.logs[q], pieces)
                 for consumer, port, chunk in pieces:
                     engine.receive(consumer, port, chunk)
                 self.outgoing[q] = []

@@ -21,6 +21,8 @@ import numpy as np
 from ..errors import loop_overflow_error
 from .base import Runtime
 from .engine import PartitionEngine, Sweeper, Topology, merge_pointstamps, partition_rows
+from .trace_sink import operator_names
+from .tracing import WorkerLog
 
 
 class LocalRuntime(Runtime):
@@ -33,7 +35,7 @@ class LocalRuntime(Runtime):
     ('LocalRuntime', 1, [(1,), (2,)])
     """
 
-    def __init__(self, graph, parts: int, symbols):
+    def __init__(self, graph, parts: int, symbols, trace=None):
         self.graph, self.parts, self.symbols = graph, parts, symbols
         self.topology = Topology(graph)
         self.engines = {p: PartitionEngine(graph, p, parts, symbols, self.topology)
@@ -41,6 +43,12 @@ class LocalRuntime(Runtime):
         self.sweeper = Sweeper(self.topology, self.engines, parts)
         self.frontiers = self.topology.initial_frontiers()
         self.sweeps = 0  # sweeps of the last run (a measure of its latency)
+        self.closed = 0  # epochs closed (advance() calls): the epoch a run's events carry
+        self.trace = trace  # a trace_sink.TraceSink, or None
+        if trace is not None:
+            self.sweeper.logs = {p: WorkerLog(p, trace.origin) for p in range(parts)}
+            for p, engine in self.engines.items():
+                engine.log = self.sweeper.logs[p]
 
     # -- inputs ----------------------------------------------------------------------------
     def stage(self, node_id: int, rows: np.ndarray, diffs: np.ndarray) -> None:
@@ -50,10 +58,15 @@ class LocalRuntime(Runtime):
     def close_epoch(self, node_ids) -> None:
         for engine in self.engines.values():
             engine.close_epoch(node_ids)
+        self.closed += 1
 
     # -- computing -------------------------------------------------------------------------
     def run(self) -> None:
         """Sweep until nothing reaches an earlier node; then compact and check loops."""
+        logs = self.sweeper.logs
+        if logs is not None:
+            for log in logs.values():
+                log.epoch = self.closed
         if self.topology.has_loops:
             self._recompute()
         self.sweeps = 1
@@ -64,6 +77,9 @@ class LocalRuntime(Runtime):
         for engine in self.engines.values():
             for scope_id, epochs in engine.finish(self.frontiers).items():
                 overflow.setdefault(scope_id, set()).update(epochs)
+        if logs is not None:
+            self.trace.emit([log.take_block() for log in logs.values()],
+                            operator_names(self.graph))
         if overflow:
             raise loop_overflow_error(overflow, self.graph.scopes)
 

@@ -9,8 +9,9 @@
   Spark barrier stage.
 
 Every transport offers ``start``, ``call``, ``call_all``, ``sweep`` (one
-sweep on every worker; returns each worker's pointstamps and the strings its
-operators interned), ``restart``, ``close`` and ``pids``.
+sweep on every worker; returns each worker's pointstamps, the strings its
+operators interned and, traced, its report's correlator), ``restart``,
+``close`` and ``pids``.
 
 >>> InMemoryTransport(2).pids
 []
@@ -25,6 +26,7 @@ import sys
 import time
 
 from ..errors import DiffflowError, WorkerLost
+from .wire import no_delay
 from .worker import WorkerCommands
 
 
@@ -55,13 +57,32 @@ class InMemoryTransport:
     def call_all(self, cmd: str, args_per_partition: list) -> list:
         return [self.call(p, cmd, *args) for p, args in enumerate(args_per_partition)]
 
-    def sweep(self, frontiers: dict, reports: list) -> list:
-        outgoing = [w.sweep_local(frontiers, reports) for w in self.workers]
-        for sent in outgoing:
-            for q, pieces in enumerate(sent):
-                for consumer, port, chunk in pieces:
-                    self.workers[q].engine.receive(consumer, port, chunk)
-        return [(w.cmd_pointstamps(), w.take_fresh_symbols()) for w in self.workers]
+    def sweep(self, frontiers: dict, reports: list, exchange=None) -> list:
+        """Every worker sweeps in turn, then the hand-over; ``exchange`` (a
+        :class:`~diffflow.runtime.tracing.ProgressExchange`) when traced."""
+        tags, sent = [], []
+        for p, w in enumerate(self.workers):
+            tags.append(None if exchange is None else exchange.send(p))
+            sent.append(w.sweep_local(frontiers, reports, tags[p]))
+        if exchange is not None:
+            exchange.sent_all()
+        for q, w in enumerate(self.workers):
+            waiting = None if w.tracing is None else w.tracing.swept_at
+            for p, (outgoing, msg_tags) in enumerate(sent):
+                if p == q:
+                    continue
+                for consumer, port, chunk in outgoing[q]:
+                    w.engine.receive(consumer, port, chunk)
+                if msg_tags is not None and w.tracing is not None:
+                    w.tracing.batch_received(p, outgoing[q], msg_tags[q], w.tracing.log.now(),
+                                             waiting)
+                    waiting = None  # one wait: until the hand-over
+        replies = []
+        for p, w in enumerate(self.workers):
+            replies.append((w.cmd_pointstamps(), w.take_fresh_symbols(), w.report(tags[p])))
+            if exchange is not None:
+                exchange.reply(p, replies[p][2])
+        return replies
 
     def restart(self, symbols: dict) -> None:
         raise WorkerLost("in-memory workers cannot be restarted")
@@ -133,7 +154,7 @@ class WorkerPool:
                                  f"within {self.start_timeout:.0f} s")
             sock.settimeout(left)
             try:
-                conn = self.listener.accept()
+                conn = no_delay(self.listener.accept())
             except socket.timeout:
                 continue
             finally:
@@ -241,19 +262,27 @@ class SocketTransport:
         self._send(p, cmd, args)
         return self._reply(p)
 
-    def call_all(self, cmd: str, args_per_partition: list) -> list:
+    def call_all(self, cmd: str, args_per_partition: list, exchange=None) -> list:
+        """Send every worker its command, then read every reply; ``exchange`` (a
+        :class:`~diffflow.runtime.tracing.ProgressExchange`, sweeps only) logs both."""
         failure = None
         sent = []
         for p, args in enumerate(args_per_partition):
             try:
+                if exchange is not None:
+                    args = (*args, exchange.send(p))
                 self._send(p, cmd, args)
                 sent.append(p)
             except WorkerLost as exc:
                 failure = failure or exc
+        if exchange is not None:
+            exchange.sent_all()
         replies = [None] * self.parts
         for p in sent:
             try:
                 replies[p] = self._reply(p)
+                if exchange is not None:
+                    exchange.reply(p, replies[p][2])
             except Exception as exc:  # noqa: BLE001 - read every reply before raising
                 # a lost worker explains the others' errors, so it wins
                 if failure is None or (isinstance(exc, WorkerLost)
@@ -263,8 +292,8 @@ class SocketTransport:
             raise failure
         return replies
 
-    def sweep(self, frontiers: dict, reports: list) -> list:
-        return self.call_all("sweep", [(frontiers, reports)] * self.parts)
+    def sweep(self, frontiers: dict, reports: list, exchange=None) -> list:
+        return self.call_all("sweep", [(frontiers, reports)] * self.parts, exchange)
 
     def restart(self, symbols: dict) -> None:
         """Survivors go back to the pool, reset; fresh ones start with the current ``symbols``."""

@@ -13,6 +13,8 @@ int64) travels as one Arrow record batch with columns ``r0..``, ``t0..`` and
 """
 from __future__ import annotations
 
+import socket
+
 import numpy as np
 import pyarrow as pa
 
@@ -63,14 +65,53 @@ def decode_chunk(buffer) -> Updates:
     return Updates(rows, times, diffs[:, 0].copy())
 
 
-def send_chunks(conn, pieces: list) -> None:
-    """Send ``[(consumer, port, chunk), ...]`` over a connection: a header, then Arrow buffers."""
-    conn.send([(consumer, port) for consumer, port, _ in pieces])
+def no_delay(conn):
+    """Turn Nagle's algorithm off on a connection's TCP socket; returns the connection.
+
+    ``multiprocessing`` sends a message over 16 KiB as two writes (length,
+    then payload); with Nagle on, a payload under one segment (64 KiB on
+    loopback) then waits for the ACK of the length, which the receiver
+    delays by up to 40 ms.  Other sockets (or platforms) are left as they are.
+
+    >>> from multiprocessing import Pipe
+    >>> a, b = Pipe(); no_delay(a) is a
+    True
+    """
+    try:
+        sock = socket.socket(fileno=conn.fileno())
+    except OSError:
+        return conn
+    try:
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:
+        pass
+    finally:
+        sock.detach()  # the connection keeps its descriptor
+    return conn
+
+
+def send_chunks(conn, pieces: list, tag=None) -> None:
+    """Send ``[(consumer, port, chunk), ...]`` over a connection: a header, then Arrow buffers.
+
+    ``tag`` rides along in the header (a traced sweep's correlators, see
+    :mod:`diffflow.runtime.tracing`).
+    """
+    conn.send(([(consumer, port) for consumer, port, _ in pieces], tag))
     for _, _, chunk in pieces:
         conn.send_bytes(encode_chunk(chunk))
 
 
+def recv_header(conn) -> tuple:
+    """``(routes, tag)`` of the next :func:`send_chunks` batch (blocks until it arrives)."""
+    return conn.recv()
+
+
+def recv_pieces(conn, header) -> list:
+    """The ``[(consumer, port, chunk), ...]`` of a batch whose header was read."""
+    return [(consumer, port, decode_chunk(conn.recv_bytes())) for consumer, port in header[0]]
+
+
 def recv_chunks(conn) -> list:
     """The ``[(consumer, port, chunk), ...]`` :func:`send_chunks` sent."""
-    header = conn.recv()
-    return [(consumer, port, decode_chunk(conn.recv_bytes())) for consumer, port in header]
+    return recv_pieces(conn, recv_header(conn))

@@ -33,7 +33,8 @@ import numpy as np
 
 from ..schema import SymbolTable, decode_array
 from .engine import PartitionEngine, Sweeper, merge_pointstamps
-from .wire import decode_arrays, recv_chunks, send_chunks
+from .tracing import WorkerLog, WorkerSide, aligned_origin
+from .wire import decode_arrays, no_delay, recv_header, recv_pieces, send_chunks
 
 
 def error_reply(exc: Exception, trace: str) -> tuple:
@@ -65,6 +66,7 @@ class WorkerCommands:
         self.lock = threading.RLock()
         self._reported = 0  # symbols known to the coordinator: the first entries of the table
         self._fresh: dict = {}  # strings interned here and not reported yet
+        self.tracing: WorkerSide | None = None  # this worker's half of a traced protocol
 
     def cmd_init(self, graph_blob: bytes, partition: int, parts: int, symbols: dict) -> int:
         graph = pickle.loads(graph_blob)
@@ -79,6 +81,19 @@ class WorkerCommands:
         self.sweeper = Sweeper(self.engine.topology, {partition: self.engine}, parts)
         self.pushes = {}
         self._reported, self._fresh = len(self.symbols._text), {}
+        self.tracing = None
+
+    def cmd_trace(self, clock: tuple, seq: int, corr: int) -> None:
+        """Log this partition's events from now on (see :mod:`diffflow.runtime.tracing`):
+        ``t`` aligned to the coordinator's ``clock``, numbering from ``seq`` and ``corr``."""
+        engine = self.engine
+        log = WorkerLog(engine.partition, aligned_origin(clock), seq, corr)
+        engine.log = log
+        self.tracing = WorkerSide(log, coordinator=engine.parts)
+
+    def cmd_take_trace(self):
+        """The events logged since the last call (``None`` when not tracing)."""
+        return None if self.tracing is None else self.tracing.log.take_block()
 
     def cmd_symbols(self, items: dict) -> None:
         """Strings the coordinator knows (from the user, or other partitions' operators)."""
@@ -168,13 +183,22 @@ class WorkerCommands:
     def cmd_abort_push(self, token: str) -> None:
         self.pushes.pop(token, None)
 
-    def sweep_local(self, frontiers: dict, reports: list) -> list:
+    def sweep_local(self, frontiers: dict, reports: list, tag=None) -> tuple:
         """One sweep from the coordinator's frontiers and every partition's pointstamps
-        at its start; returns, per partition, the ``(consumer, port, chunk)`` sent there."""
+        at its start; returns, per partition, the ``(consumer, port, chunk)`` sent there,
+        and (traced: ``tag`` from the coordinator) the tags of those messages per partition."""
         me = self.engine.partition
+        tracing = self.tracing if tag is not None else None
+        if tracing is not None:
+            tracing.frontiers_received(tag)
         remote = merge_pointstamps(r for q, r in enumerate(reports) if q != me)
         self.sweeper.sweep(dict(frontiers), remote)
-        return self.sweeper.take_outgoing()
+        outgoing = self.sweeper.take_outgoing()
+        return outgoing, (None if tracing is None else tracing.swept(outgoing, me))
+
+    def report(self, tag=None):
+        """The correlator of a traced sweep's report to the coordinator (else ``None``)."""
+        return None if self.tracing is None or tag is None else self.tracing.report()
 
     # -- I/O task requests (threads; under the lock) ---------------------------------
     def push(self, token: str, node_id: int, rows: np.ndarray, diffs: np.ndarray,
@@ -214,13 +238,13 @@ class WorkerServer(WorkerCommands):
         self.outgoing: dict = {}
         self.peers_ready = threading.Condition()
         threading.Thread(target=self._accept, daemon=True).start()
-        self.conn = Client(coordinator, authkey=authkey)
+        self.conn = no_delay(Client(coordinator, authkey=authkey))
         self.conn.send(("hello", self.listener.address, os.getpid()))
 
     def _accept(self) -> None:
         while True:
             try:
-                conn = self.listener.accept()
+                conn = no_delay(self.listener.accept())
                 kind = conn.recv()
             except Exception:  # noqa: BLE001 - a failed handshake must not stop the worker
                 continue
@@ -257,7 +281,7 @@ class WorkerServer(WorkerCommands):
         me = self.engine.partition
         for q, address in enumerate(addresses):
             if q != me:
-                conn = Client(tuple(address), authkey=self.authkey)
+                conn = no_delay(Client(tuple(address), authkey=self.authkey))
                 conn.send(("peer", me))
                 self.outgoing[q] = conn
         with self.peers_ready:
@@ -274,11 +298,14 @@ class WorkerServer(WorkerCommands):
         self.outgoing, self.incoming = {}, {}
         self.engine, self.sweeper, self.pushes = None, None, {}
         self.symbols = SymbolTable()
+        self.tracing = None
 
-    def cmd_sweep(self, frontiers: dict, reports: list):
-        failure = None
+    def cmd_sweep(self, frontiers: dict, reports: list, tag=None):
+        """A sweep, then the exchange with every peer; returns ``(pointstamps, fresh strings,
+        the report's correlator)`` (traced sweeps: ``tag`` from the coordinator)."""
+        failure, tags = None, None
         try:
-            outgoing = self.sweep_local(frontiers, reports)
+            outgoing, tags = self.sweep_local(frontiers, reports, tag)
         except Exception as exc:  # noqa: BLE001 - still exchange, so peers are not left waiting
             failure, outgoing = exc, [[] for _ in range(self.engine.parts)]
         errors: list = []
@@ -286,21 +313,29 @@ class WorkerServer(WorkerCommands):
         def send_all():
             try:
                 for q, conn in self.outgoing.items():
-                    send_chunks(conn, outgoing[q])
+                    send_chunks(conn, outgoing[q], None if tags is None else tags[q])
             except Exception as exc:  # noqa: BLE001
                 errors.append(exc)
 
         sender = threading.Thread(target=send_all)
         sender.start()
-        for conn in self.incoming.values():
-            for consumer, port, chunk in recv_chunks(conn):
+        tracing = self.tracing if tag is not None else None
+        for q, conn in self.incoming.items():
+            waiting = None if tracing is None else tracing.log.now()
+            header = recv_header(conn)
+            arrived = None if tracing is None else tracing.log.now()
+            pieces = recv_pieces(conn, header)
+            for consumer, port, chunk in pieces:
                 self.engine.receive(consumer, port, chunk)
+            if tracing is not None:
+                tracing.batch_received(q, pieces, header[1], arrived, waiting)
         sender.join()
         if failure is not None:
             raise failure
         if errors:
             raise errors[0]
-        return self.engine.pointstamps(), self.take_fresh_symbols()
+        pointstamps = self.engine.pointstamps()
+        return pointstamps, self.take_fresh_symbols(), self.report(tag)
 
     def serve(self) -> None:
         while True:
