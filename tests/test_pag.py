@@ -19,8 +19,8 @@ from diffflow.pag.critical import critical_participation
 from diffflow.pag.edges import Edges
 from diffflow.pag.epochs import build_epochs
 from diffflow.pag.events import ACTIVITIES, Events, TraceError, read_events, write_events
-from diffflow.pag.invariants import violations
-from diffflow.pag.metrics import metrics
+from diffflow.pag.checks import violations
+from diffflow.pag.activity_metrics import metrics
 from diffflow.pag.st2 import read_st2
 
 ST2 = Path(__file__).parent / "fixtures" / "st2"

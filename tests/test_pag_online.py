@@ -11,8 +11,8 @@ import pag_reference as ref
 from diffflow.pag.critical import critical_participation
 from diffflow.pag.epochs import build_epochs, chain_edges, message_edges
 from diffflow.pag.events import Events
-from diffflow.pag.invariants import violations
-from diffflow.pag.metrics import metrics
+from diffflow.pag.checks import violations
+from diffflow.pag.activity_metrics import metrics
 from diffflow.pag.online import PagFlow
 from test_pag import _events, _rows
 

@@ -195,12 +195,12 @@ def cp(trace, format: str = AUTO, window=None):  # noqa: A002
 
 
 def metrics(trace, format: str = AUTO, window=None):  # noqa: A002
-    """``diffflow pag metrics`` as a pandas frame (see :func:`diffflow.pag.metrics.metrics`).
+    """``diffflow pag metrics`` as a pandas frame (see :func:`diffflow.pag.activity_metrics.metrics`).
 
     >>> metrics(Edges.from_rows([(1, 0, 0, 0, 0, 4, 0, "Busy")]))["duration_ns"].tolist()
     [4]
     """
-    from .metrics import metrics as compute
+    from .activity_metrics import metrics as compute
 
     pag = as_pag(trace, format, window)
     return compute(pag.edges, epochs=pag.epochs)
@@ -213,7 +213,7 @@ def invariants(trace, format: str = AUTO, window=None, *, progress: bool = True,
     >>> invariants(Edges.from_rows([(1, 0, 0, 0, 0, 4_000_000, 0, "Busy")]), epoch_max_ms=1)["kind"].tolist()
     ['epoch']
     """
-    from .invariants import violations
+    from .checks import violations
 
     ns = lambda ms: None if ms is None else int(ms * 1e6)  # noqa: E731
     return violations(as_pag(trace, format, window).edges, progress=progress, epoch_max_ns=ns(epoch_max_ms),

@@ -217,12 +217,12 @@ class PagReport:
         return cp_json(self.pag)
 
     def metrics(self):
-        from .metrics import metrics
+        from .activity_metrics import metrics
 
         return metrics(self.pag.edges, epochs=self.pag.epochs)
 
     def violations(self):
-        from .invariants import violations
+        from .checks import violations
 
         return violations(self.pag.edges, **self.thresholds)
 

@@ -37,8 +37,8 @@ import numpy as np
 from .edges import Edges
 from .epochs import chain_edges
 from .events import ACTIVITIES, ACTIVITY, MESSAGES, RECEIVED, SENT, Events
-from .invariants import COLUMNS as VIOLATION_COLUMNS
-from .invariants import invocations
+from .checks import COLUMNS as VIOLATION_COLUMNS
+from .checks import invocations
 
 EDGE_COLUMNS = ["snap", "src_w", "src_t", "src_k", "dst_w", "dst_t", "dst_k", "type", "op", "n", "block"]
 _KEY = ["snap", "sw", "corr", "ch", "act"]
@@ -159,7 +159,7 @@ class PagFlow:
         return Edges(*cols, names=dict(self.names))
 
     def metrics(self):
-        """ST2's metrics, as :func:`diffflow.pag.metrics.metrics` computes them from scratch."""
+        """ST2's metrics, as :func:`diffflow.pag.activity_metrics.metrics` computes them from scratch."""
         frame = self._metrics.to_pandas().rename(columns={"snap": "epoch", "src_w": "from_worker",
                                                           "dst_w": "to_worker", "type": "activity"})
         frame["activity"] = [ACTIVITIES[c] for c in frame["activity"].tolist()]
@@ -189,7 +189,7 @@ class PagFlow:
         return {s: (a, b) for (s, a, b) in self._spans.snapshot()}
 
     def violations(self):
-        """The violated invariants, as :func:`diffflow.pag.invariants.violations` lists them."""
+        """The violated invariants, as :func:`diffflow.pag.checks.violations` lists them."""
         import pandas as pd
 
         rows = []

@@ -39,8 +39,8 @@ def relations(pag) -> dict:
     ([(0, 1, 0, 0, 0, 5, 'Busy', -1, -1)], [(1, 0, 5)], (0, 1.0))
     """
     from .critical import critical_participation
-    from .invariants import invocations
-    from .metrics import metrics
+    from .checks import invocations
+    from .activity_metrics import metrics
 
     e: Edges = pag.edges
     types = [ACTIVITIES[c] for c in e.type.tolist()]
