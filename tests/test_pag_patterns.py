@@ -20,10 +20,14 @@ ST2 = Path(__file__).parent / "fixtures" / "st2"
 
 
 def _tuples(edges: Edges) -> list[tuple]:
-    """(id, snap, src_w, src_t, dst_w, dst_t, type, op, records), written here, not by diffflow.pag."""
+    """(id, snap, src_w, src_t, dst_w, dst_t, type, op, records), written here, not by diffflow.pag.
+
+    Times as pag.dl has them: float ns since the earliest instant.
+    """
     names = edges.type_names()
-    return [(i, int(edges.snap[i]), int(edges.src_w[i]), int(edges.src_t[i]), int(edges.dst_w[i]),
-             int(edges.dst_t[i]), names[i], int(edges.op[i]), int(edges.n[i])) for i in range(len(edges))]
+    origin = min(edges.src_t.min(), edges.dst_t.min())
+    return [(i, int(edges.snap[i]), int(edges.src_w[i]), float(edges.src_t[i] - origin), int(edges.dst_w[i]),
+             float(edges.dst_t[i] - origin), names[i], int(edges.op[i]), int(edges.n[i])) for i in range(len(edges))]
 
 
 def _run(pag, name, **kw):
@@ -92,7 +96,7 @@ def test_resumed_by_data_silent_worker_and_slow(source):
     sent = {(e[1], e[2]) for e in edges if e[6] == "ControlMessage" and e[2] != e[4]}
     assert set(_run(pag, "silent_worker")["silent"]) == active - sent
 
-    limit = 1_000_000 if source == "log_all" else 30
+    limit = 1_000_000.0 if source == "log_all" else 30.0
     slow = _run(pag, "slow", macros={"LIMIT": str(limit)})
     want = {(e[1], e[2], e[4], e[6], e[8], e[3], e[5], e[5] - e[3]) for e in edges
             if e[2] != e[4] and e[5] - e[3] > limit}

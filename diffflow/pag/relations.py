@@ -32,31 +32,35 @@ def relations(pag) -> dict:
 
     Edge ids are the row numbers of the PAG (``cp`` holds the padded
     boundary edges of epoch snapshots too, with ids after the PAG's own).
+    Times are floats: ns since the PAG's earliest instant (Datalog numbers are 32-bit).
 
     >>> from diffflow.pag.api import PAG
     >>> r = relations(PAG(Edges.from_rows([(1, 0, 0, 0, 0, 5, 0, "Busy")]), epochs=True))
     >>> r["edge"], r["snapshot"], r["cp"][0]
-    ([(0, 1, 0, 0, 0, 5, 'Busy', -1, -1)], [(1, 0, 5)], (0, 1.0))
+    ([(0, 1, 0, 0.0, 0, 5.0, 'Busy', -1, -1)], [(1, 0.0, 5.0)], (0, 1.0))
     """
     from .critical import critical_participation
     from .checks import invocations
     from .activity_metrics import metrics
 
     e: Edges = pag.edges
+    origin = int(min(e.src_t.min(), e.dst_t.min())) if len(e) else 0
+    rel = lambda t: (np.asarray(t, np.int64) - origin).astype(np.float64).tolist()  # noqa: E731
     types = [ACTIVITIES[c] for c in e.type.tolist()]
     ids = range(len(e))
-    out = {"edge": list(zip(ids, e.snap.tolist(), e.src_w.tolist(), e.src_t.tolist(), e.dst_w.tolist(),
-                            e.dst_t.tolist(), types, e.op.tolist(), e.n.tolist()))}
+    out = {"edge": list(zip(ids, e.snap.tolist(), e.src_w.tolist(), rel(e.src_t), e.dst_w.tolist(),
+                            rel(e.dst_t), types, e.op.tolist(), e.n.tolist()))}
     out["blocked"] = [(int(i),) for i in np.flatnonzero(e.block)]
     out["operator"] = sorted((int(k), str(v)) for k, v in e.names.items())
     # rows of invocations(): ("operator", snap, worker, None, op, start, end, duration, "N records")
-    out["invocation"] = [(r[1], r[2], r[4], r[5], r[6], int(r[8].split()[0])) for r in invocations(e)]
+    out["invocation"] = [(r[1], r[2], r[4], float(r[5] - origin), float(r[6] - origin), int(r[8].split()[0]))
+                         for r in invocations(e)]
     m = metrics(e, epochs=pag.epochs)
-    out["metric"] = [tuple(r) for r in m.itertuples(index=False, name=None)]
+    out["metric"] = [(s, f, t, a, c, float(d), float(n)) for s, f, t, a, c, d, n in m.itertuples(index=False, name=None)]
     result = critical_participation(e, pad=pag.epochs, epochs=pag.epochs, windows=pag.windows())
     # critical_participation keeps the PAG's rows first, then adds the padding edges
     out["cp"] = list(zip(range(len(result.cp)), result.cp.tolist()))
-    out["snapshot"] = [(s["snapshot"], s["start"], s["end"]) for s in result.summaries]
+    out["snapshot"] = [(s["snapshot"], float(s["start"] - origin), float(s["end"] - origin)) for s in result.summaries]
     out["cp_activity"], out["cp_worker"], out["cp_operator"], out["cp_pair"] = [], [], [], []
     for s in result.summaries:
         snap = s["snapshot"]
