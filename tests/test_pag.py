@@ -248,3 +248,19 @@ def test_a_lone_worker_is_never_silent():
     assert violations(lone).empty
     pair = Edges.from_rows([(1, 0, 0, 0, 0, 5, 0, "Busy"), (1, 1, 0, 0, 1, 5, 0, "Busy")])
     assert sorted(violations(pair)["worker"].tolist()) == [0, 1]
+
+
+def test_chunked_analysis_equals_one_pass(monkeypatch):
+    import diffflow.pag.critical as critical
+
+    rows = ref.random_events(random.Random(5), workers=3, epochs=6, steps=8, messages=8)
+    pag = build_epochs(_events(rows))
+    pag = pag.take(np.random.default_rng(0).permutation(len(pag)))  # snapshots interleaved
+    whole = critical_participation(pag)
+    monkeypatch.setattr(critical, "CHUNK_EDGES", 40)
+    parts = critical_participation(pag)
+    assert len(parts.summaries) == 6 and parts.summaries == whole.summaries
+    n = len(pag)
+    assert parts.tpc[:n].tolist() == whole.tpc[:n].tolist() and parts.cp[:n].tolist() == whole.cp[:n].tolist()
+    assert Counter(_rows(parts.edges.take(np.arange(n, len(parts.edges))))) == \
+        Counter(_rows(whole.edges.take(np.arange(n, len(whole.edges)))))

@@ -114,6 +114,46 @@ def critical_participation(edges: Edges, *, pad: bool = True, epochs: bool = Tru
     >>> s["epoch"], s["paths"], s["by_operator"], s["by_worker"]
     (3, 1.0, {'9': 1.0}, {'0': 1.0})
     """
+    if len(edges) > CHUNK_EDGES:
+        return _in_chunks(edges, pad, epochs, windows)
+    return _one_chunk(edges, pad, epochs, windows)
+
+
+#: snapshots are analysed in groups of about this many edges, so that the vertex table and the
+#: path counts of a group stay in cache (whole snapshots: a snapshot's CP needs all its edges)
+CHUNK_EDGES = 1 << 16
+
+
+def _in_chunks(edges: Edges, pad, epochs, windows) -> CriticalParticipation:
+    """Analyse whole snapshots a chunk at a time; the PAG's own rows keep their order, padding follows."""
+    snap = edges.snap
+    grouped = bool((snap[1:] >= snap[:-1]).all())
+    order = np.arange(len(snap)) if grouped else np.argsort(snap, kind="stable")
+    sorted_snap = snap[order]
+    starts = np.flatnonzero(np.r_[True, sorted_snap[1:] != sorted_snap[:-1]])
+    bounds = [0]
+    for start in starts.tolist():  # cut at a snapshot boundary once a chunk is big enough
+        if start - bounds[-1] >= CHUNK_EDGES:
+            bounds.append(start)
+    bounds.append(len(snap))
+    tpc = np.zeros(len(edges))
+    cp = np.zeros(len(edges))
+    extra, extra_tpc, extra_cp, summaries = [], [], [], []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        rows = order[a:b]
+        part = _one_chunk(edges.take(rows), pad, epochs, windows)
+        tpc[rows], cp[rows] = part.tpc[: b - a], part.cp[: b - a]
+        extra.append(part.edges.take(np.arange(b - a, len(part.edges))))
+        extra_tpc.append(part.tpc[b - a:])
+        extra_cp.append(part.cp[b - a:])
+        summaries += part.summaries
+    all_edges = Edges.concat([edges, *extra])
+    all_edges.names = edges.names
+    return CriticalParticipation(all_edges, np.concatenate([tpc, *extra_tpc]), np.concatenate([cp, *extra_cp]),
+                                 sorted(summaries, key=lambda s: s["snapshot"]))
+
+
+def _one_chunk(edges: Edges, pad, epochs, windows) -> CriticalParticipation:
     from ._kernels import path_counts
 
     if pad:
