@@ -264,3 +264,13 @@ def test_chunked_analysis_equals_one_pass(monkeypatch):
     assert parts.tpc[:n].tolist() == whole.tpc[:n].tolist() and parts.cp[:n].tolist() == whole.cp[:n].tolist()
     assert Counter(_rows(parts.edges.take(np.arange(n, len(parts.edges))))) == \
         Counter(_rows(whole.edges.take(np.arange(n, len(whole.edges)))))
+
+
+def test_chunked_construction_equals_one_pass(monkeypatch):
+    import diffflow.pag.epochs as epochs
+
+    ev = _events(ref.random_events(random.Random(8), workers=3, epochs=7, steps=6, messages=6))
+    whole = build_epochs(ev)
+    monkeypatch.setattr(epochs, "CHUNK_EVENTS", 30)
+    assert len(list(epochs.epoch_chunks(ev))) > 2
+    assert Counter(_rows(epochs.build_epochs(ev))) == Counter(_rows(whole))
