@@ -1,0 +1,72 @@
+"""PAGs of diffflow's own traced runs: two worker chains per epoch, messages between them, the sum rule."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import diffflow as dd
+from diffflow import graphs
+from diffflow.pag.api import PAG, cp_json, load
+from diffflow.pag.checks import violations
+from diffflow.pag.epochs import build_epochs
+
+
+def _traced_components(path, runtime):
+    rng = np.random.default_rng(3)
+    edges = rng.integers(0, 300, size=(900, 2))
+    with dd.Dataflow(partitions=2, runtime=runtime, trace=str(path)) as flow:
+        links = flow.input("links", ["src", "dst"])
+        out = graphs.connected_components(links).output()
+        links.insert(edges)
+        flow.advance()
+        links.remove(edges[:5])
+        flow.advance()
+        assert len(out.snapshot()) > 0
+
+
+@pytest.mark.parametrize("runtime", ["local", "processes"])
+def test_a_traced_p2_run_has_two_worker_chains_per_epoch_messages_and_the_sum_rule(tmp_path, runtime):
+    path = tmp_path / "cc.trace"
+    _traced_components(path, runtime)
+    pag = load(path)
+    assert pag.epochs and sorted(set(pag.edges.snap.tolist())) == [1, 2]
+    workers = {0, 1} if runtime == "local" else {0, 1, 2}  # worker 2: the processes runtime's coordinator
+    for snap, e in pag.edges.snapshots():
+        local = e.is_local
+        # one chain per worker: every vertex has at most one local edge in and one out, and
+        # exactly one first vertex per worker
+        starts = set(zip(e.src_w[local].tolist(), e.src_t[local].tolist(), e.src_k[local].tolist()))
+        ends = set(zip(e.dst_w[local].tolist(), e.dst_t[local].tolist(), e.dst_k[local].tolist()))
+        assert len(starts) == int(local.sum()) == len(ends)
+        firsts = starts - ends
+        assert sorted(w for w, _, _ in firsts) == sorted(workers)
+        names = e.type_names()
+        data = [(int(a), int(b)) for a, b, n in zip(e.src_w.tolist(), e.dst_w.tolist(), names) if n == "DataMessage"]
+        assert (0, 1) in data and (1, 0) in data  # rows cross partitions both ways
+        if runtime == "processes":
+            control = {(a, b) for a, b, n in zip(e.src_w.tolist(), e.dst_w.tolist(), names) if n == "ControlMessage"}
+            assert {(0, 2), (1, 2), (2, 0), (2, 1)} <= control  # progress to and from the coordinator
+    for summary in cp_json(pag):
+        assert summary["paths"] >= 1
+        assert math.isclose(sum(summary["by_activity"].values()), 1.0, rel_tol=1e-9)
+        # the operators the components dataflow is made of show up by name
+        assert any("join" in name for name in summary["by_operator"])
+    if runtime == "processes":
+        assert violations(pag.edges).empty  # both partitions report progress every epoch
+
+
+def test_the_pag_of_a_trace_equals_the_one_built_from_its_callback_events(tmp_path):
+    batches = []
+    rng = np.random.default_rng(4)
+    edges = rng.integers(0, 100, size=(200, 2))
+    with dd.Dataflow(partitions=2, trace=batches.append) as flow:
+        links = flow.input("links", ["src", "dst"])
+        graphs.connected_components(links).output()
+        links.insert(edges)
+        flow.advance()
+    from diffflow.pag.events import Events
+
+    pag = build_epochs(Events.concat(batches))
+    assert len(pag) > 0 and cp_json(PAG(pag, epochs=True))[0]["paths"] >= 1
