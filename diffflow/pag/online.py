@@ -47,10 +47,12 @@ _KEY = ["snap", "sw", "corr", "ch", "act"]
 class PagFlow:
     """A diffflow dataflow maintaining a PAG and its analyses from a stream of raw events."""
 
-    def __init__(self, *, partitions: int = 1, runtime: str = "local", message_max_ns=None, epoch_max_ns=None,
-                 operator_max_ns=None, progress: bool = True):
+    def __init__(self, *, partitions: int = 1, runtime: str = "local", window_ns=None, message_max_ns=None,
+                 epoch_max_ns=None, operator_max_ns=None, progress: bool = True):
         import diffflow as dd
 
+        # epochs (ST2) by default; time windows of window_ns (SnailTrail 1, construction A)
+        self.window_ns = window_ns
         self.flow = flow = dd.Dataflow(partitions=partitions, runtime=runtime)
         self._pending = Events.empty()
         self.names: dict = {}
@@ -103,6 +105,15 @@ class PagFlow:
         >>> f = PagFlow(); f.feed(Events.empty()); f.close()
         """
         self.names.update(events.names)
+        if self.window_ns is not None:
+            self._pending = Events.concat([self._pending, events])
+            # a window is complete once every worker has logged something at or after its end
+            w = self._pending.w
+            latest = np.full(int(w.max(initial=-1)) + 1, np.iinfo(np.int64).min)
+            np.maximum.at(latest, w, self._pending.t)
+            horizon = latest[np.unique(w)].min(initial=np.iinfo(np.int64).min) // self.window_ns
+            self._insert_windows(self._pending.t // self.window_ns < horizon)
+            return
         is_msg = np.isin(events.act, MESSAGES)
         sent = events.take(is_msg & (events.kind == SENT))
         recv = events.take(is_msg & (events.kind == RECEIVED))
@@ -117,14 +128,31 @@ class PagFlow:
         self._insert_chains(self._pending.e < latest[self._pending.w])
 
     def flush(self) -> None:
-        """Take every staged chain as complete (the trace has ended)."""
-        self._insert_chains(np.ones(len(self._pending), bool))
+        """Take every staged chain (or window) as complete (the trace has ended)."""
+        everything = np.ones(len(self._pending), bool)
+        if self.window_ns is not None:
+            self._insert_windows(everything)
+        else:
+            self._insert_chains(everything)
+
+    def _insert_windows(self, done: np.ndarray) -> None:
+        """Build the PAG of complete windows (construction A: messages paired within the window)."""
+        from .windows import build_windows
+
+        if not done.any():
+            return
+        edges = build_windows(self._pending.take(done), self.window_ns)
+        self._pending = self._pending.take(~done)
+        self._insert_edges(edges)
 
     def _insert_chains(self, done: np.ndarray) -> None:
         if not done.any():
             return
         chains = chain_edges(self._pending.take(done))
         self._pending = self._pending.take(~done)
+        self._insert_edges(chains)
+
+    def _insert_edges(self, chains: Edges) -> None:
         if len(chains):
             self.chains.insert(np.c_[[getattr(chains, c).astype(np.int64) for c in EDGE_COLUMNS]].T)
             rows = invocations(chains)
@@ -169,7 +197,8 @@ class PagFlow:
         """Per snapshot, CP summaries in the form of :func:`~diffflow.pag.critical.critical_participation`'s."""
         out = {}
         for snap, kind, key, value, paths, start, end in sorted(self._cp.snapshot()):
-            s = out.setdefault(snap, {"snapshot": snap, "epoch": snap, "start": start, "end": end, "paths": paths,
+            epoch = snap if self.window_ns is None else None
+            s = out.setdefault(snap, {"snapshot": snap, "epoch": epoch, "start": start, "end": end, "paths": paths,
                                       "by_activity": {}, "by_worker": {}, "by_operator": {}, "by_pair": {}})
             if kind == _ACTIVITY:
                 s["by_activity"][ACTIVITIES[key]] = value
