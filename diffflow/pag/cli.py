@@ -76,8 +76,8 @@ def _reports(args, **thresholds):
     fmt = args.format
     if fmt == "auto":  # a trace being written may still be empty: wait for its first line
         fmt = _wait_for_format(args.trace, detect_format)
-    if fmt == "diffflow" and args.window is None:
-        yield from follow_flow(args.trace, until_idle=args.until_idle, **thresholds)
+    if fmt == "diffflow":
+        yield from follow_flow(args.trace, window=args.window, until_idle=args.until_idle, **thresholds)
         return
     for pag in follow(args.trace, fmt, window=args.window, until_idle=args.until_idle):
         yield PagReport(pag, **thresholds)

@@ -37,6 +37,7 @@ def follow(path, format: str = "diffflow", *, window=None, until_idle=None, poll
     window_ns = None if window is None else parse_duration(window)
     reader = _Lines(path)
     pending = []  # parsed chunks of still-open snapshots
+    latest: dict = {}  # worker -> the furthest snapshot it reached
     idle_since = time.monotonic()
     while True:
         chunk, first_line = reader.read()
@@ -45,11 +46,11 @@ def follow(path, format: str = "diffflow", *, window=None, until_idle=None, poll
             parsed = _parse(chunk, first_line, reader.name, format)
             if parsed is not None:
                 pending.append(parsed)
-            closed, pending = _split_closed(pending, format, window_ns, final=False)
+            closed, pending = _split_closed(pending, format, window_ns, False, latest)
             if closed is not None:
                 yield _build(closed, format, window_ns)
         elif until_idle is not None and time.monotonic() - idle_since >= until_idle:
-            closed, _ = _split_closed(pending, format, window_ns, final=True)
+            closed, _ = _split_closed(pending, format, window_ns, True, latest)
             yield _build(closed, format, window_ns) if closed is not None else _empty(format, window_ns)
             return
         else:
@@ -111,15 +112,15 @@ def _progress(table, format, window_ns):
     return table.w, table.t // window_ns
 
 
-def _split_closed(pending, format, window_ns, final):
+def _split_closed(pending, format, window_ns, final, latest):
+    """Closed and still-open rows; ``latest`` (worker -> furthest snapshot seen) persists across calls."""
     if not pending:
         return None, pending
     table = type(pending[0]).concat(pending)
-    workers, snaps = _progress(table, format, window_ns)
     if final:
         return table, []
-    # a snapshot is closed once every worker has reached a later one
-    latest = {}
+    workers, snaps = _progress(table, format, window_ns)
+    # a snapshot is closed once every worker seen so far has reached a later one
     for w, s in zip(*np.unique(np.c_[workers, snaps], axis=0).T.tolist()):
         latest[w] = max(latest.get(w, s), s)
     horizon = min(latest.values())
@@ -130,8 +131,8 @@ def _split_closed(pending, format, window_ns, final):
     return table.take(closed), [table.take(~closed)]
 
 
-def follow_flow(path, *, until_idle=None, poll=0.1, partitions=1, **thresholds):
-    """Yield a :class:`FlowReport` each time epochs of a growing diffflow trace close.
+def follow_flow(path, *, window=None, until_idle=None, poll=0.1, partitions=1, **thresholds):
+    """Yield a :class:`FlowReport` each time snapshots (epochs, or windows) of a growing diffflow trace close.
 
     Events go into a :class:`~diffflow.pag.online.PagFlow` as they are read;
     the dataflow maintains the PAG, CP, metrics and violations; each report
@@ -147,10 +148,11 @@ def follow_flow(path, *, until_idle=None, poll=0.1, partitions=1, **thresholds):
     """
     from .online import PagFlow
 
+    window_ns = None if window is None else parse_duration(window)
     reader = _Lines(path)
-    flow = PagFlow(partitions=partitions, **thresholds)
+    flow = PagFlow(partitions=partitions, window_ns=window_ns, **thresholds)
     latest: dict = {}
-    reported = 0  # epochs below this were reported and retired
+    reported = None  # snapshots below this were reported and retired
     idle_since = time.monotonic()
     try:
         while True:
@@ -161,8 +163,11 @@ def follow_flow(path, *, until_idle=None, poll=0.1, partitions=1, **thresholds):
                 events = _parse(chunk, first_line, reader.name, "diffflow")
                 if events is None:
                     continue
-                for w, e in zip(events.w.tolist(), events.e.tolist()):
+                snaps = events.e if window_ns is None else events.t // window_ns
+                for w, e in zip(events.w.tolist(), snaps.tolist()):
                     latest[w] = max(latest.get(w, e), e)
+                if reported is None:
+                    reported = int(snaps.min())
                 flow.feed(events)
             elif until_idle is not None and time.monotonic() - idle_since >= until_idle:
                 final = True
@@ -170,10 +175,12 @@ def follow_flow(path, *, until_idle=None, poll=0.1, partitions=1, **thresholds):
             else:
                 time.sleep(poll)
                 continue
+            if reported is None:  # nothing read yet
+                reported = 0
             horizon = (max(latest.values()) + 1 if final else min(latest.values())) if latest else reported
             if horizon > reported or final:
                 flow.advance()
-                yield FlowReport(flow, range(reported, horizon))
+                yield FlowReport(flow, range(reported, horizon), epochs=window_ns is None)
                 flow.retire(horizon)
                 reported = max(reported, horizon)
             if final:
@@ -185,24 +192,25 @@ def follow_flow(path, *, until_idle=None, poll=0.1, partitions=1, **thresholds):
 class FlowReport:
     """What a :class:`~diffflow.pag.online.PagFlow` holds about some closed epochs."""
 
-    def __init__(self, flow, epochs):
-        self.flow, self.epochs = flow, set(epochs)
+    def __init__(self, flow, snapshots, epochs=True):
+        self.flow, self.snapshots, self.epochs = flow, set(snapshots), epochs
 
     @property
     def pag(self) -> PAG:
         edges = self.flow.edges()
-        return PAG(edges.take(np.isin(edges.snap, list(self.epochs))), epochs=True)
+        return PAG(edges.take(np.isin(edges.snap, list(self.snapshots))), epochs=self.epochs,
+                   window_ns=self.flow.window_ns)
 
     def cp(self) -> list:
-        return [s for s in self.flow.cp() if s["snapshot"] in self.epochs]
+        return [s for s in self.flow.cp() if s["snapshot"] in self.snapshots]
 
     def metrics(self):
         frame = self.flow.metrics()
-        return frame[frame.epoch.isin(self.epochs)].reset_index(drop=True)
+        return frame[frame.iloc[:, 0].isin(self.snapshots)].reset_index(drop=True)
 
     def violations(self):
         frame = self.flow.violations()
-        return frame[frame.snapshot.isin(self.epochs)].reset_index(drop=True)
+        return frame[frame.snapshot.isin(self.snapshots)].reset_index(drop=True)
 
 
 class PagReport:

@@ -53,6 +53,7 @@ class PagFlow:
 
         # epochs (ST2) by default; time windows of window_ns (SnailTrail 1, construction A)
         self.window_ns = window_ns
+        self._latest: dict = {}  # worker -> its latest timestamp (window mode)
         self.flow = flow = dd.Dataflow(partitions=partitions, runtime=runtime)
         self._pending = Events.empty()
         self.names: dict = {}
@@ -107,12 +108,12 @@ class PagFlow:
         self.names.update(events.names)
         if self.window_ns is not None:
             self._pending = Events.concat([self._pending, events])
-            # a window is complete once every worker has logged something at or after its end
-            w = self._pending.w
-            latest = np.full(int(w.max(initial=-1)) + 1, np.iinfo(np.int64).min)
-            np.maximum.at(latest, w, self._pending.t)
-            horizon = latest[np.unique(w)].min(initial=np.iinfo(np.int64).min) // self.window_ns
-            self._insert_windows(self._pending.t // self.window_ns < horizon)
+            # a window is complete once every worker seen so far has logged something after its end
+            for w, t in zip(*_latest_per_worker(events.w, events.t)):
+                self._latest[w] = max(self._latest.get(w, t), t)
+            if self._latest:
+                horizon = min(self._latest.values()) // self.window_ns
+                self._insert_windows(self._pending.t // self.window_ns < horizon)
             return
         is_msg = np.isin(events.act, MESSAGES)
         sent = events.take(is_msg & (events.kind == SENT))
@@ -188,10 +189,11 @@ class PagFlow:
 
     def metrics(self):
         """ST2's metrics, as :func:`diffflow.pag.activity_metrics.metrics` computes them from scratch."""
-        frame = self._metrics.to_pandas().rename(columns={"snap": "epoch", "src_w": "from_worker",
+        snap = "epoch" if self.window_ns is None else "window"
+        frame = self._metrics.to_pandas().rename(columns={"snap": snap, "src_w": "from_worker",
                                                           "dst_w": "to_worker", "type": "activity"})
         frame["activity"] = [ACTIVITIES[c] for c in frame["activity"].tolist()]
-        return frame.sort_values(["epoch", "from_worker", "to_worker"], kind="stable").reset_index(drop=True)
+        return frame.sort_values([snap, "from_worker", "to_worker"], kind="stable").reset_index(drop=True)
 
     def cp(self) -> list:
         """Per snapshot, CP summaries in the form of :func:`~diffflow.pag.critical.critical_participation`'s."""
@@ -286,6 +288,14 @@ def critical_rows(starts, cols, mults):
     end = np.array([spans[g]["end"] for g in index.tolist()], np.int64)
     return index, (np.array(kinds, np.int64), np.array(keys, np.int64), np.array(values, np.float64),
                    paths, start, end)
+
+
+def _latest_per_worker(w: np.ndarray, t: np.ndarray):
+    """The workers of a batch and each one's latest timestamp in it."""
+    workers, index = np.unique(w, return_inverse=True)
+    latest = np.full(len(workers), np.iinfo(np.int64).min)
+    np.maximum.at(latest, index.reshape(-1), t)
+    return workers.tolist(), latest.tolist()
 
 
 def _rows(snapshot: dict, width: int) -> np.ndarray:
