@@ -8,10 +8,13 @@ import pytest  # noqa: E402
 
 @pytest.fixture(scope="session")
 def spark():
-    """The one SparkSession of the test run: local[2], loopback only, no UI."""
+    """The one SparkSession of the test run: local[2], loopback only, no UI, event log in a temp folder."""
+    import tempfile
+
     from diffflow.runtime.spark import local_session
 
-    session = local_session("local[2]")
+    events = tempfile.mkdtemp(prefix="diffflow-spark-events-")  # read by the PAG tests of Spark logs
+    session = local_session("local[2]", spark_eventLog_enabled="true", spark_eventLog_dir=events)
     yield session
     session.stop()
 

@@ -102,3 +102,25 @@ def test_shuffle_messages_join_the_stages():
     assert data.any() and (ev.kind[data] == 2).sum() == (ev.kind[data] == 3).sum()
     pag = build_windows(ev, 2_000 * MS)
     assert check_windows(pag, 2_000 * MS) == []
+
+
+def test_the_event_log_of_diffflows_own_spark_run_reads_as_a_pag(spark):
+    import diffflow as dd
+
+    with dd.Dataflow(partitions=2, runtime="spark", spark=spark) as flow:
+        nums = flow.input("nums", ["x"])
+        out = nums.distinct().output()
+        nums.insert([(i % 7,) for i in range(50)])
+        flow.advance()
+        assert len(out.snapshot()) == 7
+    folder = Path(spark.sparkContext.getConf().get("spark.eventLog.dir").removeprefix("file:"))
+    logs = sorted(folder.glob(f"*{spark.sparkContext.applicationId}*"))  # Spark 4: a rolling, zstd log folder
+    assert logs, f"no event log in {folder}"
+    ev = read_spark(logs[-1])  # still being written: the lines so far
+    assert load(logs[-1], window="1s").window_ns == 1_000 * MS  # the format is told from the folder
+    assert (ev.w > 0).any()  # diffflow's worker-launch tasks ran on the executor's cores
+    pag = build_windows(ev, 1_000 * MS)
+    assert check_windows(pag, 1_000 * MS) == []
+    for s in cp_json(PAG(pag, epochs=False, window_ns=1_000 * MS)):
+        if s["paths"] > 0:
+            assert math.isclose(sum(s["by_activity"].values()), 1.0, rel_tol=1e-9)

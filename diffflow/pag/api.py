@@ -76,6 +76,8 @@ def detect_format(source) -> str:
     import os
 
     if isinstance(source, (str, os.PathLike)):
+        if os.path.isdir(source) or os.fspath(source).endswith(".zstd"):
+            return "spark"  # a rolling or compressed Spark event log (Spark 3+)
         opener = gzip.open if os.fspath(source).endswith(".gz") else open
         with opener(source, "rt") as fh:
             first = next((line for line in fh if line.strip()), "")

@@ -39,6 +39,7 @@ Times are ns (the log has ms); ``e`` is -1: Spark snapshots are time windows.
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from dataclasses import dataclass
 
@@ -64,8 +65,63 @@ class _Task:
     shuffle_write: int
 
 
+def read_log_bytes(source, name=None):
+    """The text of a Spark event log: a file (plain, ``.gz`` or ``.zstd``), a rolling log folder
+    (``eventlog_v2_<app>/events_<n>_<app>[.zstd]``, Spark 3+), or a stream.
+
+    A log still being written ends wherever Spark's last flush left it; a
+    partial last line is dropped.
+
+    >>> import io
+    >>> read_log_bytes(io.BytesIO(b'{"Event": "SparkListenerLogStart"}\\n'))[0]
+    b'{"Event": "SparkListenerLogStart"}\\n'
+    """
+    import os
+
+    if not isinstance(source, (str, os.PathLike)):
+        return _read_bytes(source, name)
+    path = os.fspath(source)
+    if os.path.isdir(path):
+        parts = [f for f in os.listdir(path) if f.startswith("events_")]
+        if not parts:
+            raise TraceError(f"{path}: a folder without events_* files is not a Spark event log "
+                             "(a rolling log is a folder eventlog_v2_<app> of events_<n>_<app> files)")
+        parts.sort(key=lambda f: int(f.split("_")[1]) if f.split("_")[1].isdigit() else 0)
+        return b"".join(_decompressed(os.path.join(path, f)) for f in parts), name or path
+    return _decompressed(path), name or path
+
+
+def _decompressed(path: str) -> bytes:
+    import gzip
+
+    if path.endswith(".gz"):
+        with gzip.open(path, "rb") as fh:
+            return fh.read()
+    codec = path.rsplit(".", 1)[-1] if "." in os.path.basename(path) else ""
+    if codec in ("lz4", "lzf", "snappy"):
+        raise TraceError(f"{path}: Spark's {codec} event-log compression cannot be read here; write logs with "
+                         "spark.eventLog.compression.codec=zstd (Spark's default) or spark.eventLog.compress=false")
+    if codec != "zstd":
+        with open(path, "rb") as fh:
+            return fh.read()
+    import pyarrow as pa
+
+    chunks = []
+    with open(path, "rb") as raw, pa.CompressedInputStream(raw, "zstd") as stream:
+        while True:
+            try:
+                chunk = stream.read(1 << 20)
+            except OSError:  # a frame Spark has not finished writing yet
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    data = b"".join(chunks)
+    return data[: data.rfind(b"\n") + 1]
+
+
 def _tasks(source, name):
-    data, name = _read_bytes(source, name)
+    data, name = read_log_bytes(source, name)
     executors: dict = {}  # executor id -> cores, in order of appearance
     stage_names: dict = {}
     parents: dict = {}
@@ -118,7 +174,7 @@ def _tasks(source, name):
 
 
 def read_spark(source, *, name: str | None = None, delay_split: float = 0.33, shuffle: bool = False) -> Events:
-    """Raw events of a Spark event log (a path, ``.gz`` or not, or a stream); see the module docstring.
+    """Raw events of a Spark event log (a file, a rolling log folder, or a stream); see the module docstring.
 
     >>> import io
     >>> read_spark(io.StringIO('{"Event": "SparkListenerLogStart"}\\n'), name="app.log")
