@@ -79,3 +79,13 @@ def test_windows_through_load_and_the_cli(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert [s["epoch"] for s in out] == [None] * len(out) and len(out) == len(set(pag.edges.snap.tolist()))
     assert np.all(np.diff([s["start"] for s in out]) > 0)
+
+
+def test_chunked_windows_equal_one_pass(monkeypatch):
+    import diffflow.pag.windows as windows
+
+    rows = _windowed_events(random.Random(9))
+    ev = _events(rows)
+    whole = build_windows(ev, 150)
+    monkeypatch.setattr(windows, "CHUNK_EVENTS", 20)
+    assert Counter(_tuples(windows.build_windows(ev, 150))) == Counter(_tuples(whole))

@@ -53,12 +53,38 @@ def build_windows(events: Events, window_ns: int, *, gap_ns: int = 1000, insert_
     >>> len(build_windows(Events.empty(), 10))
     0
     """
-    from ._window_kernels import window_chains
-
     if window_ns <= 0:
         raise ValueError(f"a window must be positive, got {window_ns} ns")
     if not len(events):
         return Edges.empty()
+    if len(events) > CHUNK_EVENTS:  # whole windows at a time, so the working arrays stay in cache
+        win = events.t // window_ns
+        order = np.arange(len(win)) if bool((win[1:] >= win[:-1]).all()) else np.argsort(win, kind="stable")
+        cuts = np.flatnonzero(np.r_[True, win[order][1:] != win[order][:-1]])
+        bounds = [0]
+        for cut in cuts.tolist():
+            if cut - bounds[-1] >= CHUNK_EVENTS:
+                bounds.append(cut)
+        if len(bounds) > 1:
+            bounds.append(len(win))
+            options = dict(gap_ns=gap_ns, insert_waiting=insert_waiting, message_delay_ns=message_delay_ns,
+                           delayed_message_ns=delayed_message_ns)
+            parts = [_build(events.take(order[a:b]), window_ns, **options) for a, b in zip(bounds[:-1], bounds[1:])]
+            edges = Edges.concat(parts)
+            edges.names = dict(events.names)
+            return edges
+    return _build(events, window_ns, gap_ns=gap_ns, insert_waiting=insert_waiting,
+                  message_delay_ns=message_delay_ns, delayed_message_ns=delayed_message_ns)
+
+
+#: events are turned into edges whole windows at a time, about this many per chunk
+CHUNK_EVENTS = 1 << 16
+
+
+def _build(events: Events, window_ns: int, *, gap_ns, insert_waiting, message_delay_ns,
+           delayed_message_ns) -> Edges:
+    from ._window_kernels import window_chains
+
     ev = events
     if message_delay_ns is not None:
         ev = _clip_delays(ev, message_delay_ns)
@@ -74,8 +100,10 @@ def build_windows(events: Events, window_ns: int, *, gap_ns: int = 1000, insert_
     rec_kind = np.r_[ev.kind[local_or_msg], halves[4]]
     rec_act = np.r_[ev.act[local_or_msg], halves[5]]
     rec_op = np.r_[ev.op[local_or_msg], np.full(len(halves[0]), -1, np.int64)]
-    timelines = np.unique(np.c_[rec_win, rec_w], axis=0)
-    tk, tw = timelines[:, 0], timelines[:, 1]
+    wlow, klow = int(rec_w.min()), int(rec_win.min())
+    span = int(rec_w.max()) - wlow + 1
+    timelines = np.unique((rec_win - klow) * span + (rec_w - wlow))  # one int64 key per (window, worker)
+    tk, tw = timelines // span + klow, timelines % span + wlow
     count = len(tk)
     big = np.iinfo(np.int64).max
     rec_win = np.r_[rec_win, tk, tk]
