@@ -47,7 +47,7 @@ def violations(edges: Edges, *, progress: bool = True, progress_max_ns=None, epo
     if epoch_max_ns is not None:
         rows += _long_snapshots(edges, epoch_max_ns)
     if operator_max_ns is not None:
-        rows += invocations(edges, longer_than=operator_max_ns)
+        rows += [r[:8] + (_records(r[8]),) for r in invocations(edges, longer_than=operator_max_ns)]
     if message_max_ns is not None:
         e = edges.take(~edges.is_local & (edges.duration > message_max_ns))
         rows += [("message", s, w, p, None, a, b, b - a, ACTIVITIES[t])
@@ -96,17 +96,23 @@ def _long_snapshots(edges: Edges, limit) -> list:
     return rows
 
 
+def _records(n: int) -> str:
+    """The detail of an operator invocation: its record count, if the trace has one."""
+    return f"{n} records" if n >= 0 else "records not logged"
+
+
 def invocations(edges: Edges, longer_than=-1) -> list:
     """Operator invocations rebuilt from their Processing/Spinning fragments (ST2's rule).
 
     A fragment carrying a record count (it ends the step) or a Spinning edge
     closes an invocation; contiguous fragments of one operator before it belong to it.
     Rows are ``("operator", snapshot, worker, None, operator, start, end, duration, records)``
+    (records -1 where the trace does not count them)
     for the invocations longer than ``longer_than`` ns.
 
     >>> pag = Edges.from_rows([(1, 0, 0, 0, 0, 3, 0, "Processing", 5), (1, 0, 3, 0, 0, 4, 0, "Processing", 5, 70)])
     >>> [r[5:] for r in invocations(pag)]
-    [(0, 4, 4, '70 records')]
+    [(0, 4, 4, 70)]
     """
     step = edges.is_local & np.isin(edges.type, _STEP) & (edges.op >= 0)
     e = edges.take(step)
@@ -124,5 +130,5 @@ def invocations(edges: Edges, longer_than=-1) -> list:
     long = e.dst_t[ends] - e.src_t[starts] > longer_than
     starts, ends = starts[long], ends[long]
     return [("operator", int(e.snap[a]), int(e.src_w[a]), None, int(e.op[a]), int(e.src_t[a]), int(e.dst_t[b]),
-             int(e.dst_t[b] - e.src_t[a]), f"{max(int(e.n[b]), 0)} records")
+             int(e.dst_t[b] - e.src_t[a]), int(e.n[b]))
             for a, b in zip(starts.tolist(), ends.tolist())]

@@ -38,7 +38,7 @@ from .edges import Edges
 from .epochs import chain_edges
 from .events import ACTIVITIES, ACTIVITY, MESSAGES, RECEIVED, SENT, Events
 from .checks import COLUMNS as VIOLATION_COLUMNS
-from .checks import invocations
+from .checks import _records, invocations
 
 EDGE_COLUMNS = ["snap", "src_w", "src_t", "src_k", "dst_w", "dst_t", "dst_k", "type", "op", "n", "block"]
 _KEY = ["snap", "sw", "corr", "ch", "act"]
@@ -158,7 +158,7 @@ class PagFlow:
             self.chains.insert(np.c_[[getattr(chains, c).astype(np.int64) for c in EDGE_COLUMNS]].T)
             rows = invocations(chains)
             if rows:
-                self.invocations.insert([(r[1], r[2], r[4], r[5], r[6], int(r[8].split()[0])) for r in rows])
+                self.invocations.insert([(r[1], r[2], r[4], r[5], r[6], r[8]) for r in rows])
 
     def retire(self, before: int) -> None:
         """Forget the snapshots numbered below ``before`` (their rows leave every collection).
@@ -234,7 +234,7 @@ class PagFlow:
                     rows.append(("epoch", s, None, None, None, a, b, b - a, "snapshot took this long"))
                 elif kind == "operator":
                     s, w, op, a, b, n = row
-                    rows.append(("operator", s, w, None, op, a, b, b - a, f"{max(n, 0)} records"))
+                    rows.append(("operator", s, w, None, op, a, b, b - a, _records(n)))
                 else:
                     s, w = row
                     rows.append(("progress", s, w, None, None, None, None, 0,

@@ -52,8 +52,8 @@ def relations(pag) -> dict:
                             rel(e.dst_t), types, e.op.tolist(), e.n.tolist()))}
     out["blocked"] = [(int(i),) for i in np.flatnonzero(e.block)]
     out["operator"] = sorted((int(k), str(v)) for k, v in e.names.items())
-    # rows of invocations(): ("operator", snap, worker, None, op, start, end, duration, "N records")
-    out["invocation"] = [(r[1], r[2], r[4], float(r[5] - origin), float(r[6] - origin), int(r[8].split()[0]))
+    # rows of invocations(): ("operator", snap, worker, None, op, start, end, duration, records)
+    out["invocation"] = [(r[1], r[2], r[4], float(r[5] - origin), float(r[6] - origin), r[8])
                          for r in invocations(e)]
     m = metrics(e, epochs=pag.epochs)
     out["metric"] = [(s, f, t, a, c, float(d), float(n)) for s, f, t, a, c, d, n in m.itertuples(index=False, name=None)]
