@@ -208,7 +208,7 @@ def test_cli_tables_metrics_invariants_and_errors(tmp_path, capsys):
     assert "bad.trace:2: missing field 'w'" in capsys.readouterr().err
 
 
-def test_follow_reports_each_epoch_once_as_it_closes(tmp_path):
+def test_follow_reports_each_epoch_once_as_it_closes(tmp_path, capsys):
     from diffflow.pag.follow import follow
 
     rows = ref.random_events(random.Random(7), workers=2, epochs=3, steps=4)
@@ -225,6 +225,7 @@ def test_follow_reports_each_epoch_once_as_it_closes(tmp_path):
     seen = Counter()
     for pag in gen:
         seen.update(set(pag.edges.snap.tolist()))
+    assert f"live.trace:{len(lines) + 1}: not a JSON object" in capsys.readouterr().err
     whole = build_epochs(ev)
     assert set(seen) == set(whole.snap.tolist()) and max(seen.values()) == 1
 
@@ -274,3 +275,14 @@ def test_chunked_construction_equals_one_pass(monkeypatch):
     monkeypatch.setattr(epochs, "CHUNK_EVENTS", 30)
     assert len(list(epochs.epoch_chunks(ev))) > 2
     assert Counter(_rows(epochs.build_epochs(ev))) == Counter(_rows(whole))
+
+
+def test_empty_traces_and_out_of_range_numbers_say_so(tmp_path, capsys):
+    empty = tmp_path / "empty.trace"
+    empty.write_text("\n\n")
+    assert main(["pag", "cp", str(empty)]) == 0
+    assert "holds no activity" in capsys.readouterr().err
+    huge = tmp_path / "huge.trace"
+    huge.write_text('{"t": 99999999999999999999, "w": 0, "kind": "Start", "act": "Busy"}\n')
+    assert main(["pag", "cp", str(huge)]) == 1
+    assert "huge.trace:1: field 't' = 99999999999999999999 does not fit a 64-bit integer" in capsys.readouterr().err

@@ -92,9 +92,17 @@ def _wait_for_format(path, detect_format, poll=0.1) -> str:
     return detect_format(path)
 
 
+def _nothing(args, seen: int) -> None:
+    if not seen and not args.follow:
+        print(f"diffflow: {args.trace} holds no activity (no two events of a worker, no message): "
+              "nothing to analyse", file=sys.stderr)
+
+
 def _cp(args) -> int:
+    seen = 0
     for report in _reports(args):
         snapshots = report.cp()
+        seen += len(snapshots)
         if args.json:
             if args.follow:
                 for s in snapshots:
@@ -104,6 +112,7 @@ def _cp(args) -> int:
             continue
         for s in snapshots:
             print(_cp_table(s, args.top), flush=True)
+    _nothing(args, seen)
     return 0
 
 
@@ -126,14 +135,17 @@ def _cp_table(s: dict, top: int) -> str:
 
 
 def _metrics(args) -> int:
-    first = True
+    first, seen = True, 0
     for report in _reports(args):
         frame = report.metrics()
+        seen += len(frame)
         if args.output:
             frame.to_csv(args.output, index=False, mode="w" if first else "a", header=first)
         else:
-            print(frame.to_string(index=False, header=first) if len(frame) else "", flush=True)
+            if len(frame):
+                print(frame.to_string(index=False, header=first), flush=True)
         first = False
+    _nothing(args, seen)
     return 0
 
 

@@ -221,6 +221,8 @@ def _locate_syntax_error(data: bytes, name: str) -> None:
                     raise TraceError(f"{name}:{lineno}: field {key!r} must be a string, got {value!r}")
             elif key in ("t", "w") + _OPTIONAL and not (isinstance(value, int) or value is None):
                 raise TraceError(f"{name}:{lineno}: field {key!r} must be an integer, got {value!r}")
+            elif key in ("t", "w") + _OPTIONAL and value is not None and not -(2**63) <= value < 2**63:
+                raise TraceError(f"{name}:{lineno}: field {key!r} = {value} does not fit a 64-bit integer")
 
 
 def _line_numbers(data: bytes) -> np.ndarray:
@@ -244,6 +246,7 @@ def _int_column(table, key, data, name, required):
     col = table.column(key)
     if not pa.types.is_integer(col.type) and not pa.types.is_null(col.type):
         _locate_syntax_error(data, name)
+        raise TraceError(f"{name}: field {key!r} holds {col.type} values; it must be a 64-bit integer on every line")
     nulls = col.is_null().to_numpy(zero_copy_only=False)
     if required and nulls.any():
         _bad(data, name, int(np.argmax(nulls)), f"missing field {key!r}; every event needs t, w, kind and act")

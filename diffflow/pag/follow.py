@@ -83,9 +83,11 @@ def _parse(chunk: bytes, first_line: int, name: str, format):  # noqa: A002
         if not line.strip():
             continue
         try:
-            _read_one(line, format, f"{name}:{first_line + offset}")
+            _read_one(line, format, name)
         except TraceError as exc:
-            print(f"{exc} (line skipped)", file=sys.stderr, flush=True)
+            # the reader saw one line, its line 1: name the line of the file instead
+            message = str(exc).replace(f"{name}:1:", f"{name}:{first_line + offset}:", 1)
+            print(f"{message} (line skipped)", file=sys.stderr, flush=True)
             continue
         good.append(line)
     if not good:
