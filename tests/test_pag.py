@@ -286,3 +286,25 @@ def test_empty_traces_and_out_of_range_numbers_say_so(tmp_path, capsys):
     huge.write_text('{"t": 99999999999999999999, "w": 0, "kind": "Start", "act": "Busy"}\n')
     assert main(["pag", "cp", str(huge)]) == 1
     assert "huge.trace:1: field 't' = 99999999999999999999 does not fit a 64-bit integer" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name,unreleased", [("mwe", 0), ("log_all", 4), ("triangles", 2)])
+def test_well_formedness_finds_the_waits_no_message_ends(name, unreleased, capsys):
+    from diffflow.pag.checks import well_formedness
+
+    # PAG.md §1.5 B4: 206 of log_all's 210 and 654 of triangles' 656 Waiting edges end at a receive
+    problems = well_formedness(read_st2(ST2 / f"{name}.pag.jsonl.gz"))
+    assert len(problems) == unreleased and all("does not end at a receive" in p[4] for p in problems)
+    assert main(["pag", "invariants", str(ST2 / f"{name}.pag.jsonl.gz"), "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count("well-formedness") == unreleased
+
+
+def test_broken_chains_and_orphan_vertices_are_reported():
+    from diffflow.pag.checks import well_formedness
+
+    pag = Edges.from_rows([(1, 0, 0, 0, 0, 5, 0, "Busy"), (1, 0, 7, 0, 0, 9, 0, "Busy"),
+                           (1, 1, 3, 0, 0, 5, 0, "DataMessage")])
+    problems = sorted(p[4] for p in well_formedness(pag))
+    # the break leaves the vertex at 7 without an edge in, like the message's source at 3
+    assert problems == ["the chain breaks between 5 and 7", "vertex at 3 has no edge in", "vertex at 7 has no edge in"]

@@ -55,6 +55,9 @@ def test_a_traced_p2_run_has_two_worker_chains_per_epoch_messages_and_the_sum_ru
         assert any("join" in name for name in summary["by_operator"])
     if runtime == "processes":
         assert violations(pag.edges).empty  # both partitions report progress every epoch
+    from diffflow.pag.checks import well_formedness
+
+    assert well_formedness(pag.edges) == []  # every wait ends when a message arrives, chains unbroken
 
 
 def test_the_pag_of_a_trace_equals_the_one_built_from_its_callback_events(tmp_path):

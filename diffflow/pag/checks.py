@@ -7,7 +7,8 @@
 * ``epoch_max_ns``: a snapshot spans at most this (earliest to latest vertex);
 * ``operator_max_ns``: an operator invocation (its Processing/Spinning
   fragments from step start to step end) lasts at most this;
-* ``message_max_ns``: a message takes at most this from send to receive.
+* ``message_max_ns``: a message takes at most this from send to receive;
+* ``well_formed``: the PAG is well formed (:func:`well_formedness`, SnailTrail's Appendix A).
 
 :func:`violations` returns them as a pandas DataFrame, longest first.
 
@@ -31,7 +32,7 @@ _STEP = (ACTIVITY["Processing"], ACTIVITY["Spinning"])
 
 
 def violations(edges: Edges, *, progress: bool = True, progress_max_ns=None, epoch_max_ns=None,
-               operator_max_ns=None, message_max_ns=None):
+               operator_max_ns=None, message_max_ns=None, well_formed: bool = False, window_ns=None):
     """Every violated invariant of ``edges`` as a DataFrame (columns :data:`COLUMNS`), longest first.
 
     >>> violations(Edges.empty()).columns.tolist()[:3]
@@ -40,6 +41,9 @@ def violations(edges: Edges, *, progress: bool = True, progress_max_ns=None, epo
     import pandas as pd
 
     rows = []
+    if well_formed:
+        rows += [("well-formedness", snap, w, None, None, a, b, b - a, problem)
+                 for snap, w, a, b, problem in well_formedness(edges, window_ns)]
     if progress:
         rows += _silent_workers(edges)
     if progress_max_ns is not None:
@@ -56,6 +60,53 @@ def violations(edges: Edges, *, progress: bool = True, progress_max_ns=None, epo
     frame = pd.DataFrame(rows, columns=COLUMNS).astype(
         {c: "Int64" for c in ("snapshot", "worker", "peer", "operator", "start", "end", "duration_ns")})
     return frame.sort_values("duration_ns", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def well_formedness(edges: Edges, window_ns=None) -> list:
+    """SnailTrail's Appendix-A properties: ``(snapshot, worker, start, end, problem)`` per violation.
+
+    * every Waiting edge ends when a message arrives at its worker (Assumption 2;
+      for time windows, a wait the window's end cuts is fine);
+    * each worker's local edges in a snapshot form one unbroken chain (and,
+      for windows of ``window_ns``, it runs from ``kW - 1`` to ``(k+1)W``);
+    * every vertex but a chain's first has an edge in (Property 1).
+
+    >>> pag = Edges.from_rows([(1, 0, 0, 0, 0, 5, 0, "Waiting"), (1, 0, 5, 0, 0, 9, 0, "Busy")])
+    >>> [row[4] for row in well_formedness(pag)]
+    ['the Waiting edge 0..5 does not end at a receive']
+    """
+    problems = []
+    local = edges.is_local
+    # the instants messages arrive at each worker (a trace may log the wait's end and the receive
+    # as two events of one instant)
+    arrivals = set(zip(edges.snap[~local].tolist(), edges.dst_w[~local].tolist(), edges.dst_t[~local].tolist()))
+    waits = edges.take(local & (edges.type == ACTIVITY["Waiting"]))
+    for snap, w, a, b in zip(waits.snap.tolist(), waits.dst_w.tolist(), waits.src_t.tolist(), waits.dst_t.tolist()):
+        cut = window_ns is not None and b == (snap + 1) * window_ns
+        if (snap, w, b) not in arrivals and not cut:
+            problems.append((snap, w, a, b, f"the Waiting edge {a}..{b} does not end at a receive"))
+    chains: dict = {}
+    for snap, w, a, ak, b, bk in zip(edges.snap[local].tolist(), edges.src_w[local].tolist(),
+                                     edges.src_t[local].tolist(), edges.src_k[local].tolist(),
+                                     edges.dst_t[local].tolist(), edges.dst_k[local].tolist()):
+        chains.setdefault((snap, w), []).append(((a, ak), (b, bk)))
+    heads = set()
+    for (snap, w), spans in sorted(chains.items()):
+        spans.sort()
+        heads.add((snap, w) + spans[0][0])
+        if window_ns is not None:
+            lo, hi = snap * window_ns - 1, (snap + 1) * window_ns
+            if spans[0][0][0] != lo or spans[-1][1][0] != hi:
+                problems.append((snap, w, spans[0][0][0], spans[-1][1][0],
+                                 f"the chain runs {spans[0][0][0]}..{spans[-1][1][0]}, not {lo}..{hi}"))
+        for (_, end), (start, _) in zip(spans, spans[1:]):
+            if start != end:
+                problems.append((snap, w, end[0], start[0], f"the chain breaks between {end[0]} and {start[0]}"))
+    targets = set(zip(edges.snap.tolist(), edges.dst_w.tolist(), edges.dst_t.tolist(), edges.dst_k.tolist()))
+    sources = set(zip(edges.snap.tolist(), edges.src_w.tolist(), edges.src_t.tolist(), edges.src_k.tolist()))
+    for snap, w, t, _ in sorted(sources - targets - heads):
+        problems.append((snap, w, t, t, f"vertex at {t} has no edge in"))
+    return problems
 
 
 def _silent_workers(edges: Edges) -> list:

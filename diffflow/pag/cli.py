@@ -39,6 +39,8 @@ def add_commands(commands) -> None:
                        ("--message-max", "a message longer than"), ("--progress-max", "a worker silent (no progress sent) longer than")):
         inv.add_argument(flag, type=float, metavar="MS", help=f"report {what} MS milliseconds")
     inv.add_argument("--no-progress", action="store_true", help="do not report workers that sent no progress")
+    inv.add_argument("--no-well-formed", action="store_true",
+                     help="do not check the PAG's well-formedness (SnailTrail's Appendix A)")
     inv.set_defaults(handler=_invariants)
     pat = sub.add_parser("match", help="run a Datalog pattern over the PAG's relations (see queries/pag/)")
     _common(pat)
@@ -153,6 +155,8 @@ def _invariants(args) -> int:
     ns = lambda ms: None if ms is None else int(ms * 1e6)  # noqa: E731
     thresholds = dict(progress=not args.no_progress, epoch_max_ns=ns(args.epoch_max),
                       operator_max_ns=ns(args.operator_max), message_max_ns=ns(args.message_max))
+    if not args.no_well_formed and not args.follow:  # a followed diffflow trace is built by PagFlow
+        thresholds["well_formed"] = True
     if args.progress_max is not None:
         if args.follow:
             raise ValueError("--progress-max looks across a whole trace; it cannot be combined with --follow")

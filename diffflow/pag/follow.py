@@ -234,7 +234,10 @@ class PagReport:
     def violations(self):
         from .checks import violations
 
-        return violations(self.pag.edges, **self.thresholds)
+        options = dict(self.thresholds)
+        if options.get("well_formed"):
+            options["window_ns"] = self.pag.window_ns
+        return violations(self.pag.edges, **options)
 
 
 def _build(table, format, window_ns) -> PAG:

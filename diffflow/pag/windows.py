@@ -204,35 +204,13 @@ def check_windows(edges: Edges, window_ns: int) -> list:
     """Well-formedness of a windowed PAG (SnailTrail's Appendix A): a list of problems, empty if none.
 
     Every Waiting edge ends at a received message (or at the window's end,
-    which cuts a longer wait); every vertex but the
-    window-start ones has an edge in; every worker's local edges form one
-    chain from ``kW - 1`` to ``(k+1)W``.
+    which cuts a longer wait); every vertex but the chains' first ones has an
+    edge in; every worker's local edges form one chain from ``kW - 1`` to
+    ``(k+1)W``.  (:func:`~diffflow.pag.checks.well_formedness` has the rows.)
 
     >>> check_windows(Edges.from_rows([(0, 0, 5, 0, 0, 9, 0, "Busy")]), 10)
     ['window 0 worker 0: the chain runs 5..9, not -1..10']
     """
-    problems = []
-    local = edges.is_local
-    remote_in = set(zip(edges.snap[~local].tolist(), edges.dst_w[~local].tolist(), edges.dst_t[~local].tolist()))
-    for snap, w, a, b in zip(*(edges.take(local & (edges.type == ACTIVITY["Waiting"])).__getattribute__(c).tolist()
-                               for c in ("snap", "dst_w", "src_t", "dst_t"))):
-        if (snap, w, b) not in remote_in and b != (snap + 1) * window_ns:  # a wait the window's end cuts is fine
-            problems.append(f"window {snap} worker {w}: the Waiting edge {a}..{b} does not end at a receive")
-    by_chain: dict = {}
-    for snap, w, a, b in zip(edges.snap[local].tolist(), edges.src_w[local].tolist(), edges.src_t[local].tolist(),
-                             edges.dst_t[local].tolist()):
-        by_chain.setdefault((snap, w), []).append((a, b))
-    for (snap, w), spans in sorted(by_chain.items()):
-        spans.sort()
-        lo, hi = snap * window_ns - 1, (snap + 1) * window_ns
-        if spans[0][0] != lo or spans[-1][1] != hi:
-            problems.append(f"window {snap} worker {w}: the chain runs {spans[0][0]}..{spans[-1][1]}, not {lo}..{hi}")
-        for (_, b), (a, _) in zip(spans, spans[1:]):
-            if a != b:
-                problems.append(f"window {snap} worker {w}: the chain breaks between {b} and {a}")
-    heads = {(s, w, t) for (s, w), spans in by_chain.items() for t in [spans[0][0]]}
-    targets = set(zip(edges.snap.tolist(), edges.dst_w.tolist(), edges.dst_t.tolist()))
-    sources = set(zip(edges.snap.tolist(), edges.src_w.tolist(), edges.src_t.tolist()))
-    for vertex in sorted(sources - targets - heads):
-        problems.append(f"window {vertex[0]} worker {vertex[1]}: vertex at {vertex[2]} has no edge in")
-    return problems
+    from .checks import well_formedness
+
+    return [f"window {snap} worker {w}: {message}" for snap, w, _, _, message in well_formedness(edges, window_ns)]
