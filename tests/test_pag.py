@@ -14,7 +14,7 @@ import pytest
 
 import pag_reference as ref
 from diffflow.cli import main
-from diffflow.pag.api import PAG, cp_json, load
+from diffflow.pag.api import PAG, cp_json
 from diffflow.pag.critical import critical_participation
 from diffflow.pag.edges import Edges
 from diffflow.pag.epochs import build_epochs

@@ -33,7 +33,7 @@ def test_a_traced_p2_run_has_two_worker_chains_per_epoch_messages_and_the_sum_ru
     pag = load(path)
     assert pag.epochs and sorted(set(pag.edges.snap.tolist())) == [1, 2]
     workers = {0, 1} if runtime == "local" else {0, 1, 2}  # worker 2: the processes runtime's coordinator
-    for snap, e in pag.edges.snapshots():
+    for _, e in pag.edges.snapshots():
         local = e.is_local
         # one chain per worker: every vertex has at most one local edge in and one out, and
         # exactly one first vertex per worker

@@ -35,7 +35,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .edges import Edges
-from .epochs import _group_ids
 from .events import ACTIVITIES, ACTIVITY
 
 _FIRST, _LAST = np.iinfo(np.int64).min, np.iinfo(np.int64).max
