@@ -67,6 +67,7 @@ class _Lines:
         self.line = 1
 
     def read(self):
+        """``(bytes of the new complete lines, number of the first)``; a partial last line waits."""
         data = self.rest + self.handle.read()
         cut = data.rfind(b"\n") + 1
         chunk, self.rest = data[:cut], data[cut:]
@@ -199,18 +200,22 @@ class FlowReport:
 
     @property
     def pag(self) -> PAG:
+        """The PAG of these snapshots, as the dataflow holds it."""
         edges = self.flow.edges()
         return PAG(edges.take(np.isin(edges.snap, list(self.snapshots))), epochs=self.epochs,
                    window_ns=self.flow.window_ns)
 
     def cp(self) -> list:
+        """CP summaries of these snapshots (see :func:`~diffflow.pag.api.cp_json`)."""
         return [s for s in self.flow.cp() if s["snapshot"] in self.snapshots]
 
     def metrics(self):
+        """ST2's metrics of these snapshots."""
         frame = self.flow.metrics()
         return frame[frame.iloc[:, 0].isin(self.snapshots)].reset_index(drop=True)
 
     def violations(self):
+        """The invariants these snapshots violate."""
         frame = self.flow.violations()
         return frame[frame.snapshot.isin(self.snapshots)].reset_index(drop=True)
 
@@ -222,16 +227,19 @@ class PagReport:
         self.pag, self.thresholds = pag, thresholds
 
     def cp(self) -> list:
+        """CP summaries of every snapshot."""
         from .api import cp_json
 
         return cp_json(self.pag)
 
     def metrics(self):
+        """ST2's metrics of every snapshot."""
         from .activity_metrics import metrics
 
         return metrics(self.pag.edges, epochs=self.pag.epochs)
 
     def violations(self):
+        """The invariants the PAG violates, with the thresholds given."""
         from .checks import violations
 
         options = dict(self.thresholds)
