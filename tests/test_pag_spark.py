@@ -94,6 +94,8 @@ def test_cli_on_a_spark_log(capsys):
     assert all(math.isclose(sum(s["by_activity"].values()), 1.0, rel_tol=1e-9) for s in out)
     pag = load(WORDCOUNT)  # format told from the first line, 10 s windows by default
     assert not pag.epochs and pag.window_ns == 10_000 * MS
+    assert main(["pag", "cp", str(WORDCOUNT), "--epochs"]) == 1
+    assert "a Spark event log has no epochs" in capsys.readouterr().err
 
 
 def test_shuffle_messages_join_the_stages():

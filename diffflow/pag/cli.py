@@ -66,13 +66,15 @@ def _common(command) -> None:
 def _reports(args, **thresholds):
     """What to report: one PagReport for a finished trace; with --follow, one per batch of closed
     snapshots (a diffflow trace's epochs are maintained by a PagFlow dataflow as events arrive)."""
-    from .api import load
+    from .api import detect_format, load
     from .follow import PagReport
 
+    if args.epochs and (args.format == "spark" or (args.format == "auto" and not args.follow
+                                                    and detect_format(args.trace) == "spark")):
+        raise ValueError("a Spark event log has no epochs: its snapshots are time windows (--window 10s)")
     if not args.follow:
         yield PagReport(load(args.trace, args.format, window=args.window), **thresholds)
         return
-    from .api import detect_format
     from .follow import follow, follow_flow
 
     fmt = args.format
