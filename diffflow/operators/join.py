@@ -4,11 +4,14 @@ Both inputs are arrangements keyed by the join key and co-partitioned (the
 same key hash), so each partition joins locally.  For new left batches
 ``dA`` and new right batches ``dB`` the output change is
 
-    (A + dA)(B + dB) - AB  =  dA (B + dB)  +  (A + dA) dB  -  dA dB
+    (A + dA)(B + dB) - AB  =  dA (B + dB)  +  A dB
 
-and because a shared arrangement's spine already holds the new batches when
-the join runs (the arrange operator appends before it emits), the first two
-terms read the spines directly and the third removes the double count.  An
+A shared arrangement's spine already holds the new batches when the join runs
+(the arrange operator appends before it emits): the first term reads the
+right spine whole, the second the left spine without dA's batches.  When the
+spine has merged a new batch into an older one, the join computes
+``dA (B + dB) + (A + dA) dB - dA dB`` instead, which emits the ``dA dB``
+rows three times (twice added, once removed).  An
 output update's time is the join (lattice least upper bound) of the input
 times and its diff the product of the diffs.
 
@@ -101,9 +104,15 @@ class JoinOp(Operator):
             for batch in self.right_spine.batches:
                 out.append(join_updates(d_left, batch, kk, perm))
         if d_right is not None:
-            for batch in self.left_spine.batches:
-                out.append(join_updates(batch, d_right, kk, perm))
-            if d_left is not None:
+            fresh = _fresh_batches(inputs[0], self.left_spine) if d_left is not None else set()
+            if fresh is not None:
+                # dA (B + dB) + A dB: the left spine without dA's batches is A, so no term cancels
+                for batch in self.left_spine.batches:
+                    if id(batch) not in fresh:
+                        out.append(join_updates(batch, d_right, kk, perm))
+            else:  # dA was merged into older batches: (A + dA) dB - dA dB
+                for batch in self.left_spine.batches:
+                    out.append(join_updates(batch, d_right, kk, perm))
                 both = join_updates(d_left, d_right, kk, perm)
                 out.append(both.negated() if both is not None else None)
         return [o for o in out if o is not None and len(o)]
@@ -118,3 +127,21 @@ class JoinOp(Operator):
         merged = concat([c.updates() if isinstance(c, Batch) else c for c in chunks],
                         chunks[0].width, self.ctx.dim)
         return Batch.from_updates(merged, self.key_width, None, None)
+
+
+def _fresh_batches(chunks, spine):
+    """Ids of the spine batches that are exactly this step's new chunks, or None if some are not.
+
+    The arrange before a join appends its batches to the shared spine before
+    emitting them, so usually the spine holds each new chunk as a batch of its
+    own; a spine that merged one into an older batch cannot be split again.
+    """
+    members = {id(b) for b in spine.batches}
+    fresh = set()
+    for chunk in chunks:
+        if not len(chunk):
+            continue
+        if not isinstance(chunk, Batch) or id(chunk) not in members:
+            return None
+        fresh.add(id(chunk))
+    return fresh
