@@ -16,10 +16,10 @@ closes an epoch of every input and, unless ``run=False``, computes it.
 """
 from __future__ import annotations
 
-import gc
 import weakref
 from typing import TYPE_CHECKING
 
+from . import memory
 from .dataflow.graph import Graph
 from .errors import GraphError
 from .schema import Schema, SymbolTable
@@ -30,10 +30,10 @@ if TYPE_CHECKING:
 
 RUNTIMES = ("local", "processes", "spark", "cluster")
 
-# A dataflow and its collections refer to each other, so a dataflow the user
-# dropped is freed only by Python's cyclic garbage collector, which big numpy
-# arrays never prompt.  So before a dataflow starts, if the dataflows still open
-# have moved many input rows since the last collection, collect.
+# Freeing a dataflow's memory takes a collection (see memory.py).  Before a
+# dataflow starts, if the dataflows still open have moved many input rows since
+# the last collection, some may have been dropped: collect.  A closing dataflow
+# that moved many rows collects too.
 _OPEN = weakref.WeakSet()  # dataflows started and not closed
 _COLLECT_AFTER_ROWS = 500_000
 _rows_since_collect = [0]
@@ -42,7 +42,7 @@ _rows_since_collect = [0]
 def _free_dropped_dataflows() -> None:
     """Collect dropped dataflows when enough input has moved for them to matter."""
     if _rows_since_collect[0] >= _COLLECT_AFTER_ROWS and len(_OPEN):
-        gc.collect()
+        memory.release()
         _rows_since_collect[0] = 0
 
 
@@ -87,6 +87,8 @@ class Dataflow:
     {(5,): 1}
     """
 
+    _rows_moved = 0  # a Dataflow pickled before this counter existed
+
     def __init__(self, partitions: int = 1, runtime: str = "local", spark=None, *,
                  checkpoint_every: int | None = None, checkpoint_dir: str | None = None,
                  trace=None):
@@ -109,6 +111,7 @@ class Dataflow:
             self._trace = open_trace(trace)  # an unwritable path fails here, before any work
         self.runtime_name, self.spark = runtime, spark
         self._closed = False
+        self._rows_moved = 0  # input rows staged, to decide whether closing collects
         self.checkpoint_every, self.checkpoint_dir = checkpoint_every, checkpoint_dir
         self.partitions = partitions
         self.graph = Graph()
@@ -160,6 +163,7 @@ class Dataflow:
             for rows, diffs in handle._staged:
                 runtime.stage(handle.node.id, rows, diffs)
                 _rows_since_collect[0] += len(diffs)
+                self._rows_moved += len(diffs)
             handle._staged = []
         runtime.close_epoch([h.node.id for h in self._inputs])
         self.epoch += 1
@@ -194,6 +198,10 @@ class Dataflow:
             runtime.close()
         self._closed = True
         _OPEN.discard(self)
+        if runtime is not None and self._rows_moved >= _COLLECT_AFTER_ROWS:
+            del runtime
+            memory.release()
+            _rows_since_collect[0] = 0
 
     def __enter__(self) -> "Dataflow":
         return self

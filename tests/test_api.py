@@ -221,6 +221,37 @@ def test_a_dropped_dataflow_is_freed_before_the_next_one_starts():
         gc.enable()
 
 
+def test_closing_a_big_dataflow_frees_its_operators_at_once(monkeypatch):
+    # a closed dataflow's traces must not wait for the next dataflow or for Python's collector
+    import gc
+    import weakref
+
+    import numpy as np
+
+    from diffflow import flow as flow_module
+    from diffflow import memory
+
+    released = []
+    monkeypatch.setattr(memory, "release", lambda: (released.append(1), gc.collect()))
+    gc.disable()
+    try:
+        with dd.Dataflow() as flow:
+            a = flow.input("a", ["x"])
+            out = a.distinct().output()
+            a.insert(np.arange(flow_module._COLLECT_AFTER_ROWS).reshape(-1, 1))
+            flow.advance()
+            assert len(out.snapshot()) == flow_module._COLLECT_AFTER_ROWS
+            engines = [weakref.ref(e) for e in flow._runtime.engines.values()]
+        assert released == [1] and all(e() is None for e in engines)
+        with dd.Dataflow() as small:  # a small flow closes without a collection
+            b = small.input("b", ["x"])
+            b.insert([(1,)])
+            small.advance()
+        assert released == [1]
+    finally:
+        gc.enable()
+
+
 def test_with_closes_the_dataflow():
     with dd.Dataflow() as flow:
         a = flow.input("a", ["x"])
