@@ -84,8 +84,10 @@ class Program:
     def __init__(self, source: str, partitions: int | None = None, filename: str = "<program>",
                  outputs=None, max_rounds: int | None = None, *, runtime: str = "local",
                  spark=None, checkpoint_every: int | None = None,
-                 checkpoint_dir: str | None = None, include_dirs=None, macros=None, trace=None):
+                 checkpoint_dir: str | None = None, include_dirs=None, macros=None, trace=None,
+                 provenance: bool | None = None):
         self.source, self.filename = source, filename
+        self._text_options = {"include_dirs": include_dirs, "macros": macros}
         text = preprocess(source, filename, include_dirs, macros)
         self.ast = parse(text, filename)
         self.analysed = analyse(self.ast, text)
@@ -106,7 +108,16 @@ class Program:
                 self._relation(name)
         options = dict(runtime=runtime, spark=spark, checkpoint_every=checkpoint_every,
                        checkpoint_dir=checkpoint_dir, trace=trace)
-        self._compiled = compile_program(self.analysed, partitions, outputs, max_rounds, options)
+        if provenance is None:  # Soufflé's switch: .pragma "provenance" "explain"
+            provenance = "provenance" in self.pragmas
+        self.provenance = bool(provenance)
+        if self.provenance:
+            from .provenance import compile_provenance
+            self._compiled = compile_provenance(self.analysed, partitions, outputs, max_rounds,
+                                                options)
+        else:
+            self._compiled = compile_program(self.analysed, partitions, outputs, max_rounds,
+                                             options)
         self.flow = self._compiled.flow
         self._present = {name: np.zeros((0, inp.schema.width), np.int64)
                          for name, inp in self._compiled.inputs.items()}
@@ -314,6 +325,28 @@ class Program:
         nullary = self.relations[name].arity == 0
         items = [(() if nullary else row, d) for row, d in net.items() if d != 0]
         return sorted(items, key=lambda item: (item[0], item[1]))
+
+    # -- explanations ---------------------------------------------------------------------------
+    def explain(self, relation: str, fact):
+        """Why ``fact`` is in ``relation``: an :class:`~diffflow.dsl.explain.Explanation` with
+        a proof tree of minimal height (``.tree``; ``print`` it for Soufflé's layout) and the
+        input facts it rests on (``.inputs``), as of the last commit.  Needs a program built
+        with ``provenance=True`` (or ``.pragma "provenance" "explain"``).
+
+        >>> p = Program(".decl e(x: number)\\n.decl r(x: number)\\nr(x + 1) :- e(x).",
+        ...             provenance=True)
+        >>> _ = p.insert("e", [(1,), (5,)]); p.commit()
+        >>> p.explain("r", (2,)).inputs
+        {'e': {(1,)}}
+        """
+        from .explain import explain
+        return explain(self, relation, fact)
+
+    def _replica(self) -> "Program":
+        """The same program, compiled afresh without provenance and with no facts committed
+        (the replay of :meth:`Explanation.check`)."""
+        return Program(self.source, filename=self.filename, provenance=False,
+                       **self._text_options)
 
     def plan(self) -> str:
         """The compiled plan: strata, join orders, shared arrangements.
