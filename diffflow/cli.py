@@ -181,8 +181,10 @@ def _parser():
     plan.add_argument("-w", "--no-warn", action="store_true", help="no warnings")
     _preprocessor_options(plan)
     plan.set_defaults(handler=_explain)
+    from .dsl.explain_cli import add_commands as add_explain
     from .pag.cli import add_commands
 
+    add_explain(commands)
     add_commands(commands)
     return parser
 

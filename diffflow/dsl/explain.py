@@ -103,13 +103,13 @@ class ProofTree:
         return _Box(rows + [bar, head])
 
     def to_json(self, rules: dict | None = None) -> str:
-        """Soufflé's JSON proof (``format json``); ``rules`` (number -> text) adds the list of
-        rules used."""
+        """Soufflé's JSON proof (``format json``); ``rules`` (relation -> {number: text}, a
+        program's ``rules``) adds the rules the proof uses."""
         text = '{ "proof":\n' + self._json(1)
         if rules:
-            used = sorted({n.rule for n in self.nodes() if n.rule is not None})
-            listed = ",\n".join(f'\t{{ "rule-number": "(R{n})", "rule": {json.dumps(rules[n])}}}'
-                                for n in used if n in rules)
+            used = sorted({(n.relation, n.rule) for n in self.nodes() if n.rule is not None})
+            listed = ",\n".join(f'\t{{ "rule-number": "(R{n})", '
+                                f'"rule": {json.dumps(rules[rel][n])}}}' for rel, n in used)
             text += ',"rules": [\n' + listed + "\n]"
         return text + "\n}"
 
@@ -195,7 +195,7 @@ def explain(program, relation: str, fact) -> Explanation:
         search.finish()
     if root is None:
         raise ExplainError(f"{format_fact(relation, fact)} is not in {relation} as of the last "
-                           f"commit; explain_absent says why a fact is not derived")
+                           f"commit: check its values and that its inputs were committed")
     inputs: dict = {}
     for node in root.nodes():
         if node.rule is None:

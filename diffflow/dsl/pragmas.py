@@ -38,6 +38,8 @@ HONOURED = {
     "no-warn": "no warnings are printed",
     "max-rounds": "the iteration limit of a recursive stratum",
     "inline-exclude": "relations not to inline, separated by ','",
+    "provenance": "proof heights and witnesses for Program.explain (any value; Soufflé's "
+                  "\"explain\")",
 }
 # Soufflé's other options: accepted, with what they do in Soufflé
 NO_EFFECT = {
@@ -51,7 +53,7 @@ NO_EFFECT = {
     "magic-transform": "magic-set transformation",
     "magic-transform-exclude": "magic-set transformation",
     "parse-errors": "parse-only mode", "profile": "profiling",
-    "profile-frequency": "profiling", "provenance": "provenance",
+    "profile-frequency": "profiling",
     "show": "debug output", "swig": "SWIG bindings", "verbose": "verbose output",
     "version": "version text", "warn": "warning selection", "wno": "warning selection",
     "suppress-warnings": "warning selection", "SIPS": "the join-order heuristic",

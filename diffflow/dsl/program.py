@@ -342,6 +342,22 @@ class Program:
         from .explain import explain
         return explain(self, relation, fact)
 
+    def rules(self) -> dict:
+        """``relation -> {rule number: rule text}``, numbered as in proofs (Soufflé's
+        numbering: a relation's facts and rules from 1 in source order).
+
+        >>> Program(".decl e(x: number)\\ne(1).\\ne(x + 1) :- e(x), x < 5.").rules()
+        {'e': {2: 'e((x + 1)) :- e(x), x < 5.'}}
+        """
+        from .provenance import rule_numbers
+        from .render import render_clause
+
+        numbered = {}
+        for name, relation in self.relations.items():
+            numbers = rule_numbers(relation)
+            numbered[name] = {numbers[id(c)]: render_clause(c) for c in relation.clauses}
+        return numbered
+
     def _replica(self) -> "Program":
         """The same program, compiled afresh without provenance and with no facts committed
         (the replay of :meth:`Explanation.check`)."""

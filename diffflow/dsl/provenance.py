@@ -65,7 +65,6 @@ class ProvenanceCompiled(Compiled):
     asked: dict = field(default_factory=dict)       # relation -> Output: requested, present
     witnesses: dict = field(default_factory=dict)   # relation -> [Witness]
     heights: dict = field(default_factory=dict)     # relation -> #h collection
-    rules: dict = field(default_factory=dict)       # relation -> {rule number: text}
 
 
 def compile_provenance(analysed, partitions: int = 1, outputs=None, max_rounds=None,
@@ -99,13 +98,9 @@ class _ProvenanceCompiler(_Compiler):
             for name in stratum.relations:
                 self._witness_queries(relations[name])
         heights = {n: self.values[HEIGHTS + n] for n in relations}
-        rules = {}
-        for n, r in relations.items():
-            numbers = rule_numbers(r)
-            rules[n] = {numbers[id(c)]: _rule_text(c) for c in r.clauses}
         return ProvenanceCompiled(plain.flow, plain.inputs, plain.collections, plain.outputs,
                                   plain.unit, plain.plan, self.requests, self.asked,
-                                  self.witnesses, heights, rules)
+                                  self.witnesses, heights)
 
     # -- heights -----------------------------------------------------------------------------
     @staticmethod
