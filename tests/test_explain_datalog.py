@@ -13,7 +13,7 @@ import pytest
 
 import diffflow as dd
 from datalog_reference import evaluate
-from diffflow.dsl.explain import ExplainError
+from diffflow.dsl.explain import ExplainError, ProofTree
 from test_datalog_incremental import NODE, PROGRAMS, _schedule
 
 PATH = """
@@ -25,6 +25,14 @@ path(x, z) :- edge(x, y), path(y, z).
 
 # programs whose facts are derived without aggregates (negation over lower strata included)
 EXPLAINED = ["closure_and_negation", "same_generation", "arithmetic", "mutual_recursion"]
+
+
+def assert_minimal_heights(tree):
+    """Every proof node sits exactly one level above its highest fact child (input facts at
+    0), so the proof is as shallow as the fact's minimal height."""
+    for node in tree.nodes():
+        facts = [c.height for c in node.children if isinstance(c, ProofTree)]
+        assert node.height == (0 if node.rule is None else 1 + max(facts, default=0)), node.text
 
 
 def shortest(edges, a, b) -> int:
@@ -59,6 +67,7 @@ def test_closure_explanations_are_shortest_paths_under_updates(seed, partitions)
             ex = program.explain("path", fact)
             assert ex.inputs["edge"] <= edges and set(ex.inputs) == {"edge"}
             assert len(ex.inputs["edge"]) == shortest(edges, *fact) == ex.tree.height
+            assert_minimal_heights(ex.tree)
             ex.check()
 
 
@@ -84,6 +93,7 @@ def test_explanations_reproduce_their_fact_in_random_programs(name, partitions):
                 ex = program.explain(relation, fact)
                 for rel, rows in ex.inputs.items():
                     assert rows <= facts.get(rel, set()) | _text_facts(program, rel), rel
+                assert_minimal_heights(ex.tree)
                 ex.check()
                 explained += 1
     assert explained > 10
@@ -92,6 +102,16 @@ def test_explanations_reproduce_their_fact_in_random_programs(name, partitions):
 def _text_facts(program, relation) -> set:
     rel = program.relations[relation]
     return {tuple(a.value for a in rule.head.args) for rule in rel.facts}
+
+
+def test_the_witness_is_the_shortest_derivation_not_the_smallest_values():
+    # via 2 the path is longer; the proof must take 5 even though 2 < 5
+    program = dd.Program(PATH, provenance=True)
+    program.insert("edge", [(1, 2), (2, 3), (3, 9), (1, 5), (5, 9)])
+    program.commit()
+    ex = program.explain("path", (1, 9))
+    assert ex.inputs == {"edge": {(1, 5), (5, 9)}} and ex.tree.height == 2
+    assert_minimal_heights(ex.tree)
 
 
 def test_a_missing_witness_would_fail_the_check():

@@ -3,8 +3,8 @@
 A :class:`Program` compiled with provenance (``Program(..., provenance=True)`` or
 ``.pragma "provenance" "explain"``) keeps every fact's minimal proof height and a witness
 query per clause (:mod:`.provenance`).  :func:`explain` asks for the target fact, takes one
-witness of each requested fact (the smallest rule number, then the smallest body values),
-and asks for the witness's body facts in the next commit: one commit per level of the proof.
+witness of each requested fact (the smallest rule number, then the lowest body heights --
+a witness row's variables sort the ``#h`` heights first -- then the smallest values), and asks for the witness's body facts in the next commit: one commit per level of the proof.
 The tree's input leaves are the explanation: running the program on them alone derives the
 fact again (:meth:`Explanation.check` does exactly that).
 
