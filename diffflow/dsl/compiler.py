@@ -141,13 +141,17 @@ class _Compiler(ClauseCompiler):
         finally:
             graph.location_override = outer
 
-    def compile_recursive(self, relations: list):
-        # the loop is where the recursion is written: the stratum's first rule
+    def stratum_loop(self, relations: list):
+        """The loop of a recursive stratum, located where the recursion is written: the
+        stratum's first rule."""
         first = min((c.rule.line for r in relations for c in r.clauses),
                     default=relations[0].declaration.line)
         with self.located(first):
-            loop = self.flow.loop(name="stratum " + ",".join(r.name for r in relations),
+            return self.flow.loop(name="stratum " + ",".join(r.name for r in relations),
                                   max_rounds=self.max_rounds)
+
+    def compile_recursive(self, relations: list):
+        loop = self.stratum_loop(relations)
         variables = {}
         for relation in relations:
             with self.located(relation.declaration.line):

@@ -239,6 +239,7 @@ class _Search:
         self.flow = program.flow
         self.asked: dict = {}   # relation -> facts whose requests are in the flow
         self.nodes: dict = {}   # (relation, fact) -> ProofTree
+        self.smallest: dict = {}
         self.commits = 0
 
     def run(self, relation, fact):
@@ -246,6 +247,7 @@ class _Search:
         while level:
             self._ask(level)
             found = self._present(level)
+            self.smallest = {}  # id(witness) -> {fact: its smallest row} at this level
             if (relation, fact) not in self.nodes and (relation, fact) not in found:
                 return None
             following = []
@@ -290,14 +292,24 @@ class _Search:
                 found[(rel, fact)] = int(row[-1])
         return found
 
+    def _smallest(self, witness) -> dict:
+        """The smallest witness row of each fact asked at this level (read once per level)."""
+        rows = self.smallest.get(id(witness))
+        if rows is None:
+            rows = self.smallest[id(witness)] = {}
+            for row in witness.output.snapshot():
+                fact = _head(witness, row)
+                if fact not in rows or row < rows[fact]:
+                    rows[fact] = row
+        return rows
+
     def _derive(self, node):
         """Pick the node's witness; return the body facts still to explain."""
         best = None
         for witness in self.compiled.witnesses[node.relation]:
-            rows = [row for row in witness.output.snapshot()
-                    if _head(witness, row) == node.fact]
-            if rows:
-                best = (witness, min(rows))
+            row = self._smallest(witness).get(node.fact)
+            if row is not None:
+                best = (witness, row)
                 break  # witnesses are in rule-number order
         if best is None:
             raise AssertionError(f"no witness for {node.text} of height {node.height}")

@@ -41,13 +41,14 @@ def parse_fact(text: str) -> tuple:
         raise ValueError(f"cannot read the fact {text!r}: expected one atom; {hint}")
     values = []
     for arg in rules[0].head.args:
-        sign = 1
-        if isinstance(arg, ast.Negative) and isinstance(arg.operand, (ast.Number, ast.Float)):
-            sign, arg = -1, arg.operand
+        negative = isinstance(arg, ast.Negative) and \
+            isinstance(arg.operand, (ast.Number, ast.Float))
+        if negative:
+            arg = arg.operand
         if not isinstance(arg, (ast.Number, ast.Float, ast.String)):
             raise ValueError(f"cannot read the fact {text!r}: its values must be constants; "
                              f"{hint}")
-        values.append(sign * arg.value if sign < 0 else arg.value)
+        values.append(-arg.value if negative else arg.value)
     return rules[0].head.relation, tuple(values)
 
 

@@ -37,6 +37,7 @@ from ..expr import Lit, col
 from . import ast
 from .columns import UNIT, Frame, relation_columns, term_expression, var_column
 from .compiler import Compiled, _Compiler
+from .render import render_clause
 
 HEIGHTS = "#h:"     # env key prefix: a relation with its height column
 
@@ -55,8 +56,8 @@ class Witness:
     output: object
     variables: list
     head: list
-    body: list               # the clause's literals with wildcards named, in source order
-    heights: dict            # id(atom in body) -> variable holding its height
+    body: list               # the clause's literals with wildcards named, in source order;
+                             # a positive atom's last argument is its height variable
 
 
 @dataclass
@@ -64,7 +65,6 @@ class ProvenanceCompiled(Compiled):
     requests: dict = field(default_factory=dict)    # relation -> request InputCollection
     asked: dict = field(default_factory=dict)       # relation -> Output: requested, present
     witnesses: dict = field(default_factory=dict)   # relation -> [Witness]
-    heights: dict = field(default_factory=dict)     # relation -> #h collection
 
 
 def compile_provenance(analysed, partitions: int = 1, outputs=None, max_rounds=None,
@@ -97,10 +97,9 @@ class _ProvenanceCompiler(_Compiler):
         for stratum in self.analysed.strata:
             for name in stratum.relations:
                 self._witness_queries(relations[name])
-        heights = {n: self.values[HEIGHTS + n] for n in relations}
         return ProvenanceCompiled(plain.flow, plain.inputs, plain.collections, plain.outputs,
                                   plain.unit, plain.plan, self.requests, self.asked,
-                                  self.witnesses, heights)
+                                  self.witnesses)
 
     # -- heights -----------------------------------------------------------------------------
     @staticmethod
@@ -137,11 +136,7 @@ class _ProvenanceCompiler(_Compiler):
         self.plan.append(f"  {name}: with proof heights")
 
     def compile_recursive(self, relations: list):
-        first = min((c.rule.line for r in relations for c in r.clauses),
-                    default=relations[0].declaration.line)
-        with self.located(first):
-            loop = self.flow.loop(name="stratum " + ",".join(r.name for r in relations),
-                                  max_rounds=self.max_rounds)
+        loop = self.stratum_loop(relations)
         variables, env = {}, dict(self.values)
         for relation in relations:
             cols = relation_columns(relation)
@@ -166,7 +161,7 @@ class _ProvenanceCompiler(_Compiler):
 
     def _compile_clause(self, clause, env):
         head = self.analysed.relations[clause.head.relation]
-        self.plan.append(f"  {_rule_text(clause)}  [with heights]")
+        self.plan.append(f"  {render_clause(clause)}  [with heights]")
         literals, heights, _ = self._rewrite(clause, name_wildcards=False)
         needed = {v.name for v in ast.term_variables(*clause.head.args)} | set(heights.values())
         frame, aggregates = self.conjunction(literals, env, clause.term_types, needed,
@@ -263,7 +258,7 @@ class _ProvenanceCompiler(_Compiler):
                                       or {UNIT: 0})
         self.plan.append(f"  witness R{rule} of {relation.name}: " + " → ".join(steps))
         return Witness(clause, rule, out.output(f"#witness:{relation.name}:R{rule}"),
-                       variables, head, literals, heights)
+                       variables, head, literals)
 
 
 def _one_plus_max(heights: list):
@@ -274,7 +269,3 @@ def _one_plus_max(heights: list):
         top = (top + h + abs(top - h)) // 2  # max of two integers, exactly
     return top + 1
 
-
-def _rule_text(clause) -> str:
-    from .render import render_clause
-    return render_clause(clause)
