@@ -27,124 +27,16 @@ edge("a", "c") path("c", "d")
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from . import ast
+from .proof import GroupNode, Leaf, ProofTree, format_fact, format_value
 from .provenance import HEIGHTS
 
 
 class ExplainError(ValueError):
     """A fact that cannot be explained: not derived, unknown relation, wrong arity, or a
     program compiled without provenance."""
-
-
-# -- trees ---------------------------------------------------------------------------------
-
-def format_fact(relation: str, fact: tuple) -> str:
-    """A fact as Soufflé prints it in proofs.
-
-    >>> format_fact("edge", ("a", 1, 2.5))
-    'edge("a", 1, 2.5)'
-    """
-    return f"{relation}({', '.join(_value(v) for v in fact)})"
-
-
-def _value(v) -> str:
-    return json.dumps(v) if isinstance(v, str) else repr(v)
-
-
-@dataclass
-class Leaf:
-    """A proof leaf that is not a fact: a negated atom or a constraint, with its values."""
-    text: str
-
-    def _layout(self) -> _Box:
-        return _Box([self.text])
-
-    def _json(self, depth: int) -> str:
-        return "\t" * depth + '{ "axiom": ' + json.dumps(self.text) + "}"
-
-
-@dataclass(eq=False)
-class ProofTree:
-    """A fact and how it is derived: ``rule`` (Soufflé's number, ``None`` for an input fact),
-    ``height`` (0 for an input fact), ``children`` (proof trees and :class:`Leaf` s, in the
-    rule's body order).  ``str()`` is Soufflé's text layout, :meth:`to_json` its JSON."""
-    relation: str
-    fact: tuple
-    height: int
-    rule: int | None = None
-    children: list = field(default_factory=list)
-
-    @property
-    def text(self) -> str:
-        return format_fact(self.relation, self.fact)
-
-    def __str__(self) -> str:
-        return "\n".join(self._layout().lines)
-
-    def _layout(self) -> _Box:
-        if self.rule is None:
-            return _Box([self.text])
-        boxes = [child._layout() for child in self.children]
-        label = f"(R{self.rule})"
-        width = sum(b.width + 1 for b in boxes)
-        width = max(width, len(self.text))
-        above = max((len(b.lines) for b in boxes), default=0)
-        rows = [""] * above
-        for b in boxes:  # children side by side, bottoms aligned, one space after each
-            padded = [" " * b.width] * (above - len(b.lines)) + b.lines
-            rows = [r + line + " " for r, line in zip(rows, padded)]
-        rows = [r.ljust(width) for r in rows]
-        bar = "-" * (width - len(label)) + label
-        left = (width - len(self.text)) // 2
-        head = (" " * left + self.text).ljust(width)
-        return _Box(rows + [bar, head])
-
-    def to_json(self, rules: dict | None = None) -> str:
-        """Soufflé's JSON proof (``format json``); ``rules`` (relation -> {number: text}, a
-        program's ``rules``) adds the rules the proof uses."""
-        text = '{ "proof":\n' + self._json(1)
-        if rules:
-            used = sorted({(n.relation, n.rule) for n in self.nodes() if n.rule is not None})
-            listed = ",\n".join(f'\t{{ "rule-number": "(R{n})", '
-                                f'"rule": {json.dumps(rules[rel][n])}}}' for rel, n in used)
-            text += ',"rules": [\n' + listed + "\n]"
-        return text + "\n}"
-
-    def _json(self, depth: int) -> str:
-        tab = "\t" * depth
-        if self.rule is None:
-            return tab + '{ "axiom": ' + json.dumps(self.text) + "}"
-        children = ",\n".join(child._json(depth + 1) for child in self.children)
-        return (f'{tab}{{ "premises": {json.dumps(self.text)},\n'
-                f'{tab}  "rule-number": "(R{self.rule})",\n'
-                f'{tab}  "children": [\n{children}{tab}]\n{tab}}}')
-
-    def nodes(self):
-        """Every fact node of the tree, each shared subproof once."""
-        seen, stack = set(), [self]
-        while stack:
-            node = stack.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            yield node
-            stack.extend(c for c in node.children if isinstance(c, ProofTree))
-
-    def size(self) -> int:
-        """Nodes of the tree as printed (a subproof used twice counts twice)."""
-        return 1 + sum(c.size() if isinstance(c, ProofTree) else 1 for c in self.children)
-
-
-@dataclass
-class _Box:
-    lines: list
-
-    @property
-    def width(self) -> int:
-        return max(len(line) for line in self.lines)
 
 
 # -- explanations ---------------------------------------------------------------------------
@@ -232,31 +124,35 @@ def _target(program, relation: str, fact) -> tuple:
 
 
 class _Search:
-    """Breadth-first over proof levels: each commit asks for every fact of one level."""
+    """Breadth-first over proof levels: each commit asks for every fact and every aggregate
+    group of one level.  An item is ``(relation, fact)`` or ``(group, key)``."""
 
     def __init__(self, program, compiled):
         self.program, self.compiled = program, compiled
         self.flow = program.flow
-        self.asked: dict = {}   # relation -> facts whose requests are in the flow
-        self.nodes: dict = {}   # (relation, fact) -> ProofTree
-        self.smallest: dict = {}
+        self.asked: dict = {}   # request input -> rows asked in the flow
+        self.nodes: dict = {}   # item -> ProofTree | GroupNode
+        self.by_key: dict = {}  # id(output) -> {key: rows}, read once per level
         self.commits = 0
 
     def run(self, relation, fact):
-        level = [(relation, fact)]
+        level, done = [(relation, fact)], set()
         while level:
             self._ask(level)
-            found = self._present(level)
-            self.smallest = {}  # id(witness) -> {fact: its smallest row} at this level
+            found = self._present([k for k in level if isinstance(k[0], str)])
+            self.by_key = {}
             if (relation, fact) not in self.nodes and (relation, fact) not in found:
                 return None
             following = []
             for key in level:
-                height = found[key]
-                node = self.nodes[key] = ProofTree(key[0], key[1], height)
-                if height > 0:
-                    following.extend(self._derive(node))
-            level = list(dict.fromkeys(k for k in following if k not in self.nodes))
+                done.add(key)
+                if isinstance(key[0], str):
+                    node = self.nodes[key] = ProofTree(key[0], key[1], found[key])
+                    if node.height > 0:
+                        following.extend(self._derive(node))
+                else:
+                    following.extend(self._members(*key))
+            level = list(dict.fromkeys(k for k in following if k not in done))
         for node in self.nodes.values():  # children were keys until every node existed
             node.children = [self.nodes[c] if isinstance(c, tuple) else c
                              for c in node.children]
@@ -269,16 +165,19 @@ class _Search:
 
     def _ask(self, level) -> None:
         wanted: dict = {}
-        for rel, fact in level:
-            wanted.setdefault(rel, []).append(fact)
-        for rel in set(self.asked) | set(wanted):
-            request = self.compiled.requests[rel]
-            old, new = self.asked.get(rel, []), wanted.get(rel, [])
+        for first, rest in level:
+            if isinstance(first, str):
+                request, row = self.compiled.requests[first], rest or (0,)
+            else:
+                request, row = first.request, rest or (0,)
+            wanted.setdefault(request, []).append(row)
+        for request in set(self.asked) | set(wanted):
+            old, new = self.asked.get(request, []), wanted.get(request, [])
             if old:
-                request.remove(_rows(old))
+                request.remove(old)
             if new:
-                request.insert(_rows(new))
-            self.asked[rel] = new
+                request.insert(new)
+            self.asked[request] = new
         self.flow.advance()
         self.commits += 1
 
@@ -292,54 +191,76 @@ class _Search:
                 found[(rel, fact)] = int(row[-1])
         return found
 
-    def _smallest(self, witness) -> dict:
-        """The smallest witness row of each fact asked at this level (read once per level)."""
-        rows = self.smallest.get(id(witness))
+    def _rows(self, query, key_of) -> dict:
+        """``key -> sorted rows`` of a witness or group output (read once per level)."""
+        rows = self.by_key.get(id(query))
         if rows is None:
-            rows = self.smallest[id(witness)] = {}
-            for row in witness.output.snapshot():
-                fact = _head(witness, row)
-                if fact not in rows or row < rows[fact]:
-                    rows[fact] = row
+            rows = self.by_key[id(query)] = {}
+            for row in query.output.snapshot():
+                rows.setdefault(key_of(dict(zip(query.variables, row))), []).append(row)
+            for listed in rows.values():
+                listed.sort()
         return rows
 
     def _derive(self, node):
-        """Pick the node's witness; return the body facts still to explain."""
-        best = None
+        """Pick the node's witness (smallest rule number, then smallest row: the ``#h``
+        heights sort first); return the items still to explain."""
         for witness in self.compiled.witnesses[node.relation]:
-            row = self._smallest(witness).get(node.fact)
-            if row is not None:
-                best = (witness, row)
-                break  # witnesses are in rule-number order
-        if best is None:
+            rows = self._rows(witness, lambda v, w=witness: tuple(v[x] for x in w.head))
+            if node.fact in rows:
+                break
+        else:
             raise AssertionError(f"no witness for {node.text} of height {node.height}")
-        witness, row = best
-        values = dict(zip(witness.variables, row))
         node.rule = witness.rule
+        values = dict(zip(witness.variables, rows[node.fact][0]))
+        return self._children(node, witness.body, witness.groups, values)
+
+    def _members(self, group, key):
+        """Fill a group node: every member for count and sum, the smallest winner for min
+        and max; return the items still to explain."""
+        node = self.nodes[(group, key)]
+        rows = self._rows(group, lambda v: tuple(v[x] for x in group.key)).get(key, [])
+        if group.aggregate.function in ("min", "max"):
+            rows = rows[:1]
         wanted = []
-        for lit in witness.body:
-            if isinstance(lit, ast.Atom):
-                rel = lit.relation.removeprefix(HEIGHTS)
-                fact = tuple(_arg(a, values) for a in lit.args[:-1])
-                node.children.append((rel, fact))
-                wanted.append((rel, fact))
-            elif isinstance(lit, ast.Negation):
-                args = ", ".join("_" if isinstance(a, ast.Wildcard) else _value(_arg(a, values))
-                                 for a in lit.atom.args)
-                node.children.append(Leaf(f"!{lit.atom.relation}({args})"))
-            elif isinstance(lit, ast.Comparison) and not _synthetic(lit):
-                node.children.append(Leaf(f"{_term(lit.left, values)} {lit.op} "
-                                          f"{_term(lit.right, values)}"))
+        for row in rows:
+            wanted += self._children(node, group.body, group.groups,
+                                     dict(zip(group.variables, row)))
+        seen, children = set(), []
+        for child in node.children:  # members share facts and constraints: list each once
+            mark = child if isinstance(child, tuple) else child.text
+            if mark not in seen:
+                seen.add(mark)
+                children.append(child)
+        node.children = children
         return wanted
 
-
-def _rows(facts) -> list:
-    return [f if f else (0,) for f in facts]
-
-
-def _head(witness, row) -> tuple:
-    values = dict(zip(witness.variables, row))
-    return tuple(values[v] for v in witness.head)
+    def _children(self, node, literals, groups, values):
+        """Append a body instance's children to ``node``; return the items to explain."""
+        wanted = []
+        for lit in literals:
+            if isinstance(lit, ast.Atom):
+                rel, args = lit.relation, lit.args
+                if rel.startswith(HEIGHTS):
+                    rel, args = rel.removeprefix(HEIGHTS), args[:-1]
+                key = (rel, tuple(_arg(a, values) for a in args))
+                node.children.append(key)
+                wanted.append(key)
+            elif isinstance(lit, ast.Negation):
+                node.children.append(Leaf("!" + _show(lit.atom, values)))
+            elif isinstance(lit, ast.Comparison):
+                for group in groups.get(id(lit), []):
+                    key = (group, tuple(values[v] for v in group.key))
+                    if key not in self.nodes:
+                        text = f"{_show(group.aggregate, values)} = " \
+                               f"{format_value(values[group.value])}"
+                        self.nodes[key] = GroupNode(group.aggregate.function, text)
+                    node.children.append(key)
+                    wanted.append(key)
+                if not _synthetic(lit):
+                    node.children.append(Leaf(f"{_show(lit.left, values)} {lit.op} "
+                                              f"{_show(lit.right, values)}"))
+        return wanted
 
 
 def _arg(arg, values):
@@ -349,18 +270,36 @@ def _arg(arg, values):
 
 
 def _synthetic(lit) -> bool:
-    """Analysis names an atom's expressions ``#...`` with an equality; not the user's."""
-    return any(v.name.startswith("#") for v in ast.term_variables(lit.left, lit.right))
+    """Not the user's: analysis names an atom's expressions ``#e..`` with an equality, a
+    head's expressions are ``#a..``; ``n = #g1`` only restates an aggregate's value."""
+    names = [v.name for v in ast.term_variables(lit.left, lit.right)]
+    if any(n.startswith("#") and not n.startswith("#g") for n in names):
+        return True
+    return lit.op == "=" and all(isinstance(t, ast.Var) for t in (lit.left, lit.right)) \
+        and any(n.startswith("#g") for n in names)
 
 
-def _term(node, values) -> str:
+def _show(node, values) -> str:
+    """A term, atom or aggregate with the values a witness bound (others by name)."""
     if isinstance(node, ast.Var):
-        return _value(values[node.name]) if node.name in values else node.name
+        return format_value(values[node.name]) if node.name in values else node.name
+    if isinstance(node, ast.Wildcard):
+        return "_"
     if isinstance(node, (ast.Number, ast.Float, ast.String)):
-        return _value(node.value)
+        return format_value(node.value)
     if isinstance(node, ast.BinaryOp):
-        return f"{_term(node.left, values)} {node.op} {_term(node.right, values)}"
+        return f"{_show(node.left, values)} {node.op} {_show(node.right, values)}"
     if isinstance(node, ast.Negative):
-        return f"-{_term(node.operand, values)}"
+        return f"-{_show(node.operand, values)}"
+    if isinstance(node, ast.Atom):
+        return f"{node.relation}({', '.join(_show(a, values) for a in node.args)})"
+    if isinstance(node, ast.Negation):
+        return "!" + _show(node.atom, values)
+    if isinstance(node, ast.Comparison):
+        return f"{_show(node.left, values)} {node.op} {_show(node.right, values)}"
+    if isinstance(node, ast.AggregateTerm):
+        target = "" if node.target is None else " " + _show(node.target, values)
+        body = ", ".join(_show(lit, values) for lit in node.body)
+        return f"{node.function}{target} : {{ {body} }}"
     from .render import render_term
     return render_term(node)

@@ -74,6 +74,7 @@ class ClauseCompiler:
             frame = self.apply_ready(frame, pending, env, types, aggregates, steps, later, names)
         if frame is None:  # no positive atom: start from the one-row unit collection
             frame = Frame(self.unit_collection(), [])
+        if pending:  # no positive atom, or a start frame that binds what they need
             frame = self.apply_ready(frame, pending, env, types, aggregates, steps, [], names)
         frame = frame.named()
         if pending:  # analysis guarantees this cannot happen; fail loudly if it does

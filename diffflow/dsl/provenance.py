@@ -7,8 +7,8 @@ ordinary diffflow collections so both stay exact as facts are inserted and remov
   0; a clause derives its head at ``1 + max`` of its positive body atoms' heights (1 when it
   has none); a fact's height is the minimum over its derivations (a ``min`` aggregate, through
   recursion like shortest paths).  The relation itself is ``#h:r`` without the height.
-  Negations and aggregate bodies read the relations themselves: a negated fact and an
-  aggregate's group are leaves of a proof, as in Soufflé.
+  Negations and aggregate bodies read the relations themselves: a negated fact is a leaf of
+  a proof, as in Soufflé, and an aggregate's members are explained on their own.
 * **Witness queries.**  Each relation gets a request input ``#req:r`` (facts to explain);
   output ``#asked:r`` holds the requested facts present, with their heights.  For each
   clause a second join plan starts from the requests, joined with ``#h:r`` for the
@@ -17,6 +17,10 @@ ordinary diffflow collections so both stay exact as facts are inserted and remov
   variable of the clause (wildcards named), so any row is one derivation of the fact of
   minimal height, and its atoms are the children of the proof tree.  With no request a
   witness plan holds nothing but its arrangements.
+* **Aggregate groups.**  A witness names each aggregate's value (``n = count : {..}`` becomes
+  ``n = #g1, #g1 = count : {..}``) and each aggregate gets a :class:`Group` query, asked by
+  the correlated variables' values: it returns every member of a ``count`` or ``sum`` (the
+  value needs the whole group) and the winning members of a ``min`` or ``max``.
 
 :mod:`.explain` drives the search (one commit per proof level) and builds the trees.
 
@@ -35,7 +39,9 @@ from dataclasses import dataclass, field
 from .. import aggregates as agg
 from ..expr import Lit, col
 from . import ast
-from .columns import UNIT, Frame, relation_columns, term_expression, var_column
+from .aggregates import aggregate_variables
+from .columns import (COLUMN_TYPE, UNIT, Frame, relation_columns, term_expression,
+                      var_column)
 from .compiler import Compiled, _Compiler
 from .render import render_clause
 
@@ -58,6 +64,22 @@ class Witness:
     head: list
     body: list               # the clause's literals with wildcards named, in source order;
                              # a positive atom's last argument is its height variable
+    groups: dict = field(default_factory=dict)  # id(comparison in body) -> [Group]
+
+
+@dataclass(eq=False)
+class Group:
+    """The members of one aggregate of a witness (or of an enclosing group): asked by
+    ``key`` -- the correlated variables' values, and for ``min``/``max`` the aggregate's
+    value so that only winning members come back.  ``output`` rows hold ``variables``."""
+    aggregate: object        # the AggregateTerm
+    value: str               # the variable holding the aggregate's value
+    key: list
+    request: object
+    output: object
+    variables: list
+    body: list               # the aggregate's literals with wildcards named
+    groups: dict = field(default_factory=dict)  # nested aggregates, as in Witness
 
 
 @dataclass
@@ -90,6 +112,7 @@ class _ProvenanceCompiler(_Compiler):
         self.asked: dict = {}
         self.witnesses: dict = {}
         self._fresh = 0
+        self._groups = 0
 
     def run(self) -> ProvenanceCompiled:
         plain = super().run()
@@ -243,22 +266,114 @@ class _ProvenanceCompiler(_Compiler):
         below = [ast.Comparison(0, 0, "<", ast.Var(0, 0, h), top) for h in heights.values()]
         for c in below:
             types[id(c.left)] = "number"
-        wanted = set(bind)
-        for lit in literals:
-            atom = lit.atom if isinstance(lit, ast.Negation) else lit
-            if isinstance(atom, ast.Atom):
-                wanted |= {a.name for a in atom.args if isinstance(a, ast.Var)}
-            elif isinstance(lit, ast.Comparison):
-                wanted |= {v.name for v in ast.term_variables(lit.left, lit.right)}
+        literals, lifted = self._lift_all(literals, types)
+        pending, lifted_head = self._lift_all(pending, types)
+        lifted.update(lifted_head)
+        wanted = set(bind) | _mentioned(literals + pending)
         steps: list = []
-        frame, _ = self.conjunction([*literals, *pending, *below], self.values, types, wanted,
-                                    start=start, steps=steps)
+        assignments = [a for pairs in lifted.values() for a in pairs]
+        frame, _ = self.conjunction([*literals, *pending, *assignments, *below], self.values,
+                                    types, wanted, start=start, steps=steps)
         variables = sorted(v for v in frame.variables if v in wanted)
         out = frame.collection.select(**{var_column(v): var_column(v) for v in variables}
                                       or {UNIT: 0})
         self.plan.append(f"  witness R{rule} of {relation.name}: " + " → ".join(steps))
-        return Witness(clause, rule, out.output(f"#witness:{relation.name}:R{rule}"),
-                       variables, head, literals)
+        label = f"{relation.name}:R{rule}"
+        groups = self._groups_of(lifted, variables, types, label)
+        return Witness(clause, rule, out.output(f"#witness:{label}"), variables, head,
+                       literals + pending, groups)
+
+    # -- aggregate groups ----------------------------------------------------------------------
+    def _lift_all(self, literals, types):
+        """Name every aggregate of the literals' comparisons: ``n = count : {..}`` becomes
+        ``n = #g1`` and the assignment ``#g1 = count : {..}``, so a witness row carries each
+        aggregate's value.  Returns the new literals and ``{id(new comparison): [(#g var,
+        aggregate), ...]}`` -- the assignments, as comparisons, are in those lists."""
+        out, lifted = [], {}
+        for lit in literals:
+            if isinstance(lit, ast.Comparison) and ast.term_aggregates(lit.left, lit.right):
+                found: list = []
+                new = ast.Comparison(lit.line, lit.column, lit.op,
+                                     self._lift(lit.left, types, found),
+                                     self._lift(lit.right, types, found))
+                lifted[id(new)] = [ast.Comparison(0, 0, "=", var, a) for var, a in found]
+                lit = new
+            out.append(lit)
+        return out, lifted
+
+    def _lift(self, term, types, found):
+        if isinstance(term, ast.AggregateTerm):
+            var = self._var("g", types, types[id(term)])
+            found.append((var, term))
+            return var
+        if isinstance(term, ast.BinaryOp):
+            new = ast.BinaryOp(term.line, term.column, term.op,
+                               self._lift(term.left, types, found),
+                               self._lift(term.right, types, found))
+        elif isinstance(term, ast.Negative):
+            new = ast.Negative(term.line, term.column, self._lift(term.operand, types, found))
+        else:
+            return term
+        types[id(new)] = types[id(term)]
+        return new
+
+    def _groups_of(self, lifted, variables, types, label) -> dict:
+        return {key: [self._group(c.right, c.left.name, variables, types, label)
+                      for c in assignments]
+                for key, assignments in lifted.items()}
+
+    def _group(self, aggregate, value, outer, types, label) -> Group:
+        """A request-driven query for an aggregate's members: all of them for ``count`` and
+        ``sum`` (the value needs the whole group), the winners for ``min`` and ``max``."""
+        self._groups += 1
+        key = sorted(aggregate_variables(aggregate) & set(outer))
+        if aggregate.function in ("min", "max"):
+            key.append(value)
+        kinds = _variable_types(aggregate, value, types)
+        columns = [(var_column(v), COLUMN_TYPE[kinds[v]]) for v in key] or [(UNIT, "int")]
+        request = self.flow.input(f"#greq:{label}:{self._groups}", columns)
+        start = Frame(request, key) if key else None
+        literals = []
+        for lit in aggregate.body:  # a member names every value of its positive atoms
+            if isinstance(lit, ast.Atom):
+                lit = ast.Atom(lit.line, lit.column, lit.relation,
+                               [self._named(a, lit.relation, i, types)
+                                for i, a in enumerate(lit.args)])
+            literals.append(lit)
+        literals, lifted = self._lift_all(literals, types)
+        conditions = [a for pairs in lifted.values() for a in pairs]
+        if value in key:  # winners only (a condition of the query, not shown in proofs)
+            conditions.append(ast.Comparison(0, 0, "=", ast.Var(0, 0, value),
+                                             aggregate.target))
+            types[id(conditions[-1].left)] = types[id(aggregate)]
+        wanted = set(key) | _mentioned(literals)
+        steps: list = []
+        frame, _ = self.conjunction([*literals, *conditions], self.values, types, wanted,
+                                    start=start, steps=steps)
+        variables = sorted(v for v in frame.variables if v in wanted)
+        out = frame.collection.select(**{var_column(v): var_column(v) for v in variables}
+                                      or {UNIT: 0})
+        name = f"{label}:{aggregate.function}{self._groups}"
+        self.plan.append(f"  group {name}: " + " → ".join(steps))
+        groups = self._groups_of(lifted, variables, types, label)
+        return Group(aggregate, value, key, request, out.output(f"#group:{name}"), variables,
+                     literals, groups)
+
+
+def _mentioned(literals) -> set:
+    """Variables of the literals' atoms and comparisons (not those local to aggregates)."""
+    names = set()
+    for lit in literals:
+        names |= {v.name for v in ast.term_variables(*ast.literal_terms(lit))}
+    return names
+
+
+def _variable_types(aggregate, value: str, types: dict) -> dict:
+    """``name -> type`` of an aggregate's variables, and of ``value``, its result."""
+    kinds = {n.name: types[id(n)] for n in ast.walk_terms(aggregate, aggregates=True)
+             if isinstance(n, ast.Var) and id(n) in types}
+    kinds[value] = types[id(aggregate)]
+    return kinds
 
 
 def _one_plus_max(heights: list):
