@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import ast
+from .correct import correct, needs_correction, replay
 from .proof import GroupNode, Leaf, ProofTree, format_fact, format_value
 from .provenance import HEIGHTS
 
@@ -51,6 +52,7 @@ class Explanation:
     inputs: dict
     program: object = field(repr=False)
     commits: int = 0   # engine commits the search took (one per proof level, plus one)
+    rounds: int = 0    # replays of the correction loop (0: the program needs none)
 
     @property
     def size(self) -> int:
@@ -61,16 +63,7 @@ class Explanation:
         """Run the program from scratch on :attr:`inputs` alone; raise
         :class:`ExplainError` unless it derives the fact (facts written in the program text
         count as input: those not in the explanation are left out)."""
-        replay = self.program._replica()
-        for name, relation in replay.relations.items():
-            if relation.facts:
-                text = [tuple(a.value for a in rule.head.args) for rule in relation.facts]
-                keep = self.inputs.get(name, set())
-                replay.remove(name, [f for f in text if f not in keep])
-        for name, facts in self.inputs.items():
-            replay.insert(name, sorted(facts))
-        replay.commit()
-        if self.fact not in replay.relation(self.relation):
+        if self.fact not in replay(self.program, self.inputs).relation(self.relation):
             raise ExplainError(f"the explanation of {format_fact(self.relation, self.fact)} "
                                f"does not reproduce it: the program on its "
                                f"{self.size} input facts alone does not derive it")
@@ -78,21 +71,48 @@ class Explanation:
 
 def explain(program, relation: str, fact) -> Explanation:
     """The explanation of one fact of ``program`` as of its last commit (see module doc)."""
-    compiled = _provenance_of(program)
+    _provenance_of(program)
     fact = _target(program, relation, fact)
-    search = _Search(program, compiled)
+    root, commits = _prove(program, relation, fact)
+    if root is None:
+        raise ExplainError(f"{format_fact(relation, fact)} is not in {relation} as of the last "
+                           f"commit: check its values and that its inputs were committed")
+    inputs = _leaves(root)
+    rounds = 0
+    if needs_correction(program.analysed) and _shaped(root):
+        inputs, rounds = correct(program, prove, relation, fact, root, inputs)
+    return Explanation(relation, fact, root, inputs, program, commits, rounds)
+
+
+def prove(program, relation: str, fact: tuple) -> ProofTree:
+    """A minimal-height proof of a fact the program derives (no checks)."""
+    return _prove(program, relation, fact)[0]
+
+
+def _prove(program, relation, fact):
+    search = _Search(program, program._compiled)
     try:
         root = search.run(relation, fact)
     finally:
         search.finish()
-    if root is None:
-        raise ExplainError(f"{format_fact(relation, fact)} is not in {relation} as of the last "
-                           f"commit: check its values and that its inputs were committed")
+    return root, search.commits
+
+
+def _shaped(root) -> bool:
+    """Whether the proof rests on a negation or an aggregate (else its leaves suffice)."""
+    for node in root.nodes():
+        for child in node.children:
+            if isinstance(child, GroupNode) or isinstance(child, Leaf) and child.negated:
+                return True
+    return False
+
+
+def _leaves(root) -> dict:
     inputs: dict = {}
     for node in root.nodes():
         if node.rule is None:
             inputs.setdefault(node.relation, set()).add(node.fact)
-    return Explanation(relation, fact, root, inputs, program, search.commits)
+    return inputs
 
 
 def _provenance_of(program):
@@ -247,20 +267,35 @@ class _Search:
                 node.children.append(key)
                 wanted.append(key)
             elif isinstance(lit, ast.Negation):
-                node.children.append(Leaf("!" + _show(lit.atom, values)))
+                node.children.append(Leaf("!" + _show(lit.atom, values),
+                                          _pattern(lit.atom, values)))
             elif isinstance(lit, ast.Comparison):
                 for group in groups.get(id(lit), []):
                     key = (group, tuple(values[v] for v in group.key))
                     if key not in self.nodes:
                         text = f"{_show(group.aggregate, values)} = " \
                                f"{format_value(values[group.value])}"
-                        self.nodes[key] = GroupNode(group.aggregate.function, text)
+                        atoms = [lit.atom if isinstance(lit, ast.Negation) else lit
+                                 for lit in group.aggregate.body]
+                        self.nodes[key] = GroupNode(
+                            group.aggregate.function, text,
+                            patterns=[_pattern(a, values) for a in atoms
+                                      if isinstance(a, ast.Atom)])
                     node.children.append(key)
                     wanted.append(key)
                 if not _synthetic(lit):
                     node.children.append(Leaf(f"{_show(lit.left, values)} {lit.op} "
                                               f"{_show(lit.right, values)}"))
         return wanted
+
+
+def _pattern(atom, values) -> tuple:
+    """``(relation, values)`` of an atom, ``None`` where a value is not bound."""
+    def value(arg):
+        if isinstance(arg, ast.Var):
+            return values.get(arg.name)
+        return getattr(arg, "value", None)
+    return atom.relation, tuple(value(a) for a in atom.args)
 
 
 def _arg(arg, values):

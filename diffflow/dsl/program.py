@@ -358,10 +358,10 @@ class Program:
             numbered[name] = {numbers[id(c)]: render_clause(c) for c in relation.clauses}
         return numbered
 
-    def _replica(self) -> "Program":
-        """The same program, compiled afresh without provenance and with no facts committed
-        (the replay of :meth:`Explanation.check`)."""
-        return Program(self.source, filename=self.filename, provenance=False,
+    def _replica(self, provenance: bool = False) -> "Program":
+        """The same program, compiled afresh with no facts committed (the replay of
+        :meth:`Explanation.check` and of the correction loop)."""
+        return Program(self.source, filename=self.filename, provenance=provenance,
                        **self._text_options)
 
     def plan(self) -> str:

@@ -43,8 +43,11 @@ def format_value(v) -> str:
 
 @dataclass
 class Leaf:
-    """A proof leaf that is not a fact: a negated atom or a constraint, with its values."""
+    """A proof leaf that is not a fact: a negated atom or a constraint, with its values;
+    ``negated`` is a negated atom's ``(relation, pattern)``, ``None`` in the pattern for a
+    wildcard."""
     text: str
+    negated: tuple | None = None
 
     def _layout(self) -> _Box:
         return _Box([self.text])
@@ -150,6 +153,7 @@ class GroupNode(_Inner):
     function: str
     text: str
     children: list = field(default_factory=list)
+    patterns: list = field(default_factory=list)  # (relation, pattern) per body atom
 
     @property
     def label(self) -> str:
