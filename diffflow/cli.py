@@ -175,6 +175,9 @@ def _parser():
     run.add_argument("--trace", metavar="FILE",
                      help="record what every worker does (operator steps, messages, waits) as "
                           "JSON lines of raw events in FILE (see diffflow.runtime.tracing)")
+    run.add_argument("-t", "--provenance", choices=["explain"], default=None,
+                     help="after the run, open Soufflé's provenance command loop on stdin "
+                          "(explain, explainnegation, subproof, setdepth, format, output, exit)")
     run.set_defaults(handler=_run)
     plan = commands.add_parser("explain-plan", help="print the compiled plan of a program")
     plan.add_argument("program", help="the .dl file")
@@ -312,6 +315,8 @@ def _run(args) -> int:
         options.update(runtime="spark", spark=local_session(args.spark))
         report.timed(f"started Spark ({args.spark})", time.perf_counter() - started)
         started = time.perf_counter()
+    if args.provenance:
+        options["provenance"] = True
     program = _compile(args, partitions=jobs, outputs="directives", max_rounds=args.max_rounds,
                        **options)
     # the command line wins over a pragma
@@ -344,6 +349,10 @@ def _run(args) -> int:
                          time.perf_counter() - started)
             _write_changes(program, output_dir, number)
             _print_sizes(program)
+        if args.provenance:
+            from .dsl.explain_shell import ExplainShell
+
+            ExplainShell(program, interactive=sys.stdin.isatty()).run(sys.stdin)
     finally:
         program.close()
     return 0

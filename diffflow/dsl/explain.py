@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from . import ast
 from .correct import correct, needs_correction, replay
-from .proof import GroupNode, Leaf, ProofTree, format_fact, format_value
+from .proof import GroupNode, Leaf, ProofTree, format_fact, format_value, show
 from .provenance import HEIGHTS
 
 
@@ -256,8 +256,10 @@ class _Search:
         return wanted
 
     def _children(self, node, literals, groups, values):
-        """Append a body instance's children to ``node``; return the items to explain."""
-        wanted = []
+        """Append a body instance's children to ``node`` -- atoms, negations and aggregates
+        in body order, then the constraints, as Soufflé lists them; return the items to
+        explain."""
+        wanted, constraints = [], []
         for lit in literals:
             if isinstance(lit, ast.Atom):
                 rel, args = lit.relation, lit.args
@@ -267,13 +269,13 @@ class _Search:
                 node.children.append(key)
                 wanted.append(key)
             elif isinstance(lit, ast.Negation):
-                node.children.append(Leaf("!" + _show(lit.atom, values),
+                node.children.append(Leaf("!" + show(lit.atom, values),
                                           _pattern(lit.atom, values)))
             elif isinstance(lit, ast.Comparison):
                 for group in groups.get(id(lit), []):
                     key = (group, tuple(values[v] for v in group.key))
                     if key not in self.nodes:
-                        text = f"{_show(group.aggregate, values)} = " \
+                        text = f"{show(group.aggregate, values)} = " \
                                f"{format_value(values[group.value])}"
                         atoms = [lit.atom if isinstance(lit, ast.Negation) else lit
                                  for lit in group.aggregate.body]
@@ -284,8 +286,9 @@ class _Search:
                     node.children.append(key)
                     wanted.append(key)
                 if not _synthetic(lit):
-                    node.children.append(Leaf(f"{_show(lit.left, values)} {lit.op} "
-                                              f"{_show(lit.right, values)}"))
+                    constraints.append(Leaf(f"{show(lit.left, values)} {lit.op} "
+                                            f"{show(lit.right, values)}"))
+        node.children.extend(constraints)
         return wanted
 
 
@@ -312,29 +315,3 @@ def _synthetic(lit) -> bool:
         return True
     return lit.op == "=" and all(isinstance(t, ast.Var) for t in (lit.left, lit.right)) \
         and any(n.startswith("#g") for n in names)
-
-
-def _show(node, values) -> str:
-    """A term, atom or aggregate with the values a witness bound (others by name)."""
-    if isinstance(node, ast.Var):
-        return format_value(values[node.name]) if node.name in values else node.name
-    if isinstance(node, ast.Wildcard):
-        return "_"
-    if isinstance(node, (ast.Number, ast.Float, ast.String)):
-        return format_value(node.value)
-    if isinstance(node, ast.BinaryOp):
-        return f"{_show(node.left, values)} {node.op} {_show(node.right, values)}"
-    if isinstance(node, ast.Negative):
-        return f"-{_show(node.operand, values)}"
-    if isinstance(node, ast.Atom):
-        return f"{node.relation}({', '.join(_show(a, values) for a in node.args)})"
-    if isinstance(node, ast.Negation):
-        return "!" + _show(node.atom, values)
-    if isinstance(node, ast.Comparison):
-        return f"{_show(node.left, values)} {node.op} {_show(node.right, values)}"
-    if isinstance(node, ast.AggregateTerm):
-        target = "" if node.target is None else " " + _show(node.target, values)
-        body = ", ".join(_show(lit, values) for lit in node.body)
-        return f"{node.function}{target} : {{ {body} }}"
-    from .render import render_term
-    return render_term(node)

@@ -111,9 +111,9 @@ class Program:
         if provenance is None:  # Soufflé's switch: .pragma "provenance" "explain"
             provenance = "provenance" in self.pragmas
         self.provenance = bool(provenance)
-        if self.provenance:
+        if self.provenance:  # explanations read every relation (explain_absent, replays)
             from .provenance import compile_provenance
-            self._compiled = compile_provenance(self.analysed, partitions, outputs, max_rounds,
+            self._compiled = compile_provenance(self.analysed, partitions, None, max_rounds,
                                                 options)
         else:
             self._compiled = compile_program(self.analysed, partitions, outputs, max_rounds,
@@ -341,6 +341,27 @@ class Program:
         """
         from .explain import explain
         return explain(self, relation, fact)
+
+    def explain_absent(self, relation: str, fact, rule: int | None = None,
+                       bindings: dict | None = None):
+        """Why ``fact`` is *not* in ``relation``: for each rule that could derive it, the
+        body literal that fails (an :class:`~diffflow.dsl.absent.Absence`; ``print`` it for
+        Soufflé's ``explainnegation`` layout).  ``rule=`` with ``bindings=`` (a value for
+        every body variable) marks each literal of that rule instead.
+
+        >>> p = Program(".decl e(x: number)\\n.decl r(x: number)\\nr(x) :- e(x), x > 1.")
+        >>> _ = p.insert("e", [(1,)]); p.commit()
+        >>> [c.failing for c in p.explain_absent("r", (1,)).checks]
+        [['1 > 1']]
+        """
+        from .absent import explain_absent
+        from .explain import ExplainError, _target
+
+        fact = _target(self, relation, fact)
+        if fact in self.relation(relation):
+            raise ExplainError(f"{relation}{fact!r} is in {relation}: use explain() to see "
+                               f"why it holds")
+        return explain_absent(self, relation, fact, rule, bindings)
 
     def rules(self) -> dict:
         """``relation -> {rule number: rule text}``, numbered as in proofs (Soufflé's

@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from . import ast
+
 
 def format_fact(relation: str, fact: tuple) -> str:
     """A fact as Soufflé prints it in proofs.
@@ -167,3 +169,35 @@ class _Box:
     @property
     def width(self) -> int:
         return max(len(line) for line in self.lines)
+
+
+def show(node, values) -> str:
+    """A term, literal or aggregate with the values of bound variables (others by name).
+
+    >>> from diffflow.dsl.parser import parse
+    >>> (rule,) = parse("r(x) :- e(x, y, _), !f(y), n = count : { g(x, z) }, x < y + 1.").rules
+    >>> [show(lit, {"x": 1, "y": "a"}) for lit in rule.body[0].literals]
+    ['e(1, "a", _)', '!f("a")', 'n = count : { g(1, z) }', '1 < "a" + 1']
+    """
+    if isinstance(node, ast.Var):
+        return format_value(values[node.name]) if node.name in values else node.name
+    if isinstance(node, ast.Wildcard):
+        return "_"
+    if isinstance(node, (ast.Number, ast.Float, ast.String)):
+        return format_value(node.value)
+    if isinstance(node, ast.BinaryOp):
+        return f"{show(node.left, values)} {node.op} {show(node.right, values)}"
+    if isinstance(node, ast.Negative):
+        return f"-{show(node.operand, values)}"
+    if isinstance(node, ast.Atom):
+        return f"{node.relation}({', '.join(show(a, values) for a in node.args)})"
+    if isinstance(node, ast.Negation):
+        return "!" + show(node.atom, values)
+    if isinstance(node, ast.Comparison):
+        return f"{show(node.left, values)} {node.op} {show(node.right, values)}"
+    if isinstance(node, ast.AggregateTerm):
+        target = "" if node.target is None else " " + show(node.target, values)
+        body = ", ".join(show(lit, values) for lit in node.body)
+        return f"{node.function}{target} : {{ {body} }}"
+    from .render import render_term
+    return render_term(node)
