@@ -319,3 +319,67 @@ def test_word_count_difference_needs_the_other_documents_words():
     lineage.insert("a", sorted(ex.inputs["a"]))
     lineage.commit()
     assert lineage.relation("diff") == {("the", 3)}
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+@pytest.mark.parametrize("name", ["closure_and_negation", "aggregates", "nested_negation",
+                                  "components"])
+def test_live_explanations_equal_fresh_ones_after_every_commit(name, partitions):
+    source, inputs = CASES[name]
+    rng = random.Random(f"watch {name}")
+    program = dd.Program(source, partitions=partitions, provenance=True)
+    facts = {n: set() for n in inputs}
+    schedule = _schedule(rng, inputs, commits=6)
+    watched = {}
+    seen = gone = 0
+    for step, ops in enumerate(schedule):
+        for op, relation, rows in ops:
+            getattr(program, op)(relation, rows)
+            facts[relation] = facts[relation] | set(rows) if op == "insert" \
+                else facts[relation] - set(rows)
+        program.commit()
+        expected = evaluate(source, facts)
+        if step == 1:  # watch some derived facts of every derived relation
+            for relation, rel in program.relations.items():
+                if rel.clauses and expected[relation]:
+                    picked = rng.sample(sorted(expected[relation]),
+                                        min(2, len(expected[relation])))
+                    watched[relation] = (program.watch(relation, picked),
+                                         {f: {} for f in picked})
+        for relation, (live, replayed) in watched.items():
+            for change in live.changes():   # the changes rebuild every explanation
+                if change.relation is not None:
+                    rows = replayed[change.target].setdefault(change.relation, set())
+                    (rows.add if change.diff > 0 else rows.remove)(change.fact)
+            for target in live:
+                ex = live[target]
+                gone += 1
+                if target not in expected[relation]:
+                    assert ex is None
+                    continue
+                gone -= 1
+                fresh = program.explain(relation, target)
+                assert ex.inputs == fresh.inputs and str(ex.tree) == str(fresh.tree)
+                assert {r: f for r, f in replayed[target].items() if f} == ex.inputs
+                ex.check()
+                seen += 1
+    assert seen > 5 and seen + gone > 10
+
+
+def test_a_commit_that_leaves_a_proof_alone_costs_the_watch_no_engine_work():
+    program = dd.Program(PATH, provenance=True)
+    program.insert("edge", [(1, 2), (2, 3), (3, 4)])
+    program.commit()
+    live = program.watch("path", [(1, 4)])
+    before = live.commits
+    program.insert("edge", [(7, 8)])
+    program.commit()
+    assert live.commits == before and live.changes()[-1].fact == (3, 4)
+    program.insert("edge", [(2, 4)])            # a shorter proof: one new level to ask
+    program.commit()
+    assert live.commits > before
+    assert [(c.fact, c.diff) for c in live.changes()] == [((2, 3), -1), ((2, 4), 1),
+                                                          ((3, 4), -1)]
+    live.close()
+    program.commit()
+    assert all(not request._staged for request in program._compiled.requests.values())

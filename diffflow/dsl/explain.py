@@ -145,22 +145,29 @@ def _target(program, relation: str, fact) -> tuple:
 
 class _Search:
     """Breadth-first over proof levels: each commit asks for every fact and every aggregate
-    group of one level.  An item is ``(relation, fact)`` or ``(group, key)``."""
+    group of one level.  An item is ``(relation, fact)`` or ``(group, key)``.
 
-    def __init__(self, program, compiled):
+    With ``held`` (a dict, :mod:`.watch`'s), requests stay in the flow after the search and
+    a level whose items are all held already needs no commit: the witness queries keep
+    their answers current as facts change, so a proof that did not change is read again
+    without any work."""
+
+    def __init__(self, program, compiled, held: dict | None = None):
         self.program, self.compiled = program, compiled
         self.flow = program.flow
         self.asked: dict = {}   # request input -> rows asked in the flow
+        self.held = held
         self.nodes: dict = {}   # item -> ProofTree | GroupNode
-        self.by_key: dict = {}  # id(output) -> {key: rows}, read once per level
+        self.by_key: dict = {}  # id(output) -> {key: rows}, read once per commit
+        self.done: set = set()  # the items of the proof
         self.commits = 0
 
     def run(self, relation, fact):
         level, done = [(relation, fact)], set()
+        self.nodes = {}
         while level:
             self._ask(level)
             found = self._present([k for k in level if isinstance(k[0], str)])
-            self.by_key = {}
             if (relation, fact) not in self.nodes and (relation, fact) not in found:
                 return None
             following = []
@@ -173,6 +180,7 @@ class _Search:
                 else:
                     following.extend(self._members(*key))
             level = list(dict.fromkeys(k for k in following if k not in done))
+        self.done |= done
         for node in self.nodes.values():  # children were keys until every node existed
             node.children = [self.nodes[c] if isinstance(c, tuple) else c
                              for c in node.children]
@@ -184,12 +192,12 @@ class _Search:
             self._ask([])
 
     def _ask(self, level) -> None:
+        if self.held is not None:
+            self._hold(level)
+            return
         wanted: dict = {}
-        for first, rest in level:
-            if isinstance(first, str):
-                request, row = self.compiled.requests[first], rest or (0,)
-            else:
-                request, row = first.request, rest or (0,)
+        for item in level:
+            request, row = _request(self.compiled, item)
             wanted.setdefault(request, []).append(row)
         for request in set(self.asked) | set(wanted):
             old, new = self.asked.get(request, []), wanted.get(request, [])
@@ -198,17 +206,37 @@ class _Search:
             if new:
                 request.insert(new)
             self.asked[request] = new
+        self._advance()
+
+    def _hold(self, level) -> None:
+        """Add the requests not held yet (kept after the search)."""
+        added: dict = {}
+        for item in level:
+            if item not in self.held:
+                self.held[item] = True
+                request, row = _request(self.compiled, item)
+                added.setdefault(request, []).append(row)
+        for request, rows in added.items():
+            request.insert(rows)
+        if added:
+            self._advance()
+
+    def _advance(self) -> None:
         self.flow.advance()
         self.commits += 1
+        self.by_key = {}
 
     def _present(self, level) -> dict:
-        """``(relation, fact) -> height`` of the level's facts that hold."""
+        """``(relation, fact) -> height`` of the asked facts that hold."""
         found = {}
         for rel in {r for r, _ in level}:
-            arity = self.program.relations[rel].arity
-            for row in self.compiled.asked[rel].snapshot():
-                fact = () if arity == 0 else tuple(row[:arity])
-                found[(rel, fact)] = int(row[-1])
+            key = ("asked", rel)
+            if key not in self.by_key:
+                arity = self.program.relations[rel].arity
+                self.by_key[key] = {(rel, () if arity == 0 else tuple(row[:arity])):
+                                    int(row[-1])
+                                    for row in self.compiled.asked[rel].snapshot()}
+            found.update(self.by_key[key])
         return found
 
     def _rows(self, query, key_of) -> dict:
@@ -290,6 +318,13 @@ class _Search:
                                             f"{show(lit.right, values)}"))
         node.children.extend(constraints)
         return wanted
+
+
+def _request(compiled, item) -> tuple:
+    """The request input and row that ask for an item."""
+    first, rest = item
+    request = compiled.requests[first] if isinstance(first, str) else first.request
+    return request, rest or (0,)
 
 
 def _pattern(atom, values) -> tuple:

@@ -119,6 +119,7 @@ class Program:
             self._compiled = compile_program(self.analysed, partitions, outputs, max_rounds,
                                              options)
         self.flow = self._compiled.flow
+        self._watches: list = []   # live explanations, refreshed by every commit
         self._present = {name: np.zeros((0, inp.schema.width), np.int64)
                          for name, inp in self._compiled.inputs.items()}
         self._change_marks: dict = {}
@@ -277,6 +278,8 @@ class Program:
                 f"--max-rounds N, .pragma \"max-rounds\" \"N\", Program(max_rounds=N)); if it "
                 f"never stops (min through a negative cycle, arithmetic that keeps making new "
                 f"values), change the rules.", exc.scope, exc.epochs) from None
+        for watch in list(self._watches):
+            watch.refresh()
 
     # -- results out ---------------------------------------------------------------------------
     def _output(self, name):
@@ -341,6 +344,22 @@ class Program:
         """
         from .explain import explain
         return explain(self, relation, fact)
+
+    def watch(self, relation: str, facts):
+        """Live explanations of ``facts`` of ``relation``, kept current by every
+        :meth:`commit` (:class:`~diffflow.dsl.watch.LiveExplanations`: index it by fact;
+        ``changes()`` lists input facts entering and leaving each explanation).
+
+        >>> p = Program(".decl e(x: number)\\n.decl r(x: number)\\nr(x) :- e(x).",
+        ...             provenance=True)
+        >>> _ = p.insert("e", [(1,)]); p.commit()
+        >>> live = p.watch("r", [(1,)]); _ = p.remove("e", [(1,)]); p.commit()
+        >>> live.changes()
+        [Change(target=(1,), relation='e', fact=(1,), diff=1), Change(target=(1,), relation=None, fact=None, diff=-1), Change(target=(1,), relation='e', fact=(1,), diff=-1)]
+        """
+        from .watch import LiveExplanations
+
+        return LiveExplanations(self, relation, facts)
 
     def explain_absent(self, relation: str, fact, rule: int | None = None,
                        bindings: dict | None = None):
