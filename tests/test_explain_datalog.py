@@ -50,12 +50,18 @@ EXPLAINED = sorted(CASES)
 
 
 def assert_minimal_heights(tree):
-    """Every proof node sits exactly one level above its highest fact child (input facts at
-    0), so the proof is as shallow as the fact's minimal height (an aggregate's members are
-    explained on their own: a group is not part of the height)."""
+    """Every proof node sits exactly one level above its highest child (input facts at 0;
+    an aggregate is as high as the highest member it shows), so the proof is as shallow as
+    the fact's minimal height."""
+    def height(child):
+        if isinstance(child, ProofTree):
+            return child.height
+        if isinstance(child, GroupNode):
+            return max((height(c) for c in child.children), default=0)
+        return 0
     for node in tree.nodes():
-        facts = [c.height for c in node.children if isinstance(c, ProofTree)]
-        assert node.height == (0 if node.rule is None else 1 + max(facts, default=0)), node.text
+        below = [height(c) for c in node.children]
+        assert node.height == (0 if node.rule is None else 1 + max(below, default=0)), node.text
 
 
 def shortest(edges, a, b) -> int:

@@ -58,35 +58,61 @@ def compile_aggregate(clauses, frame, agg, outer, env, types, aggregates, steps,
     else:
         start = None
     target_vars = {v.name for v in ast.term_variables(agg.target)} if agg.target else set()
+    # provenance mode: the body reads relations with their proof heights, and the group's
+    # height -- every member's for count/sum, the lowest winner's for min/max -- comes out
+    # in one more column, so a proof through an aggregate stays well founded
+    height = getattr(clauses, "aggregate_heights", {}).get(id(agg))
+    literals, member_heights = (agg.body, []) if height is None else \
+        clauses.heights_of(agg.body, types)
     inner_steps = []
-    body, inner_aggs = clauses.conjunction(agg.body, env, types, set(group) | target_vars,
+    body, inner_aggs = clauses.conjunction(literals, env, types,
+                                           set(group) | target_vars | set(member_heights),
                                            start=start, steps=inner_steps)
     body_coll = body.collection
+    extra = {} if height is None else {"_h": clauses.highest(member_heights)}
     if agg.function == "count":
-        body_coll = body_coll.select(*group_cols, _t=0) if group else \
-            body_coll.select(_t=0)
+        body_coll = body_coll.select(*group_cols, _t=0, **extra) if group else \
+            body_coll.select(_t=0, **extra)
         spec = c.count()
     else:
         value = term_expression(agg.target, types, inner_aggs)
-        body_coll = body_coll.select(*group_cols, _t=value)
+        body_coll = body_coll.select(*group_cols, _t=value, **extra)
         spec = {"sum": c.sum, "min": c.min, "max": c.max}[agg.function]("_t")
-    result = body_coll.aggregate(by=group_cols, **{column: spec}) if group else \
-        body_coll.select(_t="_t", **{UNIT: 0}).aggregate(by=[UNIT], **{column: spec})
+    if not group:
+        body_coll = body_coll.select(*body_coll.columns, **{UNIT: 0})
+    by = group_cols or [UNIT]
+    result = body_coll.aggregate(by=by, **{column: spec})
+    if height is not None:
+        result = _with_group_height(agg, body_coll, result, by, column, var_column(height))
     if agg.function in ("count", "sum"):  # an empty group counts or sums to zero
         zero = Lit(0.0) if types[id(agg)] == "float" else Lit(0)
+        zeros = {column: zero, **({} if height is None else {var_column(height): Lit(0)})}
         if group:
             missing = start.collection.antijoin(result, on=group_cols)
-            result = result.concat(missing.select(*group_cols, **{column: zero}))
+            result = result.concat(missing.select(*group_cols, **zeros))
         else:
             missing = clauses.unit_collection().antijoin(result, on=[UNIT])
-            result = result.concat(missing.select(UNIT, **{column: zero}))
+            result = result.concat(missing.select(UNIT, **zeros))
     left = frame.collection
+    produced = [name] if height is None else [name, height]
     if group:
         joined = left.join(result, on=group_cols)
     else:
         if UNIT not in left.columns:
             left = left.select(*left.columns, **{UNIT: 0})
-        joined = left.join(result, on=[UNIT]).select(*frame.collection.columns, column)
+        joined = left.join(result, on=[UNIT]).select(*frame.collection.columns,
+                                                     *[var_column(v) for v in produced])
     aggregates[id(agg)] = column
     steps.append(f"{agg.function} by ({', '.join(group)}) of [{' → '.join(inner_steps)}]")
-    return Frame(joined, frame.variables + [name])
+    return Frame(joined, frame.variables + produced)
+
+
+def _with_group_height(agg, members, result, by, column, height):
+    """``result`` (group, value) with the group's proof height: the highest member's for
+    ``count``/``sum``, the lowest winning member's for ``min``/``max``."""
+    if agg.function in ("count", "sum"):
+        highest = members.aggregate(by=by, **{height: c.max("_h")})
+        return result.join(highest, on=by)
+    winners = members.join(result, left_on=[*by, "_t"], right_on=[*by, column])
+    lowest = winners.aggregate(by=by, **{height: c.min("_h")})
+    return result.join(lowest, on=by)

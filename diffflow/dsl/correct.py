@@ -39,13 +39,15 @@ def needs_correction(analysed) -> bool:
     or an aggregate shapes, directly or through the relations it is derived from.  Only then
     can a replay on a proof's input leaves diverge from the full run."""
     shaped: set = set()
-    for stratum in analysed.strata:
-        for name in stratum.relations:
-            for clause in analysed.relations[name].clauses:
-                if any(_is_shaping(lit) or
-                       isinstance(lit, ast.Atom) and lit.relation in shaped
-                       for lit in clause.literals):
-                    shaped.add(name)
+    grew = True
+    while grew:  # to a fixpoint: recursion can shape a relation through itself
+        grew = False
+        for name, relation in analysed.relations.items():
+            if name not in shaped and any(
+                    _is_shaping(lit) or isinstance(lit, ast.Atom) and lit.relation in shaped
+                    for clause in relation.clauses for lit in clause.literals):
+                shaped.add(name)
+                grew = True
     return any(_reads(lit) & shaped
                for relation in analysed.relations.values()
                for clause in relation.clauses for lit in clause.literals
@@ -94,12 +96,14 @@ def correct(program, prove, relation: str, fact: tuple, tree, inputs: dict):
 
 
 class _Replay:
-    """The program on the explanation's inputs alone (with provenance, so that a spurious
-    fact's own derivation can be read), compared with the full run."""
+    """The program on the explanation's inputs alone, compared with the full run (and with
+    provenance, when a spurious fact's own derivation has to be read)."""
 
     def __init__(self, program, inputs, prove):
         self.program, self.prove = program, prove
-        self.run = replay(program, inputs, provenance=True)
+        self.inputs = inputs
+        self.run = replay(program, inputs)   # plain: most replays only confirm
+        self.proving = None                  # with provenance, once a proof is needed
         self.cache: dict = {}
 
     def facts(self, relation) -> set:
@@ -150,7 +154,9 @@ class _Replay:
         if key in self.cache:
             return
         self.cache[key] = True
-        node = self.prove(self.run, relation, fact)
+        if self.proving is None:
+            self.proving = replay(self.program, self.inputs, provenance=True)
+        node = self.prove(self.proving, relation, fact)
         while True:
             spurious = [c for c in node.children if isinstance(c, ProofTree)
                         and c.fact not in self.reference(c.relation)]

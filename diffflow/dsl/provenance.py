@@ -186,17 +186,42 @@ class _ProvenanceCompiler(_Compiler):
         head = self.analysed.relations[clause.head.relation]
         self.plan.append(f"  {render_clause(clause)}  [with heights]")
         literals, heights, _ = self._rewrite(clause, name_wildcards=False)
-        needed = {v.name for v in ast.term_variables(*clause.head.args)} | set(heights.values())
-        frame, aggregates = self.conjunction(literals, env, clause.term_types, needed,
-                                             extra_terms=clause.head.args, plan=clause.plan)
+        terms = [t for lit in clause.literals if isinstance(lit, ast.Comparison)
+                 for t in (lit.left, lit.right)] + list(clause.head.args)
+        self.aggregate_heights = {id(a): f"#ah{i}"
+                                  for i, a in enumerate(ast.term_aggregates(*terms))}
+        below = [*heights.values(), *self.aggregate_heights.values()]
+        needed = {v.name for v in ast.term_variables(*clause.head.args)} | set(below)
+        try:
+            frame, aggregates = self.conjunction(literals, env, clause.term_types, needed,
+                                                 extra_terms=clause.head.args,
+                                                 plan=clause.plan)
+        finally:
+            self.aggregate_heights = {}
         exprs = {}
         if head.arity == 0:
             exprs[UNIT] = Lit(0)
         for i, arg in enumerate(clause.head.args):
             exprs[f"c{i}"] = term_expression(arg, clause.term_types, aggregates)
-        exprs[height_column(head)] = _one_plus_max([col(var_column(h))
-                                                    for h in heights.values()])
+        exprs[height_column(head)] = _one_plus_max([col(var_column(h)) for h in below])
         return frame.collection.select(**exprs)
+
+    # -- aggregate heights (called by compile_aggregate) ---------------------------------------
+    def heights_of(self, literals, types):
+        """An aggregate body reading ``#h`` relations: its literals and height variables."""
+        out, names = [], []
+        for lit in literals:
+            if isinstance(lit, ast.Atom):
+                h = self._var("h", types, "number")
+                lit = ast.Atom(lit.line, lit.column, HEIGHTS + lit.relation, [*lit.args, h])
+                names.append(h.name)
+            out.append(lit)
+        return out, names
+
+    @staticmethod
+    def highest(names):
+        """The highest of the height variables (0 with none)."""
+        return _one_plus_max([col(var_column(n)) for n in names]) - 1
 
     def _rewrite(self, clause, name_wildcards: bool):
         """Positive atoms read ``#h:`` relations with a height variable; with
@@ -279,7 +304,7 @@ class _ProvenanceCompiler(_Compiler):
                                       or {UNIT: 0})
         self.plan.append(f"  witness R{rule} of {relation.name}: " + " → ".join(steps))
         label = f"{relation.name}:R{rule}"
-        groups = self._groups_of(lifted, variables, types, label)
+        groups = self._groups_of(lifted, variables, types, label, top.name)
         return Witness(clause, rule, out.output(f"#witness:{label}"), variables, head,
                        literals + pending, groups)
 
@@ -317,19 +342,22 @@ class _ProvenanceCompiler(_Compiler):
         types[id(new)] = types[id(term)]
         return new
 
-    def _groups_of(self, lifted, variables, types, label) -> dict:
-        return {key: [self._group(c.right, c.left.name, variables, types, label)
+    def _groups_of(self, lifted, variables, types, label, top) -> dict:
+        return {key: [self._group(c.right, c.left.name, variables, types, label, top)
                       for c in assignments]
                 for key, assignments in lifted.items()}
 
-    def _group(self, aggregate, value, outer, types, label) -> Group:
+    def _group(self, aggregate, value, outer, types, label, top) -> Group:
         """A request-driven query for an aggregate's members: all of them for ``count`` and
-        ``sum`` (the value needs the whole group), the winners for ``min`` and ``max``."""
+        ``sum`` (the value needs the whole group), for ``min`` and ``max`` the winners whose
+        proofs are lower than the fact's (``top``, its height variable)."""
         self._groups += 1
         key = sorted(aggregate_variables(aggregate) & set(outer))
-        if aggregate.function in ("min", "max"):
-            key.append(value)
+        selective = aggregate.function in ("min", "max")
+        if selective:
+            key += [value, top]
         kinds = _variable_types(aggregate, value, types)
+        kinds[top] = "number"
         columns = [(var_column(v), COLUMN_TYPE[kinds[v]]) for v in key] or [(UNIT, "int")]
         request = self.flow.input(f"#greq:{label}:{self._groups}", columns)
         start = Frame(request, key) if key else None
@@ -340,12 +368,18 @@ class _ProvenanceCompiler(_Compiler):
                                [self._named(a, lit.relation, i, types)
                                 for i, a in enumerate(lit.args)])
             literals.append(lit)
-        literals, lifted = self._lift_all(literals, types)
-        conditions = [a for pairs in lifted.values() for a in pairs]
-        if value in key:  # winners only (a condition of the query, not shown in proofs)
+        conditions = []
+        if selective:  # winners only, below the fact's height (conditions, not shown)
+            literals, heights = self.heights_of(literals, types)
+            for h in heights:
+                conditions.append(ast.Comparison(0, 0, "<", ast.Var(0, 0, h),
+                                                 ast.Var(0, 0, top)))
+                types[id(conditions[-1].left)] = types[id(conditions[-1].right)] = "number"
             conditions.append(ast.Comparison(0, 0, "=", ast.Var(0, 0, value),
                                              aggregate.target))
             types[id(conditions[-1].left)] = types[id(aggregate)]
+        literals, lifted = self._lift_all(literals, types)
+        conditions += [a for pairs in lifted.values() for a in pairs]
         wanted = set(key) | _mentioned(literals)
         steps: list = []
         frame, _ = self.conjunction([*literals, *conditions], self.values, types, wanted,
@@ -355,7 +389,7 @@ class _ProvenanceCompiler(_Compiler):
                                       or {UNIT: 0})
         name = f"{label}:{aggregate.function}{self._groups}"
         self.plan.append(f"  group {name}: " + " → ".join(steps))
-        groups = self._groups_of(lifted, variables, types, label)
+        groups = self._groups_of(lifted, variables, types, label, top)
         return Group(aggregate, value, key, request, out.output(f"#group:{name}"), variables,
                      literals, groups)
 
