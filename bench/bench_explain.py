@@ -1,16 +1,24 @@
 """Explanations: what provenance mode costs, and how long one explanation takes.
 
     cd <repository checkout>
-    PYTHONPATH=. python bench/bench_explain.py                      # wiki-Vote, 100 sources
-    PYTHONPATH=. python bench/bench_explain.py --graph p2p-Gnutella08 --sources 50
+    PYTHONPATH=. python bench/bench_explain.py                      # both workloads
+    PYTHONPATH=. python bench/bench_explain.py --workload cc --cc-graph p2p-Gnutella08
 
-Transitive closure from ``--sources`` random sources (``reach(x, y) :- src(x), edge(x, y).
-reach(x, z) :- reach(x, y), edge(y, z).``) on a real graph, run twice in this process: plain
-and with ``provenance=True``.  Printed: the initial run, the median of ``--updates`` single
-edge removals and re-insertions, the overhead factors, and for ``--queries`` random derived
-facts the explanation latency (median, p90), its size in edges and its proof height; every
-explanation is checked to be a shortest path (BFS) and, for the first few, by ``check()``.
-Single-threaded numba; no network; not collected by pytest.
+Two workloads on real graphs, each run twice in this process: plain and with
+``provenance=True``.
+
+* ``reach``: transitive closure from ``--sources`` random sources of ``--graph``
+  (``reach(x, y) :- src(x), edge(x, y).  reach(x, z) :- reach(x, y), edge(y, z).``); every
+  explanation is checked to be a shortest path (BFS).
+* ``cc``: connected components of ``--cc-graph`` by label propagation (``label(y, l) :-
+  cc(x, l), edge``, ``cc(x, l) :- label(x, _), l = min m : { label(x, m) }``, a ``min`` inside
+  the recursion); every explanation is checked against the BFS distance from the component's
+  label (its lowest node) in the undirected graph.
+
+Printed per workload: the initial run, the median of ``--updates`` single edge removals and
+re-insertions, the overhead factors, and for ``--queries`` random derived facts the
+explanation latency (median, p90), its size in edges; the first few explanations also pass
+``check()``.  Single-threaded numba; no network; not collected by pytest.
 """
 from __future__ import annotations
 
@@ -37,10 +45,24 @@ reach(x, z) :- reach(x, y), edge(y, z).
 """
 
 
-def bfs_distances(edges: np.ndarray, source: int) -> dict:
+CC = """
+.decl edge(x: number, y: number)
+.decl node(x: number)
+.decl label(x: number, l: number)
+.decl cc(x: number, l: number)
+node(x) :- edge(x, _) ; edge(_, x).
+label(x, x) :- node(x).
+label(y, l) :- cc(x, l), (edge(x, y) ; edge(y, x)).
+cc(x, l) :- label(x, l), l = min m : { label(x, m) }.
+"""
+
+
+def bfs_distances(edges: np.ndarray, source: int, undirected: bool = False) -> dict:
     succ = collections.defaultdict(list)
     for x, y in edges.tolist():
         succ[x].append(y)
+        if undirected:
+            succ[y].append(x)
     dist, frontier, d = {}, [source], 0
     while frontier:
         d += 1
@@ -54,12 +76,13 @@ def bfs_distances(edges: np.ndarray, source: int) -> dict:
     return dist
 
 
-def run(edges, sources, updates: int, provenance: bool, seed: int):
+def run(source, edges, sources, updates: int, provenance: bool, seed: int):
     import diffflow as dd
 
-    program = dd.Program(REACH, provenance=provenance)
+    program = dd.Program(source, provenance=provenance)
     program.insert("edge", edges)
-    program.insert("src", sources[:, None])
+    if sources is not None:
+        program.insert("src", sources[:, None])
     started = time.perf_counter()
     program.commit()
     initial = time.perf_counter() - started
@@ -75,9 +98,42 @@ def run(edges, sources, updates: int, provenance: bool, seed: int):
     return program, initial, statistics.median(times)
 
 
+def measure(name, source, relation, edges, sources, args, conciseness) -> None:
+    rows = []
+    for provenance in (False, True):
+        program, initial, update = run(source, edges, sources, args.updates, provenance,
+                                       args.seed)
+        rows.append((provenance, initial, update, program.size(relation)))
+    plain, explained = rows
+    print(f"## {name} ({len(edges):,} edges, {plain[3]:,} derived {relation} facts)\n")
+    print("| mode | initial s | update ms, median | facts |\n|---|---|---|---|")
+    for provenance, initial, update, size in rows:
+        print(f"| {'provenance' if provenance else 'plain'} | {initial:.3g} | "
+              f"{update * 1000:.3g} | {size:,} |")
+    print(f"\noverhead: initial x{explained[1] / plain[1]:.2f}, update "
+          f"x{explained[2] / plain[2]:.2f}")
+    facts = random.Random(args.seed).sample(program.rows(relation), args.queries)
+    latencies, sizes = [], []
+    for i, fact in enumerate(facts):
+        started = time.perf_counter()
+        ex = program.explain(relation, fact)
+        latencies.append(time.perf_counter() - started)
+        sizes.append(len(ex.inputs.get("edge", ())))
+        conciseness(fact, ex)
+        if i < 3:
+            ex.check()
+    latencies.sort()
+    print(f"explanations of {len(facts)} random facts: median "
+          f"{statistics.median(latencies) * 1000:.1f} ms, p90 "
+          f"{latencies[int(0.9 * len(latencies))] * 1000:.1f} ms; edges median "
+          f"{statistics.median(sizes):g}, max {max(sizes)}\n")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--graph", default="wiki-Vote")
+    p.add_argument("--workload", choices=["reach", "cc", "both"], default="both")
+    p.add_argument("--graph", default="wiki-Vote", help="the reach workload's graph")
+    p.add_argument("--cc-graph", default="p2p-Gnutella08", help="the cc workload's graph")
     p.add_argument("--sources", type=int, default=100)
     p.add_argument("--updates", type=int, default=10)
     p.add_argument("--queries", type=int, default=50)
@@ -85,42 +141,41 @@ def main() -> None:
     add_data_option(p)
     args = p.parse_args()
     os.environ.setdefault("NUMBA_NUM_THREADS", "1")
-    edges = load_graph(args.graph, args.data)
-    rng = np.random.default_rng(args.seed)
-    sources = rng.choice(np.unique(edges[:, 0]), args.sources, replace=False)
-    rows = []
-    for provenance in (False, True):
-        program, initial, update = run(edges, sources, args.updates, provenance, args.seed)
-        rows.append((provenance, initial, update, program.size("reach")))
-    plain, explained = rows
-    print(f"# explanations: reach from {args.sources} sources on {args.graph} "
-          f"({len(edges):,} edges, {plain[3]:,} derived facts)\n")
-    print("| mode | initial s | update ms, median | facts |\n|---|---|---|---|")
-    for provenance, initial, update, size in rows:
-        print(f"| {'provenance' if provenance else 'plain'} | {initial:.3g} | "
-              f"{update * 1000:.3g} | {size:,} |")
-    print(f"\noverhead: initial x{explained[1] / plain[1]:.2f}, update "
-          f"x{explained[2] / plain[2]:.2f}")
-    facts = random.Random(args.seed).sample(program.rows("reach"), args.queries)
-    latencies, sizes, heights = [], [], []
-    distances: dict = {}
-    for i, fact in enumerate(facts):
-        started = time.perf_counter()
-        ex = program.explain("reach", fact)
-        latencies.append(time.perf_counter() - started)
-        sizes.append(ex.size - 1)  # the src fact is one of the inputs
-        heights.append(ex.tree.height)
-        if fact[0] not in distances:
-            distances[fact[0]] = bfs_distances(edges, fact[0])
-        if len(ex.inputs["edge"]) != distances[fact[0]][fact[1]]:
-            raise SystemExit(f"MISMATCH: explanation of reach{fact} is not a shortest path")
-        if i < 3:
-            ex.check()
-    latencies.sort()
-    print(f"explanations of {len(facts)} random facts: median "
-          f"{statistics.median(latencies) * 1000:.1f} ms, p90 "
-          f"{latencies[int(0.9 * len(latencies))] * 1000:.1f} ms; edges median "
-          f"{statistics.median(sizes):g}, max {max(sizes)}; every one a shortest path")
+    print("# explanations\n")
+    if args.workload in ("reach", "both"):
+        edges = load_graph(args.graph, args.data)
+        rng = np.random.default_rng(args.seed)
+        sources = rng.choice(np.unique(edges[:, 0]), args.sources, replace=False)
+        distances: dict = {}
+
+        def shortest_path(fact, ex):
+            if fact[0] not in distances:
+                distances[fact[0]] = bfs_distances(edges, fact[0])
+            if len(ex.inputs["edge"]) != distances[fact[0]][fact[1]]:
+                raise SystemExit(f"MISMATCH: explanation of reach{fact} is not a shortest "
+                                 f"path")
+        measure(f"reach from {args.sources} sources on {args.graph}", REACH, "reach", edges,
+                sources, args, shortest_path)
+        print("every reach explanation is a shortest path (BFS)\n")
+    if args.workload in ("cc", "both"):
+        edges = load_graph(args.cc_graph, args.data)
+        labels: dict = {}
+        extra = collections.Counter()
+
+        def from_the_label(fact, ex):
+            node, label = fact
+            if label not in labels:
+                labels[label] = bfs_distances(edges, label, undirected=True)
+            distance = labels[label].get(node, 0)
+            edges_used = len(ex.inputs["edge"])
+            if edges_used < distance:
+                raise SystemExit(f"MISMATCH: cc{fact} explained by {edges_used} edges, but "
+                                 f"the label is {distance} edges away")
+            extra[edges_used - distance] += 1
+        measure(f"connected components of {args.cc_graph}", CC, "cc", edges, None, args,
+                from_the_label)
+        print("cc explanations: edges beyond the BFS distance from the label -> count: "
+              + ", ".join(f"+{k}: {v}" for k, v in sorted(extra.items())))
 
 
 if __name__ == "__main__":
