@@ -177,7 +177,8 @@ def test_command_loop_mistakes_go_to_stderr_and_the_loop_goes_on(tmp_path, monke
                     pragma=True)
     errors = seen.err.splitlines()
     assert errors[0] == 'path("a", "z") is not in path as of the last commit: check its ' \
-                        'values and that its inputs were committed'
+                        'values and that its inputs were committed (explain_absent says ' \
+                        'why it is not derived)'
     assert errors[1].startswith("cannot read the fact 'path(a)'")
     assert "unknown command 'fly'" in errors[2]
     assert any("setdepth needs a whole number" in e for e in errors)
@@ -186,3 +187,30 @@ def test_command_loop_mistakes_go_to_stderr_and_the_loop_goes_on(tmp_path, monke
     assert any("would be an input fact" in e for e in errors)
     assert "path(x, z) :- edge(x, y), path(y, z)." in seen.out
     assert seen.out.rstrip().endswith('path("a", "b")')   # the last command still ran
+
+
+def test_the_command_line_marks_facts_the_replay_needed_beyond_the_proof(tmp_path, capsys):
+    """A count over a relation that negation shapes: bob's course is blocked by a
+    prerequisite, so the explanation of load("bob", 0) needs prereq("ml", "stats") too."""
+    program = tmp_path / "course.dl"
+    program.write_text("""
+        .decl takes(student: symbol, course: symbol)
+        .decl prereq(course: symbol, needs: symbol)
+        .decl passed(student: symbol, course: symbol)
+        .input takes, prereq, passed
+        .decl blocked(student: symbol, course: symbol)
+        .decl eligible(student: symbol, course: symbol)
+        .decl load(student: symbol, n: number)
+        blocked(s, c) :- takes(s, c), prereq(c, p), !passed(s, p).
+        eligible(s, c) :- takes(s, c), !blocked(s, c).
+        load(s, n) :- takes(s, _), n = count : { eligible(s, _) }.
+    """)
+    (tmp_path / "takes.facts").write_text("ann\tml\nbob\tml\n")
+    (tmp_path / "prereq.facts").write_text("ml\tstats\n")
+    (tmp_path / "passed.facts").write_text("ann\tstats\n")
+    assert main(["explain", str(program), "-F", str(tmp_path), 'load("bob", 0)']) == 0
+    out = capsys.readouterr().out
+    assert out.endswith('load("bob", 0) rests on 2 input facts:\n'
+                        '  prereq("ml", "stats")   (keeps a fact the proof negates or '
+                        'aggregates as it is)\n'
+                        '  takes("bob", "ml")\n')

@@ -76,7 +76,8 @@ def explain(program, relation: str, fact) -> Explanation:
     root, commits = _prove(program, relation, fact)
     if root is None:
         raise ExplainError(f"{format_fact(relation, fact)} is not in {relation} as of the last "
-                           f"commit: check its values and that its inputs were committed")
+                           f"commit: check its values and that its inputs were committed "
+                           f"(explain_absent says why it is not derived)")
     inputs = _leaves(root)
     rounds = 0
     if needs_correction(program.analysed) and _shaped(root):

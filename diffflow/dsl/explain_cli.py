@@ -72,9 +72,14 @@ def _explain(args) -> int:
             print(ex.tree)
             print(f"\n{format_fact(relation, ex.fact)} rests on {ex.size} input fact"
                   f"{'' if ex.size == 1 else 's'}:")
+            leaves = {(n.relation, n.fact) for n in ex.tree.nodes() if n.rule is None}
             for rel in sorted(ex.inputs):
                 for fact in sorted(ex.inputs[rel]):
-                    print("  " + format_fact(rel, fact))
+                    # facts the replay needed beyond the proof's leaves: they keep a
+                    # negated fact false, or an aggregate's group as it is
+                    note = "" if (rel, fact) in leaves else \
+                        "   (keeps a fact the proof negates or aggregates as it is)"
+                    print("  " + format_fact(rel, fact) + note)
     finally:
         program.close()
     sys.stdout.flush()
