@@ -14,7 +14,7 @@ group have no value, so the outer rule does not fire.
 from __future__ import annotations
 
 from .. import collection as c
-from ..expr import Lit
+from ..expr import Lit, col
 from . import ast
 from .columns import UNIT, Frame, term_expression, var_column
 
@@ -81,9 +81,14 @@ def compile_aggregate(clauses, frame, agg, outer, env, types, aggregates, steps,
     if not group:
         body_coll = body_coll.select(*body_coll.columns, **{UNIT: 0})
     by = group_cols or [UNIT]
-    result = body_coll.aggregate(by=by, **{column: spec})
-    if height is not None:
-        result = _with_group_height(agg, body_coll, result, by, column, var_column(height))
+    if height is not None and agg.function in ("min", "max") and \
+            types[id(agg)] in ("number", "unsigned"):
+        result = _packed_extremum(agg, body_coll, by, column, var_column(height))
+    else:
+        result = body_coll.aggregate(by=by, **{column: spec})
+        if height is not None:
+            result = _with_group_height(agg, body_coll, result, by, column,
+                                        var_column(height))
     if agg.function in ("count", "sum"):  # an empty group counts or sums to zero
         zero = Lit(0.0) if types[id(agg)] == "float" else Lit(0)
         zeros = {column: zero, **({} if height is None else {var_column(height): Lit(0)})}
@@ -105,6 +110,21 @@ def compile_aggregate(clauses, frame, agg, outer, env, types, aggregates, steps,
     aggregates[id(agg)] = column
     steps.append(f"{agg.function} by ({', '.join(group)}) of [{' → '.join(inner_steps)}]")
     return Frame(joined, frame.variables + produced)
+
+
+_SHIFT = 2 ** 28  # proof heights stay far below this; 32-bit values times it fit in int64
+
+
+def _packed_extremum(agg, members, by, column, height):
+    """An integer ``min``/``max`` and its lowest winner's height in one reduction: the value
+    and the height packed in one int64 (the height inverted for ``max``)."""
+    low = agg.function == "min"
+    packed = col("_t") * _SHIFT + (col("_h") if low else (_SHIFT - 1) - col("_h"))
+    extremum = (c.min if low else c.max)("_p")
+    result = members.select(*by, _p=packed).aggregate(by=by, _p=extremum)
+    rest = col("_p") % _SHIFT
+    return result.select(*by, **{column: col("_p") // _SHIFT,
+                                 height: rest if low else (_SHIFT - 1) - rest})
 
 
 def _with_group_height(agg, members, result, by, column, height):
