@@ -77,6 +77,8 @@ class Dataflow:
     partition worker does: a file path (JSON lines of raw events, see
     :mod:`diffflow.runtime.tracing`) or a function called with the
     :class:`~diffflow.pag.events.Events` of every run; off by default.
+    ``explain=True`` keeps what :meth:`Output.explain` needs to say why a row
+    is in an output (:mod:`diffflow.provenance`; local runtime).
 
     >>> from diffflow import col
     >>> flow = Dataflow(partitions=2)
@@ -89,9 +91,12 @@ class Dataflow:
 
     _rows_moved = 0  # a Dataflow pickled before this counter existed
 
+    explain = False     # a Dataflow pickled before explanations existed
+    _provenance = None
+
     def __init__(self, partitions: int = 1, runtime: str = "local", spark=None, *,
                  checkpoint_every: int | None = None, checkpoint_dir: str | None = None,
-                 trace=None):
+                 trace=None, explain: bool = False):
         if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
             raise ValueError(f"partitions must be a positive int, got {partitions!r}")
         if runtime not in RUNTIMES:
@@ -105,6 +110,10 @@ class Dataflow:
                                              or checkpoint_every < 1):
             raise ValueError(f"checkpoint_every must be a positive int or None, "
                              f"got {checkpoint_every!r}")
+        if explain and runtime != "local":
+            raise ValueError("explain=True runs on the local runtime (any partitions=); "
+                             f"explanations of runtime={runtime!r} dataflows are not built yet")
+        self.explain = bool(explain)
         self._trace = None
         if trace is not None:
             from .runtime.trace_sink import open_trace
@@ -180,6 +189,10 @@ class Dataflow:
                 raise GraphError("this dataflow was closed; build a new Dataflow")
             for loop in self._loops:
                 loop._check_complete()
+            if self.explain and self._provenance is None:
+                from .provenance.search import Provenance  # builds onto the graph, once
+
+                self._provenance = Provenance(self)
             _free_dropped_dataflows()
             self._runtime = _make_runtime(self)
             _OPEN.add(self)

@@ -57,6 +57,22 @@ class Output:
                          merged.diffs.tolist()))
         return sorted(items, key=lambda item: (item[1], item[0]))
 
+    def explain(self, rows):
+        """Why ``rows`` are in this output: the input rows (per input, with multiplicities)
+        that reproduce them at the last computed epoch, chosen along the lowest rounds
+        (:mod:`diffflow.provenance`).  Needs ``Dataflow(explain=True)``.
+
+        >>> import diffflow as dd
+        >>> flow = Dataflow(explain=True); a = flow.input("a", ["k", "v"])
+        >>> top = a.aggregate(by=["k"], hi=dd.max("v")).output()
+        >>> a.insert([(1, 5), (1, 9), (2, 4)]); flow.advance()
+        >>> top.explain([(1, 9)]).inputs
+        {'a': {(1, 9): 1}}
+        """
+        from .provenance.search import provenance_of
+
+        return provenance_of(self.flow).explain(self, rows)
+
     def to_pandas(self):
         """The current collection as a pandas DataFrame, one line per copy of a row.
 

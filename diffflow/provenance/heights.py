@@ -1,0 +1,213 @@
+"""Heights: for every collection of a dataflow built with ``explain=True``, a twin holding each
+of its rows with the row's *first occurrence* -- the fewest loop rounds that derive it.
+
+The twin of a node has the node's columns and one more, :data:`H`.  Twins are built from the
+recorded graph when the dataflow starts (before its first epoch), operator by operator:
+
+* an input's rows have height 0; ``select``, ``filter``, ``concat``, ``negate``, ``enter``,
+  ``consolidate``, ``inspect`` carry heights along; a join's row is as high as the higher of
+  its two sides;
+* a reduction's output row takes the height of what it rests on: the same row for
+  ``distinct``, the lowest winning row for one ``min``/``max`` (the selective rule), the
+  highest row of the whole group for every other reducer (the general rule);
+* a loop variable's twin is a loop variable of the same loop: a row of the initial collection
+  keeps its height, a row fed back from the definition is one round higher, and each row keeps
+  its lowest height.  So heights strictly grow around every loop and a proof that follows
+  them down always ends -- the idea of Soufflé's minimal proof heights, and of first
+  occurrence in Chothia et al.
+
+Twins are multisets (a row may appear with several heights); readers that need one height per
+row take the minimum.  :mod:`.search` asks them for witnesses.
+
+>>> import diffflow as dd
+>>> from diffflow import graphs
+>>> flow = dd.Dataflow()
+>>> edges = flow.input("edges", ["src", "dst"]); roots = flow.input("roots", ["node"])
+>>> reach = graphs.reachable(edges, roots)
+>>> first = Heights(flow).lowest(reach.node.id).output()   # explain=True builds the twins
+>>> edges.insert([(1, 2), (2, 3), (1, 3), (3, 4)]); roots.insert([1]); flow.advance()
+>>> sorted(first.snapshot())     # (node, the round of the loop body that first derives it)
+[(1, 0), (2, 0), (3, 0), (4, 1)]
+"""
+from __future__ import annotations
+
+from ..errors import GraphError
+from ..expr import Lit, col
+from ..operators.reduce_extremum import extremum_of
+from ..operators.reducers import DistinctReducer
+
+H = "_h"  # the height column of every twin
+
+
+def higher(a, b):
+    """The larger of two integer column expressions, exactly."""
+    return (a + b + abs(a - b)) // 2
+
+
+class Heights:
+    """The twins of every node of ``flow``'s graph (see module doc)."""
+
+    PASS = ("filter", "consolidate", "inspect", "negate", "output")
+
+    def __init__(self, flow):
+        from ..collection import Collection
+
+        self.flow, self.graph = flow, flow.graph
+        self.Collection = Collection
+        self.user = list(self.graph.nodes)          # the user's nodes; twins come after
+        for node in self.user:  # refuse before adding anything: bad input changes nothing
+            if H in node.schema.names:
+                raise GraphError(f"explain=True: {node.describe()} has a column named {H!r}, "
+                                 f"which explanations use; rename it")
+            if node.kind == "flat_map":
+                raise GraphError(f"explain=True cannot explain through {node.describe()} "
+                                 f"yet: flat_map and map run Python on each row (use select "
+                                 f"and filter, or build the dataflow without explain=True)")
+        self.twin: dict = {}        # node id -> twin Collection (same scope)
+        self.lowest_cache: dict = {}
+        self.variables: dict = {}   # user variable node id -> twin variable node
+        self.feeds = {src: node.id for node in self.user for src in node.inputs
+                      if src > node.id}                 # feedback id -> its variable
+        for node in self.user:
+            self.twin[node.id] = self._build(node)
+
+    def of(self, nid: int):
+        return self.twin[nid]
+
+    def collection(self, nid: int):
+        return self.Collection(self.flow, self.graph.nodes[nid])
+
+    def lowest(self, nid: int):
+        """The twin with one row per distinct row: its lowest height."""
+        if nid not in self.lowest_cache:
+            from ..aggregates import min as lowest
+            twin = self.twin[nid]
+            names = [n for n in twin.columns if n != H]
+            self.lowest_cache[nid] = twin.aggregate(by=names, **{H: lowest(H)})
+        return self.lowest_cache[nid]
+
+    # -- one node ---------------------------------------------------------------------------
+    def _build(self, node):
+        kind = node.kind
+        if kind == "input":
+            return self.collection(node.id).select(*node.schema.names, **{H: Lit(0)})
+        if kind in self.PASS:
+            twin = self.twin[node.inputs[0]]
+            return twin.negate() if kind == "negate" else twin
+        if kind == "select":
+            exprs = dict(zip(node.schema.names, node.params["exprs"]))
+            return self.twin[node.inputs[0]].select(**exprs, **{H: H})
+        if kind == "filter":
+            return self.twin[node.inputs[0]].filter(node.params["predicate"])
+        if kind == "arrange":
+            return self.twin[node.inputs[0]]   # joins and reductions read the source's twin
+        if kind == "join":
+            return self._join(node)
+        if kind == "reduce":
+            return self._reduce(node)
+        if kind == "enter":
+            return self.twin[node.inputs[0]]._enter_into(node.scope)
+        if kind == "concat" and node.id in self.feeds.values():
+            return self._variable(node)
+        if kind == "concat":
+            first, *rest = [self.twin[i] for i in node.inputs]
+            return first.concat(*rest)
+        if kind == "feedback":
+            return self._feedback(node)
+        if kind == "leave":
+            return self._leave(node)
+        raise AssertionError(f"no height rule for {node.describe()}")
+
+    def _join(self, node):
+        left_arr, right_arr = (self.graph.nodes[i] for i in node.inputs)
+        kk = node.params["key_width"]
+        left_src, right_src = left_arr.inputs[0], right_arr.inputs[0]
+        lkeys, rkeys = list(left_arr.schema.names[:kk]), list(right_arr.schema.names[:kk])
+        left_names = list(self.graph.nodes[left_src].schema.names)
+        right_rest = [n for n in self.graph.nodes[right_src].schema.names if n not in rkeys]
+        out_rest = list(node.schema.names[len(left_names):])
+        rename = dict(zip(right_rest, out_rest))
+        rename[H] = "_h_right"
+        joined = self.twin[left_src].join(self.twin[right_src], left_on=lkeys, right_on=rkeys,
+                                          rename=rename)
+        return joined.select(*node.schema.names, **{H: higher(col(H), col("_h_right"))})
+
+    def _reduce(self, node):
+        from ..aggregates import max as highest
+        from ..aggregates import min as lowest
+
+        arranged = self.graph.nodes[node.inputs[0]]
+        source = arranged.inputs[0]
+        kk = node.params["key_width"]
+        keys = list(arranged.schema.names[:kk])
+        reducer = node.params["reducer"]
+        out = self.collection(node.id)
+        rows = self.lowest(source)
+        if isinstance(reducer, DistinctReducer):
+            return rows
+        extremum = extremum_of(reducer)
+        if extremum is not None:  # the lowest winner: a row whose value is the result
+            value = arranged.schema.names[kk + extremum[1]]
+            result = node.schema.names[kk]
+            winners = rows.join(out.select(*keys, **{"_won": result}),
+                                left_on=[*keys, value], right_on=[*keys, "_won"])
+            group = winners.aggregate(by=keys, **{H: lowest(H)})
+        else:  # any other reducer may read every row of its group
+            group = rows.aggregate(by=keys, **{H: highest(H)})
+        return out.join(group, on=keys) if keys else \
+            out.select(*out.columns, _unit=0).join(group.select(H, _unit=0), on="_unit") \
+            .select(*out.columns, H)
+
+    def _variable(self, node):
+        """A twin loop variable: its feedback is connected when the user's is reached."""
+        initial = [self.twin[i] for i in node.inputs if i < node.id]
+        schema = self.twin_schema(node)
+        twin = self.graph.add("concat", [c.node.id for c in initial], schema, scope=node.scope,
+                              label=f"heights of {node.label}")
+        self.variables[node.id] = (twin, initial[0] if initial else None)
+        return self.Collection(self.flow, twin)
+
+    def _feedback(self, node):
+        """Feed the definition back one round higher; keep each row's lowest height."""
+        variable = self.feeds[node.id]
+        twin_var, initial = self.variables[variable]
+        definition = self._definition(node)
+        raised = self.twin[definition].select(*self.graph.nodes[definition].schema.names,
+                                              **{H: col(H) + 1})
+        candidates = raised if initial is None else initial.concat(raised)
+        names = [n for n in candidates.columns if n != H]
+        from ..aggregates import min as lowest
+        settled = candidates.aggregate(by=names, **{H: lowest(H)})
+        change = settled if initial is None else settled.concat(initial.negate())
+        feedback = self.graph.add("feedback", [change.node.id], twin_var.schema,
+                                  scope=node.scope, label=f"heights of {node.label}")
+        self.graph.connect(twin_var, feedback)
+        return self.Collection(self.flow, feedback)
+
+    def _definition(self, feedback) -> int:
+        """The definition a variable's feedback carries (``definition - initial``)."""
+        change = self.graph.nodes[feedback.inputs[0]]
+        if change.kind == "concat" and len(change.inputs) == 2:
+            negated = self.graph.nodes[change.inputs[1]]
+            if negated.kind == "negate" and self.variables.get(self.feeds[feedback.id]) and \
+                    self.graph.nodes[self.feeds[feedback.id]].inputs[0] == negated.inputs[0]:
+                return change.inputs[0]
+        return change.id
+
+    def _leave(self, node):
+        inner = self.twin[node.inputs[0]]
+        twin = self.graph.add("leave", [inner.node.id], inner.schema, scope=node.scope,
+                              label=f"heights of {node.label}")
+        return self.Collection(self.flow, twin)
+
+    def twin_schema(self, node):
+        from ..schema import Schema
+        return Schema(tuple(node.schema.names) + (H,), tuple(node.schema.types) + ("int",))
+
+    def leave_to_root(self, collection):
+        """A collection of a loop, left to the root scope (its final value)."""
+        while collection.scope.parent is not None:
+            node = self.graph.add("leave", [collection.node.id], collection.schema,
+                                  scope=collection.scope.parent, label="explain: leave")
+            collection = self.Collection(self.flow, node)
+        return collection
