@@ -93,6 +93,8 @@ class Dataflow:
 
     explain = False     # a Dataflow pickled before explanations existed
     _provenance = None
+    _live: list = []
+    _refreshing = False
 
     def __init__(self, partitions: int = 1, runtime: str = "local", spark=None, *,
                  checkpoint_every: int | None = None, checkpoint_dir: str | None = None,
@@ -114,6 +116,8 @@ class Dataflow:
             raise ValueError("explain=True runs on the local runtime (any partitions=); "
                              f"explanations of runtime={runtime!r} dataflows are not built yet")
         self.explain = bool(explain)
+        self._live: list = []          # live explanations, refreshed after every advance
+        self._refreshing = False
         self._trace = None
         if trace is not None:
             from .runtime.trace_sink import open_trace
@@ -178,6 +182,27 @@ class Dataflow:
         self.epoch += 1
         if run:
             runtime.run()
+            if self._live and not self._refreshing:  # their own commits do not recurse
+                self._refreshing = True
+                try:
+                    for live in list(self._live):
+                        live.refresh()
+                finally:
+                    self._refreshing = False
+
+    def explanations(self, output):
+        """Live explanations of rows of ``output``, kept current by every :meth:`advance`
+        (:class:`~diffflow.provenance.live.LiveExplanations`: ``ask(rows)``, index by row,
+        ``changes()``).  Needs ``Dataflow(explain=True)``.
+
+        >>> flow = Dataflow(explain=True); a = flow.input("a", ["x"]); out = a.output()
+        >>> a.insert([1]); flow.advance(); live = flow.explanations(out); live.ask([(1,)])
+        >>> a.remove([1]); flow.advance(); [(c.input, c.row, c.diff) for c in live.changes()]
+        [('a', (1,), 1), (None, None, -1), ('a', (1,), -1)]
+        """
+        from .provenance.live import LiveExplanations
+
+        return LiveExplanations(output)
 
     def run(self) -> None:
         """Compute every closed epoch (see :meth:`advance`)."""

@@ -92,7 +92,8 @@ class Provenance:
         kind, hs = node.kind, self.heights
         if kind == "input":
             request = self._request(node)
-            found = request.join(hs.collection(node.id), on=list(node.schema.names))
+            # distinct: a row asked by several searches at once still reads its multiplicity
+            found = request.distinct().join(hs.collection(node.id), on=list(node.schema.names))
             return _Query(node, "input", request, found.output(), 0)
         if kind == "select":
             source = self.graph.nodes[node.inputs[0]]
@@ -170,14 +171,17 @@ class Provenance:
             raise ExplainError(f"{missing[0]!r} is not in {output.name or node.label} as of "
                                f"epoch {self.flow.epoch - 1}: check its values (rows are "
                                f"tuples in the output's column order {list(node.schema.names)})")
-        search = _Search(self)
-        leaves = search.run([(node.id, r) for r in rows])
+        return self.explanation(output, {r: present[r] for r in rows}, _Search(self))
+
+    def explanation(self, output, rows: dict, search) -> "CollectionExplanation":
+        """The explanation of ``rows`` (present, with their multiplicities) by ``search``."""
+        leaves = search.run([(output.node.id, r) for r in rows])
         inputs: dict = {}
         for nid, row, mult in sorted(leaves):
             name = next(i.name for i in self.flow._inputs if i.node.id == nid)
             inputs.setdefault(name, {})[row] = mult
-        ex = CollectionExplanation(output, {r: present[r] for r in rows},
-                                   dict(sorted(inputs.items())), self.flow, search.commits)
+        ex = CollectionExplanation(output, rows, dict(sorted(inputs.items())), self.flow,
+                                   search.commits)
         if self.subtracts and not ex.reproduces():
             # a difference (antijoin, a negated collection) the proof does not carry: the
             # replay on the proof's rows kept a row the full input removes.  Until the
@@ -196,12 +200,18 @@ class Provenance:
 
 
 class _Search:
-    """Breadth first over rule applications; one engine commit per level of queries."""
+    """Breadth first over rule applications; one engine commit per level of queries.
 
-    def __init__(self, provenance):
+    With ``held`` (a dict, :mod:`.live`'s) requests stay in the flow after the search, and a
+    level whose requests are all held needs no commit: the queries keep their answers
+    current as inputs change."""
+
+    def __init__(self, provenance, held: dict | None = None):
         self.p = provenance
         self.graph = provenance.graph
         self.asked: dict = {}      # request -> rows in the flow
+        self.held = held
+        self.used: set = set()     # (request, row) pairs this search read
         self.commits = 0
 
     def run(self, targets):
@@ -221,14 +231,15 @@ class _Search:
                     pending.extend(follow)
             if not level:
                 break
-            answers = self._ask(level)
+            answers = self._ask(level) if self.held is None else self._hold(level)
             for nid, row, bound in level:
-                found = answers.get((nid, row), [])
+                found = answers.get((nid, row, bound), [])
                 more, leaf = self._answer(nid, row, bound, found)
                 pending.extend(more)
                 if leaf is not None:
                     leaves.append(leaf)
-        self._ask([])
+        if self.held is None:
+            self._ask([])
         return leaves
 
     def _direct(self, nid, row, bound):
@@ -270,8 +281,7 @@ class _Search:
     def _ask(self, level) -> dict:
         wanted: dict = {}
         for nid, row, bound in level:
-            queries = self.p.queries[nid]
-            for query in queries if isinstance(queries, list) else [queries]:
+            for query in self._queries(nid):
                 wanted.setdefault(query.request, []).append(row + (bound,))
         for request in set(self.asked) | set(wanted):
             old, new = self.asked.get(request, []), wanted.get(request, [])
@@ -282,17 +292,39 @@ class _Search:
             self.asked[request] = new
         self.p.flow.advance()
         self.commits += 1
+        return self._answers(level)
+
+    def _hold(self, level) -> dict:
+        """Add the requests not held yet; commit only if there were any."""
+        added: dict = {}
+        for nid, row, bound in level:
+            for query in self._queries(nid):
+                key = (query.request, row + (bound,))
+                self.used.add(key)
+                if key not in self.held:
+                    self.held[key] = True
+                    added.setdefault(query.request, []).append(row + (bound,))
+        for request, rows in added.items():
+            request.insert(rows)
+        if added:
+            self.p.flow.advance()
+            self.commits += 1
+        return self._answers(level)
+
+    def _queries(self, nid) -> list:
+        queries = self.p.queries[nid]
+        return queries if isinstance(queries, list) else [queries]
+
+    def _answers(self, level) -> dict:
+        """``(node, row, bound) -> [(query, found values, multiplicity)]``, each query's
+        output read once."""
         answers: dict = {}
-        for nid, _row, _bound in level:
-            queries = self.p.queries[nid]
-            for query in queries if isinstance(queries, list) else [queries]:
-                if ("read", id(query)) in answers:
-                    continue
-                answers[("read", id(query))] = True
-                width = query.node.schema.width
-                for found, mult in query.output.snapshot().items():
-                    key = (nid, tuple(found[:width]))
-                    answers.setdefault(key, []).append((query, found[width + 1:], mult))
+        queries = {id(q): q for nid, _row, _bound in level for q in self._queries(nid)}
+        for query in queries.values():
+            width = query.node.schema.width
+            for found, mult in query.output.snapshot().items():
+                key = (query.node.id, tuple(found[:width]), found[width])
+                answers.setdefault(key, []).append((query, found[width + 1:], mult))
         return answers
 
     def _answer(self, nid, row, bound, found):
