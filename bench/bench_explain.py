@@ -15,6 +15,10 @@ Two workloads on real graphs, each run twice in this process: plain and with
   the recursion); every explanation is checked against the BFS distance from the component's
   label (its lowest node) in the undirected graph.
 
+Both also run through the collection API (``graphs.reachable`` and
+``graphs.connected_components`` with ``Dataflow(explain=True)``): ``--api datalog``,
+``collection`` or ``both`` (the default).
+
 Printed per workload: the initial run, the median of ``--updates`` single edge removals and
 re-insertions, the overhead factors, and for ``--queries`` random derived facts the
 explanation latency (median, p90), its size in edges; the first few explanations also pass
@@ -129,6 +133,65 @@ def measure(name, source, relation, edges, sources, args, conciseness) -> None:
           f"{statistics.median(sizes):g}, max {max(sizes)}\n")
 
 
+def run_collections(workload, edges, sources, updates: int, explain: bool, seed: int):
+    import diffflow as dd
+    from diffflow import graphs
+
+    flow = dd.Dataflow(explain=explain)
+    e = flow.input("edges", ["src", "dst"])
+    if workload == "reach":
+        roots = flow.input("roots", ["node"])
+        out = graphs.reachable(e, roots).output()
+        roots.insert(sources[:, None])
+    else:
+        out = graphs.connected_components(e).output()
+    e.insert(edges)
+    started = time.perf_counter()
+    flow.advance()
+    initial = time.perf_counter() - started
+    rng = np.random.default_rng(seed)
+    times = []
+    for _ in range(updates):
+        edge = edges[rng.integers(len(edges))][None]
+        for change in (e.remove, e.insert):
+            started = time.perf_counter()
+            change(edge)
+            flow.advance()
+            times.append(time.perf_counter() - started)
+    return out, initial, statistics.median(times)
+
+
+def measure_collections(name, workload, edges, sources, args, conciseness) -> None:
+    rows = []
+    for explain in (False, True):
+        out, initial, update = run_collections(workload, edges, sources, args.updates,
+                                               explain, args.seed)
+        rows.append((explain, initial, update, len(out.snapshot())))
+    plain, explained = rows
+    print(f"## {name}, collection API ({len(edges):,} edges, {plain[3]:,} output rows)\n")
+    print("| mode | initial s | update ms, median | rows |\n|---|---|---|---|")
+    for explain, initial, update, size in rows:
+        print(f"| {'explain=True' if explain else 'plain'} | {initial:.3g} | "
+              f"{update * 1000:.3g} | {size:,} |")
+    print(f"\noverhead: initial x{explained[1] / plain[1]:.2f}, update "
+          f"x{explained[2] / plain[2]:.2f}")
+    facts = random.Random(args.seed).sample(sorted(out.snapshot()), args.queries)
+    latencies, sizes = [], []
+    for i, fact in enumerate(facts):
+        started = time.perf_counter()
+        ex = out.explain([fact])
+        latencies.append(time.perf_counter() - started)
+        sizes.append(len(ex.inputs.get("edges", ())))
+        conciseness(fact if workload == "cc" else (None, fact[0]), ex)
+        if i < 3:
+            ex.check()
+    latencies.sort()
+    print(f"explanations of {len(facts)} random rows: median "
+          f"{statistics.median(latencies) * 1000:.1f} ms, p90 "
+          f"{latencies[int(0.9 * len(latencies))] * 1000:.1f} ms; edges median "
+          f"{statistics.median(sizes):g}, max {max(sizes)}\n")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--workload", choices=["reach", "cc", "both"], default="both")
@@ -138,9 +201,11 @@ def main() -> None:
     p.add_argument("--updates", type=int, default=10)
     p.add_argument("--queries", type=int, default=50)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--api", choices=["datalog", "collection", "both"], default="both")
     add_data_option(p)
     args = p.parse_args()
     os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+    datalog, collection = args.api in ("datalog", "both"), args.api in ("collection", "both")
     print("# explanations\n")
     if args.workload in ("reach", "both"):
         edges = load_graph(args.graph, args.data)
@@ -149,13 +214,18 @@ def main() -> None:
         distances: dict = {}
 
         def shortest_path(fact, ex):
-            if fact[0] not in distances:
-                distances[fact[0]] = bfs_distances(edges, fact[0])
-            if len(ex.inputs["edge"]) != distances[fact[0]][fact[1]]:
-                raise SystemExit(f"MISMATCH: explanation of reach{fact} is not a shortest "
-                                 f"path")
-        measure(f"reach from {args.sources} sources on {args.graph}", REACH, "reach", edges,
-                sources, args, shortest_path)
+            source, node = fact
+            if source not in distances:   # None: from any of the sources
+                distances[source] = multi_source_bfs(edges, sources if source is None
+                                                     else [source])
+            used = len(ex.inputs.get("edge", ex.inputs.get("edges", ())))
+            if used != distances[source][node]:
+                raise SystemExit(f"MISMATCH: the explanation of {fact} is not a shortest path")
+        name = f"reach from {args.sources} sources on {args.graph}"
+        if datalog:
+            measure(name, REACH, "reach", edges, sources, args, shortest_path)
+        if collection:
+            measure_collections(name, "reach", edges, sources, args, shortest_path)
         print("every reach explanation is a shortest path (BFS)\n")
     if args.workload in ("cc", "both"):
         edges = load_graph(args.cc_graph, args.data)
@@ -167,15 +237,28 @@ def main() -> None:
             if label not in labels:
                 labels[label] = bfs_distances(edges, label, undirected=True)
             distance = labels[label].get(node, 0)
-            edges_used = len(ex.inputs["edge"])
-            if edges_used < distance:
-                raise SystemExit(f"MISMATCH: cc{fact} explained by {edges_used} edges, but "
+            used = len(ex.inputs.get("edge", ex.inputs.get("edges", ())))
+            if used < distance:
+                raise SystemExit(f"MISMATCH: cc{fact} explained by {used} edges, but "
                                  f"the label is {distance} edges away")
-            extra[edges_used - distance] += 1
-        measure(f"connected components of {args.cc_graph}", CC, "cc", edges, None, args,
-                from_the_label)
+            extra[used - distance] += 1
+        name = f"connected components of {args.cc_graph}"
+        if datalog:
+            measure(name, CC, "cc", edges, None, args, from_the_label)
+        if collection:
+            measure_collections(name, "cc", edges, None, args, from_the_label)
         print("cc explanations: edges beyond the BFS distance from the label -> count: "
               + ", ".join(f"+{k}: {v}" for k, v in sorted(extra.items())))
+
+
+def multi_source_bfs(edges: np.ndarray, sources) -> dict:
+    """Edges on a shortest path from the nearest source (BFS)."""
+    best: dict = {}
+    for source in sources:
+        for node, d in bfs_distances(edges, int(source)).items():
+            best[node] = min(d, best.get(node, d))
+        best[int(source)] = 0
+    return best
 
 
 if __name__ == "__main__":
