@@ -39,6 +39,11 @@ from ..operators.reducers import DistinctReducer
 H = "_h"  # the height column of every twin
 
 
+def _lowest(twin):
+    from ..aggregates import min as lowest
+    return twin.aggregate(by=[n for n in twin.columns if n != H], **{H: lowest(H)})
+
+
 def higher(a, b):
     """The larger of two integer column expressions, exactly."""
     return (a + b + abs(a - b)) // 2
@@ -80,11 +85,18 @@ class Heights:
     def lowest(self, nid: int):
         """The twin with one row per distinct row: its lowest height."""
         if nid not in self.lowest_cache:
-            from ..aggregates import min as lowest
-            twin = self.twin[nid]
-            names = [n for n in twin.columns if n != H]
-            self.lowest_cache[nid] = twin.aggregate(by=names, **{H: lowest(H)})
+            self.lowest_cache[nid] = _lowest(self.twin[nid])
         return self.lowest_cache[nid]
+
+    def final(self, nid: int):
+        """:meth:`lowest` of the twin's final value, in the root scope: what witness queries
+        read, computed once per epoch rather than in every round of a loop."""
+        key = ("final", nid)
+        if key not in self.lowest_cache:
+            twin = self.twin[nid]
+            self.lowest_cache[key] = self.lowest(nid) if twin.scope.parent is None else \
+                _lowest(self.leave_to_root(twin))
+        return self.lowest_cache[key]
 
     # -- one node ---------------------------------------------------------------------------
     def _build(self, node):
@@ -142,18 +154,17 @@ class Heights:
         keys = list(arranged.schema.names[:kk])
         reducer = node.params["reducer"]
         out = self.collection(node.id)
-        rows = self.lowest(source)
         if isinstance(reducer, DistinctReducer):
-            return rows
+            return self.lowest(source)
         extremum = extremum_of(reducer)
         if extremum is not None:  # the lowest winner: a row whose value is the result
             value = arranged.schema.names[kk + extremum[1]]
             result = node.schema.names[kk]
-            winners = rows.join(out.select(*keys, **{"_won": result}),
-                                left_on=[*keys, value], right_on=[*keys, "_won"])
+            winners = self.twin[source].join(out.select(*keys, **{"_won": result}),
+                                             left_on=[*keys, value], right_on=[*keys, "_won"])
             group = winners.aggregate(by=keys, **{H: lowest(H)})
-        else:  # any other reducer may read every row of its group
-            group = rows.aggregate(by=keys, **{H: highest(H)})
+        else:  # any other reducer may read every row of its group: its highest row
+            group = self.lowest(source).aggregate(by=keys, **{H: highest(H)})
         return out.join(group, on=keys) if keys else \
             out.select(*out.columns, _unit=0).join(group.select(H, _unit=0), on="_unit") \
             .select(*out.columns, H)

@@ -99,7 +99,7 @@ class Provenance:
             source = self.graph.nodes[node.inputs[0]]
             image = {f"_o{i}": e for i, e in enumerate(node.params["exprs"])}
             pre = {f"_p{j}": col(n) for j, n in enumerate(source.schema.names)}
-            mapped = hs.leave_to_root(hs.lowest(source.id).select(**image, **pre, **{H: H}))
+            mapped = hs.final(source.id).select(**image, **pre, **{H: H})
             return self._found(node, "select", mapped, list(image), list(pre), source.id,
                                bounded=True)
         if kind == "concat" and node.id in hs.variables:
@@ -107,8 +107,8 @@ class Provenance:
             if not initial:
                 return None
             outer = self.graph.nodes[initial[0]]
-            mapped = hs.leave_to_root(hs.lowest(outer.id).select(
-                **{f"_o{i}": col(n) for i, n in enumerate(outer.schema.names)}, **{H: H}))
+            mapped = hs.final(outer.id).select(
+                **{f"_o{i}": col(n) for i, n in enumerate(outer.schema.names)}, **{H: H})
             return self._found(node, "variable", mapped, [f"_o{i}" for i in
                                                          range(len(outer.schema.names))],
                                [], outer.id, bounded=True)
@@ -122,24 +122,24 @@ class Provenance:
             keys = list(arranged.schema.names[:kk])
             extremum = extremum_of(node.params["reducer"])
             names = list(source.schema.names)
-            rows = hs.lowest(source.id).select(
+            rows = hs.final(source.id).select(
                 **{f"_p{j}": col(n) for j, n in enumerate(names)}, **{H: H})
             on = [f"_p{names.index(k)}" for k in keys]
             if extremum is not None:
                 value = arranged.schema.names[kk + extremum[1]]
                 on.append(f"_p{names.index(value)}")
-                return self._found(node, "winner", hs.leave_to_root(rows),
+                return self._found(node, "winner", rows,
                                    on, [f"_p{j}" for j in range(len(names))], source.id,
                                    bounded=True, left=[*keys, node.schema.names[kk]])
-            return self._found(node, "group", hs.leave_to_root(rows), on,
+            return self._found(node, "group", rows, on,
                                [f"_p{j}" for j in range(len(names))], source.id,
                                bounded=False, left=keys)
         return None
 
     def _concat_input(self, node, source_id):
         source = self.graph.nodes[source_id]
-        mapped = self.heights.leave_to_root(self.heights.lowest(source_id).select(
-            **{f"_o{i}": col(n) for i, n in enumerate(source.schema.names)}, **{H: H}))
+        mapped = self.heights.final(source_id).select(
+            **{f"_o{i}": col(n) for i, n in enumerate(source.schema.names)}, **{H: H})
         return self._found(node, "concat", mapped,
                            [f"_o{i}" for i in range(len(source.schema.names))], [],
                            source_id, bounded=True)
