@@ -89,13 +89,12 @@ class Heights:
         return self.lowest_cache[nid]
 
     def final(self, nid: int):
-        """:meth:`lowest` of the twin's final value, in the root scope: what witness queries
-        read, computed once per epoch rather than in every round of a loop."""
+        """The twin's final value in the root scope: what witness queries read (they pick
+        the lowest height among a row's entries themselves, so no per-row minimum is kept
+        for them)."""
         key = ("final", nid)
         if key not in self.lowest_cache:
-            twin = self.twin[nid]
-            self.lowest_cache[key] = self.lowest(nid) if twin.scope.parent is None else \
-                _lowest(self.leave_to_root(twin))
+            self.lowest_cache[key] = self.leave_to_root(self.twin[nid])
         return self.lowest_cache[key]
 
     # -- one node ---------------------------------------------------------------------------
