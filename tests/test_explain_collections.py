@@ -267,3 +267,64 @@ def test_an_advance_that_leaves_a_proof_alone_costs_the_live_explanation_nothing
     live.close()
     flow.advance()
     assert not any(i._staged for i in flow._inputs)
+
+
+def _global(flow):
+    a = flow.input("a", ["x"])
+    return a.aggregate(n=dd.count(), s=dd.sum("x"), lo=dd.min("x")).output(), \
+        lambda: a.insert([1, 2, 2])
+
+
+def _threshold(flow):
+    a = flow.input("a", ["x"])
+    return a.threshold(lambda m: m // 2).output(), lambda: a.insert([1, 1, 1, 2])
+
+
+def _custom(flow):
+    import numpy as np
+
+    def total(starts, cols, mults):
+        sums = np.add.reduceat(cols[0] * mults, starts[:-1])
+        return np.arange(len(sums)), (sums,)
+    a = flow.input("a", ["k", "v"])
+    return a.reduce(total, by="k", out={"s": int}).output(), \
+        lambda: a.insert([(1, 2), (1, 3), (2, 5)])
+
+
+def _symbols(flow):
+    a = flow.input("a", [("name", str), ("n", int)])
+    b = flow.input("b", [("name", str), ("city", str)])
+    out = a.join(b, on="name").filter(dd.col("n") > 1).select("city", "n").output()
+    return out, lambda: (a.insert([("x", 2), ("y", 1), ("z", 3)]),
+                         b.insert([("x", "p"), ("z", "q"), ("z", "r")]))
+
+
+def _nested_loops(flow):
+    e = flow.input("e", ["src", "dst"])
+    r = flow.input("r", ["node"])
+    out = r.iterate(lambda v: v.concat(graphs.reachable(e.enter(v), v)).distinct()).output()
+    return out, lambda: (e.insert([(1, 2), (2, 3), (3, 1), (5, 6)]), r.insert([1]))
+
+
+def _scc(flow):
+    e = flow.input("e", ["src", "dst"])
+    return graphs.strongly_connected_components(e).output(), \
+        lambda: e.insert([(1, 2), (2, 1), (2, 3), (3, 4), (4, 3)])
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+@pytest.mark.parametrize("case", [_global, _threshold, _custom, _symbols, _nested_loops, _scc],
+                         ids=lambda f: f.__name__.strip("_"))
+def test_every_reducer_symbols_and_nested_loops_reproduce(case, partitions):
+    flow = dd.Dataflow(partitions=partitions, explain=True)
+    out, feed = case(flow)
+    feed()
+    flow.advance()
+    rows = sorted(out.snapshot())
+    assert rows
+    for row in rows:
+        ex = out.explain([row])
+        assert ex.inputs and all(m > 0 for r in ex.inputs.values() for m in r.values())
+        ex.check()
+    if case is _global:   # count and sum need the whole input, with multiplicities
+        assert out.explain([rows[0]]).inputs == {"a": {(1,): 1, (2,): 2}}

@@ -146,8 +146,12 @@ class Provenance:
 
     def _found(self, node, rule, mapped, on, keep, source, bounded, left=None):
         request = self._request(node)
-        left = left or list(node.schema.names)
-        found = request.join(mapped, left_on=left, right_on=on)
+        left = list(node.schema.names) if left is None else left
+        if not on:  # a reduction without keys: every request reads the one group
+            request_side = request.select(*request.columns, _unit=0)
+            found = request_side.join(mapped.select(*mapped.columns, _unit=0), on="_unit")
+        else:
+            found = request.join(mapped, left_on=left, right_on=on)
         if bounded:
             found = found.filter(col(H) <= col(BOUND))
         joined = dict(zip(on, left))    # a join key comes out under the request's name
