@@ -29,8 +29,8 @@ from .aggregates import Aggregate, count, max, min, sum
 from .arranged import Arranged
 from .collection import Collection
 from .custom_reducers import per_group
-from .errors import (DatalogError, DatalogWarning, DiffflowError, ExpressionError, GraphError,
-                     NonConvergenceError, OperatorError, WorkerLost)
+from .errors import (DatalogError, DatalogWarning, DiffflowError, ExplainError, ExpressionError,
+                     GraphError, NonConvergenceError, OperatorError, WorkerLost)
 from .expr import col, lit
 from .flow import Dataflow
 from .inputs import InputCollection
@@ -40,7 +40,7 @@ from .schema import Schema
 from .streaming import StreamingView
 
 __all__ = ["Dataflow", "Collection", "InputCollection", "Arranged", "Output", "Aggregate",
-           "Loop", "Variable", "DiffflowError", "GraphError", "ExpressionError", "WorkerLost", "OperatorError", "NonConvergenceError", "Schema",
+           "Loop", "Variable", "DiffflowError", "GraphError", "ExpressionError", "ExplainError", "WorkerLost", "OperatorError", "NonConvergenceError", "Schema",
            "Program", "DatalogError", "DatalogWarning", "StreamingView", "col", "lit", "count", "sum", "min", "max",
            "per_group"]
 __version__ = "0.1.0"

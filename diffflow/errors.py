@@ -10,7 +10,9 @@ failures while computing), so older ``except ValueError`` code keeps working.
   program or fact file, located as ``file:line:col`` with the line and a caret;
 * :class:`OperatorError` -- an operator failed on data (names it and its line);
 * :class:`NonConvergenceError` -- a loop still changed after its round limit;
-* :class:`WorkerLost` -- a partition worker process or Spark task died.
+* :class:`WorkerLost` -- a partition worker process or Spark task died;
+* :class:`ExplainError` -- a row or fact that cannot be explained (not in its output, or
+  explanations not switched on).
 
 Errors survive pickling with their fields, so a partition worker's failure
 is raised on the driver as the same type (:mod:`diffflow.runtime.transports`).
@@ -37,6 +39,11 @@ class ExpressionError(GraphError):
 
 class OperatorError(DiffflowError, RuntimeError):
     """An operator failed while processing data; names the operator and the user's line."""
+
+
+class ExplainError(DiffflowError, ValueError):
+    """Something that cannot be explained: a row or fact not in its output, an unknown
+    relation, or a dataflow or program built without explanations."""
 
 
 class WorkerLost(DiffflowError, RuntimeError):

@@ -29,15 +29,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import ExplainError
 from . import ast
 from .correct import correct, needs_correction, replay
 from .proof import GroupNode, Leaf, ProofTree, format_fact, format_value, show
 from .provenance import HEIGHTS
 
 
-class ExplainError(ValueError):
-    """A fact that cannot be explained: not derived, unknown relation, wrong arity, or a
-    program compiled without provenance."""
 
 
 # -- explanations ---------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import GraphError
+from ..errors import ExplainError, GraphError
 from ..expr import col
 from ..operators.reduce_extremum import extremum_of
 from ..operators.reducers import DistinctReducer
@@ -43,8 +43,6 @@ BOUND = "_bound"
 SAME = ("filter", "consolidate", "inspect", "output", "arrange", "enter")
 
 
-class ExplainError(ValueError):
-    """Rows that cannot be explained: not in the output, or a dataflow without explain."""
 
 
 @dataclass(eq=False)
