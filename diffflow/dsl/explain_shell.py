@@ -71,8 +71,10 @@ class ExplainShell:
         if self.out is not self.screen:
             self.out.close()
 
-    def command(self, line: str, lines=iter(())) -> bool:
-        """Run one command; ``False`` means leave."""
+    def command(self, line: str, lines=None) -> bool:
+        """Run one command (``lines``: where a dialogue reads its answers); ``False`` means
+        leave."""
+        lines = iter(()) if lines is None else lines
         word, _, rest = line.partition(" ")
         rest = rest.strip()
         try:

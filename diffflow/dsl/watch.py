@@ -71,8 +71,8 @@ class LiveExplanations:
 
     def refresh(self, initial: bool = False) -> None:
         """Read every proof again (after a commit; :class:`Program` calls it)."""
-        from .explain import Explanation, _leaves, _Search, _shaped, prove
         from .correct import correct, needs_correction
+        from .explain import Explanation, _leaves, _Search, _shaped, prove
 
         program = self.program
         search = _Search(program, program._compiled, self.held)
