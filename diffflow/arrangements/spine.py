@@ -113,6 +113,21 @@ class Spine:
         self.insert(batch)
         return batch
 
+    def extend_to(self, upper: Antichain) -> None:
+        """Nothing happened before ``upper``: move the spine's upper on (what inserting an
+        empty batch does, without building one).
+
+        >>> s = Spine(width=1, key_width=1, dim=1)
+        >>> _ = s.insert_chunks([Updates.from_lists([(4,)], [(0,)], [1])], Antichain([(1,)]))
+        >>> s.extend_to(Antichain([(5,)])); s.upper == Antichain([(5,)]), len(s)
+        (True, 1)
+        """
+        if not self.batches:
+            self.insert_chunks([], upper)
+            return
+        self.batches[-1] = self.batches[-1].extended_to(upper)
+        self.upper = upper
+
     def set_compaction(self, frontier: Antichain) -> None:
         """Allow times to be advanced to ``frontier`` (frontiers only move forward)."""
         self.since = frontier

@@ -59,6 +59,9 @@ class ArrangeOp(Operator):
                     ready.append(c.take(~incomplete))
             if waiting:
                 self.pending = concat(waiting, self.node.schema.width, self.ctx.dim)
+        if not ready:  # only the frontier moved: no batch to build
+            self.spine.extend_to(frontier)
+            return []
         batch = self.spine.insert_chunks(ready, frontier)
         return [batch] if len(batch) else []
 
