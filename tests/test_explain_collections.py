@@ -187,11 +187,10 @@ def test_errors_say_what_to_do_and_change_nothing():
 
 
 @pytest.mark.parametrize("partitions", [1, 3])
-def test_differences_reproduce(partitions):
-    """``q = a ⋉ b ▷ (b ▷ d)``: the proof of q(x) holds a(x) and b(x), and a replay on those
-    alone derives b ▷ d = {x} and loses q(x): d(x) is needed too.  Until correction rounds
-    are built for collections the whole input is the explanation; a plain antijoin needs
-    nothing more than its proof."""
+def test_differences_are_corrected_by_replays(partitions):
+    """``q = a ⋉ b ▷ (b ▷ d)``: the proof of q(1) holds a(1) and b(1), and a replay on those
+    alone derives b ▷ d = {1} and loses q(1); a correction round adds d(1) -- not d(5), and
+    nothing for rows the replay does not hold.  A plain antijoin needs only its proof."""
     flow = dd.Dataflow(partitions=partitions, explain=True)
     a, b, d = (flow.input(n, ["x"]) for n in "abd")
     n = b.antijoin(d, on="x")
@@ -201,10 +200,39 @@ def test_differences_reproduce(partitions):
     flow.advance()
     assert sorted(q.snapshot()) == [(1,)] and sorted(plain.snapshot()) == [(2,), (3,)]
     ex = q.explain([(1,)])
-    assert ex.whole_input and ex.inputs["d"] == {(1,): 1, (5,): 1}
+    assert ex.inputs == {"a": {(1,): 1}, "b": {(1,): 1}, "d": {(1,): 1}}
+    assert ex.rounds == 2 and not ex.whole_input
     ex.check()
     ex = plain.explain([(2,)])
-    assert not ex.whole_input and ex.inputs == {"a": {(2,): 1}}
+    assert ex.inputs == {"a": {(2,): 1}} and ex.rounds == 1
+    ex.check()
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_word_count_difference_needs_the_other_documents_words(partitions):
+    """EXPLAIN.md §4 as a multiset difference: "the" three times in A and once in B gives 2;
+    A's copies alone replay as 3, so a correction round adds B's copy."""
+    flow = dd.Dataflow(partitions=partitions, explain=True)
+    a, b = flow.input("a", [("word", str)]), flow.input("b", [("word", str)])
+    diff = a.concat(b.negate()).consolidate().output()
+    a.insert([("the",), ("the",), ("cat",), ("the",)]); b.insert([("the",), ("dog",)])
+    flow.advance()
+    assert diff.snapshot()[("the",)] == 2
+    ex = diff.explain([("the",)])
+    assert ex.inputs == {"a": {("the",): 3}, "b": {("the",): 1}} and ex.rounds == 2
+    ex.check()
+
+
+def test_a_difference_the_rounds_cannot_reach_falls_back_to_the_whole_input(monkeypatch):
+    from diffflow.provenance.correct import Differences
+    monkeypatch.setattr(Differences, "correct", lambda self, provenance, ex: False)
+    flow = dd.Dataflow(explain=True)
+    a, d = flow.input("a", ["x"]), flow.input("d", ["x"])
+    out = a.antijoin(d, on="x").output()
+    a.insert([1, 2]); d.insert([2, 7])
+    flow.advance()
+    ex = out.explain([(1,)])
+    assert ex.whole_input and ex.inputs == {"a": {(1,): 1, (2,): 1}, "d": {(2,): 1, (7,): 1}}
     ex.check()
 
 

@@ -19,6 +19,12 @@ def replay(flow, node, inputs: dict) -> dict:
     """``{row: multiplicity}`` of ``node`` (an output of ``flow``) when the dataflow's own
     nodes run on ``inputs`` alone (input name -> ``{row: multiplicity}``), on one local
     partition: results do not depend on the partition count."""
+    return replay_observing(flow, node, inputs, [])[0]
+
+
+def replay_observing(flow, node, inputs: dict, observe) -> tuple:
+    """:func:`replay`, and ``{node id: {row: multiplicity}}`` of the root-scope nodes
+    ``observe`` in the same replay."""
     from ..flow import Dataflow
     from ..inputs import InputCollection
     from ..outputs import Output
@@ -39,8 +45,12 @@ def replay(flow, node, inputs: dict) -> dict:
         if rows:
             by_name[name].update(list(rows), np.array(list(rows.values()), np.int64))
     out = Output(twin, twin.graph.nodes[node.id], None)
+    seen = {}
+    for nid in observe:
+        source = twin.graph.nodes[nid]
+        seen[nid] = Output(twin, twin.graph.add("output", [nid], source.schema), None)
     try:
         twin.advance()
-        return out.snapshot()
+        return out.snapshot(), {nid: o.snapshot() for nid, o in seen.items()}
     finally:
         twin.close()

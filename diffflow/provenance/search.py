@@ -80,6 +80,9 @@ class Provenance:
         self._contents = {n.id: self.heights.collection(n.id).output()
                           for n in self.heights.user if n.kind == "input"} \
             if self.subtracts else {}
+        if self.subtracts:
+            from .correct import Differences
+            self.differences = Differences(self)
 
     # -- building -----------------------------------------------------------------------------
     def _request(self, node):
@@ -180,24 +183,24 @@ class Provenance:
         leaves = search.run([(output.node.id, r) for r in rows])
         inputs: dict = {}
         for nid, row, mult in sorted(leaves):
-            name = next(i.name for i in self.flow._inputs if i.node.id == nid)
-            inputs.setdefault(name, {})[row] = mult
+            inputs.setdefault(self.input_name(nid), {})[row] = mult
         ex = CollectionExplanation(output, rows, dict(sorted(inputs.items())), self.flow,
                                    search.commits)
-        if self.subtracts and not ex.reproduces():
-            # a difference (antijoin, a negated collection) the proof does not carry: the
-            # replay on the proof's rows kept a row the full input removes.  Until the
-            # correction rounds of EXPLAIN.md §5 are built here, the whole input explains it.
+        if self.subtracts and not self.differences.correct(self, ex):
+            # a difference the correction rounds cannot reach (one inside a loop): the
+            # whole input explains the rows
             ex.inputs, ex.whole_input = self._whole_input(), True
         return ex
+
+    def input_name(self, nid: int) -> str:
+        return next(i.name for i in self.flow._inputs if i.node.id == nid)
 
     def _whole_input(self) -> dict:
         inputs = {}
         for nid, query in self.queries.items():
             node = self.graph.nodes[nid]
             if node.kind == "input":
-                name = next(i.name for i in self.flow._inputs if i.node.id == nid)
-                inputs[name] = dict(self._contents[nid].snapshot())
+                inputs[self.input_name(nid)] = dict(self._contents[nid].snapshot())
         return dict(sorted((k, v) for k, v in inputs.items() if v))
 
 
@@ -364,7 +367,8 @@ class CollectionExplanation:
     flow: object = field(repr=False)
     commits: int = 0
 
-    whole_input: bool = False   # a difference the proof does not carry: see Provenance
+    whole_input: bool = False   # a difference the correction rounds cannot reach
+    rounds: int = 0             # replays of the correction rounds (0: none were needed)
 
     @property
     def size(self) -> int:
