@@ -34,10 +34,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import ExplainError, GraphError
-from ..expr import col
+from ..expr import Col, col
 from ..operators.reduce_extremum import extremum_of
 from ..operators.reducers import DistinctReducer
-from .heights import H, Heights
+from .heights import H, Heights, higher
 
 BOUND = "_bound"
 SAME = ("filter", "consolidate", "inspect", "output", "arrange", "enter")
@@ -98,6 +98,9 @@ class Provenance:
             return _Query(node, "input", request, found.output(), 0)
         if kind == "select":
             source = self.graph.nodes[node.inputs[0]]
+            through = self._through_join(node, source)
+            if through is not None:
+                return through
             image = {f"_o{i}": e for i, e in enumerate(node.params["exprs"])}
             pre = {f"_p{j}": col(n) for j, n in enumerate(source.schema.names)}
             mapped = hs.final(source.id).select(**image, **pre, **{H: H})
@@ -136,6 +139,67 @@ class Provenance:
                                [f"_p{j}" for j in range(len(names))], source.id,
                                bounded=False, left=keys)
         return None
+
+    def _through_join(self, node, join):
+        """A projection of a join: find its pre-image in the join's two inputs (indexed by
+        the columns the projection keeps) instead of indexing the join's whole output.  The
+        side the projection determines more of is read first -- the right side when it
+        determines any of its columns (a loop's joins read a fixed relation on the right)."""
+        exprs = node.params["exprs"]
+        if join.kind != "join" or not all(isinstance(e, Col) for e in exprs):
+            return None
+        left_arr, right_arr = (self.graph.nodes[i] for i in join.inputs)
+        kk = join.params["key_width"]
+        left, right = (self.graph.nodes[a.inputs[0]] for a in (left_arr, right_arr))
+        lkeys, rkeys = list(left_arr.schema.names[:kk]), list(right_arr.schema.names[:kk])
+        right_rest = [n for n in right.schema.names if n not in rkeys]
+        # every join column: which side and which of that side's columns holds it
+        origin = {n: ("L", n) for n in left.schema.names}
+        origin.update({out: ("R", r) for out, r in
+                       zip(join.schema.names[left.schema.width:], right_rest)})
+        wanted = {out.name: name for out, name in zip(exprs, node.schema.names)}
+        fixed = {"L": {}, "R": {}}      # side -> {side column: request column}
+        for column, request_column in wanted.items():
+            side, name = origin[column]
+            fixed[side].setdefault(name, request_column)
+        for lk, rk in zip(lkeys, rkeys):   # a fixed key fixes the other side's key too
+            if lk in fixed["L"]:
+                fixed["R"].setdefault(rk, fixed["L"][lk])
+            elif rk in fixed["R"]:
+                fixed["L"].setdefault(lk, fixed["R"][rk])
+        first = "R" if fixed["R"] else "L"
+        if not fixed[first]:
+            return None
+        hs = self.heights
+        sides = {"L": (left, hs.final(left.id)), "R": (right, hs.final(right.id))}
+        request = self._request(node)
+        found, alias = request, {}    # a join's right key comes out under the left's name
+        for side in (first, "R" if first == "L" else "L"):
+            source, final = sides[side]
+            names = list(source.schema.names)
+            rows = final.select(**{f"_{side}{j}": col(n) for j, n in enumerate(names)},
+                                **{f"_{side}h": H})
+            if side == first:
+                on = [(f"_{side}{names.index(c)}", r) for c, r in fixed[side].items()]
+            else:  # the keys come from the first side's row, the rest from the request
+                other = "L" if side == "R" else "R"
+                other_names = list(sides[other][0].schema.names)
+                mine, theirs = (rkeys, lkeys) if side == "R" else (lkeys, rkeys)
+                on = [(f"_{side}{names.index(m)}", f"_{other}{other_names.index(t)}")
+                      for m, t in zip(mine, theirs)]
+                on += [(f"_{side}{names.index(c)}", r) for c, r in fixed[side].items()
+                       if c not in mine]
+            on = [(m, alias.get(t, t)) for m, t in on]
+            found = found.join(rows, left_on=[t for _, t in on], right_on=[m for m, _ in on])
+            alias.update({m: t for m, t in on})
+        lnames, rnames = list(left.schema.names), list(right.schema.names)
+        keep = {f"_k{j}": col(alias.get(f"_L{j}", f"_L{j}")) for j in range(len(lnames))}
+        keep.update({f"_k{len(lnames) + i}": col(alias.get(c, c)) for i, c in
+                     enumerate(f"_R{rnames.index(n)}" for n in right_rest)})
+        height = higher(col("_Lh"), col("_Rh"))
+        found = found.select(*node.schema.names, BOUND, **keep, **{H: height})
+        found = found.filter(col(H) <= col(BOUND))
+        return _Query(node, "select", request, found.output(), len(keep), join.id)
 
     def _concat_input(self, node, source_id):
         source = self.graph.nodes[source_id]
