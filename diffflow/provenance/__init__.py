@@ -1,3 +1,7 @@
-"""Explanations of collection-API dataflows: ``Dataflow(explain=True)`` and
-:meth:`Output.explain <diffflow.outputs.Output.explain>` (heights in :mod:`.heights`,
-witness queries and the search in :mod:`.search`, replays in :mod:`.replay`)."""
+"""Explanations of collection-API dataflows: ``Dataflow(explain=True)``,
+:meth:`Output.explain <diffflow.outputs.Output.explain>` and ``flow.explanations``.
+
+:mod:`.heights` (first occurrence of every row), :mod:`.queries` (witness queries),
+:mod:`.search` (the search and the explanations), :mod:`.correct` (correction rounds for
+differences), :mod:`.replay` (replays on chosen inputs), :mod:`.live` (live explanations).
+"""
