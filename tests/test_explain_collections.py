@@ -356,3 +356,20 @@ def test_every_reducer_symbols_and_nested_loops_reproduce(case, partitions):
         ex.check()
     if case is _global:   # count and sum need the whole input, with multiplicities
         assert out.explain([rows[0]]).inputs == {"a": {(1,): 1, (2,): 2}}
+
+
+def test_a_filtered_out_row_is_never_a_witness():
+    """The filter branch comes first in the concat and would give the same row, but the
+    filter drops it: the witness must come from the join (a(1, 3) and b(3, 3))."""
+    flow = dd.Dataflow(explain=True)
+    a = flow.input("a", ["x", "y"])
+    b = flow.input("b", ["y", "z"])
+    kept = a.filter(dd.col("x") > 2).select("x", w="y")
+    out = kept.concat(a.join(b, on="y").select("x", w="z")).distinct().output()
+    a.insert([(1, 3)])
+    b.insert([(3, 3)])
+    flow.advance()
+    assert out.snapshot() == {(1, 3): 1}
+    ex = out.explain([(1, 3)])
+    assert ex.inputs == {"a": {(1, 3): 1}, "b": {(3, 3): 1}}
+    ex.check()

@@ -52,7 +52,7 @@ def higher(a, b):
 class Heights:
     """The twins of every node of ``flow``'s graph (see module doc)."""
 
-    PASS = ("filter", "consolidate", "inspect", "negate", "output")
+    PASS = ("consolidate", "inspect", "negate", "output")
 
     def __init__(self, flow):
         from ..collection import Collection

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import ExplainError, GraphError
+from ..errors import ExplainError
 from .heights import Heights
 from .queries import Queries
 
@@ -305,4 +305,4 @@ def provenance_of(flow) -> Provenance:
     return flow._provenance
 
 
-__all__ = ["CollectionExplanation", "ExplainError", "GraphError", "Provenance"]
+__all__ = ["CollectionExplanation", "ExplainError", "Provenance"]
