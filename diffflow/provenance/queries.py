@@ -31,6 +31,7 @@ class _Query:
     output: object
     width: int                  # columns of the found rows
     source: int | list = None   # node id(s) the found rows belong to
+    negated: bool = False       # a concat's subtracted input
 
 
 class Queries:
@@ -79,9 +80,10 @@ class Queries:
             return self._found(node, "variable", mapped, [f"_o{i}" for i in
                                                          range(len(outer.schema.names))],
                                [], outer.id, bounded=True)
-        if kind == "concat":
-            return [self._concat_input(node, i) for i in node.inputs
-                    if self.graph.nodes[i].kind != "negate"] or None
+        if kind == "concat":  # a negated input is asked for its source's rows
+            return [self._concat_input(node, i) if self.graph.nodes[i].kind != "negate"
+                    else self._concat_input(node, self.graph.nodes[i].inputs[0], True)
+                    for i in node.inputs]
         if kind == "reduce" and not isinstance(node.params["reducer"], DistinctReducer):
             arranged = self.graph.nodes[node.inputs[0]]
             source = self.graph.nodes[arranged.inputs[0]]
@@ -164,13 +166,15 @@ class Queries:
         found = found.filter(col(H) <= col(BOUND))
         return _Query(node, "select", request, found.output(), len(keep), join.id)
 
-    def _concat_input(self, node, source_id):
+    def _concat_input(self, node, source_id, negated: bool = False):
         source = self.graph.nodes[source_id]
         mapped = self.heights.final(source_id).select(
             **{f"_o{i}": col(n) for i, n in enumerate(source.schema.names)}, **{H: H})
-        return self._found(node, "concat", mapped,
-                           [f"_o{i}" for i in range(len(source.schema.names))], [],
-                           source_id, bounded=True)
+        query = self._found(node, "concat", mapped,
+                            [f"_o{i}" for i in range(len(source.schema.names))], [],
+                            source_id, bounded=True)
+        query.negated = negated
+        return query
 
     def _found(self, node, rule, mapped, on, keep, source, bounded, left=None):
         request = self._request(node)

@@ -38,6 +38,7 @@ from .heights import Heights
 from .queries import Queries
 
 SAME = ("filter", "consolidate", "inspect", "output", "arrange", "enter", "leave")
+TOP = 1 << 40   # the bound of an exact request: every height
 
 
 
@@ -121,54 +122,63 @@ class _Search:
         self.commits = 0
 
     def run(self, targets):
+        """Explain ``(node id, row)`` targets exactly; returns ``(input id, row, mult)``.
+
+        An item is ``(node, row, bound, exact)``.  *Exact* items must reproduce the row's
+        multiplicity, so a ``select`` or ``concat`` asks for every row that adds to it (a
+        difference's subtracted ones too) and a join for both halves exactly; below
+        ``distinct`` and ``min``/``max`` only presence matters, and one witness of the
+        lowest height is enough (what makes a reachability explanation one path)."""
         seen, leaves = set(), []
-        pending = [(nid, row, 1 << 40) for nid, row in targets]
+        pending = [(nid, row, TOP, True) for nid, row in targets]
         while pending:
-            level = []   # (query item) needing the engine
+            level = []   # items needing the engine
             while pending:  # rules that need no query are followed at once
-                nid, row, bound = pending.pop()
-                if (nid, row) in seen:
+                item = pending.pop()
+                nid, row, bound, exact = item
+                if (nid, row, exact) in seen:
                     continue
-                seen.add((nid, row))
-                follow = self._direct(nid, row, bound)
+                seen.add((nid, row, exact))
+                follow = self._direct(*item)
                 if follow is None:
-                    level.append((nid, row, bound))
+                    level.append(item)
                 else:
                     pending.extend(follow)
             if not level:
                 break
             answers = self._ask(level) if self.held is None else self._hold(level)
-            for nid, row, bound in level:
-                found = answers.get((nid, row, bound), [])
-                more, leaf = self._answer(nid, row, bound, found)
+            for item in level:
+                found = answers.get(item[:3], [])
+                more, leaf = self._answer(*item, found)
                 pending.extend(more)
                 if leaf is not None:
                     leaves.append(leaf)
         if self.held is None:
             self._ask([])
-        return leaves
+        return sorted(set(leaves))
 
-    def _direct(self, nid, row, bound):
+    def _direct(self, nid, row, bound, exact):
         """The rows a rule rests on when it needs no query (``None`` when it does)."""
         node = self.graph.nodes[nid]
         kind = node.kind
         if nid in self.p.queries:
             return None
         if kind in SAME:
-            return [(node.inputs[0], row, bound)]
-        if kind == "reduce":   # distinct
+            return [(node.inputs[0], row, bound, exact)]
+        if kind == "reduce":   # distinct: one copy is enough
             source = self.graph.nodes[node.inputs[0]].inputs[0]
-            return [(source, row, bound)]
+            return [(source, row, bound, False)]
         if kind == "join":
-            return self._halves(node, row, bound)
+            return [(nid_, half, bound, exact) for nid_, half in self._halves(node, row)]
         if kind == "concat":    # a variable with no initial collection
-            return [(self.p.heights._definition(self._feedback_of(node)), row, bound - 1)]
+            return [(self.p.heights._definition(self._feedback_of(node)), row,
+                     TOP if exact else bound - 1, exact)]
         raise AssertionError(f"no rule for {node.describe()}")
 
     def _feedback_of(self, variable):
         return self.graph.nodes[next(i for i in variable.inputs if i > variable.id)]
 
-    def _halves(self, node, row, bound):
+    def _halves(self, node, row):
         left_arr, right_arr = (self.graph.nodes[i] for i in node.inputs)
         kk = node.params["key_width"]
         left = self.graph.nodes[left_arr.inputs[0]]
@@ -180,11 +190,11 @@ class _Search:
         rest = iter(row[left.schema.width:])
         rrow = tuple(values[lkeys[rkeys.index(n)]] if n in rkeys else next(rest)
                      for n in right.schema.names)
-        return [(left.id, lrow, bound), (right.id, rrow, bound)]
+        return [(left.id, lrow), (right.id, rrow)]
 
     def _ask(self, level) -> dict:
         wanted: dict = {}
-        for nid, row, bound in level:
+        for nid, row, bound, _exact in level:
             for query in self._queries(nid):
                 wanted.setdefault(query.request, []).append(row + (bound,))
         for request in set(self.asked) | set(wanted):
@@ -201,7 +211,7 @@ class _Search:
     def _hold(self, level) -> dict:
         """Add the requests not held yet; commit only if there were any."""
         added: dict = {}
-        for nid, row, bound in level:
+        for nid, row, bound, _exact in level:
             for query in self._queries(nid):
                 key = (query.request, row + (bound,))
                 self.used.add(key)
@@ -223,7 +233,7 @@ class _Search:
         """``(node, row, bound) -> [(query, found values, multiplicity)]``, each query's
         output read once."""
         answers: dict = {}
-        queries = {id(q): q for nid, _row, _bound in level for q in self._queries(nid)}
+        queries = {id(q): q for item in level for q in self._queries(item[0])}
         for query in queries.values():
             width = query.node.schema.width
             for found, mult in query.output.snapshot().items():
@@ -231,29 +241,41 @@ class _Search:
                 answers.setdefault(key, []).append((query, found[width + 1:], mult))
         return answers
 
-    def _answer(self, nid, row, bound, found):
-        """The rows a queried rule rests on, and the input leaf when it is an input."""
+    def _answer(self, nid, row, bound, exact, found):
+        """The items a queried rule rests on, and the input leaf when it is an input."""
         node = self.graph.nodes[nid]
         queries = self.p.queries[nid]
         if node.kind == "input":
             if not found:
                 raise AssertionError(f"{row} is not in input {node.label}")
             return [], (nid, row, sum(m for _, _, m in found))
+        definition = None
         if node.kind == "concat" and nid in self.p.heights.variables:
+            definition = self.p.heights._definition(self._feedback_of(node))
+            if exact:  # the final value is the definition's
+                return [(definition, row, TOP, True)], None
             if found:  # the initial collection holds it
                 query, values, _ = min(found, key=lambda f: f[1][-1])
-                return [(query.source, row, values[-1])], None
-            return [(self.p.heights._definition(self._feedback_of(node)), row, bound - 1)], None
-        if not found:
-            raise AssertionError(f"no witness for {row} at {node.describe()}")
-        if isinstance(queries, list):  # concat: the lowest, then the first input holding it
+                return [(query.source, row, values[-1], False)], None
+            return [(definition, row, bound - 1, False)], None
+        if isinstance(queries, list):  # concat
+            if exact:   # every input holding it, subtracted ones too
+                return [(q.source, row, TOP, True)
+                        for q in {id(q): q for q, _, _ in found}.values()], None
+            found = [f for f in found if not f[0].negated]
+            if not found:
+                raise AssertionError(f"no witness for {row} at {node.describe()}")
             order = {id(q): i for i, q in enumerate(queries)}
             query, values, _ = min(found, key=lambda f: (f[1][-1], order[id(f[0])]))
-            return [(query.source, row, values[-1])], None
-        if queries.rule == "group":
-            return [(queries.source, tuple(v[:-1]), v[-1]) for _, v, _ in found], None
+            return [(query.source, row, values[-1], False)], None
+        if not found:
+            raise AssertionError(f"no witness for {row} at {node.describe()}")
+        if queries.rule == "group":   # the value needs every row, exactly
+            return [(queries.source, tuple(v[:-1]), TOP, True) for _, v, _ in found], None
+        if queries.rule == "select" and exact:  # every row it maps from
+            return [(queries.source, tuple(v[:-1]), TOP, True) for _, v, _ in found], None
         _, values, _ = min(found, key=lambda f: (f[1][-1], f[1]))
-        return [(queries.source, tuple(values[:-1]), values[-1])], None
+        return [(queries.source, tuple(values[:-1]), values[-1], False)], None
 
 
 @dataclass
