@@ -2,15 +2,19 @@
 (:mod:`.queries`) from an output row down to input rows.
 
 Every operator passes a request for a row on to the rows it rests on, by its rule
-(EXPLAIN.md §3), with a *bound*: the row's height (:mod:`.heights`) or more.  Most rules need
-no engine work: a filter, an arrangement, ``enter``/``leave`` and ``distinct`` ask for the
-same row, a join for its two halves, a loop variable for the same row of the definition one
-round lower unless the initial collection has it.  The others ask a query -- a request input
-joined with the twin of what they read, left to the root scope:
+(EXPLAIN.md §3), with a *bound* -- the row's height (:mod:`.heights`) or more -- and a
+mode.  An *exact* request must reproduce the row's multiplicity (the explained rows are
+exact); below ``distinct`` and a single ``min``/``max`` only presence matters.  Most rules
+need no engine work: a filter, an arrangement, ``enter``/``leave`` ask for the same row,
+``distinct`` for the same row's presence, a join for its two halves, a loop variable for the
+same row of the definition one round lower unless the initial collection has it.  The others
+ask a query -- a request input joined with the twin of what they read, in the root scope:
 
-* ``select`` finds a pre-image of the row, ``concat`` the first input holding it;
+* ``select`` finds the rows mapping to the row (all of them when exact, else the lowest);
+* ``concat`` finds the inputs holding it (all, subtracted ones included, when exact; else the
+  lowest, then the first);
 * a reduction with one ``min``/``max`` finds its lowest winning row, every other reducer
-  (count, sum, custom) its whole group;
+  (count, sum, threshold, custom) its whole group, exactly;
 * a loop variable asks whether its initial collection holds the row;
 * an input reads the row's multiplicity.
 
