@@ -121,6 +121,25 @@ class InputCollection(Collection):
         return rows
 
 
+def restage(staged: dict, wanted: dict) -> dict:
+    """Move inputs from the rows they were given to new ones: for each input in either dict,
+    remove its ``staged`` rows and insert its ``wanted`` ones (the request inputs of an
+    explanation, one proof level per epoch).  Returns the new ``{input: rows}``.
+
+    >>> flow = Dataflow(); a = flow.input("a", ["x"]); out = a.output()
+    >>> now = restage({}, {a: [(1,), (2,)]}); flow.advance()
+    >>> _ = restage(now, {a: [(3,)]}); flow.advance(); sorted(out.snapshot())
+    [(3,)]
+    """
+    for handle in set(staged) | set(wanted):
+        old, new = staged.get(handle, []), wanted.get(handle, [])
+        if old:
+            handle.remove(old)
+        if new:
+            handle.insert(new)
+    return {handle: rows for handle, rows in wanted.items() if rows}
+
+
 def _row_count(data) -> int:
     try:
         return len(data)

@@ -10,8 +10,7 @@ import diffflow as dd
 from datalog_reference import evaluate
 from diffflow.cli import main
 from diffflow.dsl.explain import ExplainError
-from test_explain_datalog import CASES
-from test_datalog_incremental import _schedule
+from test_explain_datalog import CASES, committed
 
 PATH = """
 .decl edge(x: symbol, y: symbol)
@@ -96,14 +95,8 @@ def test_every_rule_of_an_absent_fact_has_a_failing_literal(name):
     source, inputs = CASES[name]
     rng = random.Random(name)
     program = dd.Program(source)
-    facts = {n: set() for n in inputs}
     checked = 0
-    for ops in _schedule(rng, inputs, commits=3):
-        for op, relation, rows in ops:
-            getattr(program, op)(relation, rows)
-            facts[relation] = facts[relation] | set(rows) if op == "insert" \
-                else facts[relation] - set(rows)
-        program.commit()
+    for facts in committed(program, rng, inputs, commits=3):
         expected = evaluate(source, facts)
         for rel, relation in program.relations.items():
             if not relation.clauses:

@@ -28,10 +28,13 @@ def bfs(edges, sources, undirected=False) -> dict:
     return dist
 
 
-def random_updates(rng, edges: set, nodes=8, changes=4):
-    inserted = {(rng.randrange(nodes), rng.randrange(nodes)) for _ in range(changes)} - edges
-    removed = set(rng.sample(sorted(edges), min(len(edges), changes // 2)))
-    return inserted, removed
+def update_edges(rng, edges, current: set, nodes=8, changes=4) -> set:
+    """Insert and remove random edges of ``edges`` (an input); returns the edges now."""
+    inserted = {(rng.randrange(nodes), rng.randrange(nodes)) for _ in range(changes)} - current
+    removed = set(rng.sample(sorted(current), min(len(current), changes // 2)))
+    edges.insert(sorted(inserted))
+    edges.remove(sorted(removed))
+    return (current | inserted) - removed
 
 
 def subset(ex, current: dict) -> None:
@@ -52,10 +55,7 @@ def test_reachability_explanations_are_shortest_paths_under_updates(seed, partit
     roots.insert(sorted((s,) for s in starts))
     explained = 0
     for _ in range(5):
-        inserted, removed = random_updates(rng, current)
-        edges.insert(sorted(inserted))
-        edges.remove(sorted(removed))
-        current = (current | inserted) - removed
+        current = update_edges(rng, edges, current)
         flow.advance()
         dist = bfs(current, starts)
         assert {r[0] for r in reach.snapshot()} == set(dist)
@@ -79,10 +79,7 @@ def test_components_explanations_are_a_shortest_path_from_the_label(partitions):
     current = set()
     explained, extra = 0, collections.Counter()
     for _ in range(4):
-        inserted, removed = random_updates(rng, current, nodes=10, changes=5)
-        edges.insert(sorted(inserted))
-        edges.remove(sorted(removed))
-        current = (current | inserted) - removed
+        current = update_edges(rng, edges, current, nodes=10, changes=5)
         flow.advance()
         for node, label in rng.sample(sorted(labels.snapshot()), 5):
             ex = labels.explain([(node, label)])
@@ -250,10 +247,7 @@ def test_live_explanations_equal_fresh_ones_after_every_advance(workload, partit
     current: set = set()
     live, replayed, seen = None, {}, 0
     for step in range(6):
-        inserted, removed = random_updates(rng, current, nodes=8, changes=5)
-        edges.insert(sorted(inserted))
-        edges.remove(sorted(removed))
-        current = (current | inserted) - removed
+        current = update_edges(rng, edges, current, nodes=8, changes=5)
         flow.advance()
         if step == 1:
             live = flow.explanations(out)

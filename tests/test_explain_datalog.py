@@ -64,6 +64,19 @@ def assert_minimal_heights(tree):
         assert node.height == (0 if node.rule is None else 1 + max(below, default=0)), node.text
 
 
+def committed(program, rng, inputs: dict, commits: int):
+    """Random inserts and removes of ``inputs``, committed one batch at a time; yields the
+    accumulated input facts after each commit."""
+    facts = {n: set() for n in inputs}
+    for ops in _schedule(rng, inputs, commits=commits):
+        for op, relation, rows in ops:
+            getattr(program, op)(relation, rows)
+            facts[relation] = facts[relation] | set(rows) if op == "insert" \
+                else facts[relation] - set(rows)
+        program.commit()
+        yield facts
+
+
 def shortest(edges, a, b) -> int:
     """Edges on a shortest non-empty path from a to b (BFS)."""
     succ = collections.defaultdict(set)
@@ -84,12 +97,8 @@ def shortest(edges, a, b) -> int:
 def test_closure_explanations_are_shortest_paths_under_updates(seed, partitions):
     rng = random.Random(seed)
     program = dd.Program(PATH, partitions=partitions, provenance=True)
-    edges: set = set()
-    for ops in _schedule(rng, {"edge": [NODE, NODE]}, commits=5):
-        for op, relation, rows in ops:
-            getattr(program, op)(relation, rows)
-            edges = edges | set(rows) if op == "insert" else edges - set(rows)
-        program.commit()
+    for facts in committed(program, rng, {"edge": [NODE, NODE]}, commits=5):
+        edges = facts["edge"]
         paths = sorted(program.relation("path"))
         assert set(paths) == evaluate(PATH, {"edge": edges})["path"]
         for fact in rng.sample(paths, min(4, len(paths))):
@@ -106,14 +115,8 @@ def test_explanations_reproduce_their_fact_in_random_programs(name, partitions):
     source, inputs = CASES[name]
     rng = random.Random(name)
     program = dd.Program(source, partitions=partitions, provenance=True)
-    facts = {n: set() for n in inputs}
     explained = 0
-    for ops in _schedule(rng, inputs, commits=4):
-        for op, relation, rows in ops:
-            getattr(program, op)(relation, rows)
-            facts[relation] = facts[relation] | set(rows) if op == "insert" \
-                else facts[relation] - set(rows)
-        program.commit()
+    for facts in committed(program, rng, inputs, commits=4):
         expected = evaluate(source, facts)
         for relation in program.relations:
             assert program.relation(relation) == expected[relation], relation
@@ -334,16 +337,9 @@ def test_live_explanations_equal_fresh_ones_after_every_commit(name, partitions)
     source, inputs = CASES[name]
     rng = random.Random(f"watch {name}")
     program = dd.Program(source, partitions=partitions, provenance=True)
-    facts = {n: set() for n in inputs}
-    schedule = _schedule(rng, inputs, commits=6)
     watched = {}
     seen = gone = 0
-    for step, ops in enumerate(schedule):
-        for op, relation, rows in ops:
-            getattr(program, op)(relation, rows)
-            facts[relation] = facts[relation] | set(rows) if op == "insert" \
-                else facts[relation] - set(rows)
-        program.commit()
+    for step, facts in enumerate(committed(program, rng, inputs, commits=6)):
         expected = evaluate(source, facts)
         if step == 1:  # watch some derived facts of every derived relation
             for relation, rel in program.relations.items():

@@ -32,10 +32,10 @@ edge("a", "c") x path("c", "d") x
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from . import ast
+from .constants import arithmetic, compare, wrap
 from .proof import Leaf, _Inner, format_value, show
 
 HOLDS, FAILS, UNKNOWN = "✓", "x", "?"
@@ -225,8 +225,7 @@ class _Evaluator:
         left, right = self.term(lit.left, binding, clause), self.term(lit.right, binding, clause)
         if left is _NONE or right is _NONE:
             return False
-        return {"=": left == right, "!=": left != right, "<": left < right,
-                "<=": left <= right, ">": left > right, ">=": left >= right}[lit.op]
+        return compare(lit.op, left, right)
 
     def match(self, atom, binding):
         for row in self.facts(atom.relation):
@@ -241,7 +240,7 @@ class _Evaluator:
                 yield extended
 
     def term(self, node, binding, clause):
-        """A term's value with Soufflé's arithmetic (32-bit wrapping, truncating division)."""
+        """A term's value with Soufflé's arithmetic (:func:`.constants.arithmetic`)."""
         kind = clause.term_types.get(id(node))
         if isinstance(node, ast.Var):
             return binding[node.name]
@@ -251,18 +250,11 @@ class _Evaluator:
             return self.aggregate(node, binding, clause)
         if isinstance(node, ast.Negative):
             value = self.term(node.operand, binding, clause)
-            return value if value is _NONE else _wrap(-value, kind)
+            return value if value is _NONE else wrap(-value, kind)
         a, b = self.term(node.left, binding, clause), self.term(node.right, binding, clause)
         if a is _NONE or b is _NONE:
             return _NONE
-        if kind == "float":
-            return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-                    "/": lambda: a / b, "%": lambda: math.fmod(a, b),
-                    "^": lambda: a ** b}[node.op]()
-        if node.op in "/%":
-            quotient = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
-            return _wrap(quotient if node.op == "/" else a - b * quotient, kind)
-        return _wrap({"+": a + b, "-": a - b, "*": a * b, "^": a ** b}[node.op], kind)
+        return arithmetic(node.op, a, b, kind)
 
     def aggregate(self, agg, binding, clause):
         members, rest = [binding], list(agg.body)
@@ -275,21 +267,13 @@ class _Evaluator:
             return len(members)
         values = [self.term(agg.target, m, clause) for m in members]
         if agg.function == "sum":
-            return _wrap(sum(values), clause.term_types.get(id(agg))) if values else 0
+            return wrap(sum(values), clause.term_types.get(id(agg))) if values else 0
         if not values:
             return _NONE
         return min(values) if agg.function == "min" else max(values)
 
 
 _NONE = object()  # min or max of no members: no value
-
-
-def _wrap(value, kind):
-    if kind == "number":
-        return (value + 2**31) % 2**32 - 2**31
-    if kind == "unsigned":
-        return value % 2**32
-    return value
 
 
 def _typed(value, kind):

@@ -69,13 +69,13 @@ def evaluate(node, types: dict):
         return node.value
     if isinstance(node, ast.Negative):
         value = evaluate(node.operand, types)
-        return None if value is None else _wrap(-value, kind)
+        return None if value is None else wrap(-value, kind)
     if isinstance(node, ast.AggregateTerm):
         return _aggregate(node, types)
     left, right = evaluate(node.left, types), evaluate(node.right, types)
     if left is None or right is None:
         return None
-    return _arithmetic(node.op, left, right, kind)
+    return arithmetic(node.op, left, right, kind)
 
 
 def comparison_holds(c: ast.Comparison, types: dict) -> bool:
@@ -90,23 +90,38 @@ def comparison_holds(c: ast.Comparison, types: dict) -> bool:
     left, right = evaluate(c.left, types), evaluate(c.right, types)
     if left is None or right is None:
         return False
+    return compare(c.op, left, right)
+
+
+def compare(op: str, left, right) -> bool:
+    """A Datalog comparison of two values.
+
+    >>> compare("<=", 2, 3), compare("!=", "a", "a")
+    (True, False)
+    """
     return {"=": left == right, "!=": left != right, "<": left < right, "<=": left <= right,
-            ">": left > right, ">=": left >= right}[c.op]
+            ">": left > right, ">=": left >= right}[op]
 
 
-def _arithmetic(op, a, b, kind):
+def arithmetic(op: str, a, b, kind: str):
+    """``a op b`` as Soufflé computes it in type ``kind``: ``number`` wraps to 32-bit signed,
+    ``unsigned`` to 32-bit unsigned, ``/`` and ``%`` truncate toward zero.
+
+    >>> arithmetic("/", -7, 2, "number"), arithmetic("-", 0, 1, "unsigned")
+    (-3, 4294967295)
+    """
     if kind == "float":
         return _float_arithmetic(op, a, b)
     if op in ("/", "%"):
         if b == 0:
             raise ArithmeticError("integer division by zero")
         quotient = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
-        return _wrap(quotient if op == "/" else a - b * quotient, kind)
+        return wrap(quotient if op == "/" else a - b * quotient, kind)
     if op == "^":
         if b < 0:
             raise ArithmeticError("negative integer exponent")
-        return _wrap(pow(a, b, 2**32), kind)
-    return _wrap({"+": a + b, "-": a - b, "*": a * b}[op], kind)
+        return wrap(pow(a, b, 2**32), kind)
+    return wrap({"+": a + b, "-": a - b, "*": a * b}[op], kind)
 
 
 def _float_arithmetic(op, a, b):
@@ -120,7 +135,12 @@ def _float_arithmetic(op, a, b):
     return float(value)
 
 
-def _wrap(value, kind):
+def wrap(value, kind: str):
+    """An integer wrapped into ``kind``'s 32-bit range (other kinds unchanged).
+
+    >>> wrap(2**31, "number"), wrap(-1, "unsigned")
+    (-2147483648, 4294967295)
+    """
     if kind == "number":
         return (value + 2**31) % 2**32 - 2**31
     if kind == "unsigned":

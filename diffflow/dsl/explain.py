@@ -30,13 +30,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import ExplainError
+from ..inputs import restage
 from . import ast
 from .correct import correct, needs_correction, replay
 from .proof import GroupNode, Leaf, ProofTree, format_fact, format_value, show
 from .provenance import HEIGHTS
-
-
-
 
 # -- explanations ---------------------------------------------------------------------------
 
@@ -187,7 +185,7 @@ class _Search:
 
     def finish(self) -> None:
         """Take the last requests back (the program is as before, one epoch later)."""
-        if any(self.asked.values()):
+        if self.asked:
             self._ask([])
 
     def _ask(self, level) -> None:
@@ -198,13 +196,7 @@ class _Search:
         for item in level:
             request, row = _request(self.compiled, item)
             wanted.setdefault(request, []).append(row)
-        for request in set(self.asked) | set(wanted):
-            old, new = self.asked.get(request, []), wanted.get(request, [])
-            if old:
-                request.remove(old)
-            if new:
-                request.insert(new)
-            self.asked[request] = new
+        self.asked = restage(self.asked, wanted)
         self._advance()
 
     def _hold(self, level) -> None:

@@ -197,10 +197,11 @@ class Heights:
     def _definition(self, feedback) -> int:
         """The definition a variable's feedback carries (``definition - initial``)."""
         change = self.graph.nodes[feedback.inputs[0]]
-        if change.kind == "concat" and len(change.inputs) == 2:
+        variable = self.graph.nodes[self.feeds[feedback.id]]
+        initial = [i for i in variable.inputs if i < variable.id]
+        if initial and change.kind == "concat" and len(change.inputs) == 2:
             negated = self.graph.nodes[change.inputs[1]]
-            if negated.kind == "negate" and self.variables.get(self.feeds[feedback.id]) and \
-                    self.graph.nodes[self.feeds[feedback.id]].inputs[0] == negated.inputs[0]:
+            if negated.kind == "negate" and negated.inputs[0] == initial[0]:
                 return change.inputs[0]
         return change.id
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import ExplainError
+from ..inputs import restage
 from .heights import Heights
 from .queries import Queries
 
@@ -201,13 +202,7 @@ class _Search:
         for nid, row, bound, _exact in level:
             for query in self._queries(nid):
                 wanted.setdefault(query.request, []).append(row + (bound,))
-        for request in set(self.asked) | set(wanted):
-            old, new = self.asked.get(request, []), wanted.get(request, [])
-            if old:
-                request.remove(old)
-            if new:
-                request.insert(new)
-            self.asked[request] = new
+        self.asked = restage(self.asked, wanted)
         self.p.flow.advance()
         self.commits += 1
         return self._answers(level)
