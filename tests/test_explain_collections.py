@@ -273,23 +273,28 @@ def test_live_explanations_equal_fresh_ones_after_every_advance(workload, partit
     assert seen > 6
 
 
-def test_an_advance_that_leaves_a_proof_alone_costs_the_live_explanation_nothing():
+def test_live_explanations_read_indexes_and_add_no_epochs():
     flow = dd.Dataflow(explain=True)
     edges = flow.input("edges", ["src", "dst"])
     roots = flow.input("roots", ["node"])
     reach = graphs.reachable(edges, roots).output()
     edges.insert([(1, 2), (2, 3)]); roots.insert([1]); flow.advance()
     live = flow.explanations(reach)
+    epoch = flow.epoch
     live.ask([(3,)])
-    before = live.commits
-    edges.insert([(7, 8)]); flow.advance()
-    assert live.commits == before                        # no engine work for the watch
+    assert flow.epoch == epoch                           # asking commits nothing
     assert {c.row for c in live.changes()} == {(1, 2), (2, 3), (1,)}   # the first proof
-    edges.remove([(1, 2)]); flow.advance()
+    edges.insert([(7, 8)]); flow.advance()
+    assert flow.epoch == epoch + 1 and live.changes() == []
+    edges.insert([(1, 3)]); flow.advance()               # a shorter proof, one epoch
+    assert flow.epoch == epoch + 2
+    assert sorted((c.row, c.diff) for c in live.changes()) == \
+        [((1, 2), -1), ((1, 3), 1), ((2, 3), -1)]
+    edges.remove([(1, 3), (1, 2)]); flow.advance()
     assert live[(3,)] is None and live.changes()[0] == ((3,), None, None, -1)
     live.close()
-    flow.advance()
-    assert not any(i._staged for i in flow._inputs)
+    edges.insert([(1, 3)]); flow.advance()
+    assert live.changes() == [] and flow.epoch == epoch + 4
 
 
 def _global(flow):

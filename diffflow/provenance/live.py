@@ -1,13 +1,12 @@
 """Live explanations of collection outputs: ``flow.explanations(output)`` keeps the
 explanations of asked rows current as inputs change.
 
-The witness queries' requests of every asked row stay in the dataflow (:mod:`.search`), so
-each :meth:`~diffflow.Dataflow.advance` updates their answers by the change alone and the
-live explanations read them again: a proof that did not change costs no engine commit, one
-that did asks only for its new rows, one commit per new level.  Requests no proof uses any
-more leave with the next advance.  :meth:`LiveExplanations.changes` lists the input rows
-that entered and left each explanation; a row that leaves the output says so with a change
-whose ``input`` is ``None``.
+The engine keeps the heights and the indexes the witness queries read (:mod:`.queries`)
+current with every :meth:`~diffflow.Dataflow.advance`, by the change alone; after it, each
+live explanation follows its proof through them again -- a few index reads per proof level,
+no engine commit, however long the history.  :meth:`LiveExplanations.changes` lists the
+input rows that entered and left each explanation; a row that leaves the output says so
+with a change whose ``input`` is ``None``.
 
 >>> import diffflow as dd
 >>> from diffflow import graphs
@@ -47,8 +46,6 @@ class LiveExplanations:
         self.provenance = provenance_of(output.flow)
         self.output, self.flow = output, output.flow
         self.current: dict = {}
-        self.held: dict = {}
-        self.commits = 0
         self._changes: list = []
         self.flow._live.append(self)
 
@@ -65,11 +62,10 @@ class LiveExplanations:
         self.refresh(initial=set(rows))
 
     def drop(self, rows) -> None:
-        """Stop explaining ``rows``; their requests leave with the next advance."""
+        """Stop explaining ``rows``."""
         for row in rows:
             row = tuple(row) if isinstance(row, (tuple, list)) else (row,)
             self.current.pop(row, None)
-        self.refresh()
 
     def __getitem__(self, row):
         return self.current[tuple(row) if isinstance(row, (tuple, list)) else (row,)]
@@ -80,24 +76,14 @@ class LiveExplanations:
     def refresh(self, initial=frozenset()) -> None:
         """Read every explanation again (after an advance; the dataflow calls it)."""
         present = self.output.snapshot()
-        search = _Search(self.provenance, self.held)
-        busy, self.flow._refreshing = self.flow._refreshing, True  # our commits refresh nothing
-        try:
-            for row in list(self.current):
-                before = self.current[row]
-                after = None
-                if row in present:
-                    after = self.provenance.explanation(self.output, {row: present[row]},
-                                                        search)
-                self.current[row] = after
-                self._record(row, before, after, row in initial)
-        finally:
-            self.flow._refreshing = busy
-        self.commits += search.commits
-        unused = [key for key in self.held if key not in search.used]
-        for request, row in unused:
-            del self.held[(request, row)]
-            request.remove([row])
+        search = _Search(self.provenance)
+        for row in list(self.current):
+            before = self.current[row]
+            after = None
+            if row in present:
+                after = self.provenance.explanation(self.output, {row: present[row]}, search)
+            self.current[row] = after
+            self._record(row, before, after, row in initial)
 
     def _record(self, row, before, after, initial: bool) -> None:
         old = before.inputs if before is not None else {}
@@ -117,8 +103,7 @@ class LiveExplanations:
         return out
 
     def close(self) -> None:
-        """Stop: every request leaves with the next advance."""
+        """Stop: later advances no longer read these explanations."""
         self.current = {}
-        self.refresh()
         if self in self.flow._live:
             self.flow._live.remove(self)

@@ -1,6 +1,11 @@
 """Witness queries of a dataflow built with ``explain=True``: for each operator whose rule
-needs the engine, a request input (the operator's columns and a height bound) joined with
-what the rule reads, in the root scope (see :mod:`.search` for the rules).
+needs to look something up, the indexes it reads and how (see :mod:`.search` for the rules).
+
+An index is an arrangement of a twin's final value (:mod:`.heights`) by the columns a rule
+asks by.  The engine keeps it current as inputs change, like any arrangement; a query reads
+it directly, by key, between epochs -- no request travels through the dataflow, so a proof
+level costs a few binary searches instead of an engine commit.  Rows are read and answered
+in their int64 encoding; the search decodes only the input rows it returns.
 
 >>> import diffflow as dd
 >>> flow = dd.Dataflow(explain=True)
@@ -11,27 +16,123 @@ what the rule reads, in the root scope (see :mod:`.search` for the rules).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import numpy as np
 
 from ..expr import Col, col
 from ..operators.reduce_extremum import extremum_of
 from ..operators.reducers import DistinctReducer
-from .heights import H, higher
+from .heights import H
 
-BOUND = "_bound"
+UNIT = "_unit"   # the constant key of an index read whole (a reduction without keys)
 
 
-@dataclass(eq=False)
+class Index:
+    """``collection`` arranged by ``keys``, read by key without an engine commit."""
+
+    def __init__(self, collection, keys):
+        if not keys:  # one group: index it under a constant
+            collection, keys = collection.select(*collection.columns, **{UNIT: 0}), [UNIT]
+        self.flow = collection.flow
+        self.node = collection.arrange(keys).node
+        self.names = list(self.node.schema.names)   # keys first, then the rest in order
+        self.width = len(keys)
+        self.constant = keys == [UNIT]
+
+    def position(self, name: str) -> int:
+        return self.names.index(name)
+
+    def read(self, keys: list) -> list:
+        """For each key tuple, ``{arranged row: multiplicity}`` of the rows present now
+        (updates of every time summed: inside a loop, every round's)."""
+        if self.constant:
+            keys = [(0,) for _ in keys]
+        found = [{} for _ in keys]
+        if not keys:
+            return found
+        query = np.array(keys, dtype=np.int64).reshape(len(keys), self.width)
+        for engine in self.flow._runtime.engines.values():
+            which, rows, _times, diffs = engine.ops[self.node.id].spine.gather(query)
+            for i, row, diff in zip(which.tolist(), map(tuple, rows.tolist()),
+                                    diffs.tolist()):
+                found[i][row] = found[i].get(row, 0) + diff
+        return [{row: m for row, m in rows.items() if m} for rows in found]
+
+
 class _Query:
-    """One node's witness query: ``request`` rows (the node's columns and a bound) joined
-    with what the rule reads; ``output`` rows are ``(node row, bound, *found, height)``."""
-    node: object
-    rule: str
-    request: object
-    output: object
-    width: int                  # columns of the found rows
-    source: int | list = None   # node id(s) the found rows belong to
-    negated: bool = False       # a concat's subtracted input
+    """One node's witness query; :meth:`answer` maps ``(row, bound)`` items to the
+    ``(values, multiplicity)`` found, each ``values`` the found row and its height last."""
+    rule = ""
+    source: int | None = None   # the node the found rows belong to
+    negated = False             # a concat's subtracted input
+
+    def answer(self, items: list) -> dict:
+        raise NotImplementedError
+
+
+class _InputRows(_Query):
+    """An input's multiplicity of a row."""
+    rule = "input"
+
+    def __init__(self, node, collection):
+        self.node, self.index = node, Index(collection, list(node.schema.names))
+
+    def answer(self, items):
+        found = self.index.read([row for row, _ in items])
+        return {item: [((), m)] for item, rows in zip(items, found) for m in rows.values()}
+
+
+class _Lookup(_Query):
+    """Rows of ``index`` whose key columns equal some of the asked row's columns; the found
+    values are ``take`` columns of the arranged row and its height (at most the bound when
+    ``bounded``)."""
+
+    def __init__(self, node, rule, index, ask, take, source, bounded, negated=False):
+        self.node, self.rule, self.index, self.source = node, rule, index, source
+        self.ask = ask                  # positions of the asked row forming the key
+        self.take = [index.position(n) for n in take] + [index.position(H)]
+        self.bounded, self.negated = bounded, negated
+
+    def answer(self, items):
+        found = self.index.read([tuple(row[i] for i in self.ask) for row, _ in items])
+        answers = {}
+        for (row, bound), rows in zip(items, found):
+            for arranged, m in rows.items():
+                values = tuple(arranged[i] for i in self.take)
+                if not self.bounded or values[-1] <= bound:
+                    answers.setdefault((row, bound), []).append((values, m))
+        return answers
+
+
+class _JoinPreimage(_Query):
+    """A projection of a join: its pre-image found in the join's two inputs, first by the
+    side the projection fixes (the right when it fixes any of its columns: a loop's joins
+    read a fixed relation on the right), then by the other side's join keys."""
+    rule = "select"
+
+    def __init__(self, node, join, first, second, ask, link, shape):
+        self.node, self.source = node, join.id
+        self.first, self.second = first, second      # the two sides' indexes
+        self.ask, self.link, self.shape = ask, link, shape
+
+    def answer(self, items):
+        first, second = self.first, self.second
+        found = first.read([tuple(row[i] for i in self.ask[0]) for row, _ in items])
+        pairs, keys = [], []
+        for (row, bound), rows in zip(items, found):
+            for arranged, _m in rows.items():
+                one = dict(zip(first.names, arranged))
+                key = tuple(one[n] for n in self.link) + tuple(row[i] for i in self.ask[1])
+                pairs.append((row, bound, one))
+                keys.append(key)
+        answers = {}
+        for (row, bound, one), rows in zip(pairs, second.read(keys)):
+            for arranged, m in rows.items():
+                two = dict(zip(second.names, arranged))
+                height = max(one[H], two[H])
+                if height <= bound:
+                    values = self.shape(one, two) + (height,)
+                    answers.setdefault((row, bound), []).append((values, m))
+        return answers
 
 
 class Queries:
@@ -41,7 +142,7 @@ class Queries:
         self.flow, self.heights, self.graph = flow, heights, flow.graph
 
     def build(self) -> dict:
-        """``node id -> _Query`` (a list for a ``concat``: one per positive input)."""
+        """``node id -> query`` (a list for a ``concat``: one per input)."""
         queries = {}
         for node in self.heights.user:
             query = self._query(node)
@@ -49,40 +150,28 @@ class Queries:
                 queries[node.id] = query
         return queries
 
-    def _request(self, node):
-        columns = list(zip(node.schema.names, node.schema.types)) + [(BOUND, "int")]
-        return self.flow.input(f"#explain:{len(self.flow._inputs)}:{node.id}", columns)
+    def _final(self, nid: int, keys):
+        """An index of node ``nid``'s final twin by ``keys``."""
+        return Index(self.heights.final(nid), list(keys))
 
     def _query(self, node):
         kind, hs = node.kind, self.heights
         if kind == "input":
-            request = self._request(node)
-            # distinct: a row asked by several searches at once still reads its multiplicity
-            found = request.distinct().join(hs.collection(node.id), on=list(node.schema.names))
-            return _Query(node, "input", request, found.output(), 0)
+            return _InputRows(node, hs.collection(node.id))
         if kind == "select":
             source = self.graph.nodes[node.inputs[0]]
             through = self._through_join(node, source)
             if through is not None:
                 return through
-            image = {f"_o{i}": e for i, e in enumerate(node.params["exprs"])}
-            pre = {f"_p{j}": col(n) for j, n in enumerate(source.schema.names)}
-            mapped = hs.final(source.id).select(**image, **pre, **{H: H})
-            return self._found(node, "select", mapped, list(image), list(pre), source.id,
-                               bounded=True)
+            return self._select(node, source)
         if kind == "concat" and node.id in hs.variables:
             initial = [i for i in node.inputs if i < node.id]
             if not initial:
                 return None
-            outer = self.graph.nodes[initial[0]]
-            mapped = hs.final(outer.id).select(
-                **{f"_o{i}": col(n) for i, n in enumerate(outer.schema.names)}, **{H: H})
-            return self._found(node, "variable", mapped, [f"_o{i}" for i in
-                                                         range(len(outer.schema.names))],
-                               [], outer.id, bounded=True)
+            return self._same_row(node, initial[0], "variable")
         if kind == "concat":  # a negated input is asked for its source's rows
-            return [self._concat_input(node, i) if self.graph.nodes[i].kind != "negate"
-                    else self._concat_input(node, self.graph.nodes[i].inputs[0], True)
+            return [self._same_row(node, i, "concat") if self.graph.nodes[i].kind != "negate"
+                    else self._same_row(node, self.graph.nodes[i].inputs[0], "concat", True)
                     for i in node.inputs]
         if kind == "reduce" and not isinstance(node.params["reducer"], DistinctReducer):
             arranged = self.graph.nodes[node.inputs[0]]
@@ -90,26 +179,35 @@ class Queries:
             kk = node.params["key_width"]
             keys = list(arranged.schema.names[:kk])
             extremum = extremum_of(node.params["reducer"])
-            names = list(source.schema.names)
-            rows = hs.final(source.id).select(
-                **{f"_p{j}": col(n) for j, n in enumerate(names)}, **{H: H})
-            on = [f"_p{names.index(k)}" for k in keys]
-            if extremum is not None:
+            source_names = list(source.schema.names)
+            if extremum is not None:   # its lowest winner: keys and the won value
                 value = arranged.schema.names[kk + extremum[1]]
-                on.append(f"_p{names.index(value)}")
-                return self._found(node, "winner", rows,
-                                   on, [f"_p{j}" for j in range(len(names))], source.id,
-                                   bounded=True, left=[*keys, node.schema.names[kk]])
-            return self._found(node, "group", rows, on,
-                               [f"_p{j}" for j in range(len(names))], source.id,
-                               bounded=False, left=keys)
+                index = self._final(source.id, [*keys, value])
+                return _Lookup(node, "winner", index, list(range(kk + 1)), source_names,
+                               source.id, bounded=True)
+            index = self._final(source.id, keys)
+            return _Lookup(node, "group", index, list(range(kk)), source_names, source.id,
+                           bounded=False)
         return None
 
+    def _same_row(self, node, source_id, rule, negated=False):
+        """Whether ``source_id`` (same columns) holds the asked row, and how high."""
+        source_names = list(self.graph.nodes[source_id].schema.names)
+        index = self._final(source_id, source_names)
+        return _Lookup(node, rule, index, list(range(len(source_names))), [], source_id,
+                       bounded=True, negated=negated)
+
+    def _select(self, node, source):
+        """Pre-images of a ``select``: the source's final twin indexed by the image."""
+        image = {f"_o{i}": e for i, e in enumerate(node.params["exprs"])}
+        pre = {f"_p{j}": col(n) for j, n in enumerate(source.schema.names)}
+        mapped = self.heights.final(source.id).select(**image, **pre, **{H: H})
+        index = Index(mapped, list(image))
+        return _Lookup(node, "select", index, list(range(len(image))), list(pre), source.id,
+                       bounded=True)
+
     def _through_join(self, node, join):
-        """A projection of a join: find its pre-image in the join's two inputs (indexed by
-        the columns the projection keeps) instead of indexing the join's whole output.  The
-        side the projection determines more of is read first -- the right side when it
-        determines any of its columns (a loop's joins read a fixed relation on the right)."""
+        """A projection of a join (see :class:`_JoinPreimage`), or ``None``."""
         exprs = node.params["exprs"]
         if join.kind != "join" or not all(isinstance(e, Col) for e in exprs):
             return None
@@ -122,11 +220,10 @@ class Queries:
         origin = {n: ("L", n) for n in left.schema.names}
         origin.update({out: ("R", r) for out, r in
                        zip(join.schema.names[left.schema.width:], right_rest)})
-        wanted = {out.name: name for out, name in zip(exprs, node.schema.names)}
-        fixed = {"L": {}, "R": {}}      # side -> {side column: request column}
-        for column, request_column in wanted.items():
-            side, name = origin[column]
-            fixed[side].setdefault(name, request_column)
+        fixed = {"L": {}, "R": {}}      # side -> {side column: position in the asked row}
+        for position, e in enumerate(exprs):
+            side, name = origin[e.name]
+            fixed[side].setdefault(name, position)
         for lk, rk in zip(lkeys, rkeys):   # a fixed key fixes the other side's key too
             if lk in fixed["L"]:
                 fixed["R"].setdefault(rk, fixed["L"][lk])
@@ -135,59 +232,20 @@ class Queries:
         first = "R" if fixed["R"] else "L"
         if not fixed[first]:
             return None
-        hs = self.heights
-        sides = {"L": (left, hs.final(left.id)), "R": (right, hs.final(right.id))}
-        request = self._request(node)
-        found, alias = request, {}    # a join's right key comes out under the left's name
-        for side in (first, "R" if first == "L" else "L"):
-            source, final = sides[side]
-            names = list(source.schema.names)
-            rows = final.select(**{f"_{side}{j}": col(n) for j, n in enumerate(names)},
-                                **{f"_{side}h": H})
-            if side == first:
-                on = [(f"_{side}{names.index(c)}", r) for c, r in fixed[side].items()]
-            else:  # the keys come from the first side's row, the rest from the request
-                other = "L" if side == "R" else "R"
-                other_names = list(sides[other][0].schema.names)
-                mine, theirs = (rkeys, lkeys) if side == "R" else (lkeys, rkeys)
-                on = [(f"_{side}{names.index(m)}", f"_{other}{other_names.index(t)}")
-                      for m, t in zip(mine, theirs)]
-                on += [(f"_{side}{names.index(c)}", r) for c, r in fixed[side].items()
-                       if c not in mine]
-            on = [(m, alias.get(t, t)) for m, t in on]
-            found = found.join(rows, left_on=[t for _, t in on], right_on=[m for m, _ in on])
-            alias.update({m: t for m, t in on})
-        lnames, rnames = list(left.schema.names), list(right.schema.names)
-        keep = {f"_k{j}": col(alias.get(f"_L{j}", f"_L{j}")) for j in range(len(lnames))}
-        keep.update({f"_k{len(lnames) + i}": col(alias.get(c, c)) for i, c in
-                     enumerate(f"_R{rnames.index(n)}" for n in right_rest)})
-        height = higher(col("_Lh"), col("_Rh"))
-        found = found.select(*node.schema.names, BOUND, **keep, **{H: height})
-        found = found.filter(col(H) <= col(BOUND))
-        return _Query(node, "select", request, found.output(), len(keep), join.id)
+        second = "L" if first == "R" else "R"
+        sides = {"L": (left, lkeys), "R": (right, rkeys)}
+        first_node, first_keys = sides[first]
+        second_node, second_keys = sides[second]
+        first_index = self._final(first_node.id, list(fixed[first]))
+        # the second side by its join keys (taken from the first side's row), then the
+        # columns the asked row fixes
+        more = [c for c in fixed[second] if c not in second_keys]
+        second_index = self._final(second_node.id, [*second_keys, *more])
+        ask = ([fixed[first][c] for c in fixed[first]], [fixed[second][c] for c in more])
+        left_names, rest = list(left.schema.names), right_rest
 
-    def _concat_input(self, node, source_id, negated: bool = False):
-        source = self.graph.nodes[source_id]
-        mapped = self.heights.final(source_id).select(
-            **{f"_o{i}": col(n) for i, n in enumerate(source.schema.names)}, **{H: H})
-        query = self._found(node, "concat", mapped,
-                            [f"_o{i}" for i in range(len(source.schema.names))], [],
-                            source_id, bounded=True)
-        query.negated = negated
-        return query
+        def shape(one, two):   # the join's row: the left row, then the right's other columns
+            lrow, rrow = (one, two) if first == "L" else (two, one)
+            return tuple(lrow[n] for n in left_names) + tuple(rrow[n] for n in rest)
 
-    def _found(self, node, rule, mapped, on, keep, source, bounded, left=None):
-        request = self._request(node)
-        left = list(node.schema.names) if left is None else left
-        if not on:  # a reduction without keys: every request reads the one group
-            request_side = request.select(*request.columns, _unit=0)
-            found = request_side.join(mapped.select(*mapped.columns, _unit=0), on="_unit")
-        else:
-            found = request.join(mapped, left_on=left, right_on=on)
-        if bounded:
-            found = found.filter(col(H) <= col(BOUND))
-        joined = dict(zip(on, left))    # a join key comes out under the request's name
-        found = found.select(*node.schema.names, BOUND,
-                             **{f"_k{i}": col(joined.get(k, k)) for i, k in enumerate(keep)},
-                             **{H: H})
-        return _Query(node, rule, request, found.output(), len(keep), source)
+        return _JoinPreimage(node, join, first_index, second_index, ask, first_keys, shape)

@@ -37,13 +37,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..errors import ExplainError
-from ..inputs import restage
+from ..schema import decode_rows, encode_column
 from .heights import Heights
 from .queries import Queries
 
 SAME = ("filter", "consolidate", "inspect", "output", "arrange", "enter", "leave")
 TOP = 1 << 40   # the bound of an exact request: every height
+
+
+def encode_row(row: tuple, schema, symbols) -> tuple:
+    """A row of Python values as the int64 codes the engine holds."""
+    return tuple(encode_column([v], kind, symbols, f"{name}").item()
+                 for v, kind, name in zip(row, schema.types, schema.names))
+
+
+def decode_row(row: tuple, schema, symbols) -> tuple:
+    return decode_rows(np.array([row], dtype=np.int64).reshape(1, len(row)), schema,
+                       symbols)[0]
 
 
 
@@ -73,8 +86,7 @@ class Provenance:
 
     # -- explaining ---------------------------------------------------------------------------
     def explain(self, output, rows) -> "CollectionExplanation":
-        staged = [i.name for i in self.flow._inputs if i._staged
-                  and not i.name.startswith("#explain:")]
+        staged = [i.name for i in self.flow._inputs if i._staged]
         if staged:
             raise ExplainError(f"{', '.join(staged)} changed since the last advance(); "
                                f"explanations are of computed epochs: advance() first")
@@ -95,7 +107,7 @@ class Provenance:
         for nid, row, mult in sorted(leaves):
             inputs.setdefault(self.input_name(nid), {})[row] = mult
         ex = CollectionExplanation(output, rows, dict(sorted(inputs.items())), self.flow,
-                                   search.commits)
+                                   search.reads)
         if self.subtracts and not self.differences.correct(self, ex):
             # a difference the correction rounds cannot reach (one inside a loop): the
             # whole input explains the rows
@@ -112,19 +124,13 @@ class Provenance:
 
 
 class _Search:
-    """Breadth first over rule applications; one engine commit per level of queries.
+    """Breadth first over rule applications, one batch of index reads per level; rows are
+    int64-encoded inside, decoded at the ends."""
 
-    With ``held`` (a dict, :mod:`.live`'s) requests stay in the flow after the search, and a
-    level whose requests are all held needs no commit: the queries keep their answers
-    current as inputs change."""
-
-    def __init__(self, provenance, held: dict | None = None):
+    def __init__(self, provenance):
         self.p = provenance
         self.graph = provenance.graph
-        self.asked: dict = {}      # request -> rows in the flow
-        self.held = held
-        self.used: set = set()     # (request, row) pairs this search read
-        self.commits = 0
+        self.reads = 0   # levels of index reads
 
     def run(self, targets):
         """Explain ``(node id, row)`` targets exactly; returns ``(input id, row, mult)``.
@@ -134,11 +140,13 @@ class _Search:
         difference's subtracted ones too) and a join for both halves exactly; below
         ``distinct`` and ``min``/``max`` only presence matters, and one witness of the
         lowest height is enough (what makes a reachability explanation one path)."""
+        symbols = self.p.flow.symbols
         seen, leaves = set(), []
-        pending = [(nid, row, TOP, True) for nid, row in targets]
+        pending = [(nid, encode_row(row, self.graph.nodes[nid].schema, symbols), TOP, True)
+                   for nid, row in targets]
         while pending:
-            level = []   # items needing the engine
-            while pending:  # rules that need no query are followed at once
+            level = []   # items needing an index read
+            while pending:  # rules that need no read are followed at once
                 item = pending.pop()
                 nid, row, bound, exact = item
                 if (nid, row, exact) in seen:
@@ -151,16 +159,16 @@ class _Search:
                     pending.extend(follow)
             if not level:
                 break
-            answers = self._ask(level) if self.held is None else self._hold(level)
+            answers = self._read(level)
             for item in level:
                 found = answers.get(item[:3], [])
                 more, leaf = self._answer(*item, found)
                 pending.extend(more)
                 if leaf is not None:
                     leaves.append(leaf)
-        if self.held is None:
-            self._ask([])
-        return sorted(set(leaves))
+        decoded = {(nid, row, mult): decode_row(row, self.graph.nodes[nid].schema, symbols)
+                   for nid, row, mult in set(leaves)}
+        return sorted((nid, decoded[(nid, row, mult)], mult) for nid, row, mult in decoded)
 
     def _direct(self, nid, row, bound, exact):
         """The rows a rule rests on when it needs no query (``None`` when it does)."""
@@ -197,47 +205,20 @@ class _Search:
                      for n in right.schema.names)
         return [(left.id, lrow), (right.id, rrow)]
 
-    def _ask(self, level) -> dict:
-        wanted: dict = {}
+    def _read(self, level) -> dict:
+        """``(node, row, bound) -> [(query, found values, multiplicity)]``: one read of
+        each query's indexes for the whole level."""
+        self.reads += 1
+        asked: dict = {}
         for nid, row, bound, _exact in level:
-            for query in self._queries(nid):
-                wanted.setdefault(query.request, []).append(row + (bound,))
-        self.asked = restage(self.asked, wanted)
-        self.p.flow.advance()
-        self.commits += 1
-        return self._answers(level)
-
-    def _hold(self, level) -> dict:
-        """Add the requests not held yet; commit only if there were any."""
-        added: dict = {}
-        for nid, row, bound, _exact in level:
-            for query in self._queries(nid):
-                key = (query.request, row + (bound,))
-                self.used.add(key)
-                if key not in self.held:
-                    self.held[key] = True
-                    added.setdefault(query.request, []).append(row + (bound,))
-        for request, rows in added.items():
-            request.insert(rows)
-        if added:
-            self.p.flow.advance()
-            self.commits += 1
-        return self._answers(level)
-
-    def _queries(self, nid) -> list:
-        queries = self.p.queries[nid]
-        return queries if isinstance(queries, list) else [queries]
-
-    def _answers(self, level) -> dict:
-        """``(node, row, bound) -> [(query, found values, multiplicity)]``, each query's
-        output read once."""
+            queries = self.p.queries[nid]
+            for query in queries if isinstance(queries, list) else [queries]:
+                asked.setdefault(id(query), (query, []))[1].append((row, bound))
         answers: dict = {}
-        queries = {id(q): q for item in level for q in self._queries(item[0])}
-        for query in queries.values():
-            width = query.node.schema.width
-            for found, mult in query.output.snapshot().items():
-                key = (query.node.id, tuple(found[:width]), found[width])
-                answers.setdefault(key, []).append((query, found[width + 1:], mult))
+        for query, items in asked.values():
+            for (row, bound), found in query.answer(list(dict.fromkeys(items))).items():
+                answers.setdefault((query.node.id, row, bound), []).extend(
+                    (query, values, mult) for values, mult in found)
         return answers
 
     def _answer(self, nid, row, bound, exact, found):
@@ -285,7 +266,7 @@ class CollectionExplanation:
     rows: dict
     inputs: dict
     flow: object = field(repr=False)
-    commits: int = 0
+    reads: int = 0              # levels of index reads the search took
 
     whole_input: bool = False   # a difference the correction rounds cannot reach
     rounds: int = 0             # replays of the correction rounds (0: none were needed)
