@@ -24,7 +24,8 @@ row take the minimum.  :mod:`.search` asks them for witnesses.
 >>> flow = dd.Dataflow()
 >>> edges = flow.input("edges", ["src", "dst"]); roots = flow.input("roots", ["node"])
 >>> reach = graphs.reachable(edges, roots)
->>> first = Heights(flow).lowest(reach.node.id).output()   # explain=True builds the twins
+>>> heights = Heights(flow)    # explain=True builds the twins it needs
+>>> first = heights.lowest(reach.node.id).output(); heights.close_loops()
 >>> edges.insert([(1, 2), (2, 3), (1, 3), (3, 4)]); roots.insert([1]); flow.advance()
 >>> sorted(first.snapshot())     # (node, the round of the loop body that first derives it)
 [(1, 0), (2, 0), (3, 0), (4, 1)]
@@ -73,11 +74,22 @@ class Heights:
         self.variables: dict = {}   # user variable node id -> twin variable node
         self.feeds = {src: node.id for node in self.user for src in node.inputs
                       if src > node.id}                 # feedback id -> its variable
-        for node in self.user:
-            self.twin[node.id] = self._build(node)
+        self.loop_variables = set(self.feeds.values())
 
     def of(self, nid: int):
+        """The twin of node ``nid``, built on first use: a twin nothing reads is not built
+        (and costs nothing at run time).  Call :meth:`close_loops` when done."""
+        if nid not in self.twin:
+            self.twin[nid] = self._build(self.graph.nodes[nid])
         return self.twin[nid]
+
+    def close_loops(self) -> None:
+        """Connect the feedback of every twin loop variable built (building what it needs)."""
+        closed: set = set()
+        while set(self.variables) - closed:
+            for variable in sorted(set(self.variables) - closed):
+                closed.add(variable)
+                self.of(next(i for i in self.graph.nodes[variable].inputs if i > variable))
 
     def collection(self, nid: int):
         return self.Collection(self.flow, self.graph.nodes[nid])
@@ -85,7 +97,7 @@ class Heights:
     def lowest(self, nid: int):
         """The twin with one row per distinct row: its lowest height."""
         if nid not in self.lowest_cache:
-            self.lowest_cache[nid] = _lowest(self.twin[nid])
+            self.lowest_cache[nid] = _lowest(self.of(nid))
         return self.lowest_cache[nid]
 
     def final(self, nid: int):
@@ -94,7 +106,7 @@ class Heights:
         for them)."""
         key = ("final", nid)
         if key not in self.lowest_cache:
-            self.lowest_cache[key] = self.leave_to_root(self.twin[nid])
+            self.lowest_cache[key] = self.leave_to_root(self.of(nid))
         return self.lowest_cache[key]
 
     # -- one node ---------------------------------------------------------------------------
@@ -103,25 +115,25 @@ class Heights:
         if kind == "input":
             return self.collection(node.id).select(*node.schema.names, **{H: Lit(0)})
         if kind in self.PASS:
-            twin = self.twin[node.inputs[0]]
+            twin = self.of(node.inputs[0])
             return twin.negate() if kind == "negate" else twin
         if kind == "select":
             exprs = dict(zip(node.schema.names, node.params["exprs"]))
-            return self.twin[node.inputs[0]].select(**exprs, **{H: H})
+            return self.of(node.inputs[0]).select(**exprs, **{H: H})
         if kind == "filter":
-            return self.twin[node.inputs[0]].filter(node.params["predicate"])
+            return self.of(node.inputs[0]).filter(node.params["predicate"])
         if kind == "arrange":
-            return self.twin[node.inputs[0]]   # joins and reductions read the source's twin
+            return self.of(node.inputs[0])   # joins and reductions read the source's twin
         if kind == "join":
             return self._join(node)
         if kind == "reduce":
             return self._reduce(node)
         if kind == "enter":
-            return self.twin[node.inputs[0]]._enter_into(node.scope)
-        if kind == "concat" and node.id in self.feeds.values():
+            return self.of(node.inputs[0])._enter_into(node.scope)
+        if kind == "concat" and node.id in self.loop_variables:
             return self._variable(node)
         if kind == "concat":
-            first, *rest = [self.twin[i] for i in node.inputs]
+            first, *rest = [self.of(i) for i in node.inputs]
             return first.concat(*rest)
         if kind == "feedback":
             return self._feedback(node)
@@ -139,7 +151,7 @@ class Heights:
         out_rest = list(node.schema.names[len(left_names):])
         rename = dict(zip(right_rest, out_rest))
         rename[H] = "_h_right"
-        joined = self.twin[left_src].join(self.twin[right_src], left_on=lkeys, right_on=rkeys,
+        joined = self.of(left_src).join(self.of(right_src), left_on=lkeys, right_on=rkeys,
                                           rename=rename)
         return joined.select(*node.schema.names, **{H: higher(col(H), col("_h_right"))})
 
@@ -159,7 +171,7 @@ class Heights:
         if extremum is not None:  # the lowest winner: a row whose value is the result
             value = arranged.schema.names[kk + extremum[1]]
             result = node.schema.names[kk]
-            winners = self.twin[source].join(out.select(*keys, **{"_won": result}),
+            winners = self.of(source).join(out.select(*keys, **{"_won": result}),
                                              left_on=[*keys, value], right_on=[*keys, "_won"])
             group = winners.aggregate(by=keys, **{H: lowest(H)})
         else:  # any other reducer may read every row of its group: its highest row
@@ -170,7 +182,7 @@ class Heights:
 
     def _variable(self, node):
         """A twin loop variable: its feedback is connected when the user's is reached."""
-        initial = [self.twin[i] for i in node.inputs if i < node.id]
+        initial = [self.of(i) for i in node.inputs if i < node.id]
         schema = self.twin_schema(node)
         twin = self.graph.add("concat", [c.node.id for c in initial], schema, scope=node.scope,
                               label=f"heights of {node.label}")
@@ -182,7 +194,7 @@ class Heights:
         variable = self.feeds[node.id]
         twin_var, initial = self.variables[variable]
         definition = self._definition(node)
-        raised = self.twin[definition].select(*self.graph.nodes[definition].schema.names,
+        raised = self.of(definition).select(*self.graph.nodes[definition].schema.names,
                                               **{H: col(H) + 1})
         candidates = raised if initial is None else initial.concat(raised)
         names = [n for n in candidates.columns if n != H]
@@ -206,7 +218,7 @@ class Heights:
         return change.id
 
     def _leave(self, node):
-        inner = self.twin[node.inputs[0]]
+        inner = self.of(node.inputs[0])
         twin = self.graph.add("leave", [inner.node.id], inner.schema, scope=node.scope,
                               label=f"heights of {node.label}")
         return self.Collection(self.flow, twin)

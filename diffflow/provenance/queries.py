@@ -144,15 +144,23 @@ class Queries:
     def build(self) -> dict:
         """``node id -> query`` (a list for a ``concat``: one per input)."""
         queries = {}
+        # a variable's change (definition - initial) is never asked: searches go from the
+        # variable to its definition
+        changes = {self.graph.nodes[f].inputs[0] for f in self.heights.feeds}
         for node in self.heights.user:
-            query = self._query(node)
+            query = self._query(node) if node.id not in changes else None
             if query is not None:
                 queries[node.id] = query
+        self.heights.close_loops()
         return queries
 
     def _final(self, nid: int, keys):
-        """An index of node ``nid``'s final twin by ``keys``."""
-        return Index(self.heights.final(nid), list(keys))
+        """An index of node ``nid``'s twin by ``keys``, in the twin's own scope: read whole,
+        a loop's trace sums to the final value, and the twin's own operators often arrange
+        it so already (no second copy)."""
+        while self.graph.nodes[nid].kind == "enter":   # the same rows: index them outside
+            nid = self.graph.nodes[nid].inputs[0]
+        return Index(self.heights.of(nid), list(keys))
 
     def _query(self, node):
         kind, hs = node.kind, self.heights
@@ -164,7 +172,7 @@ class Queries:
             if through is not None:
                 return through
             return self._select(node, source)
-        if kind == "concat" and node.id in hs.variables:
+        if kind == "concat" and node.id in hs.loop_variables:
             initial = [i for i in node.inputs if i < node.id]
             if not initial:
                 return None
@@ -201,7 +209,13 @@ class Queries:
         """Pre-images of a ``select``: the source's final twin indexed by the image."""
         image = {f"_o{i}": e for i, e in enumerate(node.params["exprs"])}
         pre = {f"_p{j}": col(n) for j, n in enumerate(source.schema.names)}
-        mapped = self.heights.final(source.id).select(**image, **pre, **{H: H})
+        exprs = node.params["exprs"]
+        if all(isinstance(e, Col) for e in exprs) and \
+                len({e.name for e in exprs}) == len(exprs):   # a projection: no image to compute
+            index = self._final(source.id, [e.name for e in exprs])
+            return _Lookup(node, "select", index, list(range(len(exprs))),
+                           list(source.schema.names), source.id, bounded=True)
+        mapped = self.heights.of(source.id).select(**image, **pre, **{H: H})
         index = Index(mapped, list(image))
         return _Lookup(node, "select", index, list(range(len(image))), list(pre), source.id,
                        bounded=True)

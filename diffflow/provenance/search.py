@@ -230,7 +230,7 @@ class _Search:
                 raise AssertionError(f"{row} is not in input {node.label}")
             return [], (nid, row, sum(m for _, _, m in found))
         definition = None
-        if node.kind == "concat" and nid in self.p.heights.variables:
+        if node.kind == "concat" and nid in self.p.heights.loop_variables:
             definition = self.p.heights._definition(self._feedback_of(node))
             if exact:  # the final value is the definition's
                 return [(definition, row, TOP, True)], None
