@@ -135,6 +135,19 @@ class _JoinPreimage(_Query):
         return answers
 
 
+class _Delegate(_Query):
+    """A ``concat`` input whose own query finds its rows with their heights (a ``select``
+    or a ``min``/``max``): asking that query says both whether the input holds a row and
+    why, so the input needs no index of its own and the search saves a level."""
+    rule = "concat"
+
+    def __init__(self, node, inner):
+        self.node, self.inner, self.source = node, inner, inner.node.id
+
+    def answer(self, items):
+        return self.inner.answer(items)
+
+
 class Queries:
     """Builds the witness queries of every user node (once, before the first epoch)."""
 
@@ -148,7 +161,7 @@ class Queries:
         # variable to its definition
         changes = {self.graph.nodes[f].inputs[0] for f in self.heights.feeds}
         for node in self.heights.user:
-            query = self._query(node) if node.id not in changes else None
+            query = self._query(node, queries) if node.id not in changes else None
             if query is not None:
                 queries[node.id] = query
         self.heights.close_loops()
@@ -162,7 +175,7 @@ class Queries:
             nid = self.graph.nodes[nid].inputs[0]
         return Index(self.heights.of(nid), list(keys))
 
-    def _query(self, node):
+    def _query(self, node, built: dict):
         kind, hs = node.kind, self.heights
         if kind == "input":
             return _InputRows(node, hs.collection(node.id))
@@ -178,9 +191,7 @@ class Queries:
                 return None
             return self._same_row(node, initial[0], "variable")
         if kind == "concat":  # a negated input is asked for its source's rows
-            return [self._same_row(node, i, "concat") if self.graph.nodes[i].kind != "negate"
-                    else self._same_row(node, self.graph.nodes[i].inputs[0], "concat", True)
-                    for i in node.inputs]
+            return [self._concat_input(node, i, built) for i in node.inputs]
         if kind == "reduce" and not isinstance(node.params["reducer"], DistinctReducer):
             arranged = self.graph.nodes[node.inputs[0]]
             source = self.graph.nodes[arranged.inputs[0]]
@@ -197,6 +208,15 @@ class Queries:
             return _Lookup(node, "group", index, list(range(kk)), source_names, source.id,
                            bounded=False)
         return None
+
+    def _concat_input(self, node, nid: int, built: dict):
+        source = self.graph.nodes[nid]
+        if source.kind == "negate":
+            return self._same_row(node, source.inputs[0], "concat", True)
+        own = built.get(nid)
+        if isinstance(own, (_Lookup, _JoinPreimage)) and own.rule in ("select", "winner"):
+            return _Delegate(node, own)
+        return self._same_row(node, nid, "concat")
 
     def _same_row(self, node, source_id, rule, negated=False):
         """Whether ``source_id`` (same columns) holds the asked row, and how high."""

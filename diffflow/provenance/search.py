@@ -42,7 +42,7 @@ import numpy as np
 from ..errors import ExplainError
 from ..schema import decode_rows, encode_column
 from .heights import Heights
-from .queries import Queries
+from .queries import Queries, _Delegate
 
 SAME = ("filter", "consolidate", "inspect", "output", "arrange", "enter", "leave")
 TOP = 1 << 40   # the bound of an exact request: every height
@@ -247,6 +247,9 @@ class _Search:
                 raise AssertionError(f"no witness for {row} at {node.describe()}")
             order = {id(q): i for i, q in enumerate(queries)}
             query, values, _ = min(found, key=lambda f: (f[1][-1], order[id(f[0])]))
+            if isinstance(query, _Delegate):  # the input's own answer is at hand
+                return self._answer(query.source, row, values[-1], False,
+                                    [(query.inner, v, m) for q, v, m in found if q is query])
             return [(query.source, row, values[-1], False)], None
         if not found:
             raise AssertionError(f"no witness for {row} at {node.describe()}")
