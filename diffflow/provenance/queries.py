@@ -27,16 +27,32 @@ UNIT = "_unit"   # the constant key of an index read whole (a reduction without 
 
 
 class Index:
-    """``collection`` arranged by ``keys``, read by key without an engine commit."""
+    """``collection`` indexed by ``keys``, read by key without an engine commit.
+
+    :meth:`place` (after every twin is built) picks an arrangement the dataflow already
+    keeps whose columns start with ``keys`` -- one by fewer keys serves too, read by a
+    longer prefix -- and arranges the collection only when there is none."""
 
     def __init__(self, collection, keys):
         if not keys:  # one group: index it under a constant
             collection, keys = collection.select(*collection.columns, **{UNIT: 0}), [UNIT]
+        self.collection, self.keys = collection, list(keys)
         self.flow = collection.flow
-        self.node = collection.arrange(keys).node
-        self.names = list(self.node.schema.names)   # keys first, then the rest in order
         self.width = len(keys)
         self.constant = keys == [UNIT]
+        self.node, self.names = None, []
+
+    def place(self) -> None:
+        arranged = None
+        for (nid, by), candidate in self.flow._arrangements.items():
+            if nid == self.collection.node.id and len(by) <= self.width and \
+                    list(candidate.node.schema.names[:self.width]) == self.keys:
+                arranged = candidate
+                break
+        if arranged is None:
+            arranged = self.collection.arrange(self.keys)
+        self.node = arranged.node
+        self.names = list(self.node.schema.names)   # keys first, then the rest in order
 
     def position(self, name: str) -> int:
         return self.names.index(name)
@@ -51,7 +67,8 @@ class Index:
             return found
         query = np.array(keys, dtype=np.int64).reshape(len(keys), self.width)
         for engine in self.flow._runtime.engines.values():
-            which, rows, _times, diffs = engine.ops[self.node.id].spine.gather(query)
+            which, rows, _times, diffs = engine.ops[self.node.id].spine.gather(query,
+                                                                               self.width)
             for i, row, diff in zip(which.tolist(), map(tuple, rows.tolist()),
                                     diffs.tolist()):
                 found[i][row] = found[i].get(row, 0) + diff
@@ -73,8 +90,8 @@ class _InputRows(_Query):
     """An input's multiplicity of a row."""
     rule = "input"
 
-    def __init__(self, node, collection):
-        self.node, self.index = node, Index(collection, list(node.schema.names))
+    def __init__(self, node, index):
+        self.node, self.index = node, index
 
     def answer(self, items):
         found = self.index.read([row for row, _ in items])
@@ -89,15 +106,16 @@ class _Lookup(_Query):
     def __init__(self, node, rule, index, ask, take, source, bounded, negated=False):
         self.node, self.rule, self.index, self.source = node, rule, index, source
         self.ask = ask                  # positions of the asked row forming the key
-        self.take = [index.position(n) for n in take] + [index.position(H)]
+        self.take_names = [*take, H]
         self.bounded, self.negated = bounded, negated
 
     def answer(self, items):
         found = self.index.read([tuple(row[i] for i in self.ask) for row, _ in items])
+        take = [self.index.position(n) for n in self.take_names]
         answers = {}
         for (row, bound), rows in zip(items, found):
             for arranged, m in rows.items():
-                values = tuple(arranged[i] for i in self.take)
+                values = tuple(arranged[i] for i in take)
                 if not self.bounded or values[-1] <= bound:
                     answers.setdefault((row, bound), []).append((values, m))
         return answers
@@ -153,6 +171,12 @@ class Queries:
 
     def __init__(self, flow, heights):
         self.flow, self.heights, self.graph = flow, heights, flow.graph
+        self.indexes: list = []
+
+    def _index(self, collection, keys) -> Index:
+        index = Index(collection, keys)
+        self.indexes.append(index)
+        return index
 
     def build(self) -> dict:
         """``node id -> query`` (a list for a ``concat``: one per input)."""
@@ -165,6 +189,8 @@ class Queries:
             if query is not None:
                 queries[node.id] = query
         self.heights.close_loops()
+        for index in self.indexes:
+            index.place()
         return queries
 
     def _final(self, nid: int, keys):
@@ -173,12 +199,12 @@ class Queries:
         it so already (no second copy)."""
         while self.graph.nodes[nid].kind == "enter":   # the same rows: index them outside
             nid = self.graph.nodes[nid].inputs[0]
-        return Index(self.heights.of(nid), list(keys))
+        return self._index(self.heights.of(nid), list(keys))
 
     def _query(self, node, built: dict):
         kind, hs = node.kind, self.heights
         if kind == "input":
-            return _InputRows(node, hs.collection(node.id))
+            return _InputRows(node, self._index(hs.collection(node.id), list(node.schema.names)))
         if kind == "select":
             source = self.graph.nodes[node.inputs[0]]
             through = self._through_join(node, source)
@@ -236,7 +262,7 @@ class Queries:
             return _Lookup(node, "select", index, list(range(len(exprs))),
                            list(source.schema.names), source.id, bounded=True)
         mapped = self.heights.of(source.id).select(**image, **pre, **{H: H})
-        index = Index(mapped, list(image))
+        index = self._index(mapped, list(image))
         return _Lookup(node, "select", index, list(range(len(image))), list(pre), source.id,
                        bounded=True)
 
