@@ -75,12 +75,21 @@ class Heights:
         self.feeds = {src: node.id for node in self.user for src in node.inputs
                       if src > node.id}                 # feedback id -> its variable
         self.loop_variables = set(self.feeds.values())
+        after_loops: set = set()   # nodes reading what a loop computed
+        for node in self.user:
+            if node.kind == "leave" or any(i in after_loops for i in node.inputs):
+                after_loops.add(node.id)
+        # heights grow only around loops: outside them, before any, every row has height 0
+        self.ground = {n.id for n in self.user
+                       if n.scope.parent is None and n.id not in after_loops}
 
     def of(self, nid: int):
         """The twin of node ``nid``, built on first use: a twin nothing reads is not built
         (and costs nothing at run time).  Call :meth:`close_loops` when done."""
         if nid not in self.twin:
-            self.twin[nid] = self._build(self.graph.nodes[nid])
+            node = self.graph.nodes[nid]
+            self.twin[nid] = self.collection(nid).select(*node.schema.names, **{H: Lit(0)}) \
+                if nid in self.ground else self._build(node)
         return self.twin[nid]
 
     def close_loops(self) -> None:

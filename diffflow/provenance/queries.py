@@ -33,7 +33,8 @@ class Index:
     keeps whose columns start with ``keys`` -- one by fewer keys serves too, read by a
     longer prefix -- and arranges the collection only when there is none."""
 
-    def __init__(self, collection, keys):
+    def __init__(self, collection, keys, ground: bool = False):
+        self.ground = ground   # a collection whose rows all have height 0 (no H column)
         if not keys:  # one group: index it under a constant
             collection, keys = collection.select(*collection.columns, **{UNIT: 0}), [UNIT]
         self.collection, self.keys = collection, list(keys)
@@ -54,7 +55,11 @@ class Index:
         self.node = arranged.node
         self.names = list(self.node.schema.names)   # keys first, then the rest in order
 
-    def position(self, name: str) -> int:
+    def position(self, name: str) -> int | None:
+        """Where the arranged rows hold column ``name`` (``None``: the height of a ground
+        collection, always 0)."""
+        if self.ground and name == H:
+            return None
         return self.names.index(name)
 
     def read(self, keys: list) -> list:
@@ -115,7 +120,7 @@ class _Lookup(_Query):
         answers = {}
         for (row, bound), rows in zip(items, found):
             for arranged, m in rows.items():
-                values = tuple(arranged[i] for i in take)
+                values = tuple(0 if i is None else arranged[i] for i in take)
                 if not self.bounded or values[-1] <= bound:
                     answers.setdefault((row, bound), []).append((values, m))
         return answers
@@ -146,7 +151,7 @@ class _JoinPreimage(_Query):
         for (row, bound, one), rows in zip(pairs, second.read(keys)):
             for arranged, m in rows.items():
                 two = dict(zip(second.names, arranged))
-                height = max(one[H], two[H])
+                height = max(one.get(H, 0), two.get(H, 0))
                 if height <= bound:
                     values = self.shape(one, two) + (height,)
                     answers.setdefault((row, bound), []).append((values, m))
@@ -173,8 +178,8 @@ class Queries:
         self.flow, self.heights, self.graph = flow, heights, flow.graph
         self.indexes: list = []
 
-    def _index(self, collection, keys) -> Index:
-        index = Index(collection, keys)
+    def _index(self, collection, keys, ground: bool = False) -> Index:
+        index = Index(collection, keys, ground)
         self.indexes.append(index)
         return index
 
@@ -199,12 +204,15 @@ class Queries:
         it so already (no second copy)."""
         while self.graph.nodes[nid].kind == "enter":   # the same rows: index them outside
             nid = self.graph.nodes[nid].inputs[0]
+        if nid in self.heights.ground:   # the user's own rows, at height 0
+            return self._index(self.heights.collection(nid), list(keys), ground=True)
         return self._index(self.heights.of(nid), list(keys))
 
     def _query(self, node, built: dict):
         kind, hs = node.kind, self.heights
         if kind == "input":
-            return _InputRows(node, self._index(hs.collection(node.id), list(node.schema.names)))
+            return _InputRows(node, self._index(hs.collection(node.id), list(node.schema.names),
+                                                ground=True))
         if kind == "select":
             source = self.graph.nodes[node.inputs[0]]
             through = self._through_join(node, source)
@@ -261,8 +269,10 @@ class Queries:
             index = self._final(source.id, [e.name for e in exprs])
             return _Lookup(node, "select", index, list(range(len(exprs))),
                            list(source.schema.names), source.id, bounded=True)
-        mapped = self.heights.of(source.id).select(**image, **pre, **{H: H})
-        index = self._index(mapped, list(image))
+        ground = source.id in self.heights.ground
+        mapped = self.heights.collection(source.id).select(**image, **pre) if ground else \
+            self.heights.of(source.id).select(**image, **pre, **{H: H})
+        index = self._index(mapped, list(image), ground)
         return _Lookup(node, "select", index, list(range(len(image))), list(pre), source.id,
                        bounded=True)
 
