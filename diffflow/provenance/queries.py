@@ -62,21 +62,24 @@ class Index:
             return None
         return self.names.index(name)
 
-    def read(self, keys: list) -> list:
-        """For each key tuple, ``{arranged row: multiplicity}`` of the rows present now
-        (updates of every time summed: inside a loop, every round's)."""
+    def gather(self, keys: list) -> tuple:
+        """``(key index, arranged rows, diffs)`` of the updates of ``keys`` (numpy)."""
         if self.constant:
             keys = [(0,) for _ in keys]
+        query = np.array(keys, dtype=np.int64).reshape(len(keys), self.width)
+        parts = [engine.ops[self.node.id].spine.gather(query, self.width)
+                 for engine in self.flow._runtime.engines.values()]
+        return tuple(np.concatenate([p[i] for p in parts]) for i in (0, 1, 3))
+
+    def read(self, keys: list, gathered=None) -> list:
+        """For each key tuple, ``{arranged row: multiplicity}`` of the rows present now
+        (updates of every time summed: inside a loop, every round's)."""
         found = [{} for _ in keys]
         if not keys:
             return found
-        query = np.array(keys, dtype=np.int64).reshape(len(keys), self.width)
-        for engine in self.flow._runtime.engines.values():
-            which, rows, _times, diffs = engine.ops[self.node.id].spine.gather(query,
-                                                                               self.width)
-            for i, row, diff in zip(which.tolist(), map(tuple, rows.tolist()),
-                                    diffs.tolist()):
-                found[i][row] = found[i].get(row, 0) + diff
+        which, rows, diffs = self.gather(keys) if gathered is None else gathered
+        for i, row, diff in zip(which.tolist(), map(tuple, rows.tolist()), diffs.tolist()):
+            found[i][row] = found[i].get(row, 0) + diff
         return [{row: m for row, m in rows.items() if m} for rows in found]
 
 
@@ -127,34 +130,36 @@ class _Lookup(_Query):
 
 
 class _JoinPreimage(_Query):
-    """A projection of a join: its pre-image found in the join's two inputs, first by the
-    side the projection fixes (the right when it fixes any of its columns: a loop's joins
-    read a fixed relation on the right), then by the other side's join keys."""
+    """A projection of a join: its pre-image found in the join's two inputs, first by a side
+    the projection fixes columns of, then by the other side's join keys.  With a plan for
+    each side, a read takes the one whose first side holds fewer matching rows."""
     rule = "select"
 
-    def __init__(self, node, join, first, second, ask, link, shape):
+    def __init__(self, node, join, plans, shape):
         self.node, self.source = node, join.id
-        self.first, self.second = first, second      # the two sides' indexes
-        self.ask, self.link, self.shape = ask, link, shape
+        self.plans = plans   # [(first index, second index, ask first, link, ask second)]
+        self.shape = shape   # (first side's row, second's) -> the join's row
 
     def answer(self, items):
-        first, second = self.first, self.second
-        found = first.read([tuple(row[i] for i in self.ask[0]) for row, _ in items])
+        gathered = [plan[0].gather([tuple(row[i] for i in plan[2]) for row, _ in items])
+                    for plan in self.plans]
+        best = min(range(len(self.plans)), key=lambda p: len(gathered[p][0]))
+        first, second, ask, link, more = self.plans[best]
+        found = first.read([None] * len(items), gathered[best])
         pairs, keys = [], []
         for (row, bound), rows in zip(items, found):
-            for arranged, _m in rows.items():
-                one = dict(zip(first.names, arranged))
-                key = tuple(one[n] for n in self.link) + tuple(row[i] for i in self.ask[1])
-                pairs.append((row, bound, one))
-                keys.append(key)
-        answers = {}
-        for (row, bound, one), rows in zip(pairs, second.read(keys)):
             for arranged, m in rows.items():
+                one = dict(zip(first.names, arranged))
+                pairs.append((row, bound, one, m))
+                keys.append(tuple(one[n] for n in link) + tuple(row[i] for i in more))
+        answers = {}
+        for (row, bound, one, m1), rows in zip(pairs, second.read(keys)):
+            for arranged, m2 in rows.items():
                 two = dict(zip(second.names, arranged))
                 height = max(one.get(H, 0), two.get(H, 0))
                 if height <= bound:
-                    values = self.shape(one, two) + (height,)
-                    answers.setdefault((row, bound), []).append((values, m))
+                    values = self.shape[best](one, two) + (height,)
+                    answers.setdefault((row, bound), []).append((values, m1 * m2))
         return answers
 
 
@@ -299,23 +304,29 @@ class Queries:
                 fixed["R"].setdefault(rk, fixed["L"][lk])
             elif rk in fixed["R"]:
                 fixed["L"].setdefault(lk, fixed["R"][rk])
-        first = "R" if fixed["R"] else "L"
-        if not fixed[first]:
-            return None
-        second = "L" if first == "R" else "R"
         sides = {"L": (left, lkeys), "R": (right, rkeys)}
-        first_node, first_keys = sides[first]
-        second_node, second_keys = sides[second]
-        first_index = self._final(first_node.id, list(fixed[first]))
-        # the second side by its join keys (taken from the first side's row), then the
-        # columns the asked row fixes
-        more = [c for c in fixed[second] if c not in second_keys]
-        second_index = self._final(second_node.id, [*second_keys, *more])
-        ask = ([fixed[first][c] for c in fixed[first]], [fixed[second][c] for c in more])
-        left_names, rest = list(left.schema.names), right_rest
+        plans, shapes = [], []
+        for first in ("R", "L"):
+            if not fixed[first]:
+                continue
+            second = "L" if first == "R" else "R"
+            first_node, first_keys = sides[first]
+            second_node, second_keys = sides[second]
+            # the second side by its join keys (the first side's row has them), then the
+            # columns the asked row fixes
+            more = [c for c in fixed[second] if c not in second_keys]
+            plans.append((self._final(first_node.id, list(fixed[first])),
+                          self._final(second_node.id, [*second_keys, *more]),
+                          list(fixed[first].values()), first_keys,
+                          [fixed[second][c] for c in more]))
+            shapes.append(self._shape(first, list(left.schema.names), right_rest))
+        if not plans:
+            return None
+        return _JoinPreimage(node, join, plans, shapes)
 
+    @staticmethod
+    def _shape(first: str, left_names, right_rest):
         def shape(one, two):   # the join's row: the left row, then the right's other columns
             lrow, rrow = (one, two) if first == "L" else (two, one)
-            return tuple(lrow[n] for n in left_names) + tuple(rrow[n] for n in rest)
-
-        return _JoinPreimage(node, join, first_index, second_index, ask, first_keys, shape)
+            return tuple(lrow[n] for n in left_names) + tuple(rrow[n] for n in right_rest)
+        return shape

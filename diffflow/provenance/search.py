@@ -5,10 +5,10 @@ Every operator passes a request for a row on to the rows it rests on, by its rul
 (EXPLAIN.md §3), with a *bound* -- the row's height (:mod:`.heights`) or more -- and a
 mode.  An *exact* request must reproduce the row's multiplicity (the explained rows are
 exact); below ``distinct`` and a single ``min``/``max`` only presence matters.  Most rules
-need no engine work: a filter, an arrangement, ``enter``/``leave`` ask for the same row,
+need no lookup: a filter, an arrangement, ``enter``/``leave`` ask for the same row,
 ``distinct`` for the same row's presence, a join for its two halves, a loop variable for the
 same row of the definition one round lower unless the initial collection has it.  The others
-ask a query -- a request input joined with the twin of what they read, in the root scope:
+read an index (:mod:`.queries`):
 
 * ``select`` finds the rows mapping to the row (all of them when exact, else the lowest);
 * ``concat`` finds the inputs holding it (all, subtracted ones included, when exact; else the
@@ -18,9 +18,9 @@ ask a query -- a request input joined with the twin of what they read, in the ro
 * a loop variable asks whether its initial collection holds the row;
 * an input reads the row's multiplicity.
 
-The search asks one level of queries per engine commit, always choosing the lowest height and
-then the smallest row, so an explanation is deterministic: through ``reachable`` it is one
-shortest path.
+The search reads one level of indexes at a time, between epochs (no engine commit), always
+choosing the lowest height and then the smallest row, so an explanation is deterministic:
+through ``reachable`` it is one shortest path.
 
 >>> import diffflow as dd
 >>> from diffflow import graphs
