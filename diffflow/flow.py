@@ -94,7 +94,6 @@ class Dataflow:
     explain = False     # a Dataflow pickled before explanations existed
     _provenance = None
     _live: list = []
-    _refreshing = False
 
     def __init__(self, partitions: int = 1, runtime: str = "local", spark=None, *,
                  checkpoint_every: int | None = None, checkpoint_dir: str | None = None,
@@ -117,7 +116,6 @@ class Dataflow:
                              f"explanations of runtime={runtime!r} dataflows are not built yet")
         self.explain = bool(explain)
         self._live: list = []          # live explanations, refreshed after every advance
-        self._refreshing = False
         self._trace = None
         if trace is not None:
             from .runtime.trace_sink import open_trace
@@ -182,13 +180,8 @@ class Dataflow:
         self.epoch += 1
         if run:
             runtime.run()
-            if self._live and not self._refreshing:  # their own commits do not recurse
-                self._refreshing = True
-                try:
-                    for live in list(self._live):
-                        live.refresh()
-                finally:
-                    self._refreshing = False
+            for live in list(self._live):   # live explanations read the new epoch
+                live.refresh()
 
     def explanations(self, output):
         """Live explanations of rows of ``output``, kept current by every :meth:`advance`

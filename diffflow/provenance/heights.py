@@ -109,15 +109,6 @@ class Heights:
             self.lowest_cache[nid] = _lowest(self.of(nid))
         return self.lowest_cache[nid]
 
-    def final(self, nid: int):
-        """The twin's final value in the root scope: what witness queries read (they pick
-        the lowest height among a row's entries themselves, so no per-row minimum is kept
-        for them)."""
-        key = ("final", nid)
-        if key not in self.lowest_cache:
-            self.lowest_cache[key] = self.leave_to_root(self.of(nid))
-        return self.lowest_cache[key]
-
     # -- one node ---------------------------------------------------------------------------
     def _build(self, node):
         kind = node.kind
@@ -235,11 +226,3 @@ class Heights:
     def twin_schema(self, node):
         from ..schema import Schema
         return Schema(tuple(node.schema.names) + (H,), tuple(node.schema.types) + ("int",))
-
-    def leave_to_root(self, collection):
-        """A collection of a loop, left to the root scope (its final value)."""
-        while collection.scope.parent is not None:
-            node = self.graph.add("leave", [collection.node.id], collection.schema,
-                                  scope=collection.scope.parent, label="explain: leave")
-            collection = self.Collection(self.flow, node)
-        return collection
