@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .search import ExplainError, _Search, provenance_of
+from .search import ExplainError, _Search, multiplicities, provenance_of
 
 
 class Change(NamedTuple):
@@ -52,7 +52,7 @@ class LiveExplanations:
     def ask(self, rows) -> None:
         """Start explaining ``rows`` (each must be in the output now)."""
         rows = [tuple(r) if isinstance(r, (tuple, list)) else (r,) for r in rows]
-        present = self.output.snapshot()
+        present = multiplicities(self.output, rows)
         missing = [r for r in rows if r not in present]
         if missing:
             raise ExplainError(f"{missing[0]!r} is not in {self.output.name or 'the output'}"
@@ -75,7 +75,7 @@ class LiveExplanations:
 
     def refresh(self, initial=frozenset()) -> None:
         """Read every explanation again (after an advance; the dataflow calls it)."""
-        present = self.output.snapshot()
+        present = multiplicities(self.output, list(self.current))
         search = _Search(self.provenance)
         for row in list(self.current):
             before = self.current[row]

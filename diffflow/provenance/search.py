@@ -54,6 +54,25 @@ def encode_row(row: tuple, schema, symbols) -> tuple:
                  for v, kind, name in zip(row, schema.types, schema.names))
 
 
+def multiplicities(output, rows) -> dict:
+    """``{row: multiplicity}`` of those ``rows`` in ``output`` now (absent ones left out),
+    found in its encoded contents without decoding the rest."""
+    schema, symbols = output.node.schema, output.flow.symbols
+    held, mults = output.flow._runtime.output_contents(output.node.id)
+    found = {}
+    for row in rows:
+        if len(row) != schema.width:
+            continue
+        try:
+            code = np.array(encode_row(row, schema, symbols), dtype=np.int64)
+        except (TypeError, ValueError):   # not even of the output's types
+            continue
+        hits = np.flatnonzero((held == code).all(axis=1)) if len(held) else []
+        if len(hits):
+            found[row] = int(mults[hits].sum())
+    return found
+
+
 def decode_row(row: tuple, schema, symbols) -> tuple:
     return decode_rows(np.array([row], dtype=np.int64).reshape(1, len(row)), schema,
                        symbols)[0]
@@ -92,7 +111,7 @@ class Provenance:
                                f"explanations are of computed epochs: advance() first")
         node = output.node
         rows = [tuple(r) if isinstance(r, (tuple, list)) else (r,) for r in rows]
-        present = output.snapshot()
+        present = multiplicities(output, rows)
         missing = [r for r in rows if r not in present]
         if missing:
             raise ExplainError(f"{missing[0]!r} is not in {output.name or node.label} as of "
