@@ -33,8 +33,9 @@ class Index:
     keeps whose columns start with ``keys`` -- one by fewer keys serves too, read by a
     longer prefix -- and arranges the collection only when there is none."""
 
-    def __init__(self, collection, keys, ground: bool = False):
+    def __init__(self, collection, keys, ground: bool = False, optional: bool = False):
         self.ground = ground   # a collection whose rows all have height 0 (no H column)
+        self.optional = optional   # only if the dataflow arranges it so already
         if not keys:  # one group: index it under a constant
             collection, keys = collection.select(*collection.columns, **{UNIT: 0}), [UNIT]
         self.collection, self.keys = collection, list(keys)
@@ -51,6 +52,8 @@ class Index:
                 arranged = candidate
                 break
         if arranged is None:
+            if self.optional:
+                return
             arranged = self.collection.arrange(self.keys)
         self.node = arranged.node
         self.names = list(self.node.schema.names)   # keys first, then the rest in order
@@ -135,16 +138,20 @@ class _JoinPreimage(_Query):
     each side, a read takes the one whose first side holds fewer matching rows."""
     rule = "select"
 
-    def __init__(self, node, join, plans, shape):
+    def __init__(self, node, join, plans, shapes):
         self.node, self.source = node, join.id
         self.plans = plans   # [(first index, second index, ask first, link, ask second)]
-        self.shape = shape   # (first side's row, second's) -> the join's row
+        self.shapes = shapes   # per plan: (first side's row, second's) -> the join's row
 
     def answer(self, items):
+        if not hasattr(self, "usable"):   # plans whose indexes the dataflow keeps
+            self.usable = [p for p in self.plans if p[0].node is not None
+                           and p[1].node is not None]
+        plans = self.usable
         gathered = [plan[0].gather([tuple(row[i] for i in plan[2]) for row, _ in items])
-                    for plan in self.plans]
-        best = min(range(len(self.plans)), key=lambda p: len(gathered[p][0]))
-        first, second, ask, link, more = self.plans[best]
+                    for plan in plans]
+        best = min(range(len(plans)), key=lambda p: len(gathered[p][0]))
+        first, second, ask, link, more = plans[best]
         found = first.read([None] * len(items), gathered[best])
         pairs, keys = [], []
         for (row, bound), rows in zip(items, found):
@@ -158,7 +165,8 @@ class _JoinPreimage(_Query):
                 two = dict(zip(second.names, arranged))
                 height = max(one.get(H, 0), two.get(H, 0))
                 if height <= bound:
-                    values = self.shape[best](one, two) + (height,)
+                    values = self.shapes[self.plans.index(plans[best])](one, two) + \
+                        (height,)
                     answers.setdefault((row, bound), []).append((values, m1 * m2))
         return answers
 
@@ -183,8 +191,8 @@ class Queries:
         self.flow, self.heights, self.graph = flow, heights, flow.graph
         self.indexes: list = []
 
-    def _index(self, collection, keys, ground: bool = False) -> Index:
-        index = Index(collection, keys, ground)
+    def _index(self, collection, keys, ground: bool = False, optional: bool = False):
+        index = Index(collection, keys, ground, optional)
         self.indexes.append(index)
         return index
 
@@ -203,15 +211,15 @@ class Queries:
             index.place()
         return queries
 
-    def _final(self, nid: int, keys):
+    def _final(self, nid: int, keys, optional: bool = False):
         """An index of node ``nid``'s twin by ``keys``, in the twin's own scope: read whole,
         a loop's trace sums to the final value, and the twin's own operators often arrange
         it so already (no second copy)."""
         while self.graph.nodes[nid].kind == "enter":   # the same rows: index them outside
             nid = self.graph.nodes[nid].inputs[0]
         if nid in self.heights.ground:   # the user's own rows, at height 0
-            return self._index(self.heights.collection(nid), list(keys), ground=True)
-        return self._index(self.heights.of(nid), list(keys))
+            return self._index(self.heights.collection(nid), list(keys), True, optional)
+        return self._index(self.heights.of(nid), list(keys), optional=optional)
 
     def _query(self, node, built: dict):
         kind, hs = node.kind, self.heights
@@ -315,8 +323,9 @@ class Queries:
             # the second side by its join keys (the first side's row has them), then the
             # columns the asked row fixes
             more = [c for c in fixed[second] if c not in second_keys]
-            plans.append((self._final(first_node.id, list(fixed[first])),
-                          self._final(second_node.id, [*second_keys, *more]),
+            optional = bool(plans)   # a second plan only on indexes kept anyway
+            plans.append((self._final(first_node.id, list(fixed[first]), optional),
+                          self._final(second_node.id, [*second_keys, *more], optional),
                           list(fixed[first].values()), first_keys,
                           [fixed[second][c] for c in more]))
             shapes.append(self._shape(first, list(left.schema.names), right_rest))
