@@ -49,14 +49,26 @@ TOP = 1 << 40   # the bound of an exact request: every height
 
 
 def encode_row(row: tuple, schema, symbols) -> tuple:
-    """A row of Python values as the int64 codes the engine holds."""
+    """A row of Python values as the int64 codes the engine holds.
+
+    >>> import diffflow as dd
+    >>> flow = dd.Dataflow(); a = flow.input("a", ["x", ("y", float)])
+    >>> decode_row(encode_row((3, 0.5), a.schema, flow.symbols), a.schema, flow.symbols)
+    (3, 0.5)
+    """
     return tuple(encode_column([v], kind, symbols, f"{name}").item()
                  for v, kind, name in zip(row, schema.types, schema.names))
 
 
 def multiplicities(output, rows) -> dict:
     """``{row: multiplicity}`` of those ``rows`` in ``output`` now (absent ones left out),
-    found in its encoded contents without decoding the rest."""
+    found in its encoded contents without decoding the rest.
+
+    >>> import diffflow as dd
+    >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); out = a.output()
+    >>> a.insert([1, 1, 2]); flow.advance(); multiplicities(out, [(1,), (5,)])
+    {(1,): 2}
+    """
     schema, symbols = output.node.schema, output.flow.symbols
     held, mults = output.flow._runtime.output_contents(output.node.id)
     found = {}
@@ -74,9 +86,9 @@ def multiplicities(output, rows) -> dict:
 
 
 def decode_row(row: tuple, schema, symbols) -> tuple:
+    """The Python values of an encoded row (the inverse of :func:`encode_row`)."""
     return decode_rows(np.array([row], dtype=np.int64).reshape(1, len(row)), schema,
                        symbols)[0]
-
 
 
 
