@@ -93,6 +93,7 @@ class Dataflow:
 
     explain = False     # a Dataflow pickled before explanations existed
     _provenance = None
+    _unrun = False      # epochs closed by advance(run=False) and not computed yet
     _live: list = []
 
     def __init__(self, partitions: int = 1, runtime: str = "local", spark=None, *,
@@ -178,10 +179,10 @@ class Dataflow:
             handle._staged = []
         runtime.close_epoch([h.node.id for h in self._inputs])
         self.epoch += 1
+        self._unrun = not run
         if run:
             runtime.run()
-            for live in list(self._live):   # live explanations read the new epoch
-                live.refresh()
+            self._refresh_live()
 
     def explanations(self, output):
         """Live explanations of rows of ``output``, kept current by every :meth:`advance`
@@ -200,6 +201,12 @@ class Dataflow:
     def run(self) -> None:
         """Compute every closed epoch (see :meth:`advance`)."""
         self._ensure_runtime().run()
+        self._unrun = False
+        self._refresh_live()
+
+    def _refresh_live(self) -> None:
+        for live in list(self._live):   # live explanations read the new epochs
+            live.refresh()
 
     def _ensure_runtime(self):
         if self._runtime is None:

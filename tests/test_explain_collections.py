@@ -172,6 +172,12 @@ def test_errors_say_what_to_do_and_change_nothing():
         out.explain([(1,)])
     flow.advance()
     assert out.explain([(3,)]).inputs == {"a": {(3,): 1}}
+    a.insert([4])
+    flow.advance(run=False)
+    with pytest.raises(ExplainError, match=r"flow.run\(\) first"):
+        out.explain([(3,)])
+    flow.run()
+    assert out.explain([(4,)]).inputs == {"a": {(4,): 1}}
     odd = dd.Dataflow(explain=True)
     b = odd.input("b", ["x"])
     _ = b.map(lambda row: (row[0] + 1,)).output()

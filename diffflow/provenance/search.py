@@ -121,6 +121,9 @@ class Provenance:
         if staged:
             raise ExplainError(f"{', '.join(staged)} changed since the last advance(); "
                                f"explanations are of computed epochs: advance() first")
+        if self.flow._unrun:
+            raise ExplainError("epochs closed by advance(run=False) are not computed yet: "
+                               "call flow.run() first")
         node = output.node
         rows = [tuple(r) if isinstance(r, (tuple, list)) else (r,) for r in rows]
         present = multiplicities(output, rows)
