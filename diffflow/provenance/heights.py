@@ -33,7 +33,7 @@ row take the minimum.  :mod:`.search` asks them for witnesses.
 from __future__ import annotations
 
 from ..errors import GraphError
-from ..expr import Lit, col
+from ..expr import Lit, col, greatest
 from ..operators.reduce_extremum import extremum_of
 from ..operators.reducers import DistinctReducer
 
@@ -46,8 +46,8 @@ def _lowest(twin):
 
 
 def higher(a, b):
-    """The larger of two integer column expressions, exactly."""
-    return (a + b + abs(a - b)) // 2
+    """The larger of two height columns."""
+    return greatest(a, b)
 
 
 class Heights:
