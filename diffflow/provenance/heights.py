@@ -1,34 +1,32 @@
-"""Heights: for every collection of a dataflow built with ``explain=True``, a twin holding each
-of its rows with the row's *first occurrence* -- the fewest loop rounds that derive it.
+"""Heights: each row's *first occurrence* in a dataflow built with ``explain=True`` -- the
+fewest loop rounds that derive it; a proof that follows heights down always ends (the idea
+of Soufflé's minimal proof heights, and of first occurrence in Chothia et al.).
 
-The twin of a node has the node's columns and one more, :data:`H`.  Twins are built from the
-recorded graph when the dataflow starts (before its first epoch), operator by operator:
+Heights come one of three ways (:meth:`Heights.mode`):
 
-* an input's rows have height 0; ``select``, ``filter``, ``concat``, ``negate``, ``enter``,
+* outside loops (``"ground"``) every row has height 0;
+* in a loop with no loop inside (``"traced"``) the engine's own traces keep each update's
+  round -- logical compaction advances epochs and leaves rounds alone -- so a row's height is
+  the round its presence began, read from an arrangement of the collection itself
+  (:class:`~.queries.Index`); nothing is computed for it while the dataflow runs;
+* in nested loops (``"twin"``) a twin collection carries the heights in one more column,
+  :data:`H`, built from the recorded graph before the first epoch, operator by operator: an
+  input's rows have height 0; ``select``, ``filter``, ``concat``, ``negate``, ``enter``,
   ``consolidate``, ``inspect`` carry heights along; a join's row is as high as the higher of
-  its two sides;
-* a reduction's output row takes the height of what it rests on: the same row for
-  ``distinct``, the lowest winning row for one ``min``/``max`` (the selective rule), the
-  highest row of the whole group for every other reducer (the general rule);
-* a loop variable's twin is a loop variable of the same loop: a row of the initial collection
-  keeps its height, a row fed back from the definition is one round higher, and each row keeps
-  its lowest height.  So heights strictly grow around every loop and a proof that follows
-  them down always ends -- the idea of Soufflé's minimal proof heights, and of first
-  occurrence in Chothia et al.
-
-Twins are multisets (a row may appear with several heights); readers that need one height per
-row take the minimum.  :mod:`.search` asks them for witnesses.
+  its two sides; a reduction's output row takes the height of what it rests on (the same row
+  for ``distinct``, the lowest winning row for one ``min``/``max``, the highest row of the
+  group for other reducers); a loop variable's twin is a loop variable of the same loop,
+  whose rows fed back from the definition are one round higher, each keeping its lowest
+  height.  Twins are multisets; readers take the lowest height of a row.
 
 >>> import diffflow as dd
 >>> from diffflow import graphs
 >>> flow = dd.Dataflow()
 >>> edges = flow.input("edges", ["src", "dst"]); roots = flow.input("roots", ["node"])
 >>> reach = graphs.reachable(edges, roots)
->>> heights = Heights(flow)    # explain=True builds the twins it needs
->>> first = heights.lowest(reach.node.id).output(); heights.close_loops()
->>> edges.insert([(1, 2), (2, 3), (1, 3), (3, 4)]); roots.insert([1]); flow.advance()
->>> sorted(first.snapshot())     # (node, the round of the loop body that first derives it)
-[(1, 0), (2, 0), (3, 0), (4, 1)]
+>>> heights = Heights(flow)
+>>> heights.mode(edges.node.id), heights.mode(reach.node.inputs[0])   # outside, in the loop
+('ground', 'traced')
 """
 from __future__ import annotations
 
@@ -75,13 +73,13 @@ class Heights:
         self.feeds = {src: node.id for node in self.user for src in node.inputs
                       if src > node.id}                 # feedback id -> its variable
         self.loop_variables = set(self.feeds.values())
-        after_loops: set = set()   # nodes reading what a loop computed
-        for node in self.user:
-            if node.kind == "leave" or any(i in after_loops for i in node.inputs):
-                after_loops.add(node.id)
-        # heights grow only around loops: outside them, before any, every row has height 0
-        self.ground = {n.id for n in self.user
-                       if n.scope.parent is None and n.id not in after_loops}
+        # heights grow only around loops: outside them every row has height 0, and a loop
+        # with no loop inside keeps each update's round in its traces
+        nested = {s.parent.id for s in self.graph.scopes
+                  if s.parent is not None and s.parent.parent is not None}
+        self.ground = {n.id for n in self.user if n.scope.parent is None}
+        self.traced = {n.id for n in self.user if n.scope.parent is not None
+                       and n.scope.parent.parent is None and n.scope.id not in nested}
 
     def of(self, nid: int):
         """The twin of node ``nid``, built on first use: a twin nothing reads is not built
@@ -91,6 +89,10 @@ class Heights:
             self.twin[nid] = self.collection(nid).select(*node.schema.names, **{H: Lit(0)}) \
                 if nid in self.ground else self._build(node)
         return self.twin[nid]
+
+    def mode(self, nid: int) -> str:
+        """How node ``nid``'s heights are read (:class:`~.queries.Index`)."""
+        return "ground" if nid in self.ground else "traced" if nid in self.traced else "twin"
 
     def close_loops(self) -> None:
         """Connect the feedback of every twin loop variable built (building what it needs)."""

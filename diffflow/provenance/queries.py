@@ -26,15 +26,44 @@ from .heights import H
 UNIT = "_unit"   # the constant key of an index read whole (a reduction without keys)
 
 
+TOP = 1 << 40   # a bound above every height: the final value
+
+
+def presence(history: list, bound: int) -> tuple:
+    """``(start, count)`` of a row at round ``bound`` of a loop, from its ``(round, diff)``
+    updates sorted by round: ``count`` its multiplicity then, ``start`` the first round of
+    the run of rounds up to ``bound`` in which it was present (``None`` when absent).
+
+    >>> presence([(0, 1), (2, -1), (3, 1)], 5), presence([(0, 1), (2, -1)], 5)
+    ((3, 1), (None, 0))
+    """
+    count, start, at = 0, None, 0
+    while at < len(history) and history[at][0] <= bound:
+        round_ = history[at][0]
+        while at < len(history) and history[at][0] == round_:
+            count += history[at][1]
+            at += 1
+        if count <= 0:
+            start = None
+        elif start is None:
+            start = round_
+    return (start, count) if count > 0 else (None, 0)
+
+
 class Index:
     """``collection`` indexed by ``keys``, read by key without an engine commit.
+
+    Heights come one of three ways (``mode``): ``"ground"``, a collection outside loops, all
+    of height 0; ``"traced"``, a collection of a loop, whose trace keeps each update's round
+    -- a row's height is the round its presence began; ``"twin"``, a heights twin of a
+    nested loop, holding heights in its :data:`H` column.
 
     :meth:`place` (after every twin is built) picks an arrangement the dataflow already
     keeps whose columns start with ``keys`` -- one by fewer keys serves too, read by a
     longer prefix -- and arranges the collection only when there is none."""
 
-    def __init__(self, collection, keys, ground: bool = False, optional: bool = False):
-        self.ground = ground   # a collection whose rows all have height 0 (no H column)
+    def __init__(self, collection, keys, mode: str, optional: bool = False):
+        self.mode = mode
         self.optional = optional   # only if the dataflow arranges it so already
         if not keys:  # one group: index it under a constant
             collection, keys = collection.select(*collection.columns, **{UNIT: 0}), [UNIT]
@@ -59,31 +88,42 @@ class Index:
         self.names = list(self.node.schema.names)   # keys first, then the rest in order
 
     def position(self, name: str) -> int | None:
-        """Where the arranged rows hold column ``name`` (``None``: the height of a ground
-        collection, always 0)."""
-        if self.ground and name == H:
-            return None
+        """Where the arranged rows hold column ``name``."""
         return self.names.index(name)
 
     def gather(self, keys: list) -> tuple:
-        """``(key index, arranged rows, diffs)`` of the updates of ``keys`` (numpy)."""
+        """``(key index, arranged rows, times, diffs)`` of the updates of ``keys``."""
         if self.constant:
             keys = [(0,) for _ in keys]
         query = np.array(keys, dtype=np.int64).reshape(len(keys), self.width)
         parts = [engine.ops[self.node.id].spine.gather(query, self.width)
                  for engine in self.flow._runtime.engines.values()]
-        return tuple(np.concatenate([p[i] for p in parts]) for i in (0, 1, 3))
+        return tuple(np.concatenate([p[i] for p in parts]) for i in range(4))
 
-    def read(self, keys: list, gathered=None) -> list:
-        """For each key tuple, ``{arranged row: multiplicity}`` of the rows present now
-        (updates of every time summed: inside a loop, every round's)."""
+    def read(self, keys: list, bounds: list, gathered=None) -> list:
+        """For each key, ``{arranged row: (height, multiplicity)}`` of the rows present at
+        its bound (``TOP``: now)."""
         found = [{} for _ in keys]
         if not keys:
             return found
-        which, rows, diffs = self.gather(keys) if gathered is None else gathered
-        for i, row, diff in zip(which.tolist(), map(tuple, rows.tolist()), diffs.tolist()):
+        which, rows, times, diffs = self.gather(keys) if gathered is None else gathered
+        rows = map(tuple, rows.tolist())
+        if self.mode == "traced":
+            history: dict = {}
+            for i, row, round_, diff in zip(which.tolist(), rows, times[:, -1].tolist(),
+                                            diffs.tolist()):
+                history.setdefault((i, row), []).append((round_, diff))
+            for (i, row), updates in history.items():
+                start, count = presence(sorted(updates), bounds[i])
+                if count:
+                    found[i][row] = (start, count)
+            return found
+        for i, row, diff in zip(which.tolist(), rows, diffs.tolist()):
             found[i][row] = found[i].get(row, 0) + diff
-        return [{row: m for row, m in rows.items() if m} for rows in found]
+        at = self.position(H) if self.mode == "twin" else None
+        return [{row: (0 if at is None else row[at], m) for row, m in rows_.items()
+                 if m and (at is None or row[at] <= bound)}
+                for rows_, bound in zip(found, bounds)]
 
 
 class _Query:
@@ -105,8 +145,8 @@ class _InputRows(_Query):
         self.node, self.index = node, index
 
     def answer(self, items):
-        found = self.index.read([row for row, _ in items])
-        return {item: [((), m)] for item, rows in zip(items, found) for m in rows.values()}
+        found = self.index.read([row for row, _ in items], [TOP] * len(items))
+        return {item: [((), m)] for item, rows in zip(items, found) for _, m in rows.values()}
 
 
 class _Lookup(_Query):
@@ -117,18 +157,18 @@ class _Lookup(_Query):
     def __init__(self, node, rule, index, ask, take, source, bounded, negated=False):
         self.node, self.rule, self.index, self.source = node, rule, index, source
         self.ask = ask                  # positions of the asked row forming the key
-        self.take_names = [*take, H]
+        self.take_names = list(take)
         self.bounded, self.negated = bounded, negated
 
     def answer(self, items):
-        found = self.index.read([tuple(row[i] for i in self.ask) for row, _ in items])
+        found = self.index.read([tuple(row[i] for i in self.ask) for row, _ in items],
+                                [bound if self.bounded else TOP for _, bound in items])
         take = [self.index.position(n) for n in self.take_names]
         answers = {}
         for (row, bound), rows in zip(items, found):
-            for arranged, m in rows.items():
-                values = tuple(0 if i is None else arranged[i] for i in take)
-                if not self.bounded or values[-1] <= bound:
-                    answers.setdefault((row, bound), []).append((values, m))
+            for arranged, (height, m) in rows.items():
+                values = tuple(arranged[i] for i in take) + (height,)
+                answers.setdefault((row, bound), []).append((values, m))
         return answers
 
 
@@ -152,22 +192,21 @@ class _JoinPreimage(_Query):
                     for plan in plans]
         best = min(range(len(plans)), key=lambda p: len(gathered[p][0]))
         first, second, ask, link, more = plans[best]
-        found = first.read([None] * len(items), gathered[best])
-        pairs, keys = [], []
+        shape = self.shapes[self.plans.index(plans[best])]
+        found = first.read([None] * len(items), [bound for _, bound in items], gathered[best])
+        pairs, keys, bounds = [], [], []
         for (row, bound), rows in zip(items, found):
-            for arranged, m in rows.items():
+            for arranged, (h1, m1) in rows.items():
                 one = dict(zip(first.names, arranged))
-                pairs.append((row, bound, one, m))
+                pairs.append((row, bound, one, h1, m1))
                 keys.append(tuple(one[n] for n in link) + tuple(row[i] for i in more))
+                bounds.append(bound)
         answers = {}
-        for (row, bound, one, m1), rows in zip(pairs, second.read(keys)):
-            for arranged, m2 in rows.items():
+        for (row, bound, one, h1, m1), rows in zip(pairs, second.read(keys, bounds)):
+            for arranged, (h2, m2) in rows.items():
                 two = dict(zip(second.names, arranged))
-                height = max(one.get(H, 0), two.get(H, 0))
-                if height <= bound:
-                    values = self.shapes[self.plans.index(plans[best])](one, two) + \
-                        (height,)
-                    answers.setdefault((row, bound), []).append((values, m1 * m2))
+                values = shape(one, two) + (max(h1, h2),)
+                answers.setdefault((row, bound), []).append((values, m1 * m2))
         return answers
 
 
@@ -191,8 +230,8 @@ class Queries:
         self.flow, self.heights, self.graph = flow, heights, flow.graph
         self.indexes: list = []
 
-    def _index(self, collection, keys, ground: bool = False, optional: bool = False):
-        index = Index(collection, keys, ground, optional)
+    def _index(self, collection, keys, mode: str, optional: bool = False):
+        index = Index(collection, keys, mode, optional)
         self.indexes.append(index)
         return index
 
@@ -217,15 +256,15 @@ class Queries:
         it so already (no second copy)."""
         while self.graph.nodes[nid].kind == "enter":   # the same rows: index them outside
             nid = self.graph.nodes[nid].inputs[0]
-        if nid in self.heights.ground:   # the user's own rows, at height 0
-            return self._index(self.heights.collection(nid), list(keys), True, optional)
-        return self._index(self.heights.of(nid), list(keys), optional=optional)
+        mode = self.heights.mode(nid)
+        collection = self.heights.of(nid) if mode == "twin" else self.heights.collection(nid)
+        return self._index(collection, list(keys), mode, optional)
 
     def _query(self, node, built: dict):
         kind, hs = node.kind, self.heights
         if kind == "input":
             return _InputRows(node, self._index(hs.collection(node.id), list(node.schema.names),
-                                                ground=True))
+                                                "ground"))
         if kind == "select":
             source = self.graph.nodes[node.inputs[0]]
             through = self._through_join(node, source)
@@ -282,10 +321,10 @@ class Queries:
             index = self._final(source.id, [e.name for e in exprs])
             return _Lookup(node, "select", index, list(range(len(exprs))),
                            list(source.schema.names), source.id, bounded=True)
-        ground = source.id in self.heights.ground
-        mapped = self.heights.collection(source.id).select(**image, **pre) if ground else \
-            self.heights.of(source.id).select(**image, **pre, **{H: H})
-        index = self._index(mapped, list(image), ground)
+        mode = self.heights.mode(source.id)
+        mapped = self.heights.of(source.id).select(**image, **pre, **{H: H}) \
+            if mode == "twin" else self.heights.collection(source.id).select(**image, **pre)
+        index = self._index(mapped, list(image), mode)
         return _Lookup(node, "select", index, list(range(len(image))), list(pre), source.id,
                        bounded=True)
 

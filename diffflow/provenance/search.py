@@ -42,10 +42,9 @@ import numpy as np
 from ..errors import ExplainError
 from ..schema import decode_rows, encode_column
 from .heights import Heights
-from .queries import Queries, _Delegate
+from .queries import TOP, Queries, _Delegate
 
 SAME = ("filter", "consolidate", "inspect", "output", "arrange", "enter", "leave")
-TOP = 1 << 40   # the bound of an exact request: every height
 
 
 def encode_row(row: tuple, schema, symbols) -> tuple:
@@ -210,6 +209,8 @@ class _Search:
         kind = node.kind
         if nid in self.p.queries:
             return None
+        if kind == "leave":   # the loop's final value
+            return [(node.inputs[0], row, TOP, exact)]
         if kind in SAME:
             return [(node.inputs[0], row, bound, exact)]
         if kind == "reduce":   # distinct: one copy is enough
