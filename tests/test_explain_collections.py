@@ -71,6 +71,37 @@ def test_reachability_explanations_are_shortest_paths_under_updates(seed, partit
 
 
 @pytest.mark.parametrize("partitions", [1, 3])
+@pytest.mark.parametrize("seed", range(2))
+def test_transitive_closure_pairs_are_explained_by_shortest_paths(seed, partitions):
+    """reach(x, y) from two sources, built with ``iterate``: heights come from the loop's own
+    traces (the round each pair appeared), so every explanation is a BFS shortest path from
+    its source, as edges come and go over epochs."""
+    rng = random.Random(seed)
+    flow = dd.Dataflow(partitions=partitions, explain=True)
+    edges = flow.input("edges", ["src", "dst"])
+    sources = flow.input("sources", ["node"])
+    start = sources.join(edges, left_on="node", right_on="src").select(x="node", y="dst")
+    reach = start.iterate(lambda r: start.concat(
+        r.join(edges, left_on="y", right_on="src").select(x="x", y="dst")).distinct()).output()
+    sources.insert([(0,), (1,)])
+    current, explained = set(), 0
+    for _ in range(5):
+        current = update_edges(rng, edges, current, nodes=9, changes=6)
+        flow.advance()
+        for x, y in rng.sample(sorted(reach.snapshot()), min(5, len(reach.snapshot()))):
+            ex = reach.explain([(x, y)])
+            subset(ex, {"edges": dict.fromkeys(current, 1),
+                        "sources": {(0,): 1, (1,): 1}})
+            # a pair (x, x) is a cycle back to x: BFS from x's successors
+            distance = bfs(current, [x])[y] if x != y else 1 + min(
+                bfs(current, [b])[x] for a, b in current if a == x and x in bfs(current, [b]))
+            assert len(ex.inputs["edges"]) == distance and ex.inputs["sources"] == {(x,): 1}
+            ex.check()
+            explained += 1
+    assert explained > 10
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
 def test_components_explanations_are_a_shortest_path_from_the_label(partitions):
     rng = random.Random(7)
     flow = dd.Dataflow(partitions=partitions, explain=True)
