@@ -21,6 +21,7 @@ class ArrangeOp(Operator):
     """Seal complete updates into a spine keyed by the first ``key_width`` columns."""
 
     kind = "arrange"
+    frontier_blind = True
     compaction = "readers"
 
     def __init__(self, node, ctx):

@@ -25,6 +25,10 @@ node kind it implements, which registers it) and declares its *traits*:
   advance a loop's round);
 * ``always_steps`` -- step it in every sweep, even with no new input or
   frontier (inputs: their capability moves when an epoch closes);
+* ``frontier_blind`` -- while it holds no capabilities, a step with no input changes
+  nothing anyone reads, whatever the frontiers (a trace's upper may lag until the next
+  input seals a longer batch): the runtime skips such steps, so a commit costs the nodes
+  its data reaches, not the whole graph;
 * ``compaction`` -- ``None``, or which frontier its traces (:meth:`traces`)
   may forget distinctions before: ``"readers"`` (a shared trace: the input
   frontiers of every operator reading it) or ``"input"`` (a private trace:
@@ -67,6 +71,7 @@ class Operator:
     kind: str | None = None
     summary = IDENTITY
     always_steps = False
+    frontier_blind = False
     compaction: str | None = None
     round_limit = False
 

@@ -31,6 +31,7 @@ class EnterOp(Operator):
     """Append a zero round coordinate to every time."""
 
     kind = "enter"
+    frontier_blind = True
     summary = ENTER
 
     def step(self, inputs, frontiers):
@@ -47,6 +48,7 @@ class LeaveOp(Operator):
     """Drop the round coordinate of every time (and consolidate what passes)."""
 
     kind = "leave"
+    frontier_blind = True
     summary = LEAVE
 
     def step(self, inputs, frontiers):
@@ -64,6 +66,7 @@ class FeedbackOp(Operator):
     """Advance the round coordinate by one; drop updates beyond the round limit."""
 
     kind = "feedback"
+    frontier_blind = True
     summary = ADVANCE
     round_limit = True
 

@@ -83,6 +83,7 @@ class JoinOp(Operator):
     """Join the batches arriving on two arranged inputs against the other side's spine."""
 
     kind = "join"
+    frontier_blind = True
 
     def __init__(self, node, ctx):
         super().__init__(node, ctx)

@@ -19,6 +19,7 @@ class SelectOp(Operator):
     """Compute output columns from expressions (``params['exprs']``: list of Expr)."""
 
     kind = "select"
+    frontier_blind = True
 
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
@@ -50,6 +51,7 @@ class FilterOp(Operator):
     """Keep updates whose row satisfies a boolean expression."""
 
     kind = "filter"
+    frontier_blind = True
 
     def step(self, inputs, frontiers):
         expr, schema = self.node.params["predicate"], self.node.params["input_schema"]
@@ -66,6 +68,7 @@ class NegateOp(Operator):
     """Negate every diff."""
 
     kind = "negate"
+    frontier_blind = True
 
     def step(self, inputs, frontiers):
         return [c.negated() for c in inputs[0] if len(c)]
@@ -75,6 +78,7 @@ class ConcatOp(Operator):
     """Union of several inputs with the same columns."""
 
     kind = "concat"
+    frontier_blind = True
 
     def step(self, inputs, frontiers):
         return [c for port in inputs for c in port if len(c)]
@@ -84,6 +88,7 @@ class ConsolidateOp(Operator):
     """Consolidate what arrives (the input port exchanges by the whole row)."""
 
     kind = "consolidate"
+    frontier_blind = True
 
     def step(self, inputs, frontiers):
         chunk = self.port_chunks(inputs, 0)
@@ -100,6 +105,7 @@ class FlatMapOp(Operator):
     """
 
     kind = "flat_map"
+    frontier_blind = True
 
     def step(self, inputs, frontiers):
         chunk = self.port_chunks(inputs, 0)

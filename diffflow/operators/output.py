@@ -95,6 +95,7 @@ class OutputOp(_CompleteFilter):
     """Keeps this partition's part of the current collection and its changelog."""
 
     kind = "output"
+    frontier_blind = True
 
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
@@ -119,6 +120,7 @@ class InspectOp(_CompleteFilter):
     """
 
     kind = "inspect"
+    frontier_blind = True
 
     def apply(self, chunk):
         chunk = chunk.consolidated()

@@ -115,6 +115,7 @@ class ReduceOp(Operator):
     """Maintain ``f(input)`` per key in an output trace; emit its changes."""
 
     kind = "reduce"
+    frontier_blind = True
     compaction = "input"
 
     def __init__(self, node, ctx):

@@ -327,7 +327,8 @@ class Sweeper:
         self.logs: dict | None = None  # partition -> tracing.WorkerLog (local runtime, traced)
 
     def sweep(self, frontiers: dict, remote=({}, {})) -> bool:
-        """Step every node with input, new input frontiers or ``always_steps``; True if
+        """Step every node with input, new input frontiers (unless ``frontier_blind``) or
+        ``always_steps``; True if
         something reached an earlier node (a loop's feedback edge) and needs another sweep.
 
         ``frontiers`` (updated in place) are every node's output frontier at
@@ -340,15 +341,17 @@ class Sweeper:
         for node, cls in zip(topo.nodes, topo.classes):
             nid = node.id
             ports = [frontiers[src] for src in node.inputs]
-            if (ports == self.seen[nid] and not cls.always_steps
-                    and not any(e.has_input(nid) for e in engines)):
+            idle = not cls.always_steps and not any(e.has_input(nid) for e in engines)
+            if idle and ports == self.seen[nid]:
                 continue
             self.seen[nid] = ports
-            in_dim = topo.input_dims[nid]
-            antichains = [antichain_of(f, in_dim) for f in ports]
-            for engine in engines:
-                backward |= engine.step(nid, antichains, self.outgoing)
-                self._deliver(engine.partition)
+            if not (idle and cls.frontier_blind  # an idle step would change nothing
+                    and not any(e.held(nid) for e in engines)):
+                in_dim = topo.input_dims[nid]
+                antichains = [antichain_of(f, in_dim) for f in ports]
+                for engine in engines:
+                    backward |= engine.step(nid, antichains, self.outgoing)
+                    self._deliver(engine.partition)
             held = [t for e in engines for t in e.held(nid)]
             held.extend(remote_held.get(nid, ()))
             new = node_out_frontier(topo.summaries[nid], ports, remote_queued.get(nid, ()), held)
