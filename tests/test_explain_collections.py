@@ -258,6 +258,34 @@ def test_word_count_difference_needs_the_other_documents_words(partitions):
     ex.check()
 
 
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_a_difference_inside_a_loop_is_corrected_too(partitions):
+    """The loop admits a node that is allowed and not (allowed and unvetted), computed inside
+    the loop: the proof of 4 holds its path and the allowed nodes on it, a replay on those
+    alone finds them unvetted and loses 4, and a correction round -- observing the loop's
+    difference once the loop settles -- adds their vetted rows (not vetted(7))."""
+    flow = dd.Dataflow(partitions=partitions, explain=True)
+    edges = flow.input("edges", ["src", "dst"])
+    roots, allowed, vetted = (flow.input(n, ["node"]) for n in ("roots", "allowed", "vetted"))
+
+    def body(reached):
+        unvetted = allowed.enter(reached).antijoin(vetted.enter(reached), on="node")
+        step = reached.join(edges, left_on="node", right_on="src").select(node="dst")
+        return roots.concat(step.semijoin(allowed, on="node")
+                            .antijoin(unvetted, on="node")).distinct()
+    out = roots.iterate(body).output()
+    edges.insert([(1, 2), (2, 3), (3, 4), (1, 5), (5, 4)]); roots.insert([1])
+    allowed.insert([2, 3, 4, 5, 9]); vetted.insert([2, 3, 4, 7])
+    flow.advance()
+    assert sorted(out.snapshot()) == [(1,), (2,), (3,), (4,)]
+    ex = out.explain([(4,)])
+    assert not ex.whole_input and ex.rounds == 2
+    assert ex.inputs == {"allowed": {(2,): 1, (3,): 1, (4,): 1},
+                         "edges": {(1, 2): 1, (2, 3): 1, (3, 4): 1}, "roots": {(1,): 1},
+                         "vetted": {(2,): 1, (3,): 1, (4,): 1}}
+    ex.check()
+
+
 def test_a_difference_the_rounds_cannot_reach_falls_back_to_the_whole_input(monkeypatch):
     from diffflow.provenance.correct import Differences
     monkeypatch.setattr(Differences, "correct", lambda self, provenance, ex: False)

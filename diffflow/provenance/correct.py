@@ -5,11 +5,11 @@ A proof says why a row is in a collection, not why rows are *out* of the collect
 subtracts.  ``q = (a ⋉ b) ▷ (b ▷ d)``: the proof of ``q(1)`` holds ``a(1)`` and ``b(1)``;
 replayed on those alone, ``b ▷ d`` keeps ``b(1)`` (no ``d(1)`` to remove it) and ``q(1)`` is
 lost.  Each round replays the dataflow on the explanation, observing both sides of every
-difference in the root scope (``concat`` with a negated input: ``antijoin``, ``a - b``), and
-takes the first difference, in the order the dataflow was built, where the replay lacks
-subtracted rows that the full input has and that the replay's positive side holds: those rows
-are explained in the full input and join the explanation.  A round that finds none (a
-difference inside a loop) leaves the caller to fall back to the whole input.
+difference (``concat`` with a negated input: ``antijoin``, ``a - b``; inside a loop, their
+values once it settles), and takes the first difference, in the order the dataflow was
+built, where the replay lacks subtracted rows that the full input has and that the replay's
+positive side holds: those rows are explained in the full input and join the explanation.  A
+round that finds none leaves the caller to fall back to the whole input.
 
 >>> import diffflow as dd
 >>> flow = dd.Dataflow(explain=True)
@@ -25,21 +25,38 @@ from __future__ import annotations
 MAX_ROUNDS = 32
 
 
+def final(flow, collection):
+    """``collection`` left to the root scope: its value once its loops settle."""
+    from ..collection import Collection
+
+    while collection.scope.parent is not None:
+        node = flow.graph.add("leave", [collection.node.id], collection.schema,
+                              scope=collection.scope.parent, label="explain: leave")
+        collection = Collection(flow, node)
+    return collection
+
+
 class Differences:
-    """The root-scope differences of a dataflow and observers of both their sides."""
+    """The differences of a dataflow and observers of both their sides' final values (a
+    difference inside a loop is observed through ``leave``: its value once the loop
+    settles)."""
 
     def __init__(self, provenance):
         graph, user = provenance.graph, provenance.heights.user
+        # a loop variable's feedback carries definition - initial: bookkeeping, not a
+        # difference of the user's
+        changes = {graph.nodes[f].inputs[0] for f in provenance.heights.feeds}
         self.items = []   # (positive input ids, subtracted node id), in build order
         for node in user:
-            if node.kind != "concat" or node.scope.parent is not None:
+            if node.kind != "concat" or node.id in changes:
                 continue
             negated = [i for i in node.inputs if graph.nodes[i].kind == "negate"]
             positive = [i for i in node.inputs if i not in negated]
             self.items += [(positive, graph.nodes[i].inputs[0]) for i in negated]
         observed = sorted({i for positive, s in self.items for i in (*positive, s)})
         self.observed = observed
-        self.reference = {nid: provenance.heights.collection(nid).output() for nid in observed}
+        self.reference = {nid: final(provenance.flow, provenance.heights.collection(nid))
+                          .output() for nid in observed}
 
     def correct(self, provenance, ex) -> bool:
         """Grow ``ex.inputs`` until a replay reproduces ``ex.rows``; ``False`` when a round

@@ -23,8 +23,8 @@ def replay(flow, node, inputs: dict) -> dict:
 
 
 def replay_observing(flow, node, inputs: dict, observe) -> tuple:
-    """:func:`replay`, and ``{node id: {row: multiplicity}}`` of the root-scope nodes
-    ``observe`` in the same replay."""
+    """:func:`replay`, and ``{node id: {row: multiplicity}}`` of the nodes ``observe`` in the
+    same replay (a node inside a loop: its value once the loop settles)."""
     from ..flow import Dataflow
     from ..inputs import InputCollection
     from ..outputs import Output
@@ -46,9 +46,13 @@ def replay_observing(flow, node, inputs: dict, observe) -> tuple:
             by_name[name].update(list(rows), np.array(list(rows.values()), np.int64))
     out = Output(twin, twin.graph.nodes[node.id], None)
     seen = {}
-    for nid in observe:
-        source = twin.graph.nodes[nid]
-        seen[nid] = Output(twin, twin.graph.add("output", [nid], source.schema), None)
+    from ..collection import Collection
+    from .correct import final
+
+    for nid in observe:   # inside a loop: its value once the loop settles
+        settled = final(twin, Collection(twin, twin.graph.nodes[nid]))
+        seen[nid] = Output(twin, twin.graph.add("output", [settled.node.id],
+                                                settled.schema), None)
     try:
         twin.advance()
         return out.snapshot(), {nid: o.snapshot() for nid, o in seen.items()}
