@@ -455,6 +455,17 @@ PROGRAMS = {
                                           lo=dd.min("x"), hi=dd.max("x")),
     "join_aggregate": lambda a, b: a.join(b, on="k").aggregate(by=["x"], lo=dd.min("y")),
     "difference": lambda a, b: a.select("k").concat(b.select("k").negate()).consolidate(),
+    # loops over a's rows as edges k -> x, from b's k values: heights from the loops' traces
+    "reachable": lambda a, b: graphs.reachable(a, b.select(node="k")),
+    "bfs_min": lambda a, b: graphs.bfs_distances(a, b.select(node="k")),
+    "sssp": lambda a, b: graphs.sssp(a.select(src="k", dst="x", w=dd.col("x") + 1),
+                                     b.select(node="k")),
+    "components": lambda a, b: graphs.connected_components(a),
+    "loop_antijoin": lambda a, b: b.select(node="k").distinct().iterate(
+        lambda r: b.select(node="k").concat(
+            r.join(a, left_on="node", right_on="k").select(node="x")
+            .antijoin(b.select(node="y"), on="node")).distinct()),
+    "scc_nested": lambda a, b: graphs.strongly_connected_components(a),
 }
 
 
