@@ -29,6 +29,7 @@ reproduces everything.
 from __future__ import annotations
 
 from . import ast
+from .interpret import interpret
 from .proof import GroupNode, Leaf, ProofTree
 
 MAX_ROUNDS = 32
@@ -102,14 +103,17 @@ class _Replay:
     def __init__(self, program, inputs, prove):
         self.program, self.prove = program, prove
         self.inputs = inputs
-        self.run = replay(program, inputs)   # plain: most replays only confirm
+        # most replays only confirm: evaluated in Python over the few facts, or compiled
+        self.interpreted = interpret(program, inputs)
+        self.run = replay(program, inputs) if self.interpreted is None else None
         self.proving = None                  # with provenance, once a proof is needed
         self.cache: dict = {}
 
     def facts(self, relation) -> set:
         key = ("replay", relation)
         if key not in self.cache:
-            self.cache[key] = self.run.relation(relation)
+            self.cache[key] = self.interpreted[relation] if self.run is None \
+                else self.run.relation(relation)
         return self.cache[key]
 
     def reference(self, relation) -> set:

@@ -1,0 +1,87 @@
+"""Small replays in Python: what a program derives from a handful of input facts, rule by
+rule over sets.
+
+The correction loop of explanations (:mod:`.correct`) replays the program on an
+explanation's few facts, once per round; a freshly compiled dataflow takes ~15 ms to build
+and run even on six facts, this takes well under one.  The semantics are the engine's:
+strata in order, a recursive stratum's rules applied to its relations from empty until
+nothing changes, bodies evaluated binding by binding with Soufflé's arithmetic by the
+evaluator :mod:`.absent` uses.  Anything it cannot evaluate -- or a stratum that does not
+settle -- returns ``None`` and the caller replays the compiled program instead, which also
+stays the one :meth:`~.explain.Explanation.check` trusts.
+
+>>> from diffflow.dsl.program import Program
+>>> p = Program('''.decl edge(x: number, y: number)
+... .decl path(x: number, y: number)
+... path(x, y) :- edge(x, y).
+... path(x, z) :- path(x, y), edge(y, z).''')
+>>> sorted(interpret(p, {"edge": {(1, 2), (2, 3)}})["path"])
+[(1, 2), (1, 3), (2, 3)]
+"""
+from __future__ import annotations
+
+from .absent import _NONE, _Evaluator
+
+MAX_ROUNDS = 10_000
+MAX_FACTS = 5_000   # larger replays go to the compiled program
+
+
+class _Sets(_Evaluator):
+    """The evaluator over relations held in a dict of sets."""
+
+    def __init__(self, env: dict):
+        self.env = env
+
+    def facts(self, name) -> set:
+        return self.env[name]
+
+
+def interpret(program, inputs: dict) -> dict | None:
+    """``{relation: set of facts}`` derived from ``inputs`` alone (facts written in the
+    program text count only when ``inputs`` holds them), or ``None`` (see module doc)."""
+    if sum(len(facts) for facts in inputs.values()) > MAX_FACTS:
+        return None
+    analysed = program.analysed
+    values: dict = {name: set(inputs.get(name, ())) for name in analysed.relations}
+    try:
+        for stratum in analysed.strata:
+            base = {name: set(inputs.get(name, ())) for name in stratum.relations}
+            current = {name: set() for name in stratum.relations}
+            for _ in range(MAX_ROUNDS):
+                env = {**values, **current}
+                evaluator = _Sets(env)
+                new = {}
+                for name in stratum.relations:
+                    rows = set(base[name])
+                    for clause in analysed.relations[name].clauses:
+                        rows |= _derive(evaluator, clause, analysed.relations[name])
+                    new[name] = rows
+                if new == current:
+                    break
+                current = new
+            else:
+                return None
+            values.update(current)
+    except (KeyError, AttributeError, TypeError, ValueError, ZeroDivisionError):
+        return None   # a construct the evaluator does not know: replay compiled
+    return values
+
+
+def _derive(evaluator, clause, relation) -> set:
+    """The head facts of every binding that satisfies the clause's body."""
+    bindings, rest = [{}], list(clause.literals)
+    while rest and bindings:
+        lit = next((lit for lit in rest if evaluator.ready(lit, bindings[0], clause)), rest[0])
+        rest.remove(lit)
+        bindings = [b for binding in bindings for b in evaluator.apply(lit, binding, clause)]
+    out = set()
+    for binding in bindings:
+        values = [evaluator.term(arg, binding, clause) for arg in clause.head.args]
+        if any(v is _NONE for v in values):
+            continue
+        out.add(tuple(float(v) if kind == "float" else v
+                      for v, kind in zip(values, relation.types)))
+    return out
+
+
+__all__ = ["interpret"]
