@@ -35,6 +35,7 @@ from . import ast
 from .correct import correct, needs_correction, replay
 from .proof import GroupNode, Leaf, ProofTree, format_fact, format_value, show
 from .provenance import HEIGHTS
+from .witness import Evaluator, Unsupported, group_rows, witness_rows
 
 # -- explanations ---------------------------------------------------------------------------
 
@@ -87,7 +88,13 @@ def prove(program, relation: str, fact: tuple) -> ProofTree:
 
 
 def _prove(program, relation, fact):
-    search = _Search(program, program._compiled)
+    compiled = program._compiled
+    if compiled.lookups is not None:
+        try:   # from indexes, without a commit; the engine's queries when it cannot
+            return _IndexedSearch(program, compiled).run(relation, fact), 0
+        except Unsupported:
+            pass
+    search = _Search(program, compiled)
     try:
         root = search.run(relation, fact)
     finally:
@@ -241,24 +248,32 @@ class _Search:
                 listed.sort()
         return rows
 
+    def _witness_rows(self, witness, node) -> list:
+        """The sorted rows of ``witness`` deriving ``node``'s fact."""
+        rows = self._rows(witness, lambda v, w=witness: tuple(v[x] for x in w.head))
+        return rows.get(node.fact, [])
+
+    def _group_rows(self, group, key) -> list:
+        return self._rows(group, lambda v: tuple(v[x] for x in group.key)).get(key, [])
+
     def _derive(self, node):
         """Pick the node's witness (smallest rule number, then smallest row: the ``#h``
         heights sort first); return the items still to explain."""
         for witness in self.compiled.witnesses[node.relation]:
-            rows = self._rows(witness, lambda v, w=witness: tuple(v[x] for x in w.head))
-            if node.fact in rows:
+            rows = self._witness_rows(witness, node)
+            if rows:
                 break
         else:
             raise AssertionError(f"no witness for {node.text} of height {node.height}")
         node.rule = witness.rule
-        values = dict(zip(witness.variables, rows[node.fact][0]))
+        values = dict(zip(witness.variables, rows[0]))
         return self._children(node, witness.body, witness.groups, values)
 
     def _members(self, group, key):
         """Fill a group node: every member for count and sum, the smallest winner for min
         and max; return the items still to explain."""
         node = self.nodes[(group, key)]
-        rows = self._rows(group, lambda v: tuple(v[x] for x in group.key)).get(key, [])
+        rows = self._group_rows(group, key)
         if group.aggregate.function in ("min", "max"):
             rows = rows[:1]
         wanted = []
@@ -309,6 +324,34 @@ class _Search:
                                             f"{show(lit.right, values)}"))
         node.children.extend(constraints)
         return wanted
+
+
+class _IndexedSearch(_Search):
+    """The same search with every level read from indexes (:mod:`.witness`): no commit."""
+
+    def __init__(self, program, compiled):
+        super().__init__(program, compiled)
+        self.evaluator = Evaluator(compiled.lookups)
+
+    def _ask(self, level) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+    def _present(self, level) -> dict:
+        found = {}
+        for relation, fact in level:
+            height = self.compiled.lookups.height(relation, fact)
+            if height is not None:
+                found[(relation, fact)] = height
+        return found
+
+    def _witness_rows(self, witness, node) -> list:
+        return witness_rows(self.evaluator, witness, node.fact, node.height)
+
+    def _group_rows(self, group, key) -> list:
+        return group_rows(self.evaluator, group, key)
 
 
 def _request(compiled, item) -> tuple:

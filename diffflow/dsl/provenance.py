@@ -65,6 +65,13 @@ class Witness:
     body: list               # the clause's literals with wildcards named, in source order;
                              # a positive atom's last argument is its height variable
     groups: dict = field(default_factory=dict)  # id(comparison in body) -> [Group]
+    # what :mod:`.witness` evaluates without the engine: the body's other conditions (the
+    # aggregates' assignments, the heights below the fact's), which variable takes which
+    # column of the requested fact, and the fact's height variable
+    conditions: list = field(default_factory=list)
+    bind: dict = field(default_factory=dict)
+    top: str = ""
+    types: dict = field(default_factory=dict, repr=False)   # id(term) -> type, as analysed
 
 
 @dataclass(eq=False)
@@ -80,6 +87,8 @@ class Group:
     variables: list
     body: list               # the aggregate's literals with wildcards named
     groups: dict = field(default_factory=dict)  # nested aggregates, as in Witness
+    conditions: list = field(default_factory=list)  # winners' heights and values; lifted
+    types: dict = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -87,6 +96,7 @@ class ProvenanceCompiled(Compiled):
     requests: dict = field(default_factory=dict)    # relation -> request InputCollection
     asked: dict = field(default_factory=dict)       # relation -> Output: requested, present
     witnesses: dict = field(default_factory=dict)   # relation -> [Witness]
+    lookups: object = None                          # witness.Lookups: indexes read directly
 
 
 def compile_provenance(analysed, partitions: int = 1, outputs=None, max_rounds=None,
@@ -120,9 +130,11 @@ class _ProvenanceCompiler(_Compiler):
         for stratum in self.analysed.strata:
             for name in stratum.relations:
                 self._witness_queries(relations[name])
+        from .witness import Lookups
+        lookups = Lookups(self.flow, self.values, relations)
         return ProvenanceCompiled(plain.flow, plain.inputs, plain.collections, plain.outputs,
                                   plain.unit, plain.plan, self.requests, self.asked,
-                                  self.witnesses)
+                                  self.witnesses, lookups)
 
     # -- heights -----------------------------------------------------------------------------
     @staticmethod
@@ -306,7 +318,8 @@ class _ProvenanceCompiler(_Compiler):
         label = f"{relation.name}:R{rule}"
         groups = self._groups_of(lifted, variables, types, label, top.name)
         return Witness(clause, rule, out.output(f"#witness:{label}"), variables, head,
-                       literals + pending, groups)
+                       literals + pending, groups, [*assignments, *below], dict(bind),
+                       top.name, types)
 
     # -- aggregate groups ----------------------------------------------------------------------
     def _lift_all(self, literals, types):
@@ -391,7 +404,7 @@ class _ProvenanceCompiler(_Compiler):
         self.plan.append(f"  group {name}: " + " → ".join(steps))
         groups = self._groups_of(lifted, variables, types, label, top)
         return Group(aggregate, value, key, request, out.output(f"#group:{name}"), variables,
-                     literals, groups)
+                     literals, groups, conditions, types)
 
 
 def _mentioned(literals) -> set:
