@@ -2,9 +2,12 @@
 
 A :class:`Program` compiled with provenance (``Program(..., provenance=True)`` or
 ``.pragma "provenance" "explain"``) keeps every fact's minimal proof height and a witness
-query per clause (:mod:`.provenance`).  :func:`explain` asks for the target fact, takes one
-witness of each requested fact (the smallest rule number, then the lowest body heights --
-a witness row's variables sort the ``#h`` heights first -- then the smallest values), and asks for the witness's body facts in the next commit: one commit per level of the proof.
+query per clause (:mod:`.provenance`).  :func:`explain` takes one witness of the target fact
+(the smallest rule number, then the lowest body heights -- a witness row's variables sort
+the ``#h`` heights first -- then the smallest values), then of each of its body facts, level
+by level.  Witnesses are read from indexes between commits (:mod:`.witness`); where that
+evaluator cannot go (a body atom read with nothing bound), the engine's witness queries
+answer, one commit per level, as they do for :mod:`.watch`'s live proofs.
 The tree's input leaves are the explanation: running the program on them alone derives the
 fact again (:meth:`Explanation.check` does exactly that).
 
@@ -48,7 +51,7 @@ class Explanation:
     tree: ProofTree
     inputs: dict
     program: object = field(repr=False)
-    commits: int = 0   # engine commits the search took (one per proof level, plus one)
+    commits: int = 0   # engine commits the search took (0 when read from indexes)
     rounds: int = 0    # replays of the correction loop (0: the program needs none)
 
     @property

@@ -37,32 +37,37 @@ class Unsupported(Exception):
 
 
 class Lookups:
-    """Indexes of every relation and its ``#h:`` twin: by all of a fact's columns and by
-    each single column (built before the program's first commit)."""
+    """Indexes of every relation, by all of a fact's columns and by each single column
+    (built before the program's first commit): of its ``#h:`` twin (facts and heights),
+    which serves reads of the relation too, or of an input-only relation itself (its
+    facts all have height 0)."""
 
     def __init__(self, flow, values: dict, relations: dict):
         self.flow = flow
-        self.indexes: dict = {}    # relation name (``#h:`` too) -> {column positions: Index}
+        self.indexes: dict = {}    # relation name -> {column positions: Index}
         self.arity: dict = {}
+        self.ground: set = set()   # input-only relations: indexed without heights
         for name, relation in relations.items():
-            for key in (name, HEIGHTS + name):
-                collection = values.get(key)
-                if collection is None:
-                    continue
-                self.arity[key] = relation.arity
-                by = {tuple(range(relation.arity)): None}
-                by.update({(i,): None for i in range(relation.arity) if relation.arity > 1})
-                self.indexes[key] = {
-                    positions: Index(collection, [f"c{i}" for i in positions] or [UNIT],
-                                     "ground")
-                    for positions in by}
+            source = values.get(HEIGHTS + name)
+            if not relation.clauses and values.get(name) is not None:
+                source = values[name]
+                self.ground.add(name)
+            if source is None:
+                continue
+            self.arity[name] = relation.arity
+            # single columns first: an index by all columns reads a prefix of one of them
+            by = [(i,) for i in range(relation.arity) if relation.arity > 1]
+            by.append(tuple(range(relation.arity)))
+            self.indexes[name] = {
+                positions: Index(source, [f"c{i}" for i in positions] or [UNIT], "ground")
+                for positions in by}
         for indexes in self.indexes.values():
             for index in indexes.values():
                 index.place()
 
     def _index(self, name: str, bound: dict):
         """The index to read ``name`` by, and the encoded key (``None``: matches nothing)."""
-        indexes = self.indexes.get(name)
+        indexes = self.indexes.get(name.removeprefix(HEIGHTS))
         if indexes is None:
             raise Unsupported(f"no index of {name}")
         usable = [p for p in indexes if set(p) <= set(bound)]
@@ -95,14 +100,18 @@ class Lookups:
             return []
         arranged = decode_rows(np.array(list(found), dtype=np.int64), schema,
                                self.flow.symbols)
-        order = [schema.names.index(f"c{i}") for i in range(len(schema.names))
-                 if f"c{i}" in schema.names]
+        relation = name.removeprefix(HEIGHTS)
+        arity = self.arity[relation]
+        order = [schema.names.index(f"c{i}") for i in range(arity)]
         facts = [tuple(row[i] for i in order) for row in arranged]
+        if name.startswith(HEIGHTS):   # the height last
+            at = None if relation in self.ground else schema.names.index(f"c{arity}")
+            facts = [f + (0 if at is None else row[at],) for f, row in zip(facts, arranged)]
         return [f for f in facts if all(f[p] == v for p, v in bound.items())]
 
     def height(self, relation: str, fact: tuple):
         """``relation(fact)``'s proof height, or ``None`` when it does not hold."""
-        arity = self.arity[HEIGHTS + relation]
+        arity = self.arity[relation]
         found = self.rows(HEIGHTS + relation, dict(enumerate(fact)))
         return min((f[arity] for f in found), default=None)
 
