@@ -161,6 +161,15 @@ def test_command_loop_depth_subproofs_json_and_output_file(tmp_path, monkeypatch
     assert 'edge("d", "a") x' in seen.out and 'edge("d", y) x' in seen.out
 
 
+def test_a_depth_of_one_cuts_the_proof_at_its_root(tmp_path, monkeypatch, capsys):
+    seen = _session(tmp_path, monkeypatch, capsys,
+                    'setdepth 1\nexplain path("a", "d")\nsubproof path(0)\nexit\n')
+    lines = seen.out.splitlines()
+    assert lines[0] == "subproof path(0)"
+    assert lines[1] == "subproof path(0)"   # the same fact, cut at its root again
+    assert seen.err == ""
+
+
 def test_command_loop_mistakes_go_to_stderr_and_the_loop_goes_on(tmp_path, monkeypatch,
                                                                   capsys):
     seen = _session(tmp_path, monkeypatch, capsys,

@@ -160,8 +160,8 @@ class ExplainShell:
         if self.json:
             text = tree.to_json(self.program.rules()) if isinstance(tree, ProofTree) \
                 else '{ "proof":\n' + tree._json(1) + "\n}"
-        else:
-            text = str(tree)
+        else:   # a proof cut at its root is one leaf: its text, as Soufflé prints it
+            text = tree.text if isinstance(tree, Leaf) else str(tree)
         self._write(text + "\n")
 
     def _cut(self, node, depth):
