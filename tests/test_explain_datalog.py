@@ -385,3 +385,17 @@ def test_a_commit_that_leaves_a_proof_alone_costs_the_watch_no_engine_work():
     live.close()
     program.commit()
     assert all(not request._staged for request in program._compiled.requests.values())
+
+
+def test_other_runtimes_explain_through_the_engine_queries():
+    """Only the local runtime's arrangements are read between commits; on in-memory
+    cluster workers the witness queries answer, one commit per level, with the same proof."""
+    local = dd.Program(PATH, provenance=True)
+    cluster = dd.Program(PATH, provenance=True, runtime="cluster", partitions=2)
+    for program in (local, cluster):
+        program.insert("edge", [(1, 2), (2, 3), (3, 4), (1, 3)])
+        program.commit()
+    here, there = local.explain("path", (1, 4)), cluster.explain("path", (1, 4))
+    assert here.commits == 0 and there.commits > 0
+    assert str(here.tree) == str(there.tree) and here.inputs == there.inputs
+    there.check()

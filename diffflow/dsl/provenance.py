@@ -131,7 +131,9 @@ class _ProvenanceCompiler(_Compiler):
             for name in stratum.relations:
                 self._witness_queries(relations[name])
         from .witness import Lookups
-        lookups = Lookups(self.flow, self.values, relations)
+        # read between commits from the partitions' own arrangements: the local runtime's
+        lookups = Lookups(self.flow, self.values, relations) \
+            if self.flow.runtime_name == "local" else None
         return ProvenanceCompiled(plain.flow, plain.inputs, plain.collections, plain.outputs,
                                   plain.unit, plain.plan, self.requests, self.asked,
                                   self.witnesses, lookups)
