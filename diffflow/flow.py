@@ -205,8 +205,11 @@ class Dataflow:
         self._refresh_live()
 
     def _refresh_live(self) -> None:
-        for live in list(self._live):   # live explanations read the new epochs
-            live.refresh()
+        if self._provenance is None:
+            return
+        changes = self._provenance.take_changes()   # taken even with nobody watching
+        for live in list(self._live):   # live explanations read what the epochs changed
+            live.refresh(changes=changes)
 
     def _ensure_runtime(self):
         if self._runtime is None:

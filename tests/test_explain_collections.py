@@ -349,10 +349,12 @@ def test_live_explanations_read_indexes_and_add_no_epochs():
     live.ask([(3,)])
     assert flow.epoch == epoch                           # asking commits nothing
     assert {c.row for c in live.changes()} == {(1, 2), (2, 3), (1,)}   # the first proof
+    walks = live.walks
     edges.insert([(7, 8)]); flow.advance()
     assert flow.epoch == epoch + 1 and live.changes() == []
+    assert live.walks == walks                           # no key the proof read changed
     edges.insert([(1, 3)]); flow.advance()               # a shorter proof, one epoch
-    assert flow.epoch == epoch + 2
+    assert flow.epoch == epoch + 2 and live.walks == walks + 1
     assert sorted((c.row, c.diff) for c in live.changes()) == \
         [((1, 2), -1), ((1, 3), 1), ((2, 3), -1)]
     edges.remove([(1, 3), (1, 2)]); flow.advance()

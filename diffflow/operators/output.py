@@ -1,4 +1,5 @@
-"""Sinks and probes: ``output`` (snapshot + changelog) and ``inspect`` (callback).
+"""Sinks and probes: ``output`` (snapshot + changelog), ``inspect`` (callback) and
+``changed_keys`` (what changed in an arrangement, for live explanations).
 
 Both apply only complete updates -- those whose time the input frontier no
 longer admits -- so what a user reads is exact for every closed epoch.
@@ -129,3 +130,29 @@ class InspectOp(_CompleteFilter):
         if rows:
             self.node.params["callback"](list(zip(rows, times, chunk.diffs.tolist())))
         return [chunk]
+
+
+class ChangedKeysOp(Operator):
+    """Records the keys (the first ``key_width`` columns) of the updates reaching it, until
+    :meth:`take`: what changed in an arrangement since it was last asked (live
+    explanations re-read only the proofs whose reads it touches).  Emits nothing and holds
+    no capabilities: its work follows the change."""
+
+    kind = "changed_keys"
+    frontier_blind = True
+
+    def __init__(self, node, ctx):
+        super().__init__(node, ctx)
+        self.key_width = node.params["key_width"]
+        self.keys: list = []
+
+    def step(self, inputs, frontiers):
+        self.keys.extend(c.rows[:, :self.key_width] for c in inputs[0] if len(c))
+        return []
+
+    def take(self) -> np.ndarray:
+        """The distinct keys recorded since the last call (and forget them)."""
+        keys, self.keys = self.keys, []
+        if not keys:
+            return np.zeros((0, self.key_width), np.int64)
+        return np.unique(np.concatenate(keys), axis=0)

@@ -2,9 +2,10 @@
 explanations of asked rows current as inputs change.
 
 The engine keeps the heights and the indexes the witness queries read (:mod:`.queries`)
-current with every :meth:`~diffflow.Dataflow.advance`, by the change alone; after it, each
-live explanation follows its proof through them again -- a few index reads per proof level,
-no engine commit, however long the history.  :meth:`LiveExplanations.changes` lists the
+current with every :meth:`~diffflow.Dataflow.advance`, by the change alone, and notes which
+keys of each index the advance changed (``changed_keys``).  A live explanation whose proof
+read none of them is kept as it is; the others follow their proofs again -- a few index
+reads per proof level, no engine commit, however long the history.  :meth:`LiveExplanations.changes` lists the
 input rows that entered and left each explanation; a row that leaves the output says so
 with a change whose ``input`` is ``None``.
 
@@ -46,6 +47,8 @@ class LiveExplanations:
         self.provenance = provenance_of(output.flow)
         self.output, self.flow = output, output.flow
         self.current: dict = {}
+        self.reads: dict = {}      # row -> (changed_keys node, key) its proof read
+        self.walks = 0             # proofs followed (a measure of the refreshes' work)
         self._changes: list = []
         self.flow._live.append(self)
 
@@ -66,6 +69,7 @@ class LiveExplanations:
         for row in rows:
             row = tuple(row) if isinstance(row, (tuple, list)) else (row,)
             self.current.pop(row, None)
+            self.reads.pop(row, None)
 
     def __getitem__(self, row):
         return self.current[tuple(row) if isinstance(row, (tuple, list)) else (row,)]
@@ -73,17 +77,40 @@ class LiveExplanations:
     def __iter__(self):
         return iter(list(self.current))
 
-    def refresh(self, initial=frozenset()) -> None:
-        """Read every explanation again (after an advance; the dataflow calls it)."""
-        present = multiplicities(self.output, list(self.current))
+    def refresh(self, initial=frozenset(), changes: dict | None = None) -> None:
+        """Read the explanations again (after an advance the dataflow calls it with the
+        keys its epochs changed: a proof none of whose reads they touch is kept as it is)."""
+        rows = list(self.current)
+        present = multiplicities(self.output, rows)
         search = _Search(self.provenance)
-        for row in list(self.current):
+        for row in rows:
             before = self.current[row]
+            if changes is not None and row not in initial and \
+                    self._unchanged(row, before, present, changes):
+                continue
             after = None
             if row in present:
-                after = self.provenance.explanation(self.output, {row: present[row]}, search)
+                self.flow._explain_reads = reads = set()
+                try:
+                    after = self.provenance.explanation(self.output, {row: present[row]},
+                                                        search)
+                finally:
+                    self.flow._explain_reads = None
+                self.reads[row] = reads
             self.current[row] = after
+            self.walks += 1
             self._record(row, before, after, row in initial)
+
+    def _unchanged(self, row, before, present, changes) -> bool:
+        """Whether ``row``'s explanation must be what it was: the row is present as before
+        and the epochs changed no key its proof read (a dataflow with differences replays
+        its explanations, so those are always read again)."""
+        if before is None or row not in present or present[row] != before.rows.get(row):
+            return before is None and row not in present
+        reads = self.reads.get(row)
+        if reads is None or self.provenance.subtracts:
+            return False
+        return not any(key in changes.get(node, ()) for node, key in reads)
 
     def _record(self, row, before, after, initial: bool) -> None:
         old = before.inputs if before is not None else {}
@@ -104,6 +131,6 @@ class LiveExplanations:
 
     def close(self) -> None:
         """Stop: later advances no longer read these explanations."""
-        self.current = {}
+        self.current, self.reads = {}, {}
         if self in self.flow._live:
             self.flow._live.remove(self)

@@ -62,9 +62,12 @@ class Index:
     keeps whose columns start with ``keys`` -- one by fewer keys serves too, read by a
     longer prefix -- and arranges the collection only when there is none."""
 
-    def __init__(self, collection, keys, mode: str, optional: bool = False):
+    def __init__(self, collection, keys, mode: str, optional: bool = False,
+                 record: bool = False):
         self.mode = mode
         self.optional = optional   # only if the dataflow arranges it so already
+        self.record = record       # note the keys each epoch changes (live explanations)
+        self.recorder = None       # the changed_keys node of the arrangement, if recorded
         if not keys:  # one group: index it under a constant
             collection, keys = collection.select(*collection.columns, **{UNIT: 0}), [UNIT]
         self.collection, self.keys = collection, list(keys)
@@ -86,6 +89,16 @@ class Index:
             arranged = self.collection.arrange(self.keys)
         self.node = arranged.node
         self.names = list(self.node.schema.names)   # keys first, then the rest in order
+        if self.record:
+            recorders = self.flow.__dict__.setdefault("_changed_keys", {})
+            if self.node.id not in recorders:
+                width = self.node.params["key_width"]
+                recorders[self.node.id] = self.flow.graph.add(
+                    "changed_keys", [self.node.id],
+                    self.node.schema.subset(self.names[:width]),
+                    params={"key_width": width}, scope=self.node.scope,
+                    label="explain: changed keys")
+            self.recorder = recorders[self.node.id]
 
     def position(self, name: str) -> int | None:
         """Where the arranged rows hold column ``name``."""
@@ -95,6 +108,10 @@ class Index:
         """``(key index, arranged rows, times, diffs)`` of the updates of ``keys``."""
         if self.constant:
             keys = [(0,) for _ in keys]
+        log = getattr(self.flow, "_explain_reads", None)
+        if log is not None and self.recorder is not None:   # what a live proof depends on
+            width = self.recorder.params["key_width"]
+            log.update((self.recorder.id, key[:width]) for key in keys)
         query = np.array(keys, dtype=np.int64).reshape(len(keys), self.width)
         parts = [engine.ops[self.node.id].spine.gather(query, self.width)
                  for engine in self.flow._runtime.engines.values()]
@@ -231,7 +248,7 @@ class Queries:
         self.indexes: list = []
 
     def _index(self, collection, keys, mode: str, optional: bool = False):
-        index = Index(collection, keys, mode, optional)
+        index = Index(collection, keys, mode, optional, record=True)
         self.indexes.append(index)
         return index
 

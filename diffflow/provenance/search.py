@@ -147,6 +147,17 @@ class Provenance:
             ex.inputs, ex.whole_input = self._whole_input(), True
         return ex
 
+    def take_changes(self) -> dict:
+        """``{changed_keys node id: set of keys}`` the engine saw change in the indexes
+        since the last call (each epoch's: :mod:`.live` re-reads only the proofs they touch)."""
+        changes = {}
+        for recorder in getattr(self.flow, "_changed_keys", {}).values():
+            keys = set()
+            for engine in self.flow._runtime.engines.values():
+                keys.update(map(tuple, engine.ops[recorder.id].take().tolist()))
+            changes[recorder.id] = keys
+        return changes
+
     def input_name(self, nid: int) -> str:
         return next(i.name for i in self.flow._inputs if i.node.id == nid)
 
