@@ -180,6 +180,8 @@ class Dataflow:
         runtime.close_epoch([h.node.id for h in self._inputs])
         self.epoch += 1
         self._unrun = not run
+        if self._provenance is not None:
+            self._provenance.record_changes(bool(self._live))
         if run:
             runtime.run()
             self._refresh_live()
@@ -205,9 +207,9 @@ class Dataflow:
         self._refresh_live()
 
     def _refresh_live(self) -> None:
-        if self._provenance is None:
+        if self._provenance is None or not self._live:
             return
-        changes = self._provenance.take_changes()   # taken even with nobody watching
+        changes = self._provenance.take_changes()
         for live in list(self._live):   # live explanations read what the epochs changed
             live.refresh(changes=changes)
 

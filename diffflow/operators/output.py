@@ -133,10 +133,10 @@ class InspectOp(_CompleteFilter):
 
 
 class ChangedKeysOp(Operator):
-    """Records the keys (the first ``key_width`` columns) of the updates reaching it, until
-    :meth:`take`: what changed in an arrangement since it was last asked (live
-    explanations re-read only the proofs whose reads it touches).  Emits nothing and holds
-    no capabilities: its work follows the change."""
+    """Records, while ``active``, the keys (the first ``key_width`` columns) of the updates
+    reaching it, until :meth:`take`: what changed in an arrangement since it was last asked
+    (live explanations re-read only the proofs whose reads it touches).  Emits nothing and
+    holds no capabilities: its work follows the change."""
 
     kind = "changed_keys"
     frontier_blind = True
@@ -145,9 +145,11 @@ class ChangedKeysOp(Operator):
         super().__init__(node, ctx)
         self.key_width = node.params["key_width"]
         self.keys: list = []
+        self.active = False   # recording only while someone will ask
 
     def step(self, inputs, frontiers):
-        self.keys.extend(c.rows[:, :self.key_width] for c in inputs[0] if len(c))
+        if self.active:
+            self.keys.extend(c.rows[:, :self.key_width] for c in inputs[0] if len(c))
         return []
 
     def take(self) -> np.ndarray:

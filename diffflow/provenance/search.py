@@ -147,6 +147,13 @@ class Provenance:
             ex.inputs, ex.whole_input = self._whole_input(), True
         return ex
 
+    def record_changes(self, on: bool) -> None:
+        """Have the indexes' ``changed_keys`` recorders note the coming epochs' keys (only
+        while live explanations exist: an initial load is not worth noting)."""
+        for recorder in getattr(self.flow, "_changed_keys", {}).values():
+            for engine in self.flow._runtime.engines.values():
+                engine.ops[recorder.id].active = on
+
     def take_changes(self) -> dict:
         """``{changed_keys node id: set of keys}`` the engine saw change in the indexes
         since the last call (each epoch's: :mod:`.live` re-reads only the proofs they touch)."""
