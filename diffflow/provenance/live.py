@@ -5,9 +5,9 @@ The engine keeps the heights and the indexes the witness queries read (:mod:`.qu
 current with every :meth:`~diffflow.Dataflow.advance`, by the change alone, and notes which
 keys of each index the advance changed (``changed_keys``).  A live explanation whose proof
 read none of them is kept as it is; the others follow their proofs again -- a few index
-reads per proof level, no engine commit, however long the history.  :meth:`LiveExplanations.changes` lists the
-input rows that entered and left each explanation; a row that leaves the output says so
-with a change whose ``input`` is ``None``.
+reads per proof level, no engine commit, however long the history.
+:meth:`LiveExplanations.changes` lists the input rows that entered and left each
+explanation; a row that leaves the output says so with a change whose ``input`` is ``None``.
 
 >>> import diffflow as dd
 >>> from diffflow import graphs
