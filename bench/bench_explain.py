@@ -22,7 +22,8 @@ Both also run through the collection API with ``Dataflow(explain=True)`` (the sa
 Printed per workload: the initial run and the median of ``--updates`` single edge removals
 and re-insertions (each the median over ``--repeat`` runs), the overhead factors, and for
 ``--queries`` random derived facts the explanation latency (median, p90), its size in edges;
-the first few explanations also pass ``check()``.  Single-threaded numba; no network; not collected by pytest.
+the first few explanations also pass ``check()``.  Single-threaded numba; no network; not
+collected by pytest.
 """
 from __future__ import annotations
 
