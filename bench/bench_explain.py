@@ -210,7 +210,7 @@ def main() -> None:
     p.add_argument("--updates", type=int, default=10)
     p.add_argument("--queries", type=int, default=50)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--repeat", type=int, default=3,
+    p.add_argument("--repeat", type=int, default=5,
                    help="runs per mode; the medians of their times are printed")
     p.add_argument("--api", choices=["datalog", "collection", "both"], default="both")
     add_data_option(p)
