@@ -196,8 +196,12 @@ class Dataflow:
         >>> a.remove([1]); flow.advance(); [(c.input, c.row, c.diff) for c in live.changes()]
         [('a', (1,), 1), (None, None, -1), ('a', (1,), -1)]
         """
+        from .errors import ExplainError
         from .provenance.live import LiveExplanations
 
+        if getattr(output, "flow", None) is not self:
+            raise ExplainError("explanations(output) needs an output of this dataflow (one "
+                               "made by .output() on its collections)")
         return LiveExplanations(output)
 
     def run(self) -> None:

@@ -170,6 +170,14 @@ def test_a_depth_of_one_cuts_the_proof_at_its_root(tmp_path, monkeypatch, capsys
     assert seen.err == ""
 
 
+def test_an_output_file_that_cannot_be_written_keeps_the_loop_going(tmp_path, monkeypatch,
+                                                                    capsys):
+    seen = _session(tmp_path, monkeypatch, capsys,
+                    f'output {tmp_path / "missing" / "x.txt"}\nexplain path("a", "b")\nexit\n')
+    assert "cannot write proofs to" in seen.err and "stays where it was" in seen.err
+    assert 'path("a", "b")' in seen.out          # the next command still ran, on the screen
+
+
 def test_command_loop_mistakes_go_to_stderr_and_the_loop_goes_on(tmp_path, monkeypatch,
                                                                   capsys):
     seen = _session(tmp_path, monkeypatch, capsys,

@@ -203,12 +203,24 @@ def test_errors_say_what_to_do_and_change_nothing():
         out.explain([(1,)])
     flow.advance()
     assert out.explain([(3,)]).inputs == {"a": {(3,): 1}}
+    with pytest.raises(ExplainError, match=r"has 2 values, but .* has 1 columns \['x'\]"):
+        out.explain([(3, 4)])
+    assert out.explain((3,)).inputs == {"a": {(3,): 1}}   # one bare tuple: one row
+    with pytest.raises(ExplainError, match="an output of this dataflow"):
+        dd.Dataflow(explain=True).explanations(out)
+    live = flow.explanations(out)
+    live.close()
+    live.ask([(3,)])                                      # live again after close()
     a.insert([4])
+    with pytest.raises(ExplainError, match="advance"):
+        live.ask([(1,)])
     flow.advance(run=False)
     with pytest.raises(ExplainError, match=r"flow.run\(\) first"):
         out.explain([(3,)])
     flow.run()
     assert out.explain([(4,)]).inputs == {"a": {(4,): 1}}
+    a.remove([3]); flow.advance()
+    assert live[(3,)] is None                             # kept current after close + ask
     odd = dd.Dataflow(explain=True)
     b = odd.input("b", ["x"])
     _ = b.map(lambda row: (row[0] + 1,)).output()

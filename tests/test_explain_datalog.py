@@ -382,6 +382,8 @@ def test_a_commit_that_leaves_a_proof_alone_costs_the_watch_no_engine_work():
     assert live.commits > before
     assert [(c.fact, c.diff) for c in live.changes()] == [((2, 3), -1), ((2, 4), 1),
                                                           ((3, 4), -1)]
+    with pytest.raises(ExplainError, match="not watched here"):
+        live[(1, 3)]
     live.close()
     program.commit()
     assert all(not request._staged for request in program._compiled.requests.values())
@@ -399,3 +401,16 @@ def test_other_runtimes_explain_through_the_engine_queries():
     assert here.commits == 0 and there.commits > 0
     assert str(here.tree) == str(there.tree) and here.inputs == there.inputs
     there.check()
+
+
+def test_a_nullary_atom_in_a_body_is_explained():
+    """``ok(x) :- b(x), any().`` with provenance: the nullary relation's height column sits
+    next to its unit column, and the proof shows ``any()`` with its own derivation."""
+    program = dd.Program(".decl e(x: number)\n.decl b(x: number)\n.decl any()\n"
+                         ".decl ok(x: number)\nany() :- e(_).\nok(x) :- b(x), any().\n"
+                         "ok(x) :- any(), e(x).", provenance=True)
+    program.insert("e", [(1,)]); program.insert("b", [(3,)]); program.commit()
+    assert sorted(program.relation("ok")) == [(1,), (3,)]
+    ex = program.explain("ok", (3,))
+    assert ex.inputs == {"b": {(3,)}, "e": {(1,)}} and "any()" in str(ex.tree)
+    ex.check()

@@ -92,7 +92,7 @@ def prove(program, relation: str, fact: tuple) -> ProofTree:
 
 def _prove(program, relation, fact):
     compiled = program._compiled
-    if compiled.lookups is not None:
+    if compiled.lookups is not None and program.flow._runtime is not None:
         try:   # from indexes, without a commit; the engine's queries when it cannot
             return _IndexedSearch(program, compiled).run(relation, fact), 0
         except Unsupported:

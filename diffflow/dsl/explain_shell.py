@@ -144,9 +144,14 @@ class ExplainShell:
         self._write(rules[int(parts[1])] + "\n")
 
     def _output(self, rest, lines) -> None:
+        try:   # a file that cannot be written leaves the output where it was
+            opened = open(rest, "w", encoding="utf-8") if rest else self.screen
+        except OSError as exc:
+            raise ValueError(f"cannot write proofs to {rest}: {exc.strerror}; the output "
+                             f"stays where it was") from None
         if self.out is not self.screen:
             self.out.close()
-        self.out = open(rest, "w", encoding="utf-8") if rest else self.screen
+        self.out = opened
 
     def _format(self, rest, lines) -> None:
         if rest not in ("json", "proof"):

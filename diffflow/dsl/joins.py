@@ -135,7 +135,7 @@ class ClauseCompiler:
             left = frame.collection
             if UNIT not in left.columns:
                 left = left.select(*left.columns, **{UNIT: 0})
-            if arity == 0:
+            if arity == 0 or UNIT in base.columns:   # a nullary relation (with its height)
                 right_base = base
             else:
                 right_base = base.select(*base.columns, **{UNIT: 0})

@@ -64,7 +64,12 @@ class LiveExplanations:
         program._watches.append(self)
 
     def __getitem__(self, fact):
-        return self.current[tuple(fact) if isinstance(fact, (tuple, list)) else (fact,)]
+        key = tuple(fact) if isinstance(fact, (tuple, list)) else (fact,)
+        if key not in self.current:
+            from .explain import ExplainError
+            raise ExplainError(f"{key!r} is not watched here: watch it first (watched: "
+                               f"{sorted(self.current)[:5]})")
+        return self.current[key]
 
     def __iter__(self):
         return iter(self.targets)

@@ -53,8 +53,10 @@ class LiveExplanations:
         self.flow._live.append(self)
 
     def ask(self, rows) -> None:
-        """Start explaining ``rows`` (each must be in the output now)."""
-        rows = [tuple(r) if isinstance(r, (tuple, list)) else (r,) for r in rows]
+        """Start explaining ``rows`` (each must be in the output now; after :meth:`close`,
+        the explanations are live again)."""
+        self.provenance.computed()
+        rows = self.provenance.asked_rows(self.output, rows)
         present = multiplicities(self.output, rows)
         missing = [r for r in rows if r not in present]
         if missing:
@@ -62,6 +64,8 @@ class LiveExplanations:
                                f" now: ask for rows it holds")
         for row in rows:
             self.current.setdefault(row, None)
+        if self not in self.flow._live:
+            self.flow._live.append(self)
         self.refresh(initial=set(rows))
 
     def drop(self, rows) -> None:

@@ -115,7 +115,8 @@ class Provenance:
             self.differences = Differences(self)
 
     # -- explaining ---------------------------------------------------------------------------
-    def explain(self, output, rows) -> "CollectionExplanation":
+    def computed(self) -> None:
+        """Raise unless every change has been computed (explanations read computed epochs)."""
         staged = [i.name for i in self.flow._inputs if i._staged]
         if staged:
             raise ExplainError(f"{', '.join(staged)} changed since the last advance(); "
@@ -123,8 +124,25 @@ class Provenance:
         if self.flow._unrun:
             raise ExplainError("epochs closed by advance(run=False) are not computed yet: "
                                "call flow.run() first")
-        node = output.node
+
+    def asked_rows(self, output, rows) -> list:
+        """``rows`` as tuples (one bare tuple of values is one row), each of the output's
+        width (else one clear error)."""
+        if isinstance(rows, tuple) and not any(isinstance(r, (tuple, list)) for r in rows):
+            rows = [rows]
         rows = [tuple(r) if isinstance(r, (tuple, list)) else (r,) for r in rows]
+        names = list(output.node.schema.names)
+        for row in rows:
+            if len(row) != len(names):
+                raise ExplainError(f"{row!r} has {len(row)} values, but "
+                                   f"{output.name or 'the output'} has {len(names)} columns "
+                                   f"{names}: give each row in that order")
+        return rows
+
+    def explain(self, output, rows) -> "CollectionExplanation":
+        self.computed()
+        node = output.node
+        rows = self.asked_rows(output, rows)
         present = multiplicities(output, rows)
         missing = [r for r in rows if r not in present]
         if missing:
