@@ -4,12 +4,12 @@ inputs; constructs it cannot evaluate make it decline (``None``), never answer w
 import random
 
 import pytest
-
-import diffflow as dd
 from datalog_reference import evaluate
-from diffflow.dsl.interpret import interpret
 from test_datalog_incremental import PROGRAMS, _random_row
 from test_explain_datalog import CASES
+
+import diffflow as dd
+from diffflow.dsl.interpret import interpret
 
 COMPONENTS = ("""
 .decl edge(x: number, y: number)
