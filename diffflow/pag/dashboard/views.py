@@ -1,0 +1,81 @@
+"""What the dashboard shows, as plain JSON-ready dicts computed from a PAG: a snapshot's
+timeline (one lane per worker), critical participation per snapshot, ST2's metrics and the
+invariant violations, longest first.
+
+>>> from diffflow.pag.edges import Edges
+>>> from diffflow.pag.api import PAG
+>>> pag = PAG(Edges.from_rows([(1, 0, 0, 0, 0, 5, 0, "Processing"),
+...                            (1, 0, 5, 0, 1, 9, 0, "DataMessage"),
+...                            (1, 1, 0, 0, 1, 9, 0, "Waiting")]), epochs=True)
+>>> view = timeline(pag, 1)
+>>> view["workers"], [a["type"] for a in view["activities"]], len(view["messages"])
+([0, 1], ['Processing', 'Waiting'], 1)
+>>> summary = overview(pag)
+>>> summary["snapshots"][0]["by_worker"], [v["kind"] for v in summary["violations"]]
+({'0': 0.7777777777777778, '1': 0.0}, ['progress', 'progress'])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..api import PAG, cp_json
+from ..events import ACTIVITIES
+
+MAX_EDGES = 20_000   # a timeline shows at most this many edges of one snapshot (the longest)
+
+
+def timeline(pag: PAG, snapshot: int) -> dict:
+    """One snapshot's activities (local edges) and messages (cross-worker edges)."""
+    edges = pag.edges.take(np.flatnonzero(pag.edges.snap == snapshot))
+    shown = len(edges)
+    if shown > MAX_EDGES:   # the longest edges: what a person can see at this zoom
+        edges = edges.take(np.sort(np.argsort(-edges.duration, kind="stable")[:MAX_EDGES]))
+    local = edges.is_local
+    names = np.array(ACTIVITIES, dtype=object)
+    activities = [{"w": int(w), "t0": int(a), "t1": int(b), "type": str(k), "op": int(o),
+                   "n": int(n)}
+                  for w, a, b, k, o, n in zip(edges.src_w[local], edges.src_t[local],
+                                              edges.dst_t[local], names[edges.type[local]],
+                                              edges.op[local], edges.n[local])]
+    messages = [{"src": int(s), "t0": int(a), "dst": int(d), "t1": int(b), "type": str(k),
+                 "n": int(n)}
+                for s, a, d, b, k, n in zip(edges.src_w[~local], edges.src_t[~local],
+                                            edges.dst_w[~local], edges.dst_t[~local],
+                                            names[edges.type[~local]], edges.n[~local])]
+    workers = sorted({int(w) for w in np.concatenate([edges.src_w, edges.dst_w]).tolist()})
+    return {"snapshot": int(snapshot), "workers": workers, "activities": activities,
+            "messages": messages, "edges": int(shown), "truncated": shown > len(edges)}
+
+
+def overview(pag: PAG, **thresholds) -> dict:
+    """Every snapshot's critical participation (``snapshots``, as ``diffflow pag cp
+    --json`` gives it), ST2's metrics (``metrics``: per snapshot, worker pair and activity)
+    and the invariant violations, longest first (``violations``)."""
+    from ..activity_metrics import metrics
+    from ..checks import violations
+
+    snapshots = [_jsonable(s) for s in cp_json(pag)] if len(pag.edges) else []
+    table = metrics(pag.edges, epochs=pag.epochs)
+    table = table.rename(columns={table.columns[0]: "snapshot"})
+    found = violations(pag.edges, **thresholds)
+    return {"epochs": pag.epochs, "snapshots": snapshots,
+            "metrics": _records(table), "violations": _records(found)}
+
+
+def _records(frame) -> list:
+    return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def _plain(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    if value is None or isinstance(value, float) and value != value:   # NaN: no value
+        return None
+    return value
+
+
+def _jsonable(summary: dict) -> dict:
+    return {k: ({str(kk): _plain(vv) for kk, vv in v.items()} if isinstance(v, dict)
+                else _plain(v)) for k, v in summary.items()}
