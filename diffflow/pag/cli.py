@@ -4,6 +4,7 @@
     diffflow pag metrics TRACE [...] [-o metrics.csv]
     diffflow pag invariants TRACE [--epoch-max MS --operator-max MS --message-max MS --progress-max MS]
     diffflow pag match TRACE pattern.dl [-M 'K=5']
+    diffflow pag serve TRACE [--follow] [--port 8765] [--host 127.0.0.1]
 
 Output is a table per snapshot (most critical first); ``--json`` gives
 ``cp``'s machine-readable form, one object per snapshot.  ``--follow``
@@ -49,6 +50,12 @@ def add_commands(commands) -> None:
                      help="define a preprocessor macro, e.g. -M 'K=5'")
     pat.add_argument("-j", "--jobs", type=int, default=1, help="partitions of the pattern's dataflow")
     pat.set_defaults(handler=_match)
+    srv = sub.add_parser("serve", help="a live dashboard of the trace in the browser (a local web server)")
+    _common(srv)
+    srv.add_argument("--port", type=int, default=8765, help="the port to listen on (default 8765)")
+    srv.add_argument("--host", default="127.0.0.1",
+                     help="the address to listen on (default 127.0.0.1: this machine only)")
+    srv.set_defaults(handler=_serve)
 
 
 def _common(command) -> None:
@@ -185,4 +192,18 @@ def _match(args) -> int:
             print(f"== {name} ({len(frame)} rows)")
             if len(frame):
                 print(frame.to_string(index=False), flush=True)
+    return 0
+
+
+def _serve(args) -> int:
+    """``pag serve``: read (or follow) the trace in a thread, serve the dashboard until Ctrl-C."""
+    from .api import detect_format
+    from .dashboard.server import Dashboard, read_trace, serve
+
+    fmt = args.format
+    if fmt == "auto":
+        fmt = _wait_for_format(args.trace, detect_format) if args.follow else detect_format(args.trace)
+    dashboard = Dashboard()
+    read_trace(dashboard, args.trace, fmt, window=args.window, follow=args.follow)
+    serve(dashboard, host=args.host, port=args.port)
     return 0

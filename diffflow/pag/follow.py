@@ -21,8 +21,12 @@ from .api import PAG, from_events, parse_duration
 from .events import TraceError
 
 
-def follow(path, format: str = "diffflow", *, window=None, until_idle=None, poll=0.1):  # noqa: A002
+def follow(path, format: str = "diffflow", *, window=None, until_idle=None, poll=0.1,  # noqa: A002
+           on_error=None):
     """Yield :class:`~diffflow.pag.api.PAG` s of newly closed snapshots of the trace at ``path``.
+
+    A malformed line goes to ``on_error(message)`` (default: printed on stderr) and is
+    skipped.
 
     >>> import tempfile, os
     >>> d = tempfile.mkdtemp(); p = os.path.join(d, "run.trace")
@@ -43,7 +47,7 @@ def follow(path, format: str = "diffflow", *, window=None, until_idle=None, poll
         chunk, first_line = reader.read()
         if chunk:
             idle_since = time.monotonic()
-            parsed = _parse(chunk, first_line, reader.name, format)
+            parsed = _parse(chunk, first_line, reader.name, format, on_error)
             if parsed is not None:
                 pending.append(parsed)
             closed, pending = _split_closed(pending, format, window_ns, False, latest)
@@ -76,7 +80,11 @@ class _Lines:
         return chunk, first
 
 
-def _parse(chunk: bytes, first_line: int, name: str, format):  # noqa: A002
+def _report(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _parse(chunk: bytes, first_line: int, name: str, format, on_error=None):  # noqa: A002
     """Parse whole lines; a bad line is reported and dropped, the others kept."""
     lines = chunk.split(b"\n")
     good = []
@@ -88,7 +96,7 @@ def _parse(chunk: bytes, first_line: int, name: str, format):  # noqa: A002
         except TraceError as exc:
             # the reader saw one line, its line 1: name the line of the file instead
             message = str(exc).replace(f"{name}:1:", f"{name}:{first_line + offset}:", 1)
-            print(f"{message} (line skipped)", file=sys.stderr, flush=True)
+            (on_error or _report)(f"{message} (line skipped)")
             continue
         good.append(line)
     if not good:

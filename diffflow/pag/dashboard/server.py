@@ -1,0 +1,178 @@
+"""``diffflow pag serve``: a local web server showing a PAG as it grows.
+
+A thread reads the trace -- once, or following it as it grows (:func:`~..follow.follow`) --
+into a :class:`Dashboard`; the page (``static/``) asks ``/api/state`` and
+``/api/timeline/{snapshot}`` for JSON and listens on ``/events`` (server-sent events) for a
+new version, so updates are pushed, not polled.  Starlette serves it (a small, maintained
+ASGI framework; uvicorn runs it) and the charts are Plotly's, whose script ships inside the
+installed ``plotly`` package and is served from here: nothing comes from the network.
+Malformed trace lines are listed in the page and on stderr, and the server keeps going;
+each browser tab has its own queue, so a slow or closed tab holds up no other.
+
+>>> dash = Dashboard()
+>>> from diffflow.pag.edges import Edges; from diffflow.pag.api import PAG
+>>> dash.add(PAG(Edges.from_rows([(1, 0, 0, 0, 0, 5, 0, "Processing")]), epochs=True))
+>>> state = dash.state(); state["version"], [s["snapshot"] for s in state["snapshots"]]
+(1, [1])
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+from pathlib import Path
+
+from ..api import PAG
+from ..edges import Edges
+from .views import overview, timeline
+
+STATIC = Path(__file__).with_name("static")
+
+
+class Dashboard:
+    """The PAG read so far, its views, a version that grows with every change, the trace's
+    errors, and the queues of the pages listening."""
+
+    def __init__(self, **thresholds):
+        self.thresholds = thresholds
+        self.pag: PAG | None = None
+        self.view = overview(PAG(Edges.empty(), epochs=True))
+        self.version = 0
+        self.errors: list = []
+        self.lock = threading.Lock()
+        self.listeners: set = set()   # (event loop, asyncio.Queue) of each open page
+
+    def add(self, pag: PAG) -> None:
+        """Take newly closed snapshots (or a whole trace) and tell every page."""
+        with self.lock:
+            if self.pag is None:
+                self.pag = pag
+            elif len(pag.edges):
+                self.pag = PAG(Edges.concat([self.pag.edges, pag.edges]), pag.epochs,
+                               pag.window_ns)
+            self.view = overview(self.pag, **self.thresholds)
+            self.version += 1
+        self._notify()
+
+    def error(self, message: str) -> None:
+        """A malformed trace line: on stderr and in the page."""
+        print(message, file=sys.stderr, flush=True)
+        with self.lock:
+            self.errors.append(message)
+            self.version += 1
+        self._notify()
+
+    def state(self) -> dict:
+        with self.lock:
+            return {"version": self.version, **self.view, "errors": list(self.errors)}
+
+    def timeline(self, snapshot: int) -> dict:
+        with self.lock:
+            pag = self.pag
+        if pag is None:
+            return timeline(PAG(Edges.empty(), epochs=True), snapshot)
+        return timeline(pag, snapshot)
+
+    def _notify(self) -> None:
+        for loop, queue in list(self.listeners):
+            try:
+                loop.call_soon_threadsafe(_offer, queue, self.version)
+            except RuntimeError:   # that page's loop is gone
+                self.listeners.discard((loop, queue))
+
+
+def _offer(queue, version) -> None:
+    if queue.full():   # a page that is behind needs only the newest version
+        queue.get_nowait()
+    queue.put_nowait(version)
+
+
+def read_trace(dashboard: Dashboard, path, format: str, window=None,  # noqa: A002
+               follow: bool = False, poll: float = 0.1) -> threading.Thread:
+    """Start a thread feeding ``dashboard`` from the trace at ``path``."""
+    def run():
+        try:
+            if follow:
+                from ..follow import follow as follow_trace
+
+                for pag in follow_trace(path, format, window=window, poll=poll,
+                                        on_error=dashboard.error):
+                    if len(pag.edges):
+                        dashboard.add(pag)
+            else:
+                from ..api import load
+
+                dashboard.add(load(path, format, window=window))
+        except Exception as exc:   # the page says what went wrong; the server stays up
+            dashboard.error(f"{path}: {type(exc).__name__}: {exc}")
+    thread = threading.Thread(target=run, name="pag-reader", daemon=True)
+    thread.start()
+    return thread
+
+
+def app(dashboard: Dashboard):
+    """The Starlette application serving ``dashboard``."""
+    from starlette.applications import Starlette
+    from starlette.responses import FileResponse, JSONResponse, StreamingResponse
+    from starlette.routing import Route
+
+    async def index(request):
+        return FileResponse(STATIC / "index.html")
+
+    async def asset(request):
+        name = request.path_params["name"]
+        if name == "plotly.min.js":
+            return FileResponse(_plotly_script(), media_type="text/javascript")
+        path = STATIC / name
+        if path.parent != STATIC or not path.is_file():
+            return JSONResponse({"error": f"no asset {name}"}, status_code=404)
+        return FileResponse(path)
+
+    async def state(request):
+        return JSONResponse(dashboard.state())
+
+    async def snapshot_timeline(request):
+        return JSONResponse(dashboard.timeline(int(request.path_params["snapshot"])))
+
+    async def events(request):
+        queue: asyncio.Queue = asyncio.Queue(maxsize=1)
+        entry = (asyncio.get_running_loop(), queue)
+        dashboard.listeners.add(entry)
+
+        async def stream():
+            try:
+                yield f"event: version\ndata: {json.dumps(dashboard.version)}\n\n"
+                while True:
+                    try:
+                        version = await asyncio.wait_for(queue.get(), timeout=15)
+                    except asyncio.TimeoutError:
+                        yield ": keep-alive\n\n"   # a closed tab shows up here
+                        continue
+                    yield f"event: version\ndata: {json.dumps(version)}\n\n"
+            finally:
+                dashboard.listeners.discard(entry)
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"})
+
+    return Starlette(routes=[
+        Route("/", index), Route("/assets/{name}", asset), Route("/api/state", state),
+        Route("/api/timeline/{snapshot:int}", snapshot_timeline), Route("/events", events)])
+
+
+def _plotly_script() -> Path:
+    import plotly
+
+    return Path(plotly.__file__).with_name("package_data") / "plotly.min.js"
+
+
+def serve(dashboard: Dashboard, host: str = "127.0.0.1", port: int = 8765) -> None:
+    """Run the server until Ctrl-C (uvicorn stops it cleanly)."""
+    import uvicorn
+
+    print(f"diffflow pag serve: http://{host}:{port}/  (Ctrl-C stops)", file=sys.stderr,
+          flush=True)
+    uvicorn.run(app(dashboard), host=host, port=port, log_level="warning")
+
+
+__all__ = ["Dashboard", "app", "read_trace", "serve"]

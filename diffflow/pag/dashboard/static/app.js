@@ -1,0 +1,113 @@
+// The dashboard page: render /api/state and /api/timeline/N; re-render when /events says
+// a new version exists (server-sent events: pushed, never polled).
+"use strict";
+const COLORS = {Processing: "#1f77b4", Scheduling: "#9467bd", Spinning: "#bcbd22",
+  Waiting: "#c7c7c7", Busy: "#8c564b", DataMessage: "#2ca02c", ControlMessage: "#d62728",
+  Serialization: "#ff7f0e", Deserialization: "#e377c2", Buffer: "#17becf", Input: "#7f7f7f",
+  BarrierProcessing: "#aec7e8", FaultTolerance: "#ffbb78", Unknown: "#555"};
+let state = null, shown = null;
+
+function el(tag, attrs, text) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+async function refresh() {
+  state = await (await fetch("/api/state")).json();
+  const select = document.getElementById("snapshot");
+  const ids = state.snapshots.map(s => s.snapshot);
+  const keep = shown !== null && ids.includes(shown) ? shown : ids[ids.length - 1];
+  select.replaceChildren(...ids.map(id => el("option", {value: id}, String(id))));
+  if (keep !== undefined) select.value = String(keep);
+  document.getElementById("status").textContent =
+    `version ${state.version} · ${ids.length} snapshot(s) · ${state.violations.length} violation(s)`;
+  document.getElementById("status").dataset.version = state.version;
+  renderCp(); renderViolations(); renderErrors();
+  if (keep !== undefined) await showSnapshot(keep);
+}
+
+async function showSnapshot(id) {
+  shown = Number(id);
+  const view = await (await fetch(`/api/timeline/${shown}`)).json();
+  renderTimeline(view);
+  renderCpTable(state.snapshots.find(s => s.snapshot === shown));
+  renderMetrics(state.metrics.filter(m => m.snapshot === shown));
+}
+
+function renderTimeline(view) {
+  const traces = {};
+  const add = (type, x, y, dash) => {
+    const key = type + (dash ? " message" : "");
+    const t = traces[key] || (traces[key] = {x: [], y: [], mode: "lines", name: key,
+      line: {color: COLORS[type] || "#000", width: dash ? 1 : 8, dash: dash ? "dash" : "solid"}});
+    t.x.push(...x, null); t.y.push(...y, null);
+  };
+  for (const a of view.activities) add(a.type, [a.t0, a.t1], [`worker ${a.w}`, `worker ${a.w}`], false);
+  for (const m of view.messages) add(m.type, [m.t0, m.t1], [`worker ${m.src}`, `worker ${m.dst}`], true);
+  Plotly.react("timeline", Object.values(traces), {
+    margin: {t: 10, l: 80}, xaxis: {title: "time (ns)"},
+    yaxis: {type: "category", categoryarray: view.workers.map(w => `worker ${w}`)},
+  }, {responsive: true});
+  const lanes = document.getElementById("timeline");
+  lanes.dataset.workers = view.workers.join(",");
+}
+
+function renderCp() {
+  const kinds = new Set();
+  state.snapshots.forEach(s => Object.keys(s.by_activity).forEach(k => kinds.add(k)));
+  const traces = [...kinds].map(k => ({type: "bar", name: k, marker: {color: COLORS[k]},
+    x: state.snapshots.map(s => s.snapshot), y: state.snapshots.map(s => s.by_activity[k] || 0)}));
+  Plotly.react("cp-chart", traces, {barmode: "stack", margin: {t: 10},
+    xaxis: {title: "snapshot"}, yaxis: {title: "CP"}}, {responsive: true});
+}
+
+function renderCpTable(s) {
+  const table = document.getElementById("cp-table");
+  table.replaceChildren(el("tr", {}, ""));
+  table.firstChild.append(el("th", {}, "by"), el("th", {}, "key"), el("th", {}, "CP"));
+  if (!s) return;
+  for (const kind of ["activity", "worker", "operator"]) {
+    const items = Object.entries(s[`by_${kind}`]).sort((a, b) => b[1] - a[1]);
+    for (const [key, cp] of items) {
+      const tr = el("tr", {"data-summary": kind, "data-key": key, "data-cp": cp});
+      tr.append(el("td", {}, kind), el("td", {}, key), el("td", {class: "num"}, cp.toFixed(4)));
+      table.append(tr);
+    }
+  }
+}
+
+function renderMetrics(rows) {
+  const local = rows.filter(r => r.from_worker === r.to_worker);
+  const types = [...new Set(local.map(r => r.activity))];
+  Plotly.react("activity-chart", types.map(t => ({type: "bar", name: t, marker: {color: COLORS[t]},
+    x: local.filter(r => r.activity === t).map(r => `worker ${r.from_worker}`),
+    y: local.filter(r => r.activity === t).map(r => r.duration_ns)})),
+    {barmode: "stack", margin: {t: 10}, yaxis: {title: "duration (ns)"}}, {responsive: true});
+  const table = document.getElementById("pairs");
+  table.replaceChildren();
+  const head = el("tr"); ["from", "to", "activity", "messages", "records"].forEach(h => head.append(el("th", {}, h)));
+  table.append(head);
+  for (const r of rows.filter(r => r.from_worker !== r.to_worker)) {
+    const tr = el("tr");
+    [r.from_worker, r.to_worker, r.activity, r.count, r.records].forEach(v => tr.append(el("td", {}, String(v))));
+    table.append(tr);
+  }
+}
+
+function renderViolations() {
+  document.getElementById("violations").replaceChildren(...state.violations.map(v =>
+    el("li", {"data-kind": v.kind}, `${v.kind} · snapshot ${v.snapshot} · worker ${v.worker}` +
+      (v.duration_ns ? ` · ${(v.duration_ns / 1e6).toFixed(3)} ms` : "") + ` · ${v.detail}`)));
+}
+
+function renderErrors() {
+  document.getElementById("errors").replaceChildren(...state.errors.map(e => el("li", {}, e)));
+}
+
+document.getElementById("snapshot").addEventListener("change", e => showSnapshot(e.target.value));
+new EventSource("/events").addEventListener("version", e => {
+  if (state === null || Number(e.data) !== state.version) refresh();
+});
+refresh();
