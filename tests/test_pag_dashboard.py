@@ -132,3 +132,83 @@ def test_a_followed_trace_is_pushed_to_listeners_and_bad_lines_reported(tmp_path
     finally:
         err = server.stop()
     assert "line skipped" in err and "Traceback" not in err
+
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+def browser():
+    """Headless Debian Chromium driven by selenium (nothing downloaded: the driver is the
+    system's)."""
+    import os
+
+    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+        pytest.skip("no browser: install Debian's Chromium with "
+                    "`apt-get install chromium chromium-driver` (.ci/run does)")
+    os.environ.setdefault("SE_OFFLINE", "true")   # selenium must not look for drivers online
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1400,1600"):
+        options.add_argument(flag)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+def wait_for(driver, condition, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = driver.execute_script(condition)
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"not seen within {timeout} s: {condition}")
+
+
+@pytest.mark.slow
+def test_a_person_sees_lanes_cp_violations_and_live_updates(tmp_path):
+    full, ev = trace_file(tmp_path, seed=4)
+    path = tmp_path / "live.trace"
+    with open(path, "w") as fh:
+        write_events(ev.take(ev.e <= 3), fh)
+    server = Server(path, "--follow")
+    driver = browser()
+    try:
+        driver.get(server.url + "/")
+        wait_for(driver, "return document.querySelectorAll('#cp-table tr[data-key]').length", 30)
+        # the lanes: one per worker
+        lanes = wait_for(driver, "return document.getElementById('timeline').dataset.workers", 10)
+        assert lanes == "0,1"
+        assert driver.execute_script(
+            "return document.querySelectorAll('#timeline .scatterlayer .trace').length") > 0
+        # the CP numbers shown for the selected snapshot are diffflow pag cp's
+        shown = int(driver.execute_script("return document.getElementById('snapshot').value"))
+        rows = driver.execute_script(
+            "return [...document.querySelectorAll('#cp-table tr[data-key]')].map("
+            "r => [r.dataset.summary, r.dataset.key, Number(r.dataset.cp), r.cells[2].innerText])")
+        want = {s["epoch"]: s for s in json.loads(subprocess.run(
+            [sys.executable, "-m", "diffflow", "pag", "cp", str(path), "--json"],
+            capture_output=True, text=True, check=True).stdout)}[shown]
+        for summary, key, cp, text in rows:
+            assert cp == pytest.approx(want[f"by_{summary}"][key])
+            assert text == f"{want[f'by_{summary}'][key]:.4f}"
+        assert {(s, k) for s, k, _, _ in rows} == {
+            (s, k) for s in ("activity", "worker", "operator") for k in want[f"by_{s}"]}
+        # the trace breaks an invariant (no progress messages): listed
+        assert driver.execute_script("return document.querySelectorAll('#violations li').length")
+        # a live update within 2 s of events being appended, without reloading
+        driver.execute_script("window.notReloaded = true")
+        before = int(driver.execute_script("return document.getElementById('status').dataset.version"))
+        snapshots = driver.execute_script("return document.getElementById('snapshot').options.length")
+        with open(path, "a") as fh:
+            write_events(ev.take(ev.e > 3), fh)
+        wait_for(driver, f"return Number(document.getElementById('status').dataset.version) > {before}"
+                         f" && document.getElementById('snapshot').options.length > {snapshots}", 2)
+        assert driver.execute_script("return window.notReloaded === true")
+        driver.save_screenshot(str(tmp_path / "dashboard.png"))   # what the person saw
+        assert (tmp_path / "dashboard.png").stat().st_size > 10_000
+    finally:
+        driver.quit()
+        server.stop()
