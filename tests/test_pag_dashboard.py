@@ -212,3 +212,38 @@ def test_a_person_sees_lanes_cp_violations_and_live_updates(tmp_path):
     finally:
         driver.quit()
         server.stop()
+
+
+def test_a_report_is_one_self_contained_file_and_a_plot_a_png(tmp_path):
+    path, _ = trace_file(tmp_path, seed=4)
+    report, plot = tmp_path / "report.html", tmp_path / "cp.png"
+    for command, out in (("report", report), ("plot", plot)):
+        subprocess.run([sys.executable, "-m", "diffflow", "pag", command, str(path), "-o", str(out)],
+                       check=True, capture_output=True)
+    page = report.read_text()
+    assert "<script src=" not in page and "http://" not in page.split("DASHBOARD_DATA")[1]
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    done = subprocess.run([sys.executable, "-m", "diffflow", "pag", "report", str(path), "--follow",
+                           "-o", str(report)], capture_output=True, text=True)
+    assert done.returncode != 0 and "drop --follow" in done.stderr
+
+
+@pytest.mark.slow
+def test_a_report_opens_in_the_browser_with_no_server(tmp_path):
+    path, _ = trace_file(tmp_path, seed=4)
+    report = tmp_path / "report.html"
+    subprocess.run([sys.executable, "-m", "diffflow", "pag", "report", str(path), "-o", str(report)],
+                   check=True, capture_output=True)
+    want = json.loads(subprocess.run(
+        [sys.executable, "-m", "diffflow", "pag", "cp", str(path), "--json"],
+        capture_output=True, text=True, check=True).stdout)
+    driver = browser()
+    try:
+        driver.get(report.as_uri())
+        wait_for(driver, "return document.querySelectorAll('#cp-table tr[data-key]').length", 30)
+        assert driver.execute_script("return document.getElementById('snapshot').options.length") \
+            == len(want)
+        assert driver.execute_script("return document.getElementById('timeline').dataset.workers") \
+            == "0,1"
+    finally:
+        driver.quit()

@@ -5,6 +5,8 @@
     diffflow pag invariants TRACE [--epoch-max MS --operator-max MS --message-max MS --progress-max MS]
     diffflow pag match TRACE pattern.dl [-M 'K=5']
     diffflow pag serve TRACE [--follow] [--port 8765] [--host 127.0.0.1]
+    diffflow pag report TRACE -o report.html        # the dashboard as one HTML file
+    diffflow pag plot TRACE -o cp.png               # critical participation over snapshots
 
 Output is a table per snapshot (most critical first); ``--json`` gives
 ``cp``'s machine-readable form, one object per snapshot.  ``--follow``
@@ -56,6 +58,14 @@ def add_commands(commands) -> None:
     srv.add_argument("--host", default="127.0.0.1",
                      help="the address to listen on (default 127.0.0.1: this machine only)")
     srv.set_defaults(handler=_serve)
+    rep = sub.add_parser("report", help="the dashboard of a finished trace as one self-contained HTML file")
+    _common(rep)
+    rep.add_argument("-o", "--output", required=True, metavar="HTML", help="the HTML file to write")
+    rep.set_defaults(handler=_static)
+    plot = sub.add_parser("plot", help="critical participation over snapshots as a PNG")
+    _common(plot)
+    plot.add_argument("-o", "--output", required=True, metavar="PNG", help="the PNG file to write")
+    plot.set_defaults(handler=_static)
 
 
 def _common(command) -> None:
@@ -206,4 +216,18 @@ def _serve(args) -> int:
     dashboard = Dashboard()
     read_trace(dashboard, args.trace, fmt, window=args.window, follow=args.follow)
     serve(dashboard, host=args.host, port=args.port)
+    return 0
+
+
+def _static(args) -> int:
+    """``pag report`` / ``pag plot``: the dashboard's views of a finished trace, to a file."""
+    from .api import load
+    from .dashboard.report import write_plot, write_report
+
+    if args.follow:
+        raise ValueError(f"pag {args.pag_command} reads a finished trace: drop --follow "
+                         f"(pag serve --follow shows a growing one)")
+    pag = load(args.trace, args.format, window=args.window)
+    (write_report if args.pag_command == "report" else write_plot)(pag, args.output)
+    print(f"wrote {args.output}", file=sys.stderr)
     return 0

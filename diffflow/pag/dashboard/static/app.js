@@ -6,6 +6,16 @@ const COLORS = {Processing: "#1f77b4", Scheduling: "#9467bd", Spinning: "#bcbd22
   Serialization: "#ff7f0e", Deserialization: "#e377c2", Buffer: "#17becf", Input: "#7f7f7f",
   BarrierProcessing: "#aec7e8", FaultTolerance: "#ffbb78", Unknown: "#555"};
 let state = null, shown = null;
+// a report (diffflow pag report) carries its data inline: no server, no updates
+const REPORT = window.DASHBOARD_DATA || null;
+
+async function getJSON(url) {
+  if (REPORT) {
+    const m = url.match(/timeline\/(\d+)$/);
+    return m ? REPORT.timelines[m[1]] : REPORT.state;
+  }
+  return (await fetch(url)).json();
+}
 
 function el(tag, attrs, text) {
   const e = document.createElement(tag);
@@ -15,7 +25,7 @@ function el(tag, attrs, text) {
 }
 
 async function refresh() {
-  state = await (await fetch("/api/state")).json();
+  state = await getJSON("/api/state");
   const select = document.getElementById("snapshot");
   const ids = state.snapshots.map(s => s.snapshot);
   const keep = shown !== null && ids.includes(shown) ? shown : ids[ids.length - 1];
@@ -30,7 +40,7 @@ async function refresh() {
 
 async function showSnapshot(id) {
   shown = Number(id);
-  const view = await (await fetch(`/api/timeline/${shown}`)).json();
+  const view = await getJSON(`/api/timeline/${shown}`);
   renderTimeline(view);
   renderCpTable(state.snapshots.find(s => s.snapshot === shown));
   renderMetrics(state.metrics.filter(m => m.snapshot === shown));
@@ -107,7 +117,9 @@ function renderErrors() {
 }
 
 document.getElementById("snapshot").addEventListener("change", e => showSnapshot(e.target.value));
-new EventSource("/events").addEventListener("version", e => {
-  if (state === null || Number(e.data) !== state.version) refresh();
-});
+if (!REPORT) {
+  new EventSource("/events").addEventListener("version", e => {
+    if (state === null || Number(e.data) !== state.version) refresh();
+  });
+}
 refresh();

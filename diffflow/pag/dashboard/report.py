@@ -1,0 +1,66 @@
+"""Static outputs of the dashboard, for reports and CI artefacts: ``diffflow pag report``
+(one self-contained HTML file with the dashboard's views of a finished trace: Plotly's
+script, the page's script and the data inline) and ``diffflow pag plot`` (critical
+participation over snapshots as a PNG, drawn by matplotlib).
+
+>>> import tempfile, os
+>>> from diffflow.pag.edges import Edges; from diffflow.pag.api import PAG
+>>> pag = PAG(Edges.from_rows([(1, 0, 0, 0, 0, 5, 0, "Processing")]), epochs=True)
+>>> out = os.path.join(tempfile.mkdtemp(), "r.html"); write_report(pag, out)
+>>> text = open(out).read(); "DASHBOARD_DATA" in text and "<script src=" not in text
+True
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from ..api import PAG
+from .server import STATIC, _plotly_script
+from .views import overview, timeline
+
+
+def write_report(pag: PAG, path, **thresholds) -> None:
+    """The dashboard of a finished trace as one HTML file that needs nothing else."""
+    state = {"version": 1, **overview(pag, **thresholds), "errors": []}
+    snaps = sorted({int(s) for s in np.unique(pag.edges.snap).tolist()})
+    data = {"state": state, "timelines": {str(s): timeline(pag, s) for s in snaps}}
+    page = (STATIC / "index.html").read_text(encoding="utf-8")
+    inline = lambda code: "<script>" + code.replace("</script", "<\\/script") + "</script>"  # noqa: E731
+    page = page.replace('<script src="/assets/plotly.min.js"></script>',
+                        inline(_plotly_script().read_text(encoding="utf-8")))
+    page = page.replace('<script src="/assets/app.js"></script>',
+                        inline("window.DASHBOARD_DATA = " + json.dumps(data) + ";") +
+                        inline((STATIC / "app.js").read_text(encoding="utf-8")))
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(page)
+
+
+def write_plot(pag: PAG, path) -> None:
+    """Critical participation by activity, stacked per snapshot, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")   # no screen needed
+    import matplotlib.pyplot as plt
+
+    from ..events import ACTIVITIES
+
+    summaries = overview(pag)["snapshots"]
+    labels = [str(s["snapshot"]) for s in summaries]
+    kinds = [k for k in ACTIVITIES if any(s["by_activity"].get(k, 0) for s in summaries)]
+    figure, axes = plt.subplots(figsize=(max(6, len(labels) * 0.4), 4), dpi=100)
+    bottom = np.zeros(len(labels))
+    for kind in kinds:
+        values = np.array([s["by_activity"].get(kind, 0.0) for s in summaries])
+        axes.bar(labels, values, bottom=bottom, label=kind)
+        bottom += values
+    axes.set_xlabel("snapshot")
+    axes.set_ylabel("critical participation")
+    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1, 1))
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
+__all__ = ["write_plot", "write_report"]
