@@ -247,3 +247,36 @@ def test_a_report_opens_in_the_browser_with_no_server(tmp_path):
             == "0,1"
     finally:
         driver.quit()
+
+
+def test_many_pages_and_a_closed_one_do_not_stall_updates_and_ctrl_c_stops(tmp_path):
+    import signal
+
+    _, ev = trace_file(tmp_path, seed=4)
+    path = tmp_path / "live.trace"
+    with open(path, "w") as fh:
+        write_events(ev.take(ev.e <= 2), fh)
+    server = Server(path, "--follow")
+    try:
+        first = server.state_until(lambda s: s["snapshots"])["version"]
+        pages = [urllib.request.urlopen(server.url + "/events", timeout=10) for _ in range(6)]
+        for page in pages:
+            assert page.readline().startswith(b"event: version")
+        for page in pages[:3]:   # three tabs closed without a word
+            page.close()
+        with open(path, "a") as fh:
+            write_events(ev.take(ev.e > 2), fh)
+        started = time.monotonic()
+        for page in pages[3:]:   # the open ones still hear of the new version, at once
+            while True:
+                line = page.readline()
+                if line.startswith(b"data:") and int(line[5:]) > first:
+                    break
+        assert time.monotonic() - started < 2
+        for page in pages[3:]:
+            page.close()
+        server.proc.send_signal(signal.SIGINT)   # Ctrl-C
+        _, err = server.proc.communicate(timeout=20)
+        assert server.proc.returncode == 0 and "Traceback" not in err
+    finally:
+        server.proc.kill()

@@ -65,10 +65,11 @@ function renderTimeline(view) {
 }
 
 function renderCp() {
+  const by = `by_${document.getElementById("cp-kind").value}`;
   const kinds = new Set();
-  state.snapshots.forEach(s => Object.keys(s.by_activity).forEach(k => kinds.add(k)));
+  state.snapshots.forEach(s => Object.keys(s[by]).forEach(k => kinds.add(k)));
   const traces = [...kinds].map(k => ({type: "bar", name: k, marker: {color: COLORS[k]},
-    x: state.snapshots.map(s => s.snapshot), y: state.snapshots.map(s => s.by_activity[k] || 0)}));
+    x: state.snapshots.map(s => s.snapshot), y: state.snapshots.map(s => s[by][k] || 0)}));
   Plotly.react("cp-chart", traces, {barmode: "stack", margin: {t: 10},
     xaxis: {title: "snapshot"}, yaxis: {title: "CP"}}, {responsive: true});
 }
@@ -117,6 +118,7 @@ function renderErrors() {
 }
 
 document.getElementById("snapshot").addEventListener("change", e => showSnapshot(e.target.value));
+document.getElementById("cp-kind").addEventListener("change", () => renderCp());
 if (!REPORT) {
   new EventSource("/events").addEventListener("version", e => {
     if (state === null || Number(e.data) !== state.version) refresh();
