@@ -78,7 +78,10 @@ class Dataflow:
     :mod:`diffflow.runtime.tracing`) or a function called with the
     :class:`~diffflow.pag.events.Events` of every run; off by default.
     ``explain=True`` keeps what :meth:`Output.explain` needs to say why a row
-    is in an output (:mod:`diffflow.provenance`; local runtime).
+    is in an output (:mod:`diffflow.provenance`; local runtime).  With a
+    trace file, ``dashboard=PORT`` serves its live dashboard on
+    ``127.0.0.1:PORT`` while the dataflow runs (``diffflow pag serve``), until
+    :meth:`close`.
 
     >>> from diffflow import col
     >>> flow = Dataflow(partitions=2)
@@ -93,12 +96,13 @@ class Dataflow:
 
     explain = False     # a Dataflow pickled before explanations existed
     _provenance = None
+    _dashboard = None
     _unrun = False      # epochs closed by advance(run=False) and not computed yet
     _live: list = []
 
     def __init__(self, partitions: int = 1, runtime: str = "local", spark=None, *,
                  checkpoint_every: int | None = None, checkpoint_dir: str | None = None,
-                 trace=None, explain: bool = False):
+                 trace=None, explain: bool = False, dashboard: int | None = None):
         if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
             raise ValueError(f"partitions must be a positive int, got {partitions!r}")
         if runtime not in RUNTIMES:
@@ -121,6 +125,16 @@ class Dataflow:
         if trace is not None:
             from .runtime.trace_sink import open_trace
             self._trace = open_trace(trace)  # an unwritable path fails here, before any work
+        self._dashboard = None
+        if dashboard is not None:
+            import os
+
+            if not isinstance(trace, (str, os.PathLike)):
+                raise ValueError("dashboard= shows the trace file as it is written: give "
+                                 "trace= a file path too, e.g. Dataflow(trace='run.trace', "
+                                 "dashboard=8765)")
+            from .pag.dashboard.server import Background
+            self._dashboard = Background(trace, int(dashboard))
         self.runtime_name, self.spark = runtime, spark
         self._closed = False
         self._rows_moved = 0  # input rows staged, to decide whether closing collects
@@ -243,6 +257,9 @@ class Dataflow:
         runtime, self._runtime = self._runtime, None
         if runtime is not None:
             runtime.close()
+        if self._dashboard is not None:
+            self._dashboard.stop()
+            self._dashboard = None
         self._closed = True
         _OPEN.discard(self)
         if runtime is not None and self._rows_moved >= _COLLECT_AFTER_ROWS:

@@ -280,3 +280,30 @@ def test_many_pages_and_a_closed_one_do_not_stall_updates_and_ctrl_c_stops(tmp_p
         assert server.proc.returncode == 0 and "Traceback" not in err
     finally:
         server.proc.kill()
+
+
+def test_a_traced_dataflow_serves_its_own_dashboard_while_it_runs(tmp_path):
+    import diffflow as dd
+    from diffflow.graphs import connected_components
+
+    port = free_port()
+    with pytest.raises(ValueError, match="give trace= a file path"):
+        dd.Dataflow(dashboard=port)
+    flow = dd.Dataflow(partitions=2, trace=str(tmp_path / "run.trace"), dashboard=port)
+    links = flow.input("links", ["src", "dst"])
+    connected_components(links).output()
+    url = f"http://127.0.0.1:{port}/api/state"
+    for epoch in range(4):
+        links.insert([(epoch * 10 + i, epoch * 10 + i + 1) for i in range(5)])
+        flow.advance()
+    deadline = time.monotonic() + 15
+    while True:   # epochs 1-3 close once the workers have logged epoch 4
+        with urllib.request.urlopen(url, timeout=10) as response:
+            state = json.loads(response.read())
+        if len(state["snapshots"]) >= 3 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert [s["epoch"] for s in state["snapshots"]][:3] == [1, 2, 3]
+    flow.close()
+    with pytest.raises(OSError):   # closing the dataflow stops its server
+        urllib.request.urlopen(url, timeout=2)

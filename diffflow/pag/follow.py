@@ -22,11 +22,11 @@ from .events import TraceError
 
 
 def follow(path, format: str = "diffflow", *, window=None, until_idle=None, poll=0.1,  # noqa: A002
-           on_error=None):
+           on_error=None, stopped=None):
     """Yield :class:`~diffflow.pag.api.PAG` s of newly closed snapshots of the trace at ``path``.
 
     A malformed line goes to ``on_error(message)`` (default: printed on stderr) and is
-    skipped.
+    skipped.  ``stopped()`` returning true ends the following (checked while waiting).
 
     >>> import tempfile, os
     >>> d = tempfile.mkdtemp(); p = os.path.join(d, "run.trace")
@@ -56,6 +56,8 @@ def follow(path, format: str = "diffflow", *, window=None, until_idle=None, poll
         elif until_idle is not None and time.monotonic() - idle_since >= until_idle:
             closed, _ = _split_closed(pending, format, window_ns, True, latest)
             yield _build(closed, format, window_ns) if closed is not None else _empty(format, window_ns)
+            return
+        elif stopped is not None and stopped():
             return
         else:
             time.sleep(poll)

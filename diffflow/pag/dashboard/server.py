@@ -89,15 +89,17 @@ def _offer(queue, version) -> None:
 
 
 def read_trace(dashboard: Dashboard, path, format: str, window=None,  # noqa: A002
-               follow: bool = False, poll: float = 0.1) -> threading.Thread:
-    """Start a thread feeding ``dashboard`` from the trace at ``path``."""
+               follow: bool = False, poll: float = 0.1, stop=None) -> threading.Thread:
+    """Start a thread feeding ``dashboard`` from the trace at ``path`` (following it until
+    the ``stop`` event is set, when given)."""
     def run():
         try:
             if follow:
                 from ..follow import follow as follow_trace
 
                 for pag in follow_trace(path, format, window=window, poll=poll,
-                                        on_error=dashboard.error):
+                                        on_error=dashboard.error,
+                                        stopped=None if stop is None else stop.is_set):
                     if len(pag.edges):
                         dashboard.add(pag)
             else:
@@ -166,6 +168,29 @@ def _plotly_script() -> Path:
     return Path(plotly.__file__).with_name("package_data") / "plotly.min.js"
 
 
+class Background:
+    """The dashboard of a running dataflow's own trace, served from threads
+    (``Dataflow(trace="run.trace", dashboard=8765)``) until :meth:`stop`."""
+
+    def __init__(self, path, port: int, host: str = "127.0.0.1"):
+        import uvicorn
+
+        self.dashboard, self.halt = Dashboard(), threading.Event()
+        read_trace(self.dashboard, path, "diffflow", follow=True, stop=self.halt)
+        self.server = uvicorn.Server(uvicorn.Config(app(self.dashboard), host=host, port=port,
+                                                    log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, name="pag-dashboard",
+                                       daemon=True)
+        self.thread.start()
+        print(f"diffflow: the dashboard of {path} is at http://{host}:{port}/", file=sys.stderr,
+              flush=True)
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
 def serve(dashboard: Dashboard, host: str = "127.0.0.1", port: int = 8765) -> None:
     """Run the server until Ctrl-C (uvicorn stops it cleanly)."""
     import uvicorn
@@ -175,4 +200,4 @@ def serve(dashboard: Dashboard, host: str = "127.0.0.1", port: int = 8765) -> No
     uvicorn.run(app(dashboard), host=host, port=port, log_level="warning")
 
 
-__all__ = ["Dashboard", "app", "read_trace", "serve"]
+__all__ = ["Background", "Dashboard", "app", "read_trace", "serve"]
