@@ -11,7 +11,10 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
+
+import numpy as np
 
 import pytest
 
@@ -93,6 +96,26 @@ def test_the_dashboard_serves_what_pag_cp_computes(tmp_path):
             assert got["by_worker"] == pytest.approx(exp["by_worker"])
         view = server.get(f"/api/timeline/{want[0]['epoch']}")
         assert view["workers"] == [0, 1] and view["activities"]
+        # the k-hop wait charts: pag match with queries/pag/khop_wait.dl on the snapshot,
+        # summed over workers
+        from diffflow.pag.api import PAG, load
+        from diffflow.pag.relations import match
+        from test_pag_patterns import QUERIES
+
+        pattern, edges, seen = QUERIES / "khop_wait.dl", load(path).edges, 0
+        for snap in sorted({s["epoch"] for s in want}):
+            mine = PAG(edges.take(np.flatnonzero(edges.snap == snap)), epochs=True)
+            found = match(mine, pattern.read_text(), filename=str(pattern),
+                          macros={"K": "2"})["khop_summary"]
+            expected = {(int(h), t): (int(g["count"].sum()), float(g["total_ns"].sum()))
+                        for (h, t), g in found.groupby(["hops", "type"])}
+            got = {(r["hops"], r["type"]): (r["count"], r["total_ns"])
+                   for r in server.get(f"/api/khop/{snap}?k=2")["rows"]}
+            assert got == expected
+            seen += len(got)
+        assert seen   # the trace has waits to explain
+        with pytest.raises(urllib.error.HTTPError):
+            server.get(f"/api/khop/{want[0]['epoch']}?k=0")
         page = server.get("/").decode()
         assert "/assets/plotly.min.js" in page and "cdn" not in page.lower()
         assert len(server.get("/assets/plotly.min.js")) > 1_000_000   # served from the package
@@ -196,6 +219,8 @@ def test_a_person_sees_lanes_cp_violations_and_live_updates(tmp_path):
             assert text == f"{want[f'by_{summary}'][key]:.4f}"
         assert {(s, k) for s, k, _, _ in rows} == {
             (s, k) for s in ("activity", "worker", "operator") for k in want[f"by_{s}"]}
+        # the k-hop wait charts drew the snapshot's waits
+        assert int(wait_for(driver, "return document.getElementById('khop-count').dataset.rows", 10))
         # the trace breaks an invariant (no progress messages): listed
         assert driver.execute_script("return document.querySelectorAll('#violations li').length")
         # a live update within 2 s of events being appended, without reloading

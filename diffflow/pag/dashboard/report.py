@@ -18,14 +18,19 @@ import numpy as np
 
 from ..api import PAG
 from .server import STATIC, _plotly_script
-from .views import overview, timeline
+from .views import khop, overview, timeline
+
+KHOPS = 3          # the k of a report's k-hop charts
+KHOP_SNAPSHOTS = 50   # reports of more snapshots leave the k-hop charts out
 
 
 def write_report(pag: PAG, path, **thresholds) -> None:
     """The dashboard of a finished trace as one HTML file that needs nothing else."""
     state = {"version": 1, **overview(pag, **thresholds), "errors": []}
     snaps = sorted({int(s) for s in np.unique(pag.edges.snap).tolist()})
-    data = {"state": state, "timelines": {str(s): timeline(pag, s) for s in snaps}}
+    data = {"state": state, "timelines": {str(s): timeline(pag, s) for s in snaps},
+            "khops": {str(s): khop(pag, s, KHOPS) for s in snaps}
+            if len(snaps) <= KHOP_SNAPSHOTS else {}}
     page = (STATIC / "index.html").read_text(encoding="utf-8")
     inline = lambda code: "<script>" + code.replace("</script", "<\\/script") + "</script>"  # noqa: E731
     page = page.replace('<script src="/assets/plotly.min.js"></script>',

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..api import PAG
 from ..edges import Edges
-from .views import overview, timeline
+from .views import khop, overview, timeline
 
 STATIC = Path(__file__).with_name("static")
 
@@ -42,6 +42,7 @@ class Dashboard:
         self.errors: list = []
         self.lock = threading.Lock()
         self.listeners: set = set()   # (event loop, asyncio.Queue) of each open page
+        self.khops: dict = {}
 
     def add(self, pag: PAG) -> None:
         """Take newly closed snapshots (or a whole trace) and tell every page."""
@@ -66,6 +67,17 @@ class Dashboard:
     def state(self) -> dict:
         with self.lock:
             return {"version": self.version, **self.view, "errors": list(self.errors)}
+
+    def khop(self, snapshot: int, k: int) -> dict:
+        """The k-hop wait explanation of a snapshot (computed once per version)."""
+        with self.lock:
+            pag, version = self.pag, self.version
+        if pag is None:
+            return {"snapshot": snapshot, "k": k, "rows": []}
+        key = (version, snapshot, k)
+        if key not in self.khops:
+            self.khops = {key: khop(pag, snapshot, k)}   # the newest only: versions move on
+        return self.khops[key]
 
     def timeline(self, snapshot: int) -> dict:
         with self.lock:
@@ -137,6 +149,17 @@ def app(dashboard: Dashboard):
     async def snapshot_timeline(request):
         return JSONResponse(dashboard.timeline(int(request.path_params["snapshot"])))
 
+    async def snapshot_khop(request):
+        try:
+            k = int(request.query_params.get("k", "3"))
+        except ValueError:
+            k = 0
+        if not 1 <= k <= 20:
+            return JSONResponse({"error": "k is a number of hops from 1 to 20"}, status_code=400)
+        snapshot = int(request.path_params["snapshot"])
+        # a Datalog pattern over the snapshot: off the event loop, so other pages go on
+        return JSONResponse(await asyncio.to_thread(dashboard.khop, snapshot, k))
+
     async def events(request):
         queue: asyncio.Queue = asyncio.Queue(maxsize=1)
         entry = (asyncio.get_running_loop(), queue)
@@ -159,7 +182,8 @@ def app(dashboard: Dashboard):
 
     return Starlette(routes=[
         Route("/", index), Route("/assets/{name}", asset), Route("/api/state", state),
-        Route("/api/timeline/{snapshot:int}", snapshot_timeline), Route("/events", events)])
+        Route("/api/timeline/{snapshot:int}", snapshot_timeline),
+        Route("/api/khop/{snapshot:int}", snapshot_khop), Route("/events", events)])
 
 
 def _plotly_script() -> Path:

@@ -47,6 +47,31 @@ def timeline(pag: PAG, snapshot: int) -> dict:
             "messages": messages, "edges": int(shown), "truncated": shown > len(edges)}
 
 
+def khop(pag: PAG, snapshot: int, k: int = 3) -> dict:
+    """ST2's k-hop wait explanation of one snapshot (``diffflow pag match`` with the
+    ``khop.dl`` pattern): per hop up to ``k`` and activity type, how many activities and how
+    long, summed over workers.
+
+    >>> from diffflow.pag.edges import Edges
+    >>> pag = PAG(Edges.from_rows([(1, 0, 0, 0, 1, 7, 0, "DataMessage"),
+    ...                            (1, 1, 2, 0, 1, 7, 0, "Waiting")]), epochs=True)
+    >>> khop(pag, 1, 2)["rows"]
+    [{'hops': 1, 'type': 'DataMessage', 'count': 1, 'total_ns': 7.0}]
+    """
+    from ..relations import match
+
+    edges = pag.edges.take(np.flatnonzero(pag.edges.snap == snapshot))
+    if not len(edges):
+        return {"snapshot": int(snapshot), "k": int(k), "rows": []}
+    found = match(PAG(edges, pag.epochs, pag.window_ns), '#include "khop.dl"\n',
+                  filename="<dashboard k-hop>", macros={"K": str(int(k))})["khop_summary"]
+    rows = found.groupby(["hops", "type"], sort=True).agg(count=("count", "sum"),
+                                                           total_ns=("total_ns", "sum"))
+    return {"snapshot": int(snapshot), "k": int(k),
+            "rows": [{"hops": int(h), "type": str(t), "count": int(r["count"]),
+                      "total_ns": float(r["total_ns"])} for (h, t), r in rows.iterrows()]}
+
+
 def overview(pag: PAG, **thresholds) -> dict:
     """Every snapshot's critical participation (``snapshots``, as ``diffflow pag cp
     --json`` gives it), ST2's metrics (``metrics``: per snapshot, worker pair and activity)

@@ -11,7 +11,8 @@ const REPORT = window.DASHBOARD_DATA || null;
 
 async function getJSON(url) {
   if (REPORT) {
-    const m = url.match(/timeline\/(\d+)$/);
+    const m = url.match(/timeline\/(\d+)$/), k = url.match(/khop\/(\d+)/);
+    if (k) return REPORT.khops[k[1]] || {rows: []};
     return m ? REPORT.timelines[m[1]] : REPORT.state;
   }
   return (await fetch(url)).json();
@@ -44,6 +45,21 @@ async function showSnapshot(id) {
   renderTimeline(view);
   renderCpTable(state.snapshots.find(s => s.snapshot === shown));
   renderMetrics(state.metrics.filter(m => m.snapshot === shown));
+  await renderKhop();
+}
+
+async function renderKhop() {
+  const k = REPORT ? 3 : Number(document.getElementById("khop-k").value);
+  const view = await getJSON(`/api/khop/${shown}?k=${k}`);
+  const types = [...new Set(view.rows.map(r => r.type))];
+  const hops = [...new Set(view.rows.map(r => r.hops))].sort((a, b) => a - b);
+  for (const [div, field, title] of [["khop-count", "count", "activities"],
+                                     ["khop-duration", "total_ns", "duration (ns)"]]) {
+    Plotly.react(div, hops.map(h => ({type: "bar", name: `hop ${h}`,
+      x: types, y: types.map(t => (view.rows.find(r => r.hops === h && r.type === t) || {})[field] || 0)})),
+      {barmode: "stack", margin: {t: 10}, yaxis: {title}}, {responsive: true});
+  }
+  document.getElementById("khop-count").dataset.rows = view.rows.length;
 }
 
 function renderTimeline(view) {
@@ -119,6 +135,7 @@ function renderErrors() {
 
 document.getElementById("snapshot").addEventListener("change", e => showSnapshot(e.target.value));
 document.getElementById("cp-kind").addEventListener("change", () => renderCp());
+document.getElementById("khop-k").addEventListener("change", () => renderKhop());
 if (!REPORT) {
   new EventSource("/events").addEventListener("version", e => {
     if (state === null || Number(e.data) !== state.version) refresh();
