@@ -43,7 +43,9 @@ def timeline(pag: PAG, snapshot: int) -> dict:
                                             edges.dst_w[~local], edges.dst_t[~local],
                                             names[edges.type[~local]], edges.n[~local])]
     workers = sorted({int(w) for w in np.concatenate([edges.src_w, edges.dst_w]).tolist()})
-    return {"snapshot": int(snapshot), "workers": workers, "activities": activities,
+    origin = int(edges.src_t.min()) if len(edges) else 0   # times shown from the first
+    return {"snapshot": int(snapshot), "workers": workers, "origin": origin,
+            "activities": activities,
             "messages": messages, "edges": int(shown), "truncated": shown > len(edges)}
 
 

@@ -70,10 +70,11 @@ function renderTimeline(view) {
       line: {color: COLORS[type] || "#000", width: dash ? 1 : 8, dash: dash ? "dash" : "solid"}});
     t.x.push(...x, null); t.y.push(...y, null);
   };
-  for (const a of view.activities) add(a.type, [a.t0, a.t1], [`worker ${a.w}`, `worker ${a.w}`], false);
-  for (const m of view.messages) add(m.type, [m.t0, m.t1], [`worker ${m.src}`, `worker ${m.dst}`], true);
+  const ms = t => (t - view.origin) / 1e6;   // from the snapshot's first event
+  for (const a of view.activities) add(a.type, [ms(a.t0), ms(a.t1)], [`worker ${a.w}`, `worker ${a.w}`], false);
+  for (const m of view.messages) add(m.type, [ms(m.t0), ms(m.t1)], [`worker ${m.src}`, `worker ${m.dst}`], true);
   Plotly.react("timeline", Object.values(traces), {
-    margin: {t: 10, l: 80}, xaxis: {title: "time (ns)"},
+    margin: {t: 10, l: 80}, xaxis: {title: "ms into the snapshot"},
     yaxis: {type: "category", categoryarray: view.workers.map(w => `worker ${w}`)},
   }, {responsive: true});
   const lanes = document.getElementById("timeline");
@@ -87,7 +88,7 @@ function renderCp() {
   const traces = [...kinds].map(k => ({type: "bar", name: k, marker: {color: COLORS[k]},
     x: state.snapshots.map(s => s.snapshot), y: state.snapshots.map(s => s[by][k] || 0)}));
   Plotly.react("cp-chart", traces, {barmode: "stack", margin: {t: 10},
-    xaxis: {title: "snapshot"}, yaxis: {title: "CP"}}, {responsive: true});
+    xaxis: {title: "snapshot", type: "category"}, yaxis: {title: "CP"}}, {responsive: true});
 }
 
 function renderCpTable(s) {
