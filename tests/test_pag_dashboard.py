@@ -323,7 +323,7 @@ def test_a_traced_dataflow_serves_its_own_dashboard_while_it_runs(tmp_path):
         flow.advance()
     deadline = time.monotonic() + 15
     while True:   # epochs 1-3 close once the workers have logged epoch 4
-        with urllib.request.urlopen(url, timeout=10) as response:
+        with urllib.request.urlopen(url, timeout=10) as response:   # live since the flow began
             state = json.loads(response.read())
         if len(state["snapshots"]) >= 3 or time.monotonic() > deadline:
             break

@@ -21,6 +21,7 @@ import asyncio
 import json
 import sys
 import threading
+import time
 from pathlib import Path
 
 from ..api import PAG
@@ -206,6 +207,9 @@ class Background:
         self.thread = threading.Thread(target=self.server.run, name="pag-dashboard",
                                        daemon=True)
         self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started and self.thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)   # the address is live when the dataflow starts
         print(f"diffflow: the dashboard of {path} is at http://{host}:{port}/", file=sys.stderr,
               flush=True)
 
