@@ -15,12 +15,11 @@ import urllib.error
 import urllib.request
 
 import numpy as np
-
-import pytest
-
 import pag_reference as ref
-from diffflow.pag.events import write_events
+import pytest
 from test_pag import _events
+
+from diffflow.pag.events import write_events
 
 
 def free_port() -> int:
@@ -98,9 +97,10 @@ def test_the_dashboard_serves_what_pag_cp_computes(tmp_path):
         assert view["workers"] == [0, 1] and view["activities"]
         # the k-hop wait charts: pag match with queries/pag/khop_wait.dl on the snapshot,
         # summed over workers
+        from test_pag_patterns import QUERIES
+
         from diffflow.pag.api import PAG, load
         from diffflow.pag.relations import match
-        from test_pag_patterns import QUERIES
 
         pattern, edges, seen = QUERIES / "khop_wait.dl", load(path).edges, 0
         for snap in sorted({s["epoch"] for s in want}):
