@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..api import PAG
 from ..edges import Edges
+from ..events import TraceError
 from .views import khop, overview, timeline
 
 STATIC = Path(__file__).with_name("static")
@@ -119,7 +120,9 @@ def read_trace(dashboard: Dashboard, path, format: str, window=None,  # noqa: A0
                 from ..api import load
 
                 dashboard.add(load(path, format, window=window))
-        except Exception as exc:   # the page says what went wrong; the server stays up
+        except TraceError as exc:   # the page says what went wrong; the server stays up
+            dashboard.error(str(exc))
+        except Exception as exc:
             dashboard.error(f"{path}: {type(exc).__name__}: {exc}")
     thread = threading.Thread(target=run, name="pag-reader", daemon=True)
     thread.start()
