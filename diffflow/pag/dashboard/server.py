@@ -24,6 +24,8 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
+
 from ..api import PAG
 from ..edges import Edges
 from ..events import TraceError
@@ -38,7 +40,8 @@ class Dashboard:
 
     def __init__(self, **thresholds):
         self.thresholds = thresholds
-        self.pag: PAG | None = None
+        self.parts: list = []         # the PAG of each batch of closed snapshots
+        self.where: dict = {}         # snapshot -> its part
         self.view = overview(PAG(Edges.empty(), epochs=True))
         self.version = 0
         self.errors: list = []
@@ -47,14 +50,20 @@ class Dashboard:
         self.khops: dict = {}
 
     def add(self, pag: PAG) -> None:
-        """Take newly closed snapshots (or a whole trace) and tell every page."""
+        """Take newly closed snapshots (or a whole trace) and tell every page.  Closed
+        snapshots never change, so only the new ones are analysed: the cost follows what
+        arrived, not the length of the run."""
+        view = overview(pag, **self.thresholds)
         with self.lock:
-            if self.pag is None:
-                self.pag = pag
-            elif len(pag.edges):
-                self.pag = PAG(Edges.concat([self.pag.edges, pag.edges]), pag.epochs,
-                               pag.window_ns)
-            self.view = overview(self.pag, **self.thresholds)
+            self.parts.append(pag)
+            for snapshot in np.unique(pag.edges.snap).tolist():
+                self.where[int(snapshot)] = len(self.parts) - 1
+            old = self.view
+            self.view = {"epochs": pag.epochs,
+                         "snapshots": old["snapshots"] + view["snapshots"],
+                         "metrics": old["metrics"] + view["metrics"],
+                         "violations": sorted(old["violations"] + view["violations"],
+                                              key=lambda v: -(v["duration_ns"] or 0))}
             self.version += 1
         self._notify()
 
@@ -71,22 +80,19 @@ class Dashboard:
             return {"version": self.version, **self.view, "errors": list(self.errors)}
 
     def khop(self, snapshot: int, k: int) -> dict:
-        """The k-hop wait explanation of a snapshot (computed once per version)."""
-        with self.lock:
-            pag, version = self.pag, self.version
-        if pag is None:
-            return {"snapshot": snapshot, "k": k, "rows": []}
-        key = (version, snapshot, k)
+        """The k-hop wait explanation of a snapshot (computed once: snapshots never change)."""
+        key = (snapshot, k)
         if key not in self.khops:
-            self.khops = {key: khop(pag, snapshot, k)}   # the newest only: versions move on
+            self.khops[key] = khop(self._part(snapshot), snapshot, k)
         return self.khops[key]
 
     def timeline(self, snapshot: int) -> dict:
+        return timeline(self._part(snapshot), snapshot)
+
+    def _part(self, snapshot: int) -> PAG:
         with self.lock:
-            pag = self.pag
-        if pag is None:
-            return timeline(PAG(Edges.empty(), epochs=True), snapshot)
-        return timeline(pag, snapshot)
+            index = self.where.get(snapshot)
+            return self.parts[index] if index is not None else PAG(Edges.empty(), epochs=True)
 
     def _notify(self) -> None:
         for loop, queue in list(self.listeners):
