@@ -298,11 +298,10 @@ def test_many_pages_and_a_closed_one_do_not_stall_updates_and_ctrl_c_stops(tmp_p
                 if line.startswith(b"data:") and int(line[5:]) > first:
                     break
         assert time.monotonic() - started < 2
-        for page in pages[3:]:
-            page.close()
-        server.proc.send_signal(signal.SIGINT)   # Ctrl-C
-        _, err = server.proc.communicate(timeout=20)
-        assert server.proc.returncode == 0 and "Traceback" not in err
+        server.proc.send_signal(signal.SIGINT)   # Ctrl-C, with three pages still open
+        _, err = server.proc.communicate(timeout=10)
+        # promptly, with Ctrl-C's usual status, no traceback, and open pages not waited for
+        assert server.proc.returncode in (0, 130) and "Traceback" not in err
     finally:
         server.proc.kill()
 
@@ -332,3 +331,47 @@ def test_a_traced_dataflow_serves_its_own_dashboard_while_it_runs(tmp_path):
     flow.close()
     with pytest.raises(OSError):   # closing the dataflow stops its server
         urllib.request.urlopen(url, timeout=2)
+
+
+def test_a_busy_port_or_a_bad_option_is_refused_before_anything_is_served(tmp_path):
+    import diffflow as dd
+
+    path, _ = trace_file(tmp_path, seed=4)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        busy = holder.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "diffflow", "pag", "serve", str(path),
+                               "--port", str(busy)], capture_output=True, text=True, timeout=60)
+        assert done.returncode != 0 and "another program holds it" in done.stderr
+        assert "http://" not in done.stderr                 # no address announced
+        with pytest.raises(ValueError, match="another program holds it"):
+            dd.Dataflow(trace=str(tmp_path / "x.trace"), dashboard=busy)
+    with pytest.raises(ValueError, match="from 1 to 65535"):
+        dd.Dataflow(trace=str(tmp_path / "y.trace"), dashboard=70000)
+    for bad in (["--window", "bogus"], ["--follow", "--format", "spark"]):
+        done = subprocess.run([sys.executable, "-m", "diffflow", "pag", "serve", str(path),
+                               "--port", str(free_port()), *bad],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode != 0 and "http://" not in done.stderr, done.stderr
+
+
+def test_a_report_survives_markup_in_names_and_unknown_snapshots_are_404(tmp_path):
+    from diffflow.pag.api import PAG
+    from diffflow.pag.dashboard.report import write_report
+    from diffflow.pag.edges import Edges
+
+    pag = PAG(Edges.from_rows([(1, 0, 0, 0, 0, 5, 0, "Processing", 7, 3)],
+                              names={7: "<!--<script>"}), epochs=True)
+    out = tmp_path / "r.html"
+    write_report(pag, out)
+    data = out.read_text().split("window.DASHBOARD_DATA = ")[1].split(";</script>")[0]
+    assert "<" not in data and json.loads(data)["state"]["snapshots"]
+    path, _ = trace_file(tmp_path, seed=4)
+    server = Server(path)
+    try:
+        server.state_until(lambda s: s["snapshots"])
+        with pytest.raises(urllib.error.HTTPError):
+            server.get("/api/timeline/99")
+    finally:
+        server.stop()

@@ -206,15 +206,28 @@ def _match(args) -> int:
 
 
 def _serve(args) -> int:
-    """``pag serve``: read (or follow) the trace in a thread, serve the dashboard until Ctrl-C."""
-    from .api import detect_format
-    from .dashboard.server import Dashboard, read_trace, serve
+    """``pag serve``: check what can be checked, then read (or follow) the trace in a thread
+    and serve the dashboard until Ctrl-C."""
+    from .api import load, parse_duration
+    from .dashboard.server import Dashboard, check_port, read_trace, serve
 
-    fmt = args.format
-    if fmt == "auto":
-        fmt = _wait_for_format(args.trace, detect_format) if args.follow else detect_format(args.trace)
+    if args.window is not None:
+        parse_duration(args.window)   # a bad duration fails here, before any serving
+    check_port(args.host, args.port)
     dashboard = Dashboard()
-    read_trace(dashboard, args.trace, fmt, window=args.window, follow=args.follow)
+    if args.follow:
+        if str(args.trace).endswith(".gz"):
+            raise ValueError("--follow reads a plain trace as it grows; a .gz file is read "
+                             "whole: drop --follow")
+        if args.format == "spark":
+            raise ValueError("--follow reads diffflow and st2 traces; a Spark event log is "
+                             "analysed once it is written: drop --follow")
+        if args.format == "st2" and args.window:
+            raise ValueError("an st2 PAG's snapshots are its epochs: drop --window")
+        read_trace(dashboard, args.trace, args.format, window=args.window, follow=True,
+                   until_idle=args.until_idle)
+    else:   # a trace that cannot be read fails here, with its reason
+        dashboard.add(load(args.trace, args.format, window=args.window))
     serve(dashboard, host=args.host, port=args.port)
     return 0
 

@@ -20,23 +20,29 @@ from ..api import PAG
 from .server import STATIC, _plotly_script
 from .views import khop, overview, timeline
 
-KHOPS = 3          # the k of a report's k-hop charts
-KHOP_SNAPSHOTS = 50   # reports of more snapshots leave the k-hop charts out
+KHOPS = range(1, 6)   # the k a report's k-hop charts offer
+KHOP_SNAPSHOTS = 20   # reports of more snapshots leave the k-hop charts out (the page says so)
 
 
 def write_report(pag: PAG, path, **thresholds) -> None:
     """The dashboard of a finished trace as one HTML file that needs nothing else."""
-    state = {"version": 1, **overview(pag, **thresholds), "errors": []}
+    from .colors import COLORS
+
+    state = {"version": 1, **overview(pag, **thresholds), "errors": [], "colors": COLORS}
     snaps = sorted({int(s) for s in np.unique(pag.edges.snap).tolist()})
+    if not len(pag.edges):
+        raise ValueError("the trace holds no activity (no two events of a worker, no "
+                         "message): nothing to report")
     data = {"state": state, "timelines": {str(s): timeline(pag, s) for s in snaps},
-            "khops": {str(s): khop(pag, s, KHOPS) for s in snaps}
+            "khops": {f"{s}/{k}": khop(pag, s, k) for s in snaps for k in KHOPS}
             if len(snaps) <= KHOP_SNAPSHOTS else {}}
     page = (STATIC / "index.html").read_text(encoding="utf-8")
     inline = lambda code: "<script>" + code.replace("</script", "<\\/script") + "</script>"  # noqa: E731
     page = page.replace('<script src="/assets/plotly.min.js"></script>',
                         inline(_plotly_script().read_text(encoding="utf-8")))
     page = page.replace('<script src="/assets/app.js"></script>',
-                        inline("window.DASHBOARD_DATA = " + json.dumps(data) + ";") +
+                        inline("window.DASHBOARD_DATA = " +
+                               json.dumps(data).replace("<", "\\u003c") + ";") +
                         inline((STATIC / "app.js").read_text(encoding="utf-8")))
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(page)
@@ -50,7 +56,11 @@ def write_plot(pag: PAG, path) -> None:
     import matplotlib.pyplot as plt
 
     from ..events import ACTIVITIES
+    from .colors import COLORS
 
+    if not len(pag.edges):
+        raise ValueError("the trace holds no activity (no two events of a worker, no "
+                         "message): nothing to plot")
     summaries = overview(pag)["snapshots"]
     labels = [str(s["snapshot"]) for s in summaries]
     kinds = [k for k in ACTIVITIES if any(s["by_activity"].get(k, 0) for s in summaries)]
@@ -58,7 +68,7 @@ def write_plot(pag: PAG, path) -> None:
     bottom = np.zeros(len(labels))
     for kind in kinds:
         values = np.array([s["by_activity"].get(kind, 0.0) for s in summaries])
-        axes.bar(labels, values, bottom=bottom, label=kind)
+        axes.bar(labels, values, bottom=bottom, label=kind, color=COLORS.get(kind))
         bottom += values
     axes.set_xlabel("snapshot")
     axes.set_ylabel("critical participation")

@@ -29,6 +29,7 @@ import numpy as np
 from ..api import PAG
 from ..edges import Edges
 from ..events import TraceError
+from .colors import COLORS
 from .views import khop, overview, timeline
 
 STATIC = Path(__file__).with_name("static")
@@ -48,11 +49,21 @@ class Dashboard:
         self.lock = threading.Lock()
         self.listeners: set = set()   # (event loop, asyncio.Queue) of each open page
         self.khops: dict = {}
+        self.stopping = threading.Event()   # set when the server stops: streams end
 
     def add(self, pag: PAG) -> None:
         """Take newly closed snapshots (or a whole trace) and tell every page.  Closed
         snapshots never change, so only the new ones are analysed: the cost follows what
         arrived, not the length of the run."""
+        snapshots = {int(x) for x in np.unique(pag.edges.snap).tolist()}
+        with self.lock:
+            late = snapshots & set(self.where)
+        if late:   # events of a snapshot shown already: analyse everything again, once
+            with self.lock:
+                pag = PAG(Edges.concat([p.edges for p in self.parts] + [pag.edges]),
+                          pag.epochs, pag.window_ns)
+                self.parts, self.where, self.khops = [], {}, {}
+                self.view = overview(PAG(Edges.empty(), epochs=True))
         view = overview(pag, **self.thresholds)
         with self.lock:
             self.parts.append(pag)
@@ -77,7 +88,8 @@ class Dashboard:
 
     def state(self) -> dict:
         with self.lock:
-            return {"version": self.version, **self.view, "errors": list(self.errors)}
+            return {"version": self.version, **self.view, "errors": list(self.errors),
+                    "colors": COLORS}
 
     def khop(self, snapshot: int, k: int) -> dict:
         """The k-hop wait explanation of a snapshot (computed once: snapshots never change)."""
@@ -109,16 +121,23 @@ def _offer(queue, version) -> None:
 
 
 def read_trace(dashboard: Dashboard, path, format: str, window=None,  # noqa: A002
-               follow: bool = False, poll: float = 0.1, stop=None) -> threading.Thread:
+               follow: bool = False, poll: float = 0.1, stop=None,
+               until_idle=None) -> threading.Thread:
     """Start a thread feeding ``dashboard`` from the trace at ``path`` (following it until
-    the ``stop`` event is set, when given)."""
+    the ``stop`` event is set, when given, or it is idle for ``until_idle`` seconds)."""
     def run():
         try:
             if follow:
                 from ..follow import follow as follow_trace
 
-                for pag in follow_trace(path, format, window=window, poll=poll,
-                                        on_error=dashboard.error,
+                fmt = _wait_for_trace(path, format, poll, stop)
+                if fmt is None:
+                    return
+                if fmt == "spark":
+                    raise TraceError(f"{path}: --follow reads diffflow and st2 traces; a "
+                                     f"Spark event log is analysed once it is written")
+                for pag in follow_trace(path, fmt, window=window, poll=poll,
+                                        on_error=dashboard.error, until_idle=until_idle,
                                         stopped=None if stop is None else stop.is_set):
                     if len(pag.edges):
                         dashboard.add(pag)
@@ -133,6 +152,25 @@ def read_trace(dashboard: Dashboard, path, format: str, window=None,  # noqa: A0
     thread = threading.Thread(target=run, name="pag-reader", daemon=True)
     thread.start()
     return thread
+
+
+def _wait_for_trace(path, format, poll, stop):   # noqa: A002
+    """The trace's format once it has a first line (``None``: stopped before); the page is
+    up meanwhile, and stderr says what it waits for."""
+    import os
+
+    from ..api import detect_format
+
+    said = False
+    while not os.path.exists(path) or os.path.getsize(path) == 0:
+        if stop is not None and stop.is_set():
+            return None
+        if not said:
+            print(f"diffflow pag serve: waiting for {path} to be written", file=sys.stderr,
+                  flush=True)
+            said = True
+        time.sleep(poll)
+    return detect_format(path) if format == "auto" else format
 
 
 def app(dashboard: Dashboard):
@@ -157,7 +195,10 @@ def app(dashboard: Dashboard):
         return JSONResponse(dashboard.state())
 
     async def snapshot_timeline(request):
-        return JSONResponse(dashboard.timeline(int(request.path_params["snapshot"])))
+        snapshot = int(request.path_params["snapshot"])
+        if snapshot not in dashboard.where:
+            return JSONResponse({"error": f"no snapshot {snapshot}"}, status_code=404)
+        return JSONResponse(dashboard.timeline(snapshot))
 
     async def snapshot_khop(request):
         try:
@@ -167,6 +208,8 @@ def app(dashboard: Dashboard):
         if not 1 <= k <= 20:
             return JSONResponse({"error": "k is a number of hops from 1 to 20"}, status_code=400)
         snapshot = int(request.path_params["snapshot"])
+        if snapshot not in dashboard.where:
+            return JSONResponse({"error": f"no snapshot {snapshot}"}, status_code=404)
         # a Datalog pattern over the snapshot: off the event loop, so other pages go on
         return JSONResponse(await asyncio.to_thread(dashboard.khop, snapshot, k))
 
@@ -178,12 +221,17 @@ def app(dashboard: Dashboard):
         async def stream():
             try:
                 yield f"event: version\ndata: {json.dumps(dashboard.version)}\n\n"
-                while True:
+                idle = 0.0
+                while not dashboard.stopping.is_set():
                     try:
-                        version = await asyncio.wait_for(queue.get(), timeout=15)
+                        version = await asyncio.wait_for(queue.get(), timeout=0.5)
                     except asyncio.TimeoutError:
-                        yield ": keep-alive\n\n"   # a closed tab shows up here
+                        idle += 0.5
+                        if idle >= 15:   # a closed tab shows up when this write fails
+                            idle = 0.0
+                            yield ": keep-alive\n\n"
                         continue
+                    idle = 0.0
                     yield f"event: version\ndata: {json.dumps(version)}\n\n"
             finally:
                 dashboard.listeners.discard(entry)
@@ -202,17 +250,45 @@ def _plotly_script() -> Path:
     return Path(plotly.__file__).with_name("package_data") / "plotly.min.js"
 
 
+def check_port(host: str, port) -> int:
+    """The port to listen on, checked before anything is announced: a number from 1 to
+    65535 that no one else holds (0: any free port)."""
+    import socket
+
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ValueError(f"the dashboard's port must be a number from 1 to 65535, got {port!r}")
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ValueError(f"cannot listen on {host}:{port} ({exc.strerror}): another "
+                             f"program holds it; pick another port") from None
+        return probe.getsockname()[1]
+
+
+def _server(dashboard: Dashboard, host: str, port: int):
+    """A uvicorn server whose stop (Ctrl-C, or :meth:`Background.stop`) also ends the
+    pages' event streams, so it does not wait for open tabs."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame):
+            dashboard.stopping.set()
+            super().handle_exit(sig, frame)
+
+    return Server(uvicorn.Config(app(dashboard), host=host, port=port, log_level="warning",
+                                 timeout_graceful_shutdown=2))
+
+
 class Background:
     """The dashboard of a running dataflow's own trace, served from threads
     (``Dataflow(trace="run.trace", dashboard=8765)``) until :meth:`stop`."""
 
     def __init__(self, path, port: int, host: str = "127.0.0.1"):
-        import uvicorn
-
+        port = check_port(host, port)
         self.dashboard, self.halt = Dashboard(), threading.Event()
         read_trace(self.dashboard, path, "diffflow", follow=True, stop=self.halt)
-        self.server = uvicorn.Server(uvicorn.Config(app(self.dashboard), host=host, port=port,
-                                                    log_level="warning"))
+        self.server = _server(self.dashboard, host, port)
         self.thread = threading.Thread(target=self.server.run, name="pag-dashboard",
                                        daemon=True)
         self.thread.start()
@@ -224,17 +300,17 @@ class Background:
 
     def stop(self) -> None:
         self.halt.set()
+        self.dashboard.stopping.set()
         self.server.should_exit = True
         self.thread.join(timeout=10)
 
 
 def serve(dashboard: Dashboard, host: str = "127.0.0.1", port: int = 8765) -> None:
     """Run the server until Ctrl-C (uvicorn stops it cleanly)."""
-    import uvicorn
-
+    port = check_port(host, port)
     print(f"diffflow pag serve: http://{host}:{port}/  (Ctrl-C stops)", file=sys.stderr,
           flush=True)
-    uvicorn.run(app(dashboard), host=host, port=port, log_level="warning")
+    _server(dashboard, host, port).run()
 
 
-__all__ = ["Background", "Dashboard", "app", "read_trace", "serve"]
+__all__ = ["Background", "Dashboard", "app", "check_port", "read_trace", "serve"]

@@ -1,18 +1,16 @@
 // The dashboard page: render /api/state and /api/timeline/N; re-render when /events says
 // a new version exists (server-sent events: pushed, never polled).
 "use strict";
-const COLORS = {Processing: "#1f77b4", Scheduling: "#9467bd", Spinning: "#bcbd22",
-  Waiting: "#c7c7c7", Busy: "#8c564b", DataMessage: "#2ca02c", ControlMessage: "#d62728",
-  Serialization: "#ff7f0e", Deserialization: "#e377c2", Buffer: "#17becf", Input: "#7f7f7f",
-  BarrierProcessing: "#aec7e8", FaultTolerance: "#ffbb78", Unknown: "#555"};
 let state = null, shown = null;
+const color = kind => (state && state.colors && state.colors[kind]) || "#555";
 // a report (diffflow pag report) carries its data inline: no server, no updates
 const REPORT = window.DASHBOARD_DATA || null;
 
 async function getJSON(url) {
   if (REPORT) {
-    const m = url.match(/timeline\/(\d+)$/), k = url.match(/khop\/(\d+)/);
-    if (k) return REPORT.khops[k[1]] || {rows: []};
+    const m = url.match(/timeline\/(\d+)$/), k = url.match(/khop\/(\d+)\?k=(\d+)/);
+    if (k) return REPORT.khops[`${k[1]}/${k[2]}`] ||
+      {rows: [], note: "this report leaves the k-hop charts out (too many snapshots)"};
     return m ? REPORT.timelines[m[1]] : REPORT.state;
   }
   return (await fetch(url)).json();
@@ -43,13 +41,16 @@ async function showSnapshot(id) {
   shown = Number(id);
   const view = await getJSON(`/api/timeline/${shown}`);
   renderTimeline(view);
+  document.getElementById("truncated").textContent = view.truncated ?
+    `showing the ${view.activities.length + view.messages.length} longest of ${view.edges} activities` : "";
   renderCpTable(state.snapshots.find(s => s.snapshot === shown));
   renderMetrics(state.metrics.filter(m => m.snapshot === shown));
   await renderKhop();
 }
 
 async function renderKhop() {
-  const k = REPORT ? 3 : Number(document.getElementById("khop-k").value);
+  if (shown === null) return;   // no snapshot yet
+  const k = Number(document.getElementById("khop-k").value);
   const view = await getJSON(`/api/khop/${shown}?k=${k}`);
   const types = [...new Set(view.rows.map(r => r.type))];
   const hops = [...new Set(view.rows.map(r => r.hops))].sort((a, b) => a - b);
@@ -60,6 +61,7 @@ async function renderKhop() {
       {barmode: "stack", margin: {t: 10}, yaxis: {title}}, {responsive: true});
   }
   document.getElementById("khop-count").dataset.rows = view.rows.length;
+  document.getElementById("khop-note").textContent = view.note || "";
 }
 
 function renderTimeline(view) {
@@ -67,7 +69,7 @@ function renderTimeline(view) {
   const add = (type, x, y, dash) => {
     const key = type + (dash ? " message" : "");
     const t = traces[key] || (traces[key] = {x: [], y: [], mode: "lines", name: key,
-      line: {color: COLORS[type] || "#000", width: dash ? 1 : 8, dash: dash ? "dash" : "solid"}});
+      line: {color: color(type) || "#000", width: dash ? 1 : 8, dash: dash ? "dash" : "solid"}});
     t.x.push(...x, null); t.y.push(...y, null);
   };
   const ms = t => (t - view.origin) / 1e6;   // from the snapshot's first event
@@ -85,7 +87,7 @@ function renderCp() {
   const by = `by_${document.getElementById("cp-kind").value}`;
   const kinds = new Set();
   state.snapshots.forEach(s => Object.keys(s[by]).forEach(k => kinds.add(k)));
-  const traces = [...kinds].map(k => ({type: "bar", name: k, marker: {color: COLORS[k]},
+  const traces = [...kinds].map(k => ({type: "bar", name: k, marker: {color: color(k)},
     x: state.snapshots.map(s => s.snapshot), y: state.snapshots.map(s => s[by][k] || 0)}));
   Plotly.react("cp-chart", traces, {barmode: "stack", margin: {t: 10},
     xaxis: {title: "snapshot", type: "category"}, yaxis: {title: "CP"}}, {responsive: true});
@@ -109,7 +111,7 @@ function renderCpTable(s) {
 function renderMetrics(rows) {
   const local = rows.filter(r => r.from_worker === r.to_worker);
   const types = [...new Set(local.map(r => r.activity))];
-  Plotly.react("activity-chart", types.map(t => ({type: "bar", name: t, marker: {color: COLORS[t]},
+  Plotly.react("activity-chart", types.map(t => ({type: "bar", name: t, marker: {color: color(t)},
     x: local.filter(r => r.activity === t).map(r => `worker ${r.from_worker}`),
     y: local.filter(r => r.activity === t).map(r => r.duration_ns)})),
     {barmode: "stack", margin: {t: 10}, yaxis: {title: "duration (ns)"}}, {responsive: true});
