@@ -91,16 +91,35 @@ def run(source, edges, sources, updates: int, provenance: bool, seed: int):
     started = time.perf_counter()
     program.commit()
     initial = time.perf_counter() - started
+    return program, initial, update_time(edges, updates, seed,
+                                         lambda e: program.remove("edge", e),
+                                         lambda e: program.insert("edge", e), program.commit)
+
+
+def update_time(edges, updates: int, seed: int, remove, insert, commit) -> float:
+    """The median time of ``updates`` random single-edge removals and re-insertions."""
     rng = np.random.default_rng(seed)
     times = []
     for _ in range(updates):
         edge = edges[rng.integers(len(edges))][None]
-        for change in (program.remove, program.insert):
+        for change in (remove, insert):
             started = time.perf_counter()
-            change("edge", edge)
-            program.commit()
+            change(edge)
+            commit()
             times.append(time.perf_counter() - started)
-    return program, initial, statistics.median(times)
+    return statistics.median(times)
+
+
+def medians(run_once, repeat: int) -> tuple:
+    """``(the last run's result, median initial time, median update time)`` of ``repeat``
+    runs of ``run_once()``; only the last run's program or dataflow stays alive."""
+    times = []
+    for _ in range(repeat):
+        result = None
+        result, initial, update = run_once()
+        times.append((initial, update))
+    return (result, statistics.median(t[0] for t in times),
+            statistics.median(t[1] for t in times))
 
 
 def measure(name, source, relation, edges, sources, args, conciseness) -> None:
@@ -109,14 +128,10 @@ def measure(name, source, relation, edges, sources, args, conciseness) -> None:
         run(source, edges[:1000], None if sources is None else sources[:5], 1, provenance,
             args.seed)
     for provenance in (False, True):
-        times = []
-        for _ in range(args.repeat):   # only the last program stays alive
-            program = None
-            program, initial, update = run(source, edges, sources, args.updates,
-                                           provenance, args.seed)
-            times.append((initial, update))
-        rows.append((provenance, statistics.median(t[0] for t in times),
-                     statistics.median(t[1] for t in times), program.size(relation)))
+        program, initial, update = medians(
+            lambda: run(source, edges, sources, args.updates, provenance, args.seed),
+            args.repeat)
+        rows.append((provenance, initial, update, program.size(relation)))
     plain, explained = rows
     print(f"## {name} ({len(edges):,} edges, {plain[3]:,} derived {relation} facts)\n")
     print("| mode | initial s | update ms, median | facts |\n|---|---|---|---|")
@@ -161,30 +176,17 @@ def run_collections(workload, edges, sources, updates: int, explain: bool, seed:
     started = time.perf_counter()
     flow.advance()
     initial = time.perf_counter() - started
-    rng = np.random.default_rng(seed)
-    times = []
-    for _ in range(updates):
-        edge = edges[rng.integers(len(edges))][None]
-        for change in (e.remove, e.insert):
-            started = time.perf_counter()
-            change(edge)
-            flow.advance()
-            times.append(time.perf_counter() - started)
-    return out, initial, statistics.median(times)
+    return out, initial, update_time(edges, updates, seed, e.remove, e.insert, flow.advance)
 
 
 def measure_collections(name, workload, edges, sources, args, conciseness) -> None:
     rows = []
     run_collections(workload, edges[:1000], sources, 1, True, args.seed)   # compile kernels
     for explain in (False, True):
-        times = []
-        for _ in range(args.repeat):   # only the last dataflow stays alive
-            out = None
-            out, initial, update = run_collections(workload, edges, sources, args.updates,
-                                                   explain, args.seed)
-            times.append((initial, update))
-        rows.append((explain, statistics.median(t[0] for t in times),
-                     statistics.median(t[1] for t in times), len(out.snapshot())))
+        out, initial, update = medians(
+            lambda: run_collections(workload, edges, sources, args.updates, explain,
+                                    args.seed), args.repeat)
+        rows.append((explain, initial, update, len(out.snapshot())))
     plain, explained = rows
     print(f"## {name}, collection API ({len(edges):,} edges, {plain[3]:,} output rows)\n")
     print("| mode | initial s | update ms, median | rows |\n|---|---|---|---|")

@@ -71,6 +71,13 @@ class Server:
         return err
 
 
+def pag_cp(path) -> list:
+    """``diffflow pag cp PATH --json``: the numbers the dashboard must show."""
+    return json.loads(subprocess.run(
+        [sys.executable, "-m", "diffflow", "pag", "cp", str(path), "--json"],
+        capture_output=True, text=True, check=True).stdout)
+
+
 def trace_file(tmp_path, seed=3, epochs=4):
     ev = _events(ref.random_events(random.Random(seed), workers=2, epochs=epochs, steps=6,
                                    messages=6))
@@ -82,9 +89,7 @@ def trace_file(tmp_path, seed=3, epochs=4):
 
 def test_the_dashboard_serves_what_pag_cp_computes(tmp_path):
     path, _ = trace_file(tmp_path, seed=4)   # critical paths in epochs 1-3
-    want = json.loads(subprocess.run(
-        [sys.executable, "-m", "diffflow", "pag", "cp", str(path), "--json"],
-        capture_output=True, text=True, check=True).stdout)
+    want = pag_cp(path)
     assert any(s["paths"] for s in want)
     server = Server(path)
     try:
@@ -211,9 +216,7 @@ def test_a_person_sees_lanes_cp_violations_and_live_updates(tmp_path):
         rows = driver.execute_script(
             "return [...document.querySelectorAll('#cp-table tr[data-key]')].map("
             "r => [r.dataset.summary, r.dataset.key, Number(r.dataset.cp), r.cells[2].innerText])")
-        want = {s["epoch"]: s for s in json.loads(subprocess.run(
-            [sys.executable, "-m", "diffflow", "pag", "cp", str(path), "--json"],
-            capture_output=True, text=True, check=True).stdout)}[shown]
+        want = {s["epoch"]: s for s in pag_cp(path)}[shown]
         for summary, key, cp, text in rows:
             assert cp == pytest.approx(want[f"by_{summary}"][key])
             assert text == f"{want[f'by_{summary}'][key]:.4f}"
@@ -259,9 +262,7 @@ def test_a_report_opens_in_the_browser_with_no_server(tmp_path):
     report = tmp_path / "report.html"
     subprocess.run([sys.executable, "-m", "diffflow", "pag", "report", str(path), "-o", str(report)],
                    check=True, capture_output=True)
-    want = json.loads(subprocess.run(
-        [sys.executable, "-m", "diffflow", "pag", "cp", str(path), "--json"],
-        capture_output=True, text=True, check=True).stdout)
+    want = pag_cp(path)
     driver = browser()
     try:
         driver.get(report.as_uri())

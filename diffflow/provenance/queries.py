@@ -100,7 +100,7 @@ class Index:
                     label="explain: changed keys")
             self.recorder = recorders[self.node.id]
 
-    def position(self, name: str) -> int | None:
+    def position(self, name: str) -> int:
         """Where the arranged rows hold column ``name``."""
         return self.names.index(name)
 
