@@ -17,6 +17,8 @@ closes an epoch of every input and, unless ``run=False``, computes it.
 from __future__ import annotations
 
 import weakref
+
+import numpy as np
 from typing import TYPE_CHECKING
 
 from . import memory
@@ -98,6 +100,7 @@ class Dataflow:
     _provenance = None
     _dashboard = None
     _unrun = False      # epochs closed by advance(run=False) and not computed yet
+    _migration = None   # the rescaling plan in progress
     _live: list = []
 
     def __init__(self, partitions: int = 1, runtime: str = "local", spark=None, *,
@@ -185,6 +188,8 @@ class Dataflow:
         together by one :meth:`run` (many epochs in flight at once).
         """
         runtime = self._ensure_runtime()
+        if self._migration is not None:
+            self._migrate_due(runtime)
         for handle in self._inputs:
             for rows, diffs in handle._staged:
                 runtime.stage(handle.node.id, rows, diffs)
@@ -217,6 +222,129 @@ class Dataflow:
             raise ExplainError("explanations(output) needs an output of this dataflow (one "
                                "made by .output() on its collections)")
         return LiveExplanations(output)
+
+    # -- rescaling (diffflow.rescale) --------------------------------------------------------
+    def rescale(self, partitions: int | None = None, strategy: str = "batched", *, table=None,
+                bins_per_step: int | None = None, max_rows_per_step: int | None = None,
+                start_epoch: int | None = None, steps_per_epoch: int = 1,
+                replace: bool = False):
+        """Move the dataflow to ``partitions`` partitions (or to routing ``table``) while it
+        runs; returns the :class:`~diffflow.rescale.Plan`, applied one step per epoch
+        boundary from ``start_epoch`` (default: the next :meth:`advance`).
+
+        ``strategy``: ``"batched"`` (each step sends and receives at most
+        ``max_rows_per_step`` rows per partition), ``"fluid"`` (``bins_per_step`` bins
+        per step) or ``"all_at_once"``; on the processes and Spark runtimes also
+        ``"restart"`` (checkpoint, new workers, restore re-binned: done at once).
+        Outputs are exactly those of a dataflow that never rescaled.
+
+        >>> flow = Dataflow(partitions=2); a = flow.input("a", ["x"]); out = a.output()
+        >>> a.insert([1, 2, 3]); flow.advance()
+        >>> plan = flow.rescale(partitions=4, strategy="all_at_once"); flow.advance()
+        >>> flow.partitions, plan.done, sorted(out.snapshot())
+        (4, True, [(1,), (2,), (3,)])
+        """
+        from .rescale import make_plan
+
+        if self._migration is not None and not replace:
+            raise GraphError(f"a rescaling plan is running ({self._migration.bins_left} bins "
+                             f"left); wait for it, or pass replace=True to plan from here")
+        runtime = self._ensure_runtime()
+        if getattr(runtime, "trace_log", None) is not None:
+            raise GraphError("rescaling a traced dataflow on a cluster runtime is not "
+                             "supported (its trace names a fixed set of workers)")
+        start = self.epoch if start_epoch is None else start_epoch
+        if not isinstance(start, int) or start < self.epoch:
+            raise ValueError(f"start_epoch must be an int >= the open epoch {self.epoch}, "
+                             f"got {start_epoch!r}")
+        if strategy == "restart":
+            return self._restart_at(partitions, table, runtime)
+        plan = make_plan(runtime.routing, runtime.bin_sizes(), partitions=partitions,
+                         table=table, strategy=strategy, bins_per_step=bins_per_step,
+                         max_rows_per_step=max_rows_per_step, start_epoch=start,
+                         steps_per_epoch=steps_per_epoch)
+        self._migration = plan if plan.steps else None
+        return plan
+
+    def rebalance(self, strategy: str = "batched", **kw):
+        """Even out the rows per partition (same partition count) by moving bins: a
+        :meth:`rescale` to a table balanced on the measured :meth:`bin_sizes`.
+
+        >>> flow = Dataflow(partitions=2); a = flow.input("a", ["x"]); _ = a.distinct().output()
+        >>> a.insert(range(1000)); flow.advance()
+        >>> skewed = np.zeros(720720, np.int32)   # every bin on partition 0
+        >>> _ = flow.rescale(table=skewed, partitions=2, strategy="all_at_once"); flow.advance()
+        >>> _ = flow.rebalance(strategy="all_at_once"); flow.advance()
+        >>> np.bincount(flow.routing_table, flow.bin_sizes()).tolist()
+        [1000.0, 1000.0]
+        """
+        from .rescale import make_plan
+
+        if self._migration is not None and not kw.get("replace"):
+            raise GraphError("a rescaling plan is running; wait for it, or pass replace=True")
+        runtime = self._ensure_runtime()
+        plan = make_plan(runtime.routing, runtime.bin_sizes(), partitions=None, table=None,
+                         strategy=strategy, bins_per_step=kw.get("bins_per_step"),
+                         max_rows_per_step=kw.get("max_rows_per_step"),
+                         start_epoch=kw.get("start_epoch", self.epoch),
+                         steps_per_epoch=kw.get("steps_per_epoch", 1), rebalance=True)
+        self._migration = plan if plan.steps else None
+        return plan
+
+    def _restart_at(self, partitions, table, runtime):
+        from .rescale import Plan, Step
+        from .runtime.routing import Routing
+
+        if not hasattr(runtime, "restart_at") or runtime.transport.pids == []:
+            raise GraphError("strategy='restart' needs worker processes (runtime='processes' "
+                             "or 'spark'); other runtimes rescale live with 'all_at_once'")
+        routing = Routing(partitions, table) if table is not None else Routing(partitions)
+        if self._unrun:
+            self.run()
+        now = runtime.routing.table()
+        target = routing.table()
+        moving = np.flatnonzero(now != target)
+        plan = Plan("restart", runtime.parts, routing.parts, target,
+                    [Step(self.epoch, moving, now[moving], target[moving], routing.parts, 0)])
+        import time
+
+        started = time.perf_counter()
+        runtime.restart_at(routing)
+        plan.steps[0].seconds = time.perf_counter() - started
+        plan.steps[0].applied = True
+        self.partitions = runtime.parts
+        return plan
+
+    def _migrate_due(self, runtime) -> None:
+        """Apply the plan's steps due at the open epoch: first compute every closed epoch
+        (a step moves complete state), then move the bins."""
+        plan = self._migration
+        due = plan.due(self.epoch)
+        if not due:
+            return
+        if self._unrun:
+            self.run()
+        for step in due:
+            plan.apply(step, runtime)
+        self.partitions = runtime.parts
+        if plan.done:
+            self._migration = None
+
+    @property
+    def migration(self):
+        """The rescaling :class:`~diffflow.rescale.Plan` in progress, or ``None``."""
+        return self._migration
+
+    @property
+    def routing_table(self) -> np.ndarray:
+        """The bin -> partition table in force (a read-only int32 array)."""
+        table = self._ensure_runtime().routing.table()
+        table.setflags(write=False)
+        return table
+
+    def bin_sizes(self) -> np.ndarray:
+        """Trace rows per bin over every arrangement and partition (for planning and skew)."""
+        return self._ensure_runtime().bin_sizes()
 
     def run(self) -> None:
         """Compute every closed epoch (see :meth:`advance`)."""

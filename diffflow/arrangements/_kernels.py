@@ -473,6 +473,22 @@ def partition_of(keys, parts, out):
 
 
 @njit(cache=True)
+def bin_of(keys, bins, out):
+    """``hash_rows(keys) % bins`` (unsigned) as int64, into ``out``."""
+    ub = np.uint64(bins)
+    for i in range(keys.shape[0]):
+        out[i] = np.int64(_hash_row(keys, i) % ub)
+
+
+@njit(cache=True)
+def owner_by_table(keys, table, out):
+    """``table[hash_rows(keys) % len(table)]`` as int64, into ``out``."""
+    ub = np.uint64(table.shape[0])
+    for i in range(keys.shape[0]):
+        out[i] = np.int64(table[np.int64(_hash_row(keys, i) % ub)])
+
+
+@njit(cache=True)
 def part_range_ok(part, parts):
     """True iff every entry of ``part`` lies in ``[0, parts)``."""
     for i in range(part.shape[0]):

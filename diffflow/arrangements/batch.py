@@ -33,7 +33,7 @@ class Batch:
     """
 
     __slots__ = ("rows", "times", "diffs", "key_width", "lower", "upper", "since", "_keys",
-                 "_max_time")
+                 "_max_time", "_bins")
 
     def __init__(self, rows, times, diffs, key_width, lower, upper, since=None):
         self.rows, self.times, self.diffs = rows, times, diffs
@@ -42,6 +42,7 @@ class Batch:
         self.since = since if since is not None else Antichain.minimum(times.shape[1])
         self._keys = None
         self._max_time = None
+        self._bins = None
 
     @staticmethod
     def from_updates(updates: Updates, key_width: int, lower, upper, since=None) -> "Batch":
@@ -88,6 +89,19 @@ class Batch:
                 np.full(self.times.shape[1], np.iinfo(np.int64).min, np.int64)
         return self._max_time
 
+    def bins(self, count: int) -> np.ndarray:
+        """The bin of each update's key (``hash % count``, int64; cached: rescaling reads it
+        once per step and batches are immutable).
+
+        >>> u = Updates.from_lists([(1,), (2,)], [(0,), (0,)], [1, 1])
+        >>> Batch.from_updates(u, 1, None, None).bins(2).tolist() == columnar.partition_of(
+        ...     np.array([[1], [2]]), 2).tolist()
+        True
+        """
+        if self._bins is None or self._bins[0] != count:
+            self._bins = (count, columnar.bin_of(self.keys, count))
+        return self._bins[1]
+
     @property
     def width(self) -> int:
         return self.rows.shape[1]
@@ -104,6 +118,7 @@ class Batch:
         extended = Batch(self.rows, self.times, self.diffs, self.key_width, self.lower, upper,
                          self.since)
         extended._keys, extended._max_time = self._keys, self._max_time
+        extended._bins = self._bins
         return extended
 
     def advanced(self, frontier: Antichain) -> "Batch":

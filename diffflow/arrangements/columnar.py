@@ -451,6 +451,41 @@ def partition_of(keys, parts) -> np.ndarray:
     return out
 
 
+def bin_of(keys, bins) -> np.ndarray:
+    """Bin id ``hash_rows(keys) % bins`` (unsigned), int64 ``(n,)``: the unit of state
+    that rescaling moves between partitions.  When ``parts`` divides ``bins``,
+    ``bin_of(keys, bins) % parts == partition_of(keys, parts)``.
+
+    >>> k = np.arange(50)[:, None]
+    >>> bool((bin_of(k, 720720) % 3 == partition_of(k, 3)).all())
+    True
+    """
+    k = _rows(keys, "keys")
+    if small.prefer(k.shape[0], small.SMALL):
+        return (_hash_rows_numpy(k) % np.uint64(bins)).astype(np.int64)
+    out = np.empty(k.shape[0], dtype=np.int64)
+    _k().bin_of(k, int(bins), out)
+    return out
+
+
+def owner_by_table(keys, table) -> np.ndarray:
+    """Partition id ``table[hash_rows(keys) % len(table)]``, int64 ``(n,)``: routing by a
+    bin table (see :mod:`diffflow.runtime.routing`).
+
+    >>> table = np.arange(720720, dtype=np.int32) % 3
+    >>> k = np.arange(50)[:, None]
+    >>> bool((owner_by_table(k, table) == partition_of(k, 3)).all())
+    True
+    """
+    k = _rows(keys, "keys")
+    if small.prefer(k.shape[0], small.SMALL):
+        return table[(_hash_rows_numpy(k) % np.uint64(len(table))).astype(np.int64)].astype(
+            np.int64)
+    out = np.empty(k.shape[0], dtype=np.int64)
+    _k().owner_by_table(k, table, out)
+    return out
+
+
 def group_by_partition(part, parts):
     """Stable counting sort by partition id: ``(perm, offsets)``.
 

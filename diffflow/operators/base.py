@@ -101,6 +101,25 @@ class Operator:
         """Epochs cut at the loop's round limit since the last call (``round_limit`` only)."""
         return set()
 
+    # -- rescaling (diffflow.runtime.migrate): between runs, nothing queued or pending ----
+    def start_at(self, epoch: int) -> None:
+        """This operator joins a running dataflow whose open epoch is ``epoch``."""
+
+    def take_staged(self) -> list:
+        """Updates held for the open epoch, routed by the whole row (inputs); taken."""
+        return []
+
+    def imported(self) -> None:
+        """Rows of other partitions' bins were just added to the traces this operator reads."""
+
+    def handover(self):
+        """State not kept by key (e.g. an output's rows), taken from a partition being
+        retired so :meth:`absorb` on another one keeps it; ``None`` when there is none."""
+        return None
+
+    def absorb(self, state) -> None:
+        """Add what :meth:`handover` took from the same operator on a retired partition."""
+
     def port_chunks(self, inputs: list, port: int) -> Updates:
         """Everything that arrived on ``port`` as one chunk."""
         return concat(inputs[port], self.node.input_widths[port], self.ctx.dim)

@@ -97,6 +97,14 @@ class FeedbackOp(Operator):
             out.append(Updates(c.rows, times, c.diffs))
         return out
 
+    def handover(self):
+        rows, diffs = self.dropped.contents()
+        self.dropped = Accumulator(self.node.schema.width)
+        return (rows, diffs) if len(diffs) else None
+
+    def absorb(self, state) -> None:
+        self.dropped.add(*state)
+
     def take_overflow(self) -> set:
         """Epochs cut at the round limit since the last call, if the cut data still matters."""
         out, self.overflow_epochs = self.overflow_epochs, set()

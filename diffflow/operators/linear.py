@@ -155,6 +155,14 @@ class InputOp(Operator):
         times[:, 0] = self.epoch
         self.staged.append(Updates(rows, times, diffs))
 
+    def start_at(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def take_staged(self) -> list:
+        """The updates staged at the open epoch (taken: rescaling re-routes them)."""
+        out, self.staged = self.staged, []
+        return out
+
     def close_epoch(self) -> None:
         self.epoch += 1
         self.released.extend(self.staged)

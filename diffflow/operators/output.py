@@ -112,6 +112,18 @@ class OutputOp(_CompleteFilter):
         out, self.changes = self.changes, []
         return out
 
+    def handover(self):
+        rows, diffs = self.accumulated.contents()
+        state = (rows, diffs, self.changes)
+        self.accumulated, self.changes = Accumulator(self.node.schema.width), []
+        return state if len(diffs) or state[2] else None
+
+    def absorb(self, state) -> None:
+        rows, diffs, changes = state
+        if len(diffs):
+            self.accumulated.add(rows, diffs)
+        self.changes.extend(changes)
+
 
 class InspectOp(_CompleteFilter):
     """Calls ``callback(updates)`` with the complete updates, then passes them on.
@@ -151,6 +163,13 @@ class ChangedKeysOp(Operator):
         if self.active:
             self.keys.extend(c.rows[:, :self.key_width] for c in inputs[0] if len(c))
         return []
+
+    def handover(self):
+        keys, self.keys = self.keys, []
+        return keys or None
+
+    def absorb(self, state) -> None:
+        self.keys.extend(state)
 
     def take(self) -> np.ndarray:
         """The distinct keys recorded since the last call (and forget them)."""

@@ -140,6 +140,9 @@ class ReduceOp(Operator):
     def compact(self, frontier) -> None:
         self.out_spine.set_compaction(frontier)
 
+    def imported(self) -> None:
+        self.fed = True  # the input trace now holds more than the first delta
+
     def step(self, inputs, frontiers):
         frontier = frontiers[0]
         kk, dim = self.key_width, self.ctx.dim

@@ -60,6 +60,22 @@ class Runtime:
         """Updates held by each trace of each partition, after merging its batches."""
         raise NotImplementedError
 
+    # -- rescaling (diffflow.rescale) -----------------------------------------------------
+    routing: object  # a routing.Routing: the table in force
+
+    def rescale_step(self, routing) -> int:
+        """Move every bin to its owner under ``routing`` (adding or retiring partitions)
+        now, between runs, and route by it from now on; returns the rows moved."""
+        raise NotImplementedError
+
+    def bin_sizes(self) -> np.ndarray:
+        """Trace rows per bin, summed over partitions (int64, one entry per bin)."""
+        raise NotImplementedError
+
+    def check_owners(self) -> int:
+        """Assert every trace row lies on the partition its bin maps to; rows checked."""
+        raise NotImplementedError
+
     def close(self) -> None:
         """Release workers and temporary files (idempotent); local runtimes hold none."""
 

@@ -44,6 +44,7 @@ from ..arrangements.updates import Updates
 from ..errors import WorkerLost, loop_overflow_error
 from .base import Runtime
 from .engine import Topology, merge_pointstamps, partition_rows
+from .routing import Routing
 from .trace_sink import operator_names
 from .tracing import BARRIER, ProgressExchange, WorkerLog
 from .transports import InMemoryTransport, SocketTransport, process_pool
@@ -60,7 +61,9 @@ class ClusterRuntime(Runtime):
     def __init__(self, graph, parts: int, symbols, transport, checkpoint_every: int | None = None,
                  checkpoint_dir: str | None = None, trace=None):
         self.graph, self.parts, self.symbols = graph, parts, symbols
+        self.routing = Routing(parts)
         self.topology = Topology(graph)
+        self.frontiers = self.topology.initial_frontiers()  # as the last run left them
         self.transport = transport
         self.checkpoint_every = checkpoint_every
         self._own_checkpoint_dir = checkpoint_dir is None and checkpoint_every is not None
@@ -68,12 +71,13 @@ class ClusterRuntime(Runtime):
         if self._own_checkpoint_dir:
             self.checkpoint_dir = tempfile.mkdtemp(prefix="diffflow-checkpoint-")
         self.checkpoint_path: str | None = None  # the last complete checkpoint
+        self.checkpoint_files: list = []           # its files, one per partition it had
         self.checkpoint_epoch = 0
         self.log_closed: list = []  # per epoch closed since the checkpoint: its input entries
         self.log_open: list = []    # entries of the open epoch
         self.closed = 0             # epochs closed
         self.computed = 0           # epochs computed by the last complete run
-        self.delivered: dict = {}   # (node, partition) -> epochs whose changes a reader took
+        self.delivered: dict = {}   # node -> epochs whose changes a reader took (every partition)
         self.recoveries = 0
         self.sweeps = 0             # sweeps of the last run (a measure of its latency)
         self._synced_symbols = 0
@@ -108,7 +112,7 @@ class ClusterRuntime(Runtime):
         self._sync_symbols()
         kind, node_id = entry[0], entry[1]
         if kind == "rows":
-            pieces = partition_rows(entry[2], entry[3], self.parts)
+            pieces = partition_rows(entry[2], entry[3], self.routing)
             self.transport.call_all("stage", [(node_id, rows, diffs) for rows, diffs in pieces])
         else:
             self._apply_external(entry)
@@ -179,6 +183,7 @@ class ClusterRuntime(Runtime):
             for scope_id, epochs in found.items():
                 overflow.setdefault(scope_id, set()).update(epochs)
         self.computed = self.closed
+        self.frontiers = frontiers
         if log is not None:
             self._flush_trace()
         if overflow:
@@ -218,9 +223,9 @@ class ClusterRuntime(Runtime):
             self._own_checkpoint_dir = True
         folder = os.path.join(self.checkpoint_dir, f"epoch-{self.closed}")
         os.makedirs(folder, exist_ok=True)
-        self.transport.call_all("checkpoint", [(os.path.join(folder, f"part-{p}.pkl"),)
-                                               for p in range(self.parts)])
-        old, self.checkpoint_path = self.checkpoint_path, folder
+        files = [os.path.join(folder, f"part-{p}.pkl") for p in range(self.parts)]
+        self.transport.call_all("checkpoint", [(path,) for path in files])
+        old, self.checkpoint_path, self.checkpoint_files = self.checkpoint_path, folder, files
         self.checkpoint_epoch = self.closed
         self.log_closed = []
         if old and old != folder:
@@ -233,14 +238,14 @@ class ClusterRuntime(Runtime):
         for attempt in range(3):
             try:
                 self._synced_symbols = len(self.symbols._text)
-                self.transport.restart(dict(self.symbols._text))
+                self.transport.restart(dict(self.symbols._text), self.parts)
+                if not self.routing.is_default:
+                    self.transport.call_all("routing", [(self.routing,)] * self.parts)
                 if self.trace_log is not None:  # the interrupted run's events are dropped
                     self.trace_log.take()
                 self._start_tracing()
-                if self.checkpoint_path is not None:
-                    self.transport.call_all("restore", [
-                        (os.path.join(self.checkpoint_path, f"part-{p}.pkl"),)
-                        for p in range(self.parts)])
+                if self.checkpoint_path is not None:  # re-binned if written at another P
+                    self.transport.call_all("restore", [(self.checkpoint_files,)] * self.parts)
                 for node_ids, entries in self.log_closed:
                     for entry in entries:
                         self._apply_entry(entry)
@@ -264,8 +269,7 @@ class ClusterRuntime(Runtime):
     def _take_changes(self, p: int, node_id: int) -> list:
         chunks, texts = self._read(p, "take_changes", node_id)
         self.symbols._text.update(texts)
-        seen = self.delivered.get((node_id, p), 0)
-        self.delivered[(node_id, p)] = self.computed
+        seen = self.delivered.get(node_id, 0)
         out = []
         for rows, times, diffs in chunks:
             if seen and len(times) and times[:, 0].min() < seen:  # replayed after a recovery
@@ -285,7 +289,9 @@ class ClusterRuntime(Runtime):
         return found
 
     def take_output_changes(self, node_id: int) -> list:
-        return [c for p in range(self.parts) for c in self._take_changes(p, node_id)]
+        out = [c for p in range(self.parts) for c in self._take_changes(p, node_id)]
+        self.delivered[node_id] = self.computed
+        return out
 
     def trace_sizes(self) -> list:
         return [n for sizes in self.transport.call_all("trace_sizes", [()] * self.parts)
@@ -294,6 +300,58 @@ class ClusterRuntime(Runtime):
     def check_traces(self) -> int:
         """Check the invariants of every trace on every worker; returns how many were checked."""
         return sum(self.transport.call_all("check_traces", [()] * self.parts))
+
+    # -- rescaling -------------------------------------------------------------------------------
+    def rescale_step(self, routing: Routing) -> int:
+        """Move bins to their owners under ``routing`` (between runs); a lost worker is
+        replaced as in a run (at the old table) and the step done again."""
+        for attempt in range(3):
+            try:
+                return self._rescale_step(routing)
+            except WorkerLost:
+                if attempt == 2:
+                    raise
+                self._recover()
+
+    def _rescale_step(self, routing: Routing) -> int:
+        self._sync_symbols()
+        old = self.parts
+        if routing.parts > old:
+            self.transport.resize(routing.parts, dict(self.symbols._text))
+            fresh = range(old, routing.parts)
+            for p in fresh:
+                self.transport.call(p, "routing", routing)
+                self.transport.call(p, "catch_up", self.closed, self.frontiers)
+        count = self.transport.parts
+        sent = self.transport.call_all("extract", [(routing,)] * count)
+        parcels: list = [[] for _ in range(count)]
+        for by_dest in sent:
+            for q, parcel in by_dest.items():
+                parcels[q].append(parcel)
+        moved = sum(self.transport.call_all("install", [(p,) for p in parcels]))
+        self.transport.call_all("routing", [(routing,)] * count)
+        if routing.parts < old:
+            self.transport.resize(routing.parts, dict(self.symbols._text))
+        self.routing, self.parts = routing, routing.parts
+        return moved
+
+    def restart_at(self, routing: Routing) -> str:
+        """Rescale by restart (all at once): checkpoint now, start ``routing.parts`` fresh
+        workers, restore the checkpoint re-binned to ``routing``; returns its folder."""
+        if self.log_open:
+            raise RuntimeError("a rescale by restart needs an epoch boundary with nothing "
+                               "staged yet (DataFrames inserted for the open epoch)")
+        folder = self.checkpoint()
+        self.routing, self.parts = routing, routing.parts
+        self._recover(run=False)
+        self.recoveries -= 1  # a planned restart, not a failure
+        return folder
+
+    def bin_sizes(self) -> np.ndarray:
+        return sum(self.transport.call_all("bin_sizes", [()] * self.parts))
+
+    def check_owners(self) -> int:
+        return sum(self.transport.call_all("check_owners", [()] * self.parts))
 
     def worker_pids(self) -> list:
         """Process ids of the partition workers (for monitoring, and tests that kill one)."""

@@ -42,13 +42,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arrangements.arrangement import split_by_partition
 from ..arrangements.updates import Updates
 from ..dataflow.progress import global_frontiers, node_out_frontier
 from ..errors import OperatorError, caused_by_interrupt
 from ..lattice.frontiers import antichain_of, minimal_tuples, times_frontier
 from ..operators.base import OperatorContext
 from ..operators.registry import operator_class
+from .routing import Routing
 from .tracing import log_handover
 
 # attributes rebuilt from the graph when an engine is restored (never checkpointed)
@@ -117,17 +117,21 @@ def fused_projections(nodes, consumers) -> dict:
     return fused
 
 
-def partition_rows(rows: np.ndarray, diffs: np.ndarray, parts: int) -> list:
+def partition_rows(rows: np.ndarray, diffs: np.ndarray, routing) -> list:
     """User rows split by row hash: ``(rows, diffs)`` for each partition, which owns them.
+
+    ``routing`` is a :class:`~diffflow.runtime.routing.Routing` (or a partition count,
+    for the default table).
 
     >>> [r.ravel().tolist() for r, _ in partition_rows(np.arange(6)[:, None], np.ones(6, int), 2)]
     [[1, 2, 4, 5], [0, 3]]
     """
-    if parts == 1:
+    if not isinstance(routing, Routing):
+        routing = Routing(routing)
+    if routing.parts == 1:
         return [(rows, diffs)]
     chunk = Updates(rows, np.zeros((len(rows), 1), np.int64), diffs)
-    return [(piece.rows, piece.diffs)
-            for piece in split_by_partition(chunk, range(rows.shape[1]), parts)]
+    return [(piece.rows, piece.diffs) for piece in routing.split(chunk, range(rows.shape[1]))]
 
 
 def merge_pointstamps(reports) -> tuple[dict, dict]:
@@ -149,8 +153,10 @@ def merge_pointstamps(reports) -> tuple[dict, dict]:
 class PartitionEngine:
     """The operators, queues and traces of partition ``partition`` out of ``parts``."""
 
-    def __init__(self, graph, partition: int, parts: int, symbols, topology=None):
+    def __init__(self, graph, partition: int, parts: int, symbols, topology=None,
+                 routing: Routing | None = None):
         self.partition, self.parts, self.symbols = partition, parts, symbols
+        self.routing = routing if routing is not None else Routing(parts)
         self.topology = topology or Topology(graph)
         self.nodes = self.topology.nodes
         self.ops: dict = {}
@@ -180,6 +186,19 @@ class PartitionEngine:
 
     def has_input(self, nid: int) -> bool:
         return any(self.queues[nid])
+
+    def set_routing(self, routing: Routing) -> None:
+        """Route by ``routing`` from now on (between runs: a rescaling step's cut-over)."""
+        self.routing, self.parts = routing, routing.parts
+        for op in self.ops.values():
+            op.ctx.parts = routing.parts
+
+    def catch_up(self, epoch: int, frontiers: dict) -> None:
+        """A partition added to a running dataflow starts where the others are: inputs at the
+        open ``epoch``, traces compacted to the frontiers the others compacted to."""
+        for op in self.ops.values():
+            op.start_at(epoch)
+        self.finish(frontiers)
 
     # -- stepping ----------------------------------------------------------------------------
     def step(self, nid: int, antichains: list, outgoing: list) -> bool:
@@ -218,7 +237,7 @@ class PartitionEngine:
                 self.queues[consumer][port].extend(outs)
                 continue
             for chunk in outs:
-                for q, piece in enumerate(split_by_partition(chunk, key, self.parts)):
+                for q, piece in enumerate(self.routing.split(chunk, key)):
                     if not len(piece):
                         continue
                     if q == self.partition:
@@ -370,6 +389,11 @@ class Sweeper:
                 for consumer, port, chunk in pieces:
                     engine.receive(consumer, port, chunk)
                 self.outgoing[q] = []
+
+    def resize(self, parts: int) -> None:
+        """Exchange with ``parts`` partitions from now on (between runs)."""
+        self.parts = parts
+        self.outgoing = [[] for _ in range(parts)]
 
     def take_outgoing(self) -> list:
         """Chunks for other partitions, per partition, since the last call."""

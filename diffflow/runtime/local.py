@@ -20,7 +20,9 @@ import numpy as np
 
 from ..errors import loop_overflow_error
 from .base import Runtime
+from . import migrate
 from .engine import PartitionEngine, Sweeper, Topology, merge_pointstamps, partition_rows
+from .routing import Routing
 from .trace_sink import operator_names
 from .tracing import WorkerLog
 
@@ -37,6 +39,7 @@ class LocalRuntime(Runtime):
 
     def __init__(self, graph, parts: int, symbols, trace=None):
         self.graph, self.parts, self.symbols = graph, parts, symbols
+        self.routing = Routing(parts)
         self.topology = Topology(graph)
         self.engines = {p: PartitionEngine(graph, p, parts, symbols, self.topology)
                         for p in range(parts)}
@@ -52,7 +55,7 @@ class LocalRuntime(Runtime):
 
     # -- inputs ----------------------------------------------------------------------------
     def stage(self, node_id: int, rows: np.ndarray, diffs: np.ndarray) -> None:
-        for p, (part_rows, part_diffs) in enumerate(partition_rows(rows, diffs, self.parts)):
+        for p, (part_rows, part_diffs) in enumerate(partition_rows(rows, diffs, self.routing)):
             self.engines[p].stage(node_id, part_rows, part_diffs)
 
     def close_epoch(self, node_ids) -> None:
@@ -86,6 +89,36 @@ class LocalRuntime(Runtime):
     def _recompute(self) -> None:
         reports = [engine.pointstamps() for engine in self.engines.values()]
         self.frontiers = self.topology.frontiers(*merge_pointstamps(reports))
+
+    # -- rescaling ---------------------------------------------------------------------------
+    def rescale_step(self, routing: Routing) -> int:
+        for p in range(self.parts, routing.parts):  # partitions joining: empty, caught up
+            engine = PartitionEngine(self.graph, p, routing.parts, self.symbols, self.topology,
+                                     routing)
+            engine.catch_up(self.closed, self.frontiers)
+            if self.sweeper.logs is not None:
+                engine.log = self.sweeper.logs[p] = WorkerLog(p, self.trace.origin)
+            self.engines[p] = engine
+        parcels = {p: migrate.extract(engine, routing) for p, engine in self.engines.items()}
+        moved = 0
+        for sent in parcels.values():
+            for q, parcel in sent.items():
+                moved += migrate.install(self.engines[q], parcel)
+        for p in range(routing.parts, self.parts):  # retired: everything has left
+            del self.engines[p]
+            if self.sweeper.logs is not None:
+                del self.sweeper.logs[p]
+        for engine in self.engines.values():
+            engine.set_routing(routing)
+        self.routing, self.parts = routing, routing.parts
+        self.sweeper.resize(routing.parts)
+        return moved
+
+    def bin_sizes(self) -> np.ndarray:
+        return sum(migrate.bin_sizes(engine) for engine in self.engines.values())
+
+    def check_owners(self) -> int:
+        return sum(migrate.check_owners(engine) for engine in self.engines.values())
 
     # -- reading -----------------------------------------------------------------------------
     def _partition_contents(self, node_id: int) -> list:

@@ -263,13 +263,11 @@ def _push_batches(setup, batches):
     import pyarrow as pa
     from multiprocessing.connection import Client
 
-    from ..arrangements.arrangement import split_by_partition
     from ..arrangements.updates import Updates
     from ..schema import SymbolTable, encode_column
     from .wire import encode_arrays
 
-    addresses, authkey, token, node_id, names, kinds, sign, where = setup
-    parts = len(addresses)
+    addresses, authkey, token, node_id, names, kinds, sign, where, routing = setup
     conns: dict = {}
     total = 0
     try:
@@ -293,7 +291,7 @@ def _push_batches(setup, batches):
                 diffs = np.full(batch.num_rows, sign, np.int64)
             rows = np.stack(columns, axis=1) if columns else np.zeros((batch.num_rows, 0), np.int64)
             chunk = Updates(rows, np.zeros((len(rows), 1), np.int64), diffs)
-            for p, piece in enumerate(split_by_partition(chunk, range(rows.shape[1]), parts)):
+            for p, piece in enumerate(routing.split(chunk, range(rows.shape[1]))):
                 if not len(piece):
                     continue
                 conn = conns.get(p)
@@ -369,7 +367,7 @@ class SparkRuntime(ClusterRuntime):
         names = list(df.columns)
         token = uuid.uuid4().hex
         setup = ([w[1] for w in self.transport.workers], self.pool.authkey, token, node_id,
-                 names, kinds, sign, where)
+                 names, kinds, sign, where, self.routing)
         from functools import partial
         try:
             df.mapInArrow(partial(_push_batches, setup), "n long").collect()
@@ -396,15 +394,14 @@ class SparkRuntime(ClusterRuntime):
         if what == "changes":
             fields += [StructField("epoch", LongType(), False), StructField("diff", LongType(), False)]
             types += [pa.int64(), pa.int64()]
-        since = [self.delivered.get((node_id, p), 0) for p in range(self.parts)]
+        since = [self.delivered.get(node_id, 0)] * self.parts
         setup = ([w[1] for w in self.transport.workers], self.pool.authkey, node_id, what,
                  list(schema.names), types, since)
         ids = self.spark.range(0, self.parts, 1, self.parts)
         df = ids.mapInArrow(partial(_pull_rows, setup), StructType(fields))
         result = df.localCheckpoint(eager=True)
         if what == "changes":
-            for p in range(self.parts):
-                self.delivered[(node_id, p)] = self.computed
+            self.delivered[node_id] = self.computed
         return result
 
 

@@ -39,12 +39,20 @@ class InMemoryTransport:
 
     def start(self, graph, symbols: dict) -> None:
         """One worker per partition, sharing the (read-only) graph object."""
+        self.graph = graph
         self.workers = []
-        for p in range(self.parts):
+        self.resize(self.parts, symbols)
+
+    def resize(self, parts: int, symbols: dict) -> None:
+        """Workers for partitions ``[len(workers), parts)`` added, or those ``>= parts``
+        dropped (rescaling: the coordinator moves their state first)."""
+        self.parts = parts
+        for p in range(len(self.workers), parts):
             w = WorkerCommands()
             w.symbols._text.update(symbols)
-            w.start(graph, p, self.parts)
+            w.start(self.graph, p, parts)
             self.workers.append(w)
+        del self.workers[parts:]
 
     @property
     def pids(self) -> list:
@@ -84,7 +92,7 @@ class InMemoryTransport:
                 exchange.reply(p, replies[p][2])
         return replies
 
-    def restart(self, symbols: dict) -> None:
+    def restart(self, symbols: dict, parts: int | None = None) -> None:
         raise WorkerLost("in-memory workers cannot be restarted")
 
     def close(self) -> None:
@@ -235,10 +243,29 @@ class SocketTransport:
         except ImportError:  # pragma: no cover - cloudpickle is a dependency
             import pickle as pickler
         self._graph = graph
-        blob = pickler.dumps(graph)
-        self.workers = self.pool.take(self.parts)
-        self.call_all("init", [(blob, p, self.parts, symbols) for p in range(self.parts)])
-        self.call_all("peers", [([w[1] for w in self.workers],)] * self.parts)
+        self._blob = pickler.dumps(graph)
+        self.workers = []
+        self.resize(self.parts, symbols)
+
+    def resize(self, parts: int, symbols: dict) -> None:
+        """Workers for partitions ``[len(workers), parts)`` taken from the pool (launched
+        when it lacks them) and connected to every other, or those ``>= parts`` given
+        back (rescaling: the coordinator moves their state first)."""
+        have = len(self.workers)
+        if parts > have:
+            fresh = self.pool.take(parts - have)
+            self.workers = self.workers + fresh
+            self.parts = parts
+            for p in range(have, parts):
+                self._send(p, "init", (self._blob, p, parts, symbols))
+            for p in range(have, parts):
+                self._reply(p)
+            self.call_all("peers", [([w[1] for w in self.workers],)] * parts)
+        elif parts < have:
+            retired, self.workers = self.workers[parts:], self.workers[:parts]
+            self.parts = parts
+            self.call_all("forget_peers", [(parts,)] * parts)
+            self.pool.give_back(retired)
 
     def _reply(self, p: int):
         try:
@@ -295,10 +322,13 @@ class SocketTransport:
     def sweep(self, frontiers: dict, reports: list, exchange=None) -> list:
         return self.call_all("sweep", [(frontiers, reports)] * self.parts, exchange)
 
-    def restart(self, symbols: dict) -> None:
-        """Survivors go back to the pool, reset; fresh ones start with the current ``symbols``."""
+    def restart(self, symbols: dict, parts: int | None = None) -> None:
+        """Survivors go back to the pool, reset; fresh ones start with the current ``symbols``
+        (``parts`` of them: by default as many as before)."""
         self.pool.give_back(self.workers)
         self.workers = []
+        if parts is not None:
+            self.parts = parts
         self.start(self._graph, symbols)
 
     def close(self) -> None:

@@ -32,6 +32,7 @@ import traceback
 import numpy as np
 
 from ..schema import SymbolTable, decode_array
+from . import migrate
 from .engine import PartitionEngine, Sweeper, merge_pointstamps
 from .tracing import WorkerLog, WorkerSide, aligned_origin
 from .wire import decode_arrays, no_delay, recv_header, recv_pieces, send_chunks
@@ -158,21 +159,57 @@ class WorkerCommands:
         return self.engine.trace_sizes()
 
     def cmd_checkpoint(self, path: str) -> int:
-        state = self.engine.state()
+        engine = self.engine
+        state = engine.state()
         tmp = path + ".tmp"
         with open(tmp, "wb") as fh:
-            pickle.dump({"ops": state, "symbols": dict(self.symbols._text)}, fh,
-                        protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump({"ops": state, "symbols": dict(self.symbols._text),
+                         "partition": engine.partition, "parts": engine.parts,
+                         "routing": engine.routing}, fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
         return os.path.getsize(path)
 
-    def cmd_restore(self, path: str) -> None:
-        with open(path, "rb") as fh:
-            saved = pickle.load(fh)
-        self.symbols._text.update(saved["symbols"])
-        self.engine.restore(saved["ops"])
-        self.sweeper = Sweeper(self.engine.topology, {self.engine.partition: self.engine},
-                               self.engine.parts)
+    def cmd_restore(self, paths: list) -> None:
+        """Restore from a checkpoint's files (one per partition it was written with); when
+        its partitions or table differ from this worker's, re-bin (every file is read)."""
+        engine = self.engine
+        own = [p for p in paths if p.endswith(f"part-{engine.partition}.pkl")]
+        if own:
+            with open(own[0], "rb") as fh:
+                saved = pickle.load(fh)
+        if own and saved.get("routing", engine.routing) == engine.routing \
+                and len(paths) == engine.parts:
+            self.symbols._text.update(saved["symbols"])
+            engine.restore(saved["ops"])
+        else:
+            states = []
+            for path in paths:
+                with open(path, "rb") as fh:
+                    states.append(pickle.load(fh))
+                self.symbols._text.update(states[-1]["symbols"])
+            migrate.restore_rebinned(engine, states)
+        self.sweeper = Sweeper(engine.topology, {engine.partition: engine}, engine.parts)
+
+    # -- rescaling (diffflow.runtime.migrate) ---------------------------------------------
+    def cmd_routing(self, routing) -> None:
+        """Route by ``routing`` from now on (its partition count included)."""
+        self.engine.set_routing(routing)
+        self.sweeper.resize(routing.parts)
+
+    def cmd_catch_up(self, epoch: int, frontiers: dict) -> None:
+        self.engine.catch_up(epoch, frontiers)
+
+    def cmd_extract(self, routing) -> dict:
+        return migrate.extract(self.engine, routing)
+
+    def cmd_install(self, parcels: list) -> int:
+        return sum(migrate.install(self.engine, parcel) for parcel in parcels)
+
+    def cmd_bin_sizes(self):
+        return migrate.bin_sizes(self.engine)
+
+    def cmd_check_owners(self) -> int:
+        return migrate.check_owners(self.engine)
 
     def cmd_commit_push(self, token: str) -> int:
         staged = self.pushes.pop(token, [])
@@ -276,11 +313,13 @@ class WorkerServer(WorkerCommands):
                 pass
 
     def cmd_peers(self, addresses: list) -> None:
+        """Connect to every peer not connected yet (all at the start; the new ones when
+        the dataflow grows) and wait until every peer has connected here."""
         from multiprocessing.connection import Client
 
         me = self.engine.partition
         for q, address in enumerate(addresses):
-            if q != me:
+            if q != me and q not in self.outgoing:
                 conn = no_delay(Client(tuple(address), authkey=self.authkey))
                 conn.send(("peer", me))
                 self.outgoing[q] = conn
@@ -290,6 +329,12 @@ class WorkerServer(WorkerCommands):
         if len(self.incoming) != len(addresses) - 1:
             raise RuntimeError(f"worker {me}: only {len(self.incoming)} of "
                                f"{len(addresses) - 1} peers connected within 60 s")
+
+    def cmd_forget_peers(self, parts: int) -> None:
+        """Drop the connections of peers ``>= parts`` (retired when the dataflow shrank)."""
+        for conns in (self.outgoing, self.incoming):
+            for q in [q for q in conns if q >= parts]:
+                conns.pop(q).close()
 
     def cmd_reset(self) -> None:
         """Forget the dataflow (back to the pool): drop state and peer connections."""
