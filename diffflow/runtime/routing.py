@@ -117,5 +117,6 @@ def check_table(table: np.ndarray, parts: int) -> None:
         raise ValueError(f"a routing table needs {BINS} entries (one per bin), got "
                          f"{table.shape[0] if table.ndim == 1 else table.shape}")
     if len(table) and (int(table.min()) < 0 or int(table.max()) >= parts):
-        raise ValueError(f"a routing table names partitions {int(table.min())}.."
-                         f"{int(table.max())}; there are {parts} (0..{parts - 1})")
+        bad = int(table.min()) if int(table.min()) < 0 else int(table.max())
+        raise ValueError(f"a routing table names partition {bad}; there are {parts} "
+                         f"(0..{parts - 1})")

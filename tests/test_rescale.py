@@ -1,0 +1,282 @@
+"""Live rescaling: outputs identical with and without migrations, on every runtime.
+
+Each seeded case builds one of several programs (joins and aggregates, shared
+arrangements, iterate with reduce over partially ordered times, nested loops),
+feeds the same random inserts and removes to two dataflows -- one that never
+rescales, one following a random migration plan (random strategies, budgets and
+step epochs, the partition count walking e.g. 1 -> 3 -> 2 -> 4) -- sometimes
+closing several epochs before computing them, and compares every output's
+``changes()`` at every read.  After every epoch of the migrating dataflow:
+every trace row lies on the partition its bin maps to, every spine passes
+``_check()``, and the routing table names only existing partitions.
+"""
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import diffflow as dd
+from diffflow import graphs
+from diffflow.runtime.routing import BINS
+
+SEEDS = range(10)
+
+
+# -- programs -----------------------------------------------------------------------------------
+def join_aggregate(flow):
+    e = flow.input("e", ["a", "b"])
+    lab = flow.input("lab", ["a", "l"])
+    joined = e.join(lab, on="a")
+    by_label = joined.aggregate(by=["l"], n=dd.count(), s=dd.sum("b"))
+    return [e, lab], [joined.output(), by_label.output(), e.select("b").distinct().output()]
+
+
+def shared_arrangement(flow):
+    e = flow.input("e", ["a", "b"])
+    lab = flow.input("lab", ["a", "l"])
+    by_a = e.arrange(by=["a"])  # one index read by a join, an aggregate and a semijoin
+    return [e, lab], [lab.join(by_a, on="a").output(),
+                      by_a.aggregate(n=dd.count(), top=dd.max("b")).output(),
+                      lab.semijoin(by_a, on="a").output()]
+
+
+def loops(flow):
+    e = flow.input("e", ["a", "b"])
+    roots = flow.input("lab", ["a", "l"]).select("a")
+    return [e, flow._inputs[1]], [graphs.reachable(e, roots).output(),
+                                  graphs.bfs_distances(e, roots).output(),
+                                  graphs.connected_components(e).output()]
+
+
+def nested(flow):
+    e = flow.input("e", ["a", "b"])
+    lab = flow.input("lab", ["a", "l"])
+    return [e, lab], [graphs.strongly_connected_components(e).output()]
+
+
+PROGRAMS = {"join_aggregate": join_aggregate, "shared_arrangement": shared_arrangement,
+            "loops": loops, "nested": nested}
+
+
+# -- driving ------------------------------------------------------------------------------------
+def random_plan(rng: random.Random, epochs: int, start_parts: int, max_parts: int = 4) -> dict:
+    """``{epoch: rescale kwargs}``: a few migrations at random epochs."""
+    plan, parts = {}, start_parts
+    for epoch in sorted(rng.sample(range(1, epochs - 1), 3)):
+        choices = [p for p in range(1, max_parts + 1) if p != parts]
+        kind = rng.random()
+        strategy = rng.choice(["all_at_once", "fluid", "batched"])
+        kw = {"strategy": strategy}
+        if strategy == "fluid":
+            kw["bins_per_step"] = rng.choice([BINS // 3, BINS // 7, BINS])
+        if strategy == "batched":
+            kw["max_rows_per_step"] = rng.choice([1, 5, 40])
+        if kind < 0.15:
+            kw["rebalance"] = True
+        elif kind < 0.3:  # an explicit skewed table over the same partitions
+            table = np.arange(BINS, dtype=np.int32) % parts
+            table[: BINS // 2] = 0
+            kw["table"], kw["partitions"] = table, parts
+        else:
+            parts = rng.choice(choices)
+            kw["partitions"] = parts
+        plan[epoch] = kw
+    return plan
+
+
+def updates(rng, state: Counter, count: int, domain: int) -> tuple:
+    rows, diffs = [], []
+    for _ in range(rng.randrange(count + 1)):
+        present = [r for r, m in state.items() if m > 0]
+        if present and rng.random() < 0.35:
+            row = rng.choice(present)
+            rows.append(row)
+            diffs.append(-1)
+        else:
+            row = (rng.randrange(domain), rng.randrange(domain))
+            rows.append(row)
+            diffs.append(1)
+        state[row] += diffs[-1]
+    return rows, diffs
+
+
+def read(outputs, seen: list) -> None:
+    for out, acc in zip(outputs, seen):
+        for row, epoch, diff in out.changes():
+            acc[(row, epoch)] += diff
+
+
+def clean(counter: Counter) -> dict:
+    return {k: v for k, v in counter.items() if v}
+
+
+def check_invariants(flow) -> None:
+    runtime = flow._runtime
+    table = flow.routing_table
+    assert table.min() >= 0 and table.max() < flow.partitions == runtime.parts
+    assert runtime.check_owners() >= 0  # raises if a row lies on the wrong partition
+    runtime.check_traces()
+
+
+def run_case(program, seed: int, options: dict, start_parts: int, epochs: int = 12,
+             max_parts: int = 4, in_flight: bool = True) -> list:
+    """Drive the reference and the migrating dataflow; returns the applied plans."""
+    rng = random.Random(seed)
+    plan_at = random_plan(rng, epochs, start_parts, max_parts)
+    flows = [dd.Dataflow(partitions=start_parts, **options) for _ in range(2)]
+    built = [program(f) for f in flows]
+    seen = [[Counter() for _ in built[0][1]] for _ in flows]
+    states = [Counter(), Counter()]
+    plans = []
+    try:
+        for epoch in range(epochs):
+            batch = [updates(rng, states[i], 6, 6) for i in range(2)]
+            if epoch in plan_at:
+                kw = dict(plan_at[epoch])
+                if kw.pop("rebalance", False):
+                    plans.append(flows[1].rebalance(**kw, replace=True))
+                else:
+                    plans.append(flows[1].rescale(**kw, replace=True))
+            run = not in_flight or rng.random() < 0.6 or epoch == epochs - 1
+            for flow, (inputs, outputs), acc in zip(flows, built, seen):
+                for handle, (rows, diffs) in zip(inputs, batch):
+                    handle.update(rows, diffs)
+                flow.advance(run=run)
+                if run:
+                    read(outputs, acc)
+            if run:
+                for i, (a, b) in enumerate(zip(*seen)):
+                    assert clean(a) == clean(b), (
+                        f"seed {seed} epoch {epoch} output {i}: changes differ after "
+                        f"{[p.report() for p in plans]}")
+                check_invariants(flows[1])
+        while flows[1].migration is not None:  # finish the plan; outputs stay the same
+            for flow, (inputs, outputs), acc in zip(flows, built, seen):
+                flow.advance()
+                read(outputs, acc)
+            check_invariants(flows[1])
+            for a, b in zip(*seen):
+                assert clean(a) == clean(b)
+        return plans
+    finally:
+        for flow in flows:
+            flow.close()
+
+
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+@pytest.mark.parametrize("seed", SEEDS)
+def test_local_outputs_match_a_run_that_never_rescaled(program, seed):
+    plans = run_case(PROGRAMS[program], seed, {}, start_parts=1 + seed % 3)
+    assert len(plans) == 3 and plans[-1].done
+    assert sum(p.rows_moved for p in plans) > 0
+
+
+@pytest.mark.parametrize("program", ["join_aggregate", "loops"])
+@pytest.mark.parametrize("seed", range(4))
+def test_cluster_outputs_match_a_run_that_never_rescaled(program, seed):
+    run_case(PROGRAMS[program], seed, {"runtime": "cluster"}, start_parts=1 + seed % 2)
+
+
+def test_the_partition_count_walks_1_3_2_4_and_state_follows():
+    flow = dd.Dataflow(partitions=1)
+    e = flow.input("e", ["a", "b"])
+    lab = flow.input("lab", ["a", "l"])
+    out = graphs.connected_components(e).output()
+    count = e.aggregate(by=["a"], n=dd.count()).output()
+    reference = dd.Dataflow(partitions=1)
+    re_ = reference.input("e", ["a", "b"])
+    reference.input("lab", ["a", "l"])
+    ref_out = graphs.connected_components(re_).output()
+    edges = [(i, (i * 7 + 3) % 40) for i in range(40)]
+    for handle in (e, re_):
+        handle.insert(edges)
+    flow.advance()
+    reference.advance()
+    sizes, extra = [], []
+    for target, strategy in ((3, "batched"), (2, "fluid"), (4, "all_at_once")):
+        plan = flow.rescale(partitions=target, strategy=strategy, max_rows_per_step=20,
+                            bins_per_step=BINS // 5)
+        epochs = 0
+        while flow.migration is not None:
+            assert flow.migration.bins_left > 0
+            extra.append((100 + len(extra), 200 + target))
+            e.insert([extra[-1]])
+            re_.insert([extra[-1]])
+            flow.advance()
+            reference.advance()
+            epochs += 1
+            check_invariants(flow)
+        assert plan.done and flow.partitions == target and epochs == len(plan.steps)
+        assert out.snapshot() == ref_out.snapshot()
+        per_partition = [sum(len(s) for s in eng.traces()) for eng in flow._runtime.engines.values()]
+        assert len(per_partition) == target and min(per_partition) > 0
+        sizes.append(plan.rows_moved)
+    assert all(n > 0 for n in sizes)
+    sources = [a for a, _ in edges] + [a for a, _ in extra]
+    assert count.snapshot() == {(a, n): 1 for a, n in Counter(sources).items()}
+
+
+def test_errors_are_clear_and_change_nothing():
+    flow = dd.Dataflow(partitions=2)
+    a = flow.input("a", ["x"])
+    out = a.distinct().output()
+    a.insert(range(10))
+    flow.advance()
+    with pytest.raises(ValueError, match="unknown rescaling strategy 'slow'"):
+        flow.rescale(partitions=3, strategy="slow")
+    with pytest.raises(ValueError, match="partitions must be a positive int"):
+        flow.rescale(partitions=0)
+    with pytest.raises(ValueError, match="720720 entries"):
+        flow.rescale(table=np.zeros(10, np.int32))
+    with pytest.raises(ValueError, match=r"names partition 5; there are 2 \(0\.\.1\)"):
+        flow.rescale(table=np.full(BINS, 5, np.int32), partitions=2)
+    with pytest.raises(ValueError, match="max_rows_per_step must be a positive int"):
+        flow.rescale(partitions=3, max_rows_per_step=0)
+    with pytest.raises(ValueError, match="start_epoch"):
+        flow.rescale(partitions=3, start_epoch=0)
+    assert flow.migration is None and flow.partitions == 2
+    plan = flow.rescale(partitions=3, strategy="fluid", bins_per_step=BINS // 10)
+    with pytest.raises(dd.GraphError, match="a rescaling plan is running"):
+        flow.rescale(partitions=4)
+    assert flow.migration is plan
+    with pytest.raises(dd.GraphError, match="needs worker processes"):
+        flow.rescale(partitions=4, strategy="restart", replace=True)
+    assert flow.migration is plan
+    a.insert([99])
+    flow.advance()
+    assert sorted(out.snapshot()) == [(i,) for i in list(range(10)) + [99]]
+
+
+def test_a_plan_prepared_ahead_waits_for_its_epoch():
+    flow = dd.Dataflow(partitions=2)
+    a = flow.input("a", ["x"])
+    out = a.distinct().output()
+    a.insert(range(30))
+    flow.advance()
+    plan = flow.rescale(partitions=3, strategy="all_at_once", start_epoch=flow.epoch + 2)
+    assert plan.steps[0].epoch == 3
+    flow.advance()
+    assert flow.partitions == 2 and not plan.done
+    flow.advance()
+    assert flow.partitions == 2
+    flow.advance()
+    assert flow.partitions == 3 and plan.done and flow.migration is None
+    assert len(out.snapshot()) == 30
+    report = plan.report()
+    assert report[0]["applied"] and report[0]["rows_moved"] > 0
+
+
+def test_default_table_keeps_todays_layout():
+    """Bins with the default table ``bin % P`` route exactly as ``hash % P`` for P <= 16."""
+    from diffflow.arrangements import columnar
+    from diffflow.runtime.routing import Routing
+
+    keys = np.random.default_rng(1).integers(-2**62, 2**62, size=(5000, 2))
+    for parts in range(1, 17):
+        table = np.arange(BINS, dtype=np.int32) % parts
+        assert (columnar.owner_by_table(keys, table) == columnar.partition_of(keys, parts)).all()
+        assert Routing(parts, table).is_default
+    assert not Routing(17).is_default  # 17 does not divide the bin count: routed by table
