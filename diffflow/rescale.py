@@ -145,15 +145,18 @@ def balanced_table(current: np.ndarray, parts: int, weights: np.ndarray) -> np.n
     return table.astype(np.int32)
 
 
-def target_table(current: np.ndarray, parts: int, sizes: np.ndarray) -> np.ndarray:
-    """The table ``rescale(partitions=parts)`` moves to: ``bin % parts`` (routed without a
-    table lookup) when it moves no more rows than a balanced table keeping bins in place
-    would, else that balanced table."""
-    weights = _weights(sizes)
+def target_table(current: np.ndarray, parts: int) -> np.ndarray:
+    """The table ``rescale(partitions=parts)`` moves to: every partition gets an equal share
+    of the bins (so of future keys too), keeping as many bins in place as it can; ``bin %
+    parts`` (routed with no table lookup) when that moves no more bins.
+
+    >>> now = np.arange(BINS, dtype=np.int32) % 2
+    >>> bool((target_table(now, 4) == np.arange(BINS) % 4).all())
+    True
+    """
     modulo = np.arange(BINS, dtype=np.int32) % parts
-    kept = balanced_table(current, parts, weights)
-    cost = lambda t: weights[t != current].sum()  # noqa: E731 - a local measure
-    return modulo if cost(modulo) <= cost(kept) * 1.0001 else kept
+    kept = balanced_table(current, parts, np.ones(BINS))
+    return modulo if (modulo != current).sum() <= (kept != current).sum() else kept
 
 
 def _weights(sizes: np.ndarray) -> np.ndarray:
@@ -261,7 +264,7 @@ def make_plan(current: Routing, sizes: np.ndarray, *, partitions: int | None, ta
                 or partitions < 1:
             raise ValueError(f"partitions must be a positive int, got {partitions!r}")
         parts = int(partitions)
-        target = target_table(now, parts, sizes)
+        target = target_table(now, parts)
     plan = Plan(strategy, current.parts, parts, target)
     cuts = plan_steps(now, target, sizes, strategy, bins_per_step, max_rows_per_step)
     width = max(current.parts, parts)

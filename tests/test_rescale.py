@@ -280,3 +280,107 @@ def test_default_table_keeps_todays_layout():
         assert (columnar.owner_by_table(keys, table) == columnar.partition_of(keys, parts)).all()
         assert Routing(parts, table).is_default
     assert not Routing(17).is_default  # 17 does not divide the bin count: routed by table
+
+
+# -- worker processes: growing, shrinking, restarting across P, a worker lost mid-migration ------
+def _words(flow):
+    words = flow.input("words", [("w", str), ("n", int)])
+    edges = flow.input("edges", ["a", "b"])
+    totals = words.aggregate(by=["w"], total=dd.sum("n"), k=dd.count()).output()
+    comps = graphs.connected_components(edges).output()
+    return words, edges, [totals, comps]
+
+
+def _batch(epoch: int):
+    words = [(f"w{(epoch * 7 + i) % 23}", i + epoch) for i in range(6)]
+    edges = [((epoch * 5 + i) % 30, (epoch * 11 + 3 * i) % 30) for i in range(4)]
+    return words, edges
+
+
+def _lockstep(local, remote, epochs, on_epoch) -> None:
+    """Feed both flows the same batches; ``on_epoch(epoch)`` acts on ``remote`` before each
+    advance; outputs compared after every epoch (snapshots and changes)."""
+    (lw, le, louts), (rw, re_, routs) = local, remote
+    for epoch in epochs:
+        words, edges = _batch(epoch)
+        for w, e in ((lw, le), (rw, re_)):
+            w.insert(words)
+            e.insert(edges)
+            if epoch % 3 == 2:
+                w.remove(words[:2])
+        on_epoch(epoch)
+        lw.flow.advance()
+        rw.flow.advance()
+        for a, b in zip(louts, routs):
+            assert b.snapshot() == a.snapshot(), epoch
+            assert b.changes() == a.changes(), epoch
+        rw.flow._runtime.check_owners()
+        rw.flow._runtime.check_traces()
+
+
+def test_worker_processes_grow_and_shrink_live():
+    local = dd.Dataflow(partitions=2)
+    remote = dd.Dataflow(partitions=2, runtime="processes")
+    built = [_words(local), _words(remote)]
+    workers = []
+
+    def act(epoch):
+        if epoch == 2:
+            remote.rescale(partitions=4, strategy="batched", max_rows_per_step=15)
+        if epoch == 8:
+            assert remote.migration is None and remote.partitions == 4
+            remote.rescale(partitions=3, strategy="fluid", bins_per_step=BINS // 4)
+        if remote._runtime is not None:
+            workers.append(len(remote._runtime.worker_pids()))
+
+    try:
+        _lockstep(built[0], built[1], range(14), act)
+        assert remote.partitions == 3 and len(remote._runtime.worker_pids()) == 3
+        assert workers[:2] == [2, 2] and 4 in workers
+    finally:
+        remote.close()
+
+
+@pytest.mark.parametrize("checkpoint_every", [None, 2])
+def test_a_worker_killed_mid_migration_recovers_exactly(checkpoint_every):
+    import os
+    import signal
+
+    local = dd.Dataflow(partitions=2)
+    remote = dd.Dataflow(partitions=2, runtime="processes", checkpoint_every=checkpoint_every)
+    built = [_words(local), _words(remote)]
+
+    def act(epoch):
+        if epoch == 2:
+            remote.rescale(partitions=3, strategy="fluid", bins_per_step=BINS // 20)
+        if epoch == 4:  # two of seven steps done; the new worker dies
+            assert remote.migration is not None and remote.migration.progress[0] == 2
+            os.kill(remote._runtime.worker_pids()[2], signal.SIGKILL)
+
+    try:
+        _lockstep(built[0], built[1], range(10), act)
+        assert remote._runtime.recoveries == 1
+        assert remote.migration is None and remote.partitions == 3
+    finally:
+        remote.close()
+
+
+def test_restart_rescales_through_a_checkpoint_written_at_another_p():
+    local = dd.Dataflow(partitions=2)
+    remote = dd.Dataflow(partitions=2, runtime="processes", checkpoint_every=3)
+    built = [_words(local), _words(remote)]
+    plans = []
+
+    def act(epoch):
+        if epoch == 3:
+            plans.append(remote.rescale(partitions=4, strategy="restart"))
+            assert remote.partitions == 4 and len(remote._runtime.worker_pids()) == 4
+        if epoch == 7:
+            plans.append(remote.rescale(partitions=1, strategy="restart"))
+
+    try:
+        _lockstep(built[0], built[1], range(10), act)
+        assert [p.done for p in plans] == [True, True] and remote.partitions == 1
+        assert remote._runtime.recoveries == 0
+    finally:
+        remote.close()
