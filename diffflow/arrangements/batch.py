@@ -33,7 +33,7 @@ class Batch:
     """
 
     __slots__ = ("rows", "times", "diffs", "key_width", "lower", "upper", "since", "_keys",
-                 "_max_time", "_bins")
+                 "_max_time", "_bins", "_bin_index", "dead", "dead_rows")
 
     def __init__(self, rows, times, diffs, key_width, lower, upper, since=None):
         self.rows, self.times, self.diffs = rows, times, diffs
@@ -43,6 +43,11 @@ class Batch:
         self._keys = None
         self._max_time = None
         self._bins = None
+        self._bin_index = None
+        # rescaling: bins whose rows left this partition but are still stored here (a
+        # bool array over the bins, or None); readers skip them (see live())
+        self.dead = None
+        self.dead_rows = 0
 
     @staticmethod
     def from_updates(updates: Updates, key_width: int, lower, upper, since=None) -> "Batch":
@@ -102,6 +107,29 @@ class Batch:
             self._bins = (count, columnar.bin_of(self.keys, count))
         return self._bins[1]
 
+    def bin_index(self, count: int) -> tuple:
+        """``(perm, offsets)``: the update positions grouped by bin (a stable counting sort;
+        cached), so a bin's updates are ``perm[offsets[b]:offsets[b + 1]]``."""
+        if self._bin_index is None or len(self._bin_index[1]) != count + 1:
+            self._bin_index = columnar.group_by_partition(self.bins(count), count)
+        return self._bin_index
+
+    def live_mask(self, positions: np.ndarray | None = None, count: int = 0):
+        """Which updates (all, or those at ``positions``) are not in a dead bin; ``None``
+        when the batch has no dead bins."""
+        if self.dead is None:
+            return None
+        bins = self.bins(count or len(self.dead))
+        return ~self.dead[bins if positions is None else bins[positions]]
+
+    def live(self) -> "Batch":
+        """The batch without the updates of dead bins (itself when it has none)."""
+        keep = self.live_mask()
+        if keep is None:
+            return self
+        return Batch(self.rows[keep], self.times[keep], self.diffs[keep], self.key_width,
+                     self.lower, self.upper, self.since)
+
     @property
     def width(self) -> int:
         return self.rows.shape[1]
@@ -118,16 +146,21 @@ class Batch:
         extended = Batch(self.rows, self.times, self.diffs, self.key_width, self.lower, upper,
                          self.since)
         extended._keys, extended._max_time = self._keys, self._max_time
-        extended._bins = self._bins
+        extended._bins, extended._bin_index = self._bins, self._bin_index
+        extended.dead, extended.dead_rows = self.dead, self.dead_rows
         return extended
 
     def advanced(self, frontier: Antichain) -> "Batch":
         """Logical compaction: advance times by ``frontier``, consolidate, drop zeros."""
         if frontier.is_empty() or len(self) == 0 or not frontier.elements.any():
-            return Batch(self.rows, self.times, self.diffs, self.key_width,
+            same = Batch(self.rows, self.times, self.diffs, self.key_width,
                          self.lower, self.upper, frontier)
-        times = advance_by(self.times, frontier)
-        rows, times, diffs = columnar.consolidate(self.rows, times, self.diffs)
+            same._keys, same._bins, same._bin_index = self._keys, self._bins, self._bin_index
+            same.dead, same.dead_rows = self.dead, self.dead_rows
+            return same
+        source = self.live()
+        times = advance_by(source.times, frontier)
+        rows, times, diffs = columnar.consolidate(source.rows, times, source.diffs)
         return Batch(rows, times, diffs, self.key_width, self.lower, self.upper, frontier)
 
     def _check(self) -> None:
@@ -165,8 +198,8 @@ def merge(older: Batch, newer: Batch, frontier: Antichain) -> Batch:
     batch's ``since`` (compaction frontiers only advance).  The result
     describes ``[older.lower, newer.upper)``.
     """
-    a = older if older.since == frontier else older.advanced(frontier)
-    b = newer if newer.since == frontier else newer.advanced(frontier)
+    a = older.live() if older.since == frontier else older.advanced(frontier)
+    b = newer.live() if newer.since == frontier else newer.advanced(frontier)
     rows, times, diffs = columnar.merge_consolidated(a.rows, a.times, a.diffs,
                                                      b.rows, b.times, b.diffs)
     return Batch(rows, times, diffs, a.key_width, older.lower, newer.upper, frontier)

@@ -136,7 +136,7 @@ class Spine:
         """Apply the compaction frontier to every batch now, and merge them into one."""
         if not self.batches:
             return
-        merged = self.batches[0]
+        merged = self.batches[0].live()
         if merged.since != self.since:
             merged = merged.advanced(self.since)
         for batch in self.batches[1:]:
@@ -163,6 +163,10 @@ class Spine:
             if len(batch):  # batches hold valid arrays: no checks per call
                 found = columnar.gather_prefix_unchecked(batch.rows, batch.times, batch.diffs,
                                                          width, query_keys)
+                if len(found[0]) and batch.dead is not None:  # rows of bins that moved away
+                    keys = np.ascontiguousarray(found[1][:, :self.key_width])
+                    keep = ~batch.dead[columnar.bin_of(keys, len(batch.dead))]
+                    found = tuple(x[keep] for x in found)
                 if len(found[0]):
                     parts.append(found)
         if not parts:
@@ -174,7 +178,7 @@ class Spine:
 
     def to_updates(self) -> Updates:
         """Every update in the spine, consolidated."""
-        chunks = [b.updates() for b in self.batches]
+        chunks = [b.live().updates() for b in self.batches]
         return concat(chunks, self.width, self.dim).consolidated()
 
     def _check(self) -> None:

@@ -62,6 +62,12 @@ def _kernels():
 def join_updates(left, right, key_width: int, perm: np.ndarray) -> Updates:
     """Join two key-sorted batches: rows ``left + right[key_width:]`` reordered by ``perm``."""
     li, ri = matching_pairs(left.keys, right.keys)
+    if len(li) and left.dead is not None:  # rows of bins that moved to another partition
+        keep = left.live_mask(li)
+        li, ri = li[keep], ri[keep]
+    if len(li) and right.dead is not None:
+        keep = right.live_mask(ri)
+        li, ri = li[keep], ri[keep]
     if len(li) == 0:
         return None
     if small.prefer(len(li), small.SMALL):

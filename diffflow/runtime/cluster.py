@@ -224,7 +224,7 @@ class ClusterRuntime(Runtime):
         folder = os.path.join(self.checkpoint_dir, f"epoch-{self.closed}")
         os.makedirs(folder, exist_ok=True)
         files = [os.path.join(folder, f"part-{p}.pkl") for p in range(self.parts)]
-        self.transport.call_all("checkpoint", [(path,) for path in files])
+        self.transport.call_all("checkpoint", [(path, self.closed) for path in files])
         old, self.checkpoint_path, self.checkpoint_files = self.checkpoint_path, folder, files
         self.checkpoint_epoch = self.closed
         self.log_closed = []

@@ -37,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..arrangements.batch import Batch, merge
+from ..arrangements.spine import expand_ranges
 from ..arrangements.updates import concat
 from ..lattice import Antichain
 from .routing import BINS, Routing
@@ -58,42 +59,37 @@ def _require_quiescent(engine) -> None:
                                f"{engine.nodes[nid].describe()} still holds updates")
 
 
+# batches at least this big are indexed by bin, and keep the rows of departed bins as dead
+# rows (skipped by every reader) instead of being copied without them at every step
+INDEXED = 1 << 16
+
+
 def extract(engine, routing: Routing) -> dict:
     """Remove from ``engine`` the rows ``routing`` gives to other partitions.
 
     Returns ``{partition: parcel}``, a parcel being ``{"rows": {(node, index):
-    (rows, times, diffs)}, "handover": {node: state}}`` for :func:`install`.
-    When ``routing`` has no place for this partition (``partition >=
-    routing.parts``) every row leaves, and the state not kept by key goes to
-    partition ``partition % routing.parts``.
+    [(rows, times, diffs, since)]}, "handover": {node: state}}`` for
+    :func:`install`.  When ``routing`` has no place for this partition
+    (``partition >= routing.parts``) every row leaves, and the state not kept by
+    key goes to partition ``partition % routing.parts``.
+
+    Cost: the moved rows plus the bins moving, for batches of at least
+    :data:`INDEXED` updates (read through their bin index; the rows left behind
+    are marked dead, and the batch is copied without them once half of it is
+    dead, or when it next merges); smaller batches are scanned and copied.
     """
     _require_quiescent(engine)
     me = engine.partition
-    table = routing.table() if routing.parts > 1 else None
+    new = routing.table() if routing.parts > 1 else np.zeros(BINS, np.int32)
+    mine = engine.routing.table() == me if engine.parts > 1 else np.ones(BINS, bool)
+    leaving_mask = mine & (new != me)
+    leaving_bins = np.flatnonzero(leaving_mask)
     parcels: dict = {}
     for where, spine in _spines(engine):
         leaving: dict = {}
-        kept = []
-        for batch in spine.batches:
-            if not len(batch):
-                kept.append(batch)
-                continue
-            owner = table[batch.bins(BINS)] if table is not None else \
-                np.zeros(len(batch), np.int32)
-            moving = owner != me
-            if not moving.any():
-                kept.append(batch)
-                continue
-            owner = owner[moving]
-            for q in np.unique(owner).tolist():
-                pick = np.flatnonzero(moving)[owner == q]
-                leaving.setdefault(q, []).append(
-                    (batch.rows[pick], batch.times[pick], batch.diffs[pick], batch.since))
-            stay = ~moving
-            rest = Batch(batch.rows[stay], batch.times[stay], batch.diffs[stay],
-                         batch.key_width, batch.lower, batch.upper, batch.since)
-            kept.append(rest)
-        spine.batches = kept
+        if len(leaving_bins):
+            spine.batches = [_take_leaving(batch, leaving_mask, leaving_bins, new, leaving)
+                             for batch in spine.batches]
         for q, pieces in leaving.items():
             parcels.setdefault(q, {"rows": {}, "handover": {}})["rows"][where] = pieces
     for nid, op in engine.ops.items():  # rows staged at the open epoch go by the whole row
@@ -117,6 +113,43 @@ def extract(engine, routing: Routing) -> dict:
             if state is not None:
                 parcels.setdefault(heir, {"rows": {}, "handover": {}})["handover"][nid] = state
     return parcels
+
+
+def _take_leaving(batch: Batch, leaving_mask, leaving_bins, new_table, leaving: dict) -> Batch:
+    """Add ``batch``'s rows of leaving bins to ``leaving[dest]``; returns what stays."""
+    if not len(batch):
+        return batch
+    bins = batch.bins(BINS)
+    indexed = len(batch) >= INDEXED
+    if indexed:
+        perm, offsets = batch.bin_index(BINS)
+        pos = perm[expand_ranges(offsets[leaving_bins], offsets[leaving_bins + 1])[1]]
+        if batch.dead is not None:
+            pos = pos[~batch.dead[bins[pos]]]
+        pos.sort()  # key order, as the batch
+    else:
+        moving = leaving_mask[bins]
+        if batch.dead is not None:
+            moving &= ~batch.dead[bins]
+        pos = np.flatnonzero(moving)
+    if not len(pos):
+        return batch
+    dests = new_table[bins[pos]]
+    for q in np.unique(dests).tolist():
+        pick = pos[dests == q]
+        leaving.setdefault(q, []).append(
+            (batch.rows[pick], batch.times[pick], batch.diffs[pick], batch.since))
+    if indexed:
+        dead = np.zeros(BINS, bool) if batch.dead is None else batch.dead.copy()
+        dead[leaving_bins] = True
+        batch.dead, batch.dead_rows = dead, batch.dead_rows + len(pos)
+        return batch.live() if 2 * batch.dead_rows >= len(batch) else batch
+    stay = np.ones(len(batch), bool)
+    stay[pos] = False
+    rest = Batch(batch.rows[stay], batch.times[stay], batch.diffs[stay], batch.key_width,
+                 batch.lower, batch.upper, batch.since)
+    rest.dead, rest.dead_rows = batch.dead, batch.dead_rows
+    return rest
 
 
 def install(engine, parcel: dict | None) -> int:
@@ -175,7 +208,9 @@ def bin_sizes(engine) -> np.ndarray:
     for _, spine in _spines(engine):
         for batch in spine.batches:
             if len(batch):
-                sizes += np.bincount(batch.bins(BINS), minlength=BINS)
+                bins = batch.bins(BINS)
+                live = batch.live_mask()
+                sizes += np.bincount(bins if live is None else bins[live], minlength=BINS)
     return sizes
 
 
@@ -189,7 +224,8 @@ def check_owners(engine) -> int:
             if not len(batch):
                 continue
             owner = routing.owners(batch.keys)
-            wrong = np.flatnonzero(owner != me)
+            live = batch.live_mask()
+            wrong = np.flatnonzero((owner != me) if live is None else (owner != me) & live)
             assert not len(wrong), (
                 f"partition {me}: {len(wrong)} rows of {engine.nodes[nid].describe()} belong "
                 f"to partition {int(owner[wrong[0]])}")
@@ -202,24 +238,30 @@ def restore_rebinned(engine, saved: list) -> None:
     checkpoint written with another partition count or table: every saved partition's
     rows whose bins ``engine`` owns now, and the state not kept by key of the saved
     partitions it inherits (``p % parts``).  ``saved`` lists, per saved partition, the
-    engine state and that partition's number, count and routing.
+    engine state, that partition's number, count and routing, and the open epoch.
 
     This is rescaling by restart (all at once): each partition reads every file.
     """
     from .engine import PartitionEngine
 
     me, routing = engine.partition, engine.routing
-    by_partition = {s["partition"]: s for s in saved}
-    base = me if me in by_partition else min(by_partition)
-    engine.restore(by_partition[base]["ops"])
-    extract(engine, routing)  # rows of bins owned elsewhere now: another partition takes them
-    if base != me:  # only the rows came from there: the rest belongs to ``base``'s heir
-        for op in engine.ops.values():
-            op.handover()
-    for p, state in sorted(by_partition.items()):
-        if p == base:
+    saved = sorted(saved, key=lambda s: s["partition"])
+    own = [s for s in saved if s["partition"] == me]
+    if own:  # this partition's own state, less the bins other partitions own now
+        engine.set_routing(own[0]["routing"])
+        engine.restore(own[0]["ops"])
+        extract(engine, routing)
+        engine.set_routing(routing)
+    for state in saved:
+        if state["partition"] == me:
             continue
-        scratch = PartitionEngine(None, p, state["parts"], engine.symbols,
+        scratch = PartitionEngine(None, state["partition"], state["parts"], engine.symbols,
                                   engine.topology, state["routing"])
         scratch.restore(state["ops"])
+        if not own:  # a partition new since the checkpoint starts where the others were
+            for op in engine.ops.values():
+                op.start_at(state["epoch"])
+            for (where, spine), (_, theirs) in zip(_spines(engine), _spines(scratch)):
+                spine.set_compaction(theirs.since)
+            own = [state]
         install(engine, extract(scratch, routing).get(me))

@@ -158,14 +158,16 @@ class WorkerCommands:
     def cmd_trace_sizes(self) -> list:
         return self.engine.trace_sizes()
 
-    def cmd_checkpoint(self, path: str) -> int:
+    def cmd_checkpoint(self, path: str, epoch: int = 0) -> int:
+        """Write this partition's state (``epoch``: the open epoch, for re-binned restores)."""
         engine = self.engine
         state = engine.state()
         tmp = path + ".tmp"
         with open(tmp, "wb") as fh:
             pickle.dump({"ops": state, "symbols": dict(self.symbols._text),
                          "partition": engine.partition, "parts": engine.parts,
-                         "routing": engine.routing}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                         "routing": engine.routing, "epoch": epoch}, fh,
+                        protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
         return os.path.getsize(path)
 
