@@ -48,6 +48,9 @@ def _free_dropped_dataflows() -> None:
         _rows_since_collect[0] = 0
 
 
+PREPARE_ROWS = 2_000_000  # rows indexed per partition at each epoch before a plan's first step
+
+
 def _make_runtime(flow):
     """The runtime a :class:`Dataflow` asked for (``cluster``: in-process workers, for tests)."""
     kw = dict(checkpoint_every=flow.checkpoint_every, checkpoint_dir=flow.checkpoint_dir)
@@ -259,8 +262,10 @@ class Dataflow:
                              f"got {start_epoch!r}")
         if strategy == "restart":
             return self._restart_at(partitions, table, runtime)
-        plan = make_plan(runtime.routing, runtime.bin_sizes(), partitions=partitions,
-                         table=table, strategy=strategy, bins_per_step=bins_per_step,
+        from .rescale import estimated_sizes
+
+        sizes = estimated_sizes(runtime.routing.table(), runtime.partition_rows())
+        plan = make_plan(runtime.routing, sizes, partitions=partitions, table=table, strategy=strategy, bins_per_step=bins_per_step,
                          max_rows_per_step=max_rows_per_step, start_epoch=start,
                          steps_per_epoch=steps_per_epoch)
         self._migration = plan if plan.steps else None
@@ -320,7 +325,8 @@ class Dataflow:
         (a step moves complete state), then move the bins."""
         plan = self._migration
         due = plan.due(self.epoch)
-        if not due:
+        if not due:  # a plan prepared ahead: index the state its steps will read meanwhile
+            runtime.rescale_prepare(PREPARE_ROWS)
             return
         if self._unrun:
             self.run()

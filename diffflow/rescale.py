@@ -165,6 +165,19 @@ def _weights(sizes: np.ndarray) -> np.ndarray:
     return sizes.astype(np.float64) + max(float(sizes.sum()), 1.0) / BINS * 0.01
 
 
+def estimated_sizes(table: np.ndarray, partition_rows: list) -> np.ndarray:
+    """Rows per bin assuming each partition's rows spread evenly over its bins (keys hash
+    uniformly): what :meth:`Dataflow.rescale` plans with, without reading the state.
+
+    >>> t = np.zeros(BINS, np.int32); t[:10] = 1
+    >>> s = estimated_sizes(t, [0, 50]); int(s[:10].sum()), int(s[10:].sum())
+    (50, 0)
+    """
+    owned = np.bincount(table, minlength=len(partition_rows))[:len(partition_rows)]
+    per_bin = np.asarray(partition_rows, np.float64) / np.maximum(owned, 1)
+    return per_bin[table]
+
+
 # -- steps ----------------------------------------------------------------------------------
 def plan_steps(current: np.ndarray, target: np.ndarray, sizes: np.ndarray, strategy: str,
                bins_per_step: int | None, max_rows_per_step: int | None) -> list:

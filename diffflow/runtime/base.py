@@ -72,6 +72,15 @@ class Runtime:
         """Trace rows per bin, summed over partitions (int64, one entry per bin)."""
         raise NotImplementedError
 
+    def partition_rows(self) -> list:
+        """Trace rows held by each partition (no scan: batch lengths)."""
+        raise NotImplementedError
+
+    def rescale_prepare(self, budget: int) -> int:
+        """Index by bin up to ``budget`` rows of big batches per partition for the coming
+        steps; returns the rows left to index."""
+        raise NotImplementedError
+
     def check_owners(self) -> int:
         """Assert every trace row lies on the partition its bin maps to; rows checked."""
         raise NotImplementedError

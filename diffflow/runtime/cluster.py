@@ -350,6 +350,12 @@ class ClusterRuntime(Runtime):
     def bin_sizes(self) -> np.ndarray:
         return sum(self.transport.call_all("bin_sizes", [()] * self.parts))
 
+    def partition_rows(self) -> list:
+        return self.transport.call_all("live_rows", [()] * self.parts)
+
+    def rescale_prepare(self, budget: int) -> int:
+        return sum(self.transport.call_all("prepare", [(budget,)] * self.parts))
+
     def check_owners(self) -> int:
         return sum(self.transport.call_all("check_owners", [()] * self.parts))
 

@@ -117,6 +117,12 @@ class LocalRuntime(Runtime):
     def bin_sizes(self) -> np.ndarray:
         return sum(migrate.bin_sizes(engine) for engine in self.engines.values())
 
+    def partition_rows(self) -> list:
+        return [migrate.live_rows(self.engines[p]) for p in range(self.parts)]
+
+    def rescale_prepare(self, budget: int) -> int:
+        return sum(migrate.prepare(engine, budget) for engine in self.engines.values())
+
     def check_owners(self) -> int:
         return sum(migrate.check_owners(engine) for engine in self.engines.values())
 

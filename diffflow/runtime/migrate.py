@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arrangements import columnar
 from ..arrangements.batch import Batch, merge
 from ..arrangements.spine import expand_ranges
 from ..arrangements.updates import concat
@@ -126,7 +127,6 @@ def _take_leaving(batch: Batch, leaving_mask, leaving_bins, new_table, leaving: 
         pos = perm[expand_ranges(offsets[leaving_bins], offsets[leaving_bins + 1])[1]]
         if batch.dead is not None:
             pos = pos[~batch.dead[bins[pos]]]
-        pos.sort()  # key order, as the batch
     else:
         moving = leaving_mask[bins]
         if batch.dead is not None:
@@ -134,9 +134,10 @@ def _take_leaving(batch: Batch, leaving_mask, leaving_bins, new_table, leaving: 
         pos = np.flatnonzero(moving)
     if not len(pos):
         return batch
-    dests = new_table[bins[pos]]
-    for q in np.unique(dests).tolist():
-        pick = pos[dests == q]
+    dests = new_table[bins[pos]].astype(np.int64)
+    order, offsets = columnar.group_by_partition(dests, int(dests.max()) + 1)
+    for q in np.flatnonzero(np.diff(offsets)).tolist():
+        pick = pos[order[offsets[q]:offsets[q + 1]]]
         leaving.setdefault(q, []).append(
             (batch.rows[pick], batch.times[pick], batch.diffs[pick], batch.since))
     if indexed:
@@ -190,16 +191,39 @@ def _imported_batch(spine, pieces) -> Batch:
 
 def _place_import(spine, batch: Batch) -> None:
     """Put an imported batch after earlier imports (the batches described ``[min, min)``),
-    merging imports geometrically so they stay ``O(log)`` many."""
+    merging an import into the one before while that one is no bigger, so imports stay
+    ``O(log)`` many and each row takes part in ``O(log)`` merges."""
     minimum = Antichain.minimum(spine.dim)
     batches = spine.batches
     n = 0
     while n < len(batches) and batches[n].upper == minimum and batches[n].lower == minimum:
         n += 1
     batches.insert(n, batch)
-    while n > 0 and len(batches[n - 1]) <= 2 * len(batches[n]):
+    while n > 0 and len(batches[n - 1]) <= len(batches[n]):
         batches[n - 1:n + 1] = [merge(batches[n - 1], batches[n], spine.since)]
         n -= 1
+
+
+def prepare(engine, budget: int) -> int:
+    """Index by bin the big batches a coming step will read, until ``budget`` rows were
+    indexed (whole batches, at least one); returns the rows of big batches still
+    unindexed.  Called at epoch boundaries before a plan's first step, so the step reads
+    indexes instead of building them."""
+    left = 0
+    for _, spine in _spines(engine):
+        for batch in spine.batches:
+            if len(batch) >= INDEXED and batch._bin_index is None:
+                if budget > 0:
+                    batch.bin_index(BINS)
+                    budget -= len(batch)
+                else:
+                    left += len(batch)
+    return left
+
+
+def live_rows(engine) -> int:
+    """Rows of every trace of ``engine``, dead rows not counted."""
+    return sum(len(b) - b.dead_rows for _, spine in _spines(engine) for b in spine.batches)
 
 
 def bin_sizes(engine) -> np.ndarray:

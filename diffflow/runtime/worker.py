@@ -210,6 +210,12 @@ class WorkerCommands:
     def cmd_bin_sizes(self):
         return migrate.bin_sizes(self.engine)
 
+    def cmd_live_rows(self) -> int:
+        return migrate.live_rows(self.engine)
+
+    def cmd_prepare(self, budget: int) -> int:
+        return migrate.prepare(self.engine, budget)
+
     def cmd_check_owners(self) -> int:
         return migrate.check_owners(self.engine)
 
