@@ -268,8 +268,13 @@ class Dataflow:
         plan = make_plan(runtime.routing, sizes, partitions=partitions, table=table, strategy=strategy, bins_per_step=bins_per_step,
                          max_rows_per_step=max_rows_per_step, start_epoch=start,
                          steps_per_epoch=steps_per_epoch)
-        self._migration = plan if plan.steps else None
+        self._start_plan(plan, runtime)
         return plan
+
+    def _start_plan(self, plan, runtime) -> None:
+        self._migration = plan if plan.steps else None
+        if plan.steps:
+            runtime.rescale_plan(id(plan), plan.step_of_bin())
 
     def rebalance(self, strategy: str = "batched", **kw):
         """Even out the rows per partition (same partition count) by moving bins: a
@@ -293,7 +298,7 @@ class Dataflow:
                          max_rows_per_step=kw.get("max_rows_per_step"),
                          start_epoch=kw.get("start_epoch", self.epoch),
                          steps_per_epoch=kw.get("steps_per_epoch", 1), rebalance=True)
-        self._migration = plan if plan.steps else None
+        self._start_plan(plan, runtime)
         return plan
 
     def _restart_at(self, partitions, table, runtime):
@@ -335,6 +340,7 @@ class Dataflow:
         self.partitions = runtime.parts
         if plan.done:
             self._migration = None
+            runtime.rescale_plan(None, None)
 
     @property
     def migration(self):

@@ -104,12 +104,20 @@ class Plan:
         """The steps not applied yet whose epoch is at most ``epoch``."""
         return [s for s in self.steps if not s.applied and s.epoch <= epoch]
 
+    def step_of_bin(self) -> np.ndarray:
+        """The step moving each bin (-1: none), for the engines' step indexes."""
+        steps = np.full(BINS, -1, np.int32)
+        for i, s in enumerate(self.steps):
+            steps[s.bins] = i
+        return steps
+
     def apply(self, step: Step, runtime) -> None:
         """Apply ``step`` to ``runtime`` now (between runs)."""
         table = runtime.routing.table()
         table[step.bins] = step.dests
         started = time.perf_counter()
-        step.rows_moved = runtime.rescale_step(Routing(step.parts, table))
+        step.rows_moved = runtime.rescale_step(Routing(step.parts, table),
+                                               self.steps.index(step))
         step.seconds = time.perf_counter() - started
         step.applied = True
 

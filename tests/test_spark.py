@@ -394,3 +394,36 @@ def test_missing_java_names_the_fix(tmp_path, monkeypatch):
     monkeypatch.delenv("JAVA_HOME")
     monkeypatch.setenv("PATH", str(tmp_path))
     assert "no `java` on PATH" in java_problem()
+
+
+@pytest.mark.local_runtime  # the reference is the local runtime
+def test_spark_rescales_live_and_by_restart(spark, tmp_path):
+    """2 -> 3 live (the new worker placed by a Spark stage), DataFrames pushed by the table in
+    force, then 3 -> 2 by restart through a checkpoint; outputs equal the local run's."""
+    from diffflow.runtime.routing import BINS
+
+    flows = [dd.Dataflow(partitions=2),
+             dd.Dataflow(runtime="spark", spark=spark, partitions=2, checkpoint_every=2,
+                         checkpoint_dir=str(tmp_path / "ckpt"))]
+    outs = []
+    for flow in flows:
+        words = flow.input("words", [("w", str), ("n", int)])
+        outs.append((words, words.aggregate(by=["w"], total=dd.sum("n")).output()))
+    for epoch in range(9):
+        rows = [(f"w{(epoch * 5 + i) % 13}", i) for i in range(8)]
+        if epoch == 1:
+            flows[1].rescale(partitions=3, strategy="fluid", bins_per_step=BINS // 4)
+        if epoch == 6:
+            assert flows[1].migration is None and flows[1].partitions == 3
+            assert len(flows[1]._runtime.worker_pids()) == 3
+            flows[1].rescale(partitions=2, strategy="restart")
+            assert len(flows[1]._runtime.worker_pids()) == 2
+        outs[0][0].insert(rows)
+        outs[1][0].insert_dataframe(spark.createDataFrame(rows, "w string, n long"))
+        for flow in flows:
+            flow.advance()
+        assert outs[1][1].snapshot() == outs[0][1].snapshot(), epoch
+        assert outs[1][1].changes() == outs[0][1].changes(), epoch
+        flows[1]._runtime.check_owners()
+    assert flows[1].partitions == 2
+    flows[1].close()

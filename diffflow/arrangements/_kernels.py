@@ -481,6 +481,20 @@ def bin_of(keys, bins, out):
 
 
 @njit(cache=True)
+def bin_of_prefix(rows, width, bins, start, stop, out):
+    """``hash_rows(rows[i, :width]) % bins`` for ``start <= i < stop``, into ``out[i]``."""
+    ub = np.uint64(bins)
+    for i in range(start, stop):
+        h = _HASH_SEED
+        for c in range(width):
+            z = h ^ np.uint64(rows[i, c])
+            z = (z ^ (z >> _U30)) * _MIX1
+            z = (z ^ (z >> _U27)) * _MIX2
+            h = z ^ (z >> _U31)
+        out[i] = np.int64(h % ub)
+
+
+@njit(cache=True)
 def owner_by_table(keys, table, out):
     """``table[hash_rows(keys) % len(table)]`` as int64, into ``out``."""
     ub = np.uint64(table.shape[0])

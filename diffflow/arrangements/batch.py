@@ -33,7 +33,7 @@ class Batch:
     """
 
     __slots__ = ("rows", "times", "diffs", "key_width", "lower", "upper", "since", "_keys",
-                 "_max_time", "_bins", "_bin_index", "dead", "dead_rows")
+                 "_max_time", "_bins", "_step_index", "dead", "dead_rows")
 
     def __init__(self, rows, times, diffs, key_width, lower, upper, since=None):
         self.rows, self.times, self.diffs = rows, times, diffs
@@ -42,8 +42,8 @@ class Batch:
         self.since = since if since is not None else Antichain.minimum(times.shape[1])
         self._keys = None
         self._max_time = None
-        self._bins = None
-        self._bin_index = None
+        self._bins = None        # (bin count, bins, how many are filled)
+        self._step_index = None  # (plan key, perm, offsets): see diffflow.runtime.migrate
         # rescaling: bins whose rows left this partition but are still stored here (a
         # bool array over the bins, or None); readers skip them (see live())
         self.dead = None
@@ -103,16 +103,23 @@ class Batch:
         ...     np.array([[1], [2]]), 2).tolist()
         True
         """
-        if self._bins is None or self._bins[0] != count:
-            self._bins = (count, columnar.bin_of(self.keys, count))
+        self.fill_bins(count, len(self))
         return self._bins[1]
 
-    def bin_index(self, count: int) -> tuple:
-        """``(perm, offsets)``: the update positions grouped by bin (a stable counting sort;
-        cached), so a bin's updates are ``perm[offsets[b]:offsets[b + 1]]``."""
-        if self._bin_index is None or len(self._bin_index[1]) != count + 1:
-            self._bin_index = columnar.group_by_partition(self.bins(count), count)
-        return self._bin_index
+    def fill_bins(self, count: int, budget: int) -> int:
+        """Compute up to ``budget`` more bins (a long batch is hashed a slice at a time);
+        returns how many were computed."""
+        if self._bins is None or self._bins[0] != count:
+            self._bins = (count, np.empty(len(self), np.int64), 0)
+        _, bins, filled = self._bins
+        stop = min(len(self), filled + budget)
+        if stop > filled:
+            columnar.bin_of_prefix(self.rows, self.key_width, count, bins, filled, stop)
+            self._bins = (count, bins, stop)
+        return stop - filled
+
+    def bins_ready(self, count: int) -> bool:
+        return self._bins is not None and self._bins[0] == count and self._bins[2] == len(self)
 
     def live_mask(self, positions: np.ndarray | None = None, count: int = 0):
         """Which updates (all, or those at ``positions``) are not in a dead bin; ``None``
@@ -146,7 +153,7 @@ class Batch:
         extended = Batch(self.rows, self.times, self.diffs, self.key_width, self.lower, upper,
                          self.since)
         extended._keys, extended._max_time = self._keys, self._max_time
-        extended._bins, extended._bin_index = self._bins, self._bin_index
+        extended._bins, extended._step_index = self._bins, self._step_index
         extended.dead, extended.dead_rows = self.dead, self.dead_rows
         return extended
 
@@ -155,7 +162,7 @@ class Batch:
         if frontier.is_empty() or len(self) == 0 or not frontier.elements.any():
             same = Batch(self.rows, self.times, self.diffs, self.key_width,
                          self.lower, self.upper, frontier)
-            same._keys, same._bins, same._bin_index = self._keys, self._bins, self._bin_index
+            same._keys, same._bins, same._step_index = self._keys, self._bins, self._step_index
             same.dead, same.dead_rows = self.dead, self.dead_rows
             return same
         source = self.live()

@@ -468,6 +468,24 @@ def bin_of(keys, bins) -> np.ndarray:
     return out
 
 
+def bin_of_prefix(rows, width: int, bins: int, out: np.ndarray, start: int = 0,
+                  stop: int | None = None) -> None:
+    """Fill ``out[start:stop]`` with :func:`bin_of` of ``rows[start:stop, :width]`` (no copy
+    of the key columns; a long array can be filled a slice at a time).
+
+    >>> rows = np.array([[1, 9], [2, 9]]); out = np.empty(2, np.int64)
+    >>> bin_of_prefix(rows, 1, 720720, out); out.tolist() == bin_of(rows[:, :1], 720720).tolist()
+    True
+    """
+    r = _rows(rows, "rows")
+    stop = len(r) if stop is None else stop
+    if small.prefer(stop - start, small.SMALL):
+        keys = np.ascontiguousarray(r[start:stop, :width])
+        out[start:stop] = (_hash_rows_numpy(keys) % np.uint64(bins)).astype(np.int64)
+        return
+    _k().bin_of_prefix(r, int(width), int(bins), int(start), int(stop), out)
+
+
 def owner_by_table(keys, table) -> np.ndarray:
     """Partition id ``table[hash_rows(keys) % len(table)]``, int64 ``(n,)``: routing by a
     bin table (see :mod:`diffflow.runtime.routing`).

@@ -145,6 +145,33 @@ class Program:
         """
         self.flow.close()
 
+    # -- rescaling (see Dataflow.rescale) -----------------------------------------------------
+    def rescale(self, partitions: int | None = None, strategy: str = "batched", **kw):
+        """Move the program to ``partitions`` partitions while facts keep changing, a step
+        per :meth:`commit` (:meth:`Dataflow.rescale`; relations stay exact).
+
+        >>> p = Program(".decl e(x: number)\n.decl r(x: number)\nr(x) :- e(x).", partitions=2)
+        >>> p.insert("e", [(1,), (2,)]); p.commit()
+        >>> plan = p.rescale(partitions=3, strategy="all_at_once"); p.commit()
+        >>> p.partitions, plan.done, sorted(p.relation("r"))
+        (3, True, [(1,), (2,)])
+        """
+        return self.flow.rescale(partitions, strategy, **kw)
+
+    def rebalance(self, strategy: str = "batched", **kw):
+        """Even out the rows per partition by moving bins (:meth:`Dataflow.rebalance`)."""
+        return self.flow.rebalance(strategy, **kw)
+
+    @property
+    def partitions(self) -> int:
+        """The partitions the program runs on now."""
+        return self.flow.partitions
+
+    @property
+    def migration(self):
+        """The rescaling plan in progress, or ``None`` (:attr:`Dataflow.migration`)."""
+        return self.flow.migration
+
     # -- facts in -------------------------------------------------------------------------
     def _relation(self, name):
         relation = self.relations.get(name)

@@ -63,9 +63,15 @@ class Runtime:
     # -- rescaling (diffflow.rescale) -----------------------------------------------------
     routing: object  # a routing.Routing: the table in force
 
-    def rescale_step(self, routing) -> int:
+    def rescale_step(self, routing, step: int | None = None) -> int:
         """Move every bin to its owner under ``routing`` (adding or retiring partitions)
-        now, between runs, and route by it from now on; returns the rows moved."""
+        now, between runs, and route by it from now on; returns the rows moved.  ``step``:
+        its number in the plan :meth:`rescale_plan` announced (reads the step indexes)."""
+        raise NotImplementedError
+
+    def rescale_plan(self, key, step_of_bin) -> None:
+        """Announce the plan under way (``step_of_bin[b]``: the step moving bin ``b``, -1
+        if none), or none (``None``)."""
         raise NotImplementedError
 
     def bin_sizes(self) -> np.ndarray:

@@ -302,18 +302,22 @@ class ClusterRuntime(Runtime):
         return sum(self.transport.call_all("check_traces", [()] * self.parts))
 
     # -- rescaling -------------------------------------------------------------------------------
-    def rescale_step(self, routing: Routing) -> int:
+    def rescale_plan(self, key, step_of_bin) -> None:
+        self._plan = (key, step_of_bin)
+        self.transport.call_all("plan", [(key, step_of_bin)] * self.parts)
+
+    def rescale_step(self, routing: Routing, step: int | None = None) -> int:
         """Move bins to their owners under ``routing`` (between runs); a lost worker is
         replaced as in a run (at the old table) and the step done again."""
         for attempt in range(3):
             try:
-                return self._rescale_step(routing)
+                return self._rescale_step(routing, step)
             except WorkerLost:
                 if attempt == 2:
                     raise
                 self._recover()
 
-    def _rescale_step(self, routing: Routing) -> int:
+    def _rescale_step(self, routing: Routing, step: int | None) -> int:
         self._sync_symbols()
         old = self.parts
         if routing.parts > old:
@@ -322,8 +326,9 @@ class ClusterRuntime(Runtime):
             for p in fresh:
                 self.transport.call(p, "routing", routing)
                 self.transport.call(p, "catch_up", self.closed, self.frontiers)
+                self.transport.call(p, "plan", *getattr(self, "_plan", (None, None)))
         count = self.transport.parts
-        sent = self.transport.call_all("extract", [(routing,)] * count)
+        sent = self.transport.call_all("extract", [(routing, step)] * count)
         parcels: list = [[] for _ in range(count)]
         for by_dest in sent:
             for q, parcel in by_dest.items():

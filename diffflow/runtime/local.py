@@ -91,15 +91,22 @@ class LocalRuntime(Runtime):
         self.frontiers = self.topology.frontiers(*merge_pointstamps(reports))
 
     # -- rescaling ---------------------------------------------------------------------------
-    def rescale_step(self, routing: Routing) -> int:
+    def rescale_plan(self, key, step_of_bin) -> None:
+        self._plan = (key, step_of_bin)
+        for engine in self.engines.values():
+            migrate.set_plan(engine, key, step_of_bin)
+
+    def rescale_step(self, routing: Routing, step: int | None = None) -> int:
         for p in range(self.parts, routing.parts):  # partitions joining: empty, caught up
             engine = PartitionEngine(self.graph, p, routing.parts, self.symbols, self.topology,
                                      routing)
             engine.catch_up(self.closed, self.frontiers)
+            migrate.set_plan(engine, *getattr(self, "_plan", (None, None)))
             if self.sweeper.logs is not None:
                 engine.log = self.sweeper.logs[p] = WorkerLog(p, self.trace.origin)
             self.engines[p] = engine
-        parcels = {p: migrate.extract(engine, routing) for p, engine in self.engines.items()}
+        parcels = {p: migrate.extract(engine, routing, step)
+                   for p, engine in self.engines.items()}
         moved = 0
         for sent in parcels.values():
             for q, parcel in sent.items():

@@ -38,7 +38,6 @@ import numpy as np
 
 from ..arrangements import columnar
 from ..arrangements.batch import Batch, merge
-from ..arrangements.spine import expand_ranges
 from ..arrangements.updates import concat
 from ..lattice import Antichain
 from .routing import BINS, Routing
@@ -60,12 +59,18 @@ def _require_quiescent(engine) -> None:
                                f"{engine.nodes[nid].describe()} still holds updates")
 
 
-# batches at least this big are indexed by bin, and keep the rows of departed bins as dead
-# rows (skipped by every reader) instead of being copied without them at every step
+# batches at least this big are indexed by plan step and keep the rows of departed bins as
+# dead rows (skipped by every reader) instead of being copied without them at every step
 INDEXED = 1 << 16
 
 
-def extract(engine, routing: Routing) -> dict:
+def set_plan(engine, key, step_of_bin: np.ndarray | None) -> None:
+    """Tell ``engine`` the plan under way: ``step_of_bin[b]`` is the step moving bin ``b``
+    (-1: it stays); :func:`prepare` indexes big batches by it, :func:`extract` reads them."""
+    engine.rescale_plan = None if step_of_bin is None else (key, step_of_bin)
+
+
+def extract(engine, routing: Routing, step: int | None = None) -> dict:
     """Remove from ``engine`` the rows ``routing`` gives to other partitions.
 
     Returns ``{partition: parcel}``, a parcel being ``{"rows": {(node, index):
@@ -74,25 +79,27 @@ def extract(engine, routing: Routing) -> dict:
     (``partition >= routing.parts``) every row leaves, and the state not kept by
     key goes to partition ``partition % routing.parts``.
 
-    Cost: the moved rows plus the bins moving, for batches of at least
-    :data:`INDEXED` updates (read through their bin index; the rows left behind
-    are marked dead, and the batch is copied without them once half of it is
-    dead, or when it next merges); smaller batches are scanned and copied.
+    Cost: with ``step`` (of the plan :func:`set_plan` gave), the moved rows for
+    batches of at least :data:`INDEXED` updates, read through their step index
+    (built by :func:`prepare`, or here once); the rows left behind are marked
+    dead, and the batch is copied without them once half of it is dead or when
+    it next merges.  Smaller batches, and every batch without a plan, are
+    scanned and copied.
     """
     _require_quiescent(engine)
     me = engine.partition
     new = routing.table() if routing.parts > 1 else np.zeros(BINS, np.int32)
     mine = engine.routing.table() == me if engine.parts > 1 else np.ones(BINS, bool)
     leaving_mask = mine & (new != me)
-    leaving_bins = np.flatnonzero(leaving_mask)
+    plan = getattr(engine, "rescale_plan", None) if step is not None else None
     parcels: dict = {}
-    for where, spine in _spines(engine):
-        leaving: dict = {}
-        if len(leaving_bins):
-            spine.batches = [_take_leaving(batch, leaving_mask, leaving_bins, new, leaving)
+    if leaving_mask.any():
+        for where, spine in _spines(engine):
+            leaving: dict = {}
+            spine.batches = [_take_leaving(batch, leaving_mask, new, plan, step, leaving)
                              for batch in spine.batches]
-        for q, pieces in leaving.items():
-            parcels.setdefault(q, {"rows": {}, "handover": {}})["rows"][where] = pieces
+            for q, pieces in leaving.items():
+                parcels.setdefault(q, {"rows": {}, "handover": {}})["rows"][where] = pieces
     for nid, op in engine.ops.items():  # rows staged at the open epoch go by the whole row
         staged = op.take_staged()
         if not staged:
@@ -116,17 +123,30 @@ def extract(engine, routing: Routing) -> dict:
     return parcels
 
 
-def _take_leaving(batch: Batch, leaving_mask, leaving_bins, new_table, leaving: dict) -> Batch:
+def _step_index(batch: Batch, plan) -> tuple:
+    """``(perm, offsets)``: the batch's positions grouped by the plan step moving their bin
+    (stable: each group in key order), built once per batch and plan."""
+    key, step_of_bin = plan
+    if batch._step_index is None or batch._step_index[0] != key:
+        steps = step_of_bin[batch.bins(BINS)].astype(np.int64) + 1  # 0: the bin stays
+        perm, offsets = columnar.group_by_partition(steps, int(step_of_bin.max()) + 2)
+        batch._step_index = (key, perm, offsets)
+    return batch._step_index[1:]
+
+
+def _take_leaving(batch: Batch, leaving_mask, new_table, plan, step, leaving: dict) -> Batch:
     """Add ``batch``'s rows of leaving bins to ``leaving[dest]``; returns what stays."""
     if not len(batch):
         return batch
+    indexed = plan is not None and len(batch) >= INDEXED
     bins = batch.bins(BINS)
-    indexed = len(batch) >= INDEXED
     if indexed:
-        perm, offsets = batch.bin_index(BINS)
-        pos = perm[expand_ranges(offsets[leaving_bins], offsets[leaving_bins + 1])[1]]
+        perm, offsets = _step_index(batch, plan)
+        pos = perm[offsets[step + 1]:offsets[step + 2]] if step + 2 < len(offsets) else perm[:0]
+        keep = leaving_mask[bins[pos]]
         if batch.dead is not None:
-            pos = pos[~batch.dead[bins[pos]]]
+            keep &= ~batch.dead[bins[pos]]
+        pos = pos[keep]
     else:
         moving = leaving_mask[bins]
         if batch.dead is not None:
@@ -142,7 +162,7 @@ def _take_leaving(batch: Batch, leaving_mask, leaving_bins, new_table, leaving: 
             (batch.rows[pick], batch.times[pick], batch.diffs[pick], batch.since))
     if indexed:
         dead = np.zeros(BINS, bool) if batch.dead is None else batch.dead.copy()
-        dead[leaving_bins] = True
+        dead[bins[pos]] = True
         batch.dead, batch.dead_rows = dead, batch.dead_rows + len(pos)
         return batch.live() if 2 * batch.dead_rows >= len(batch) else batch
     stay = np.ones(len(batch), bool)
@@ -205,19 +225,22 @@ def _place_import(spine, batch: Batch) -> None:
 
 
 def prepare(engine, budget: int) -> int:
-    """Index by bin the big batches a coming step will read, until ``budget`` rows were
-    indexed (whole batches, at least one); returns the rows of big batches still
-    unindexed.  Called at epoch boundaries before a plan's first step, so the step reads
-    indexes instead of building them."""
+    """Index big batches by the plan's steps (:func:`set_plan`), hashing at most ``budget``
+    rows; returns the rows still to hash.  Called at the epoch boundaries before a plan's
+    first step, so steps read indexes instead of building them."""
+    plan = getattr(engine, "rescale_plan", None)
     left = 0
     for _, spine in _spines(engine):
         for batch in spine.batches:
-            if len(batch) >= INDEXED and batch._bin_index is None:
-                if budget > 0:
-                    batch.bin_index(BINS)
-                    budget -= len(batch)
-                else:
-                    left += len(batch)
+            if plan is None or len(batch) < INDEXED or (
+                    batch._step_index is not None and batch._step_index[0] == plan[0]):
+                continue
+            if budget > 0:
+                budget -= batch.fill_bins(BINS, budget)
+            if batch.bins_ready(BINS):
+                _step_index(batch, plan)
+            else:
+                left += len(batch) - batch._bins[2]
     return left
 
 

@@ -201,8 +201,11 @@ class WorkerCommands:
     def cmd_catch_up(self, epoch: int, frontiers: dict) -> None:
         self.engine.catch_up(epoch, frontiers)
 
-    def cmd_extract(self, routing) -> dict:
-        return migrate.extract(self.engine, routing)
+    def cmd_extract(self, routing, step=None) -> dict:
+        return migrate.extract(self.engine, routing, step)
+
+    def cmd_plan(self, key, step_of_bin) -> None:
+        migrate.set_plan(self.engine, key, step_of_bin)
 
     def cmd_install(self, parcels: list) -> int:
         return sum(migrate.install(self.engine, parcel) for parcel in parcels)

@@ -1,0 +1,357 @@
+"""Live rescaling, measured Megaphone's way (RESCALE.md §4): open-loop epochs, latency timelines.
+
+Usage::
+
+    python bench/bench_rescale.py                       # both workloads, three strategies
+    python bench/bench_rescale.py --workloads count --keys 10000000 --runtime processes
+    python bench/bench_rescale.py --workloads graph --graph ego-twitter
+
+* **count**: ``aggregate(by=k, n=count())`` over ``--keys`` keys (10M by default) on
+  ``--partitions`` partitions; every epoch inserts ``--rate`` random keys.  Epochs are
+  scheduled open loop every ``--period`` seconds; an epoch's latency is when its
+  ``advance()`` returns minus when the schedule says it starts, so a stall shows up as
+  queueing in the epochs after it.  At 1/3 of the run a quarter of the bins move (the
+  first half of the bins packed onto partition 0, Megaphone's uniform -> skew), at 2/3
+  they move back; each plan is made ``--prepare`` epochs ahead of its first step.
+* **graph**: reachability from 10 roots and connected components of a SNAP graph
+  (``--graph``, ego-Twitter by default), rescaled 2 -> 4 partitions at 1/3 of the run
+  under batches of 10 inserted + 10 removed edges per epoch.
+* **routing**: the steady-state cost of routing by a bin table against ``hash % P``: the
+  count workload without migrations, alternating runs of each; and the routing kernels'
+  throughput.
+
+For each workload and strategy it prints steady-state p50/p99 (epochs before the first
+plan), p50/p99/max of the epochs while steps run, migration duration (first step's
+scheduled start to the end of the last step's epoch), rows moved, and per-worker peak
+RSS (worker processes with ``--runtime processes``; the whole process otherwise).  It
+draws latency over time per strategy into ``--plot`` (a PNG).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import diffflow as dd  # noqa: E402
+from diffflow import graphs  # noqa: E402
+from diffflow.runtime.routing import BINS  # noqa: E402
+
+STRATEGIES = ("all_at_once", "fluid", "batched")
+
+
+def rss_mb(pid: int) -> float:
+    """Resident set size of a process, MB (from /proc)."""
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+    except OSError:
+        return 0.0
+
+
+def worker_pids(flow) -> list:
+    pids = flow._runtime.worker_pids() if hasattr(flow._runtime, "worker_pids") else []
+    return pids or [os.getpid()]
+
+
+def skew_table(parts: int) -> np.ndarray:
+    """Megaphone's uniform -> skew: the first half of the bins on partition 0."""
+    table = np.arange(BINS, dtype=np.int32) % parts
+    table[: BINS // 2] = 0
+    return table
+
+
+def strategy_options(strategy: str, args) -> dict:
+    if strategy == "fluid":
+        return {"bins_per_step": args.fluid_bins}
+    if strategy == "batched":
+        return {"max_rows_per_step": args.batch_rows}
+    return {}
+
+
+class OpenLoop:
+    """Epochs started on a fixed schedule; latency = end - scheduled start."""
+
+    def __init__(self, flow, period: float):
+        self.flow, self.period = flow, period
+        self.latency, self.when, self.stepped, self.rss = [], [], [], {}
+        self.start = None
+
+    def epoch(self, feed) -> None:
+        i = len(self.latency)
+        if self.start is None:
+            self.start = time.perf_counter()
+        scheduled = self.start + i * self.period
+        now = time.perf_counter()
+        if now < scheduled:
+            time.sleep(scheduled - now)
+        feed()
+        plan = self.flow.migration
+        before = plan.progress[0] if plan is not None else 0
+        self.flow.advance()
+        end = time.perf_counter()
+        self.latency.append(end - scheduled)
+        self.when.append(scheduled - self.start)
+        self.stepped.append(plan is not None and plan.progress[0] > before)
+        for j, pid in enumerate(worker_pids(self.flow)):
+            self.rss[j] = max(self.rss.get(j, 0.0), rss_mb(pid))
+
+
+def summarize(loop: OpenLoop, plans: list, first_plan_epoch: int) -> dict:
+    """Steady-state figures (epochs before the first plan) and, per plan, the epochs from
+    its first step to its last step plus the queueing after (until latency is back under
+    the steady p99)."""
+    lat = np.array(loop.latency) * 1000
+    steady = lat[5:first_plan_epoch]
+    p99 = np.percentile(steady, 99)
+    touched, durations = [], []
+    for plan in plans:
+        first = min(s.epoch for s in plan.steps) - loop.base_epoch
+        last = max(s.epoch for s in plan.steps) - loop.base_epoch
+        durations.append(loop.when[last] + loop.latency[last] - loop.when[first])
+        end = last
+        while end + 1 < len(lat) and lat[end + 1] > p99:
+            end += 1
+        touched.extend(range(first, end + 1))
+    during = lat[sorted(set(touched))]
+    return {
+        "steady_p50_ms": float(np.percentile(steady, 50)),
+        "steady_p99_ms": float(p99),
+        "during_p50_ms": float(np.percentile(during, 50)),
+        "during_p99_ms": float(np.percentile(during, 99)),
+        "during_max_ms": float(during.max()),
+        "steps": [len(p.steps) for p in plans],
+        "migration_s": [round(d, 3) for d in durations],
+        "step_s_max": max((s.seconds for p in plans for s in p.steps if s.seconds), default=0),
+        "rows_moved": [p.rows_moved for p in plans],
+        "peak_rss_mb": {str(k): round(v) for k, v in loop.rss.items()},
+        "timeline": {"t": loop.when, "latency_ms": lat.tolist(), "stepped": loop.stepped},
+    }
+
+
+# -- workloads --------------------------------------------------------------------------------
+def count_flow(args):
+    flow = dd.Dataflow(partitions=args.partitions, runtime=args.runtime)
+    keys = flow.input("keys", ["k"])
+    counts = keys.aggregate(by=["k"], n=dd.count()).output()
+    start = time.perf_counter()
+    for lo in range(0, args.keys, 2_000_000):
+        keys.insert(np.arange(lo, min(lo + 2_000_000, args.keys))[:, None])
+    flow.advance()
+    loaded = time.perf_counter() - start
+    return flow, keys, counts, loaded
+
+
+def run_count(args, strategy: str) -> dict:
+    flow, keys, _, loaded = count_flow(args)
+    rng = np.random.default_rng(1)
+    loop = OpenLoop(flow, args.period)
+    loop.base_epoch = flow.epoch
+    plans = []
+    third = args.epochs // 3
+    tables = [skew_table(args.partitions), np.arange(BINS, dtype=np.int32) % args.partitions]
+    plan_seconds = []
+    i = 0
+    # there at 1/3 of the run, back at 2/3 (or once the first plan is done)
+    while i < args.epochs or flow.migration is not None or len(plans) < 2:
+        if flow.migration is None and len(plans) < 2 and i >= third * (len(plans) + 1):
+            t0 = time.perf_counter()
+            plans.append(flow.rescale(table=tables[len(plans)], partitions=args.partitions,
+                                      strategy=strategy, start_epoch=flow.epoch + args.prepare,
+                                      **strategy_options(strategy, args)))
+            plan_seconds.append(time.perf_counter() - t0)
+        loop.epoch(lambda: keys.insert(rng.integers(0, args.keys, size=(args.rate, 1))))
+        i += 1
+    result = summarize(loop, plans, third)
+    result.update(load_s=round(loaded, 2), plan_s=[round(s, 3) for s in plan_seconds])
+    flow.close()
+    return result
+
+
+def run_graph(args, strategy: str) -> dict:
+    from datasets import load_graph
+
+    edges_np = load_graph(args.graph, args.data)
+    rng = np.random.default_rng(2)
+    flow = dd.Dataflow(partitions=2, runtime=args.runtime)
+    edges = flow.input("edges", ["src", "dst"])
+    roots = flow.input("roots", ["node"])
+    reach = graphs.reachable(edges, roots).aggregate(by=[], n=dd.count()).output()
+    comps = graphs.connected_components(edges).aggregate(by=[], n=dd.count()).output()
+    t0 = time.perf_counter()
+    edges.insert(edges_np)
+    roots.insert(rng.choice(np.unique(edges_np[:, 0]), 10, replace=False)[:, None])
+    flow.advance()
+    loaded = time.perf_counter() - t0
+    present = {tuple(e) for e in edges_np[rng.choice(len(edges_np), 5000, replace=False)]}
+    nodes = np.unique(edges_np)
+    loop = OpenLoop(flow, args.graph_period)
+    loop.base_epoch = flow.epoch
+    third = args.graph_epochs // 3
+    plans = []
+
+    def feed():
+        gone = [present.pop() for _ in range(10)]
+        new = [tuple(x) for x in rng.choice(nodes, (10, 2))]
+        edges.remove(gone)
+        edges.insert(new)
+        present.update(new)
+
+    for i in range(args.graph_epochs):
+        if i == third:
+            plans.append(flow.rescale(partitions=4, strategy=strategy,
+                                      start_epoch=flow.epoch + args.prepare,
+                                      **strategy_options(strategy, args)))
+        loop.epoch(feed)
+    while flow.migration is not None:
+        loop.epoch(feed)
+    result = summarize(loop, plans, third)
+    result.update(load_s=round(loaded, 2), edges=len(edges_np), partitions=flow.partitions,
+                  reach=next(iter(reach.snapshot()))[0], components=next(iter(comps.snapshot()))[0])
+    flow.close()
+    return result
+
+
+def run_routing(args) -> dict:
+    """Steady epochs with the default routing vs a bin table (two bins swapped: same work)."""
+    from diffflow.arrangements import columnar
+
+    keys = np.random.default_rng(3).integers(0, 2**62, size=(1_000_000, 1))
+    table = np.arange(BINS, dtype=np.int32) % args.partitions
+    table[[0, 1]] = table[[1, 0]]
+    columnar.partition_of(keys, args.partitions)
+    columnar.owner_by_table(keys, table)
+    kernel = {}
+    for name, fn in (("hash % P", lambda: columnar.partition_of(keys, args.partitions)),
+                     ("table[hash % B]", lambda: columnar.owner_by_table(keys, table))):
+        best = min(timed(fn) for _ in range(5))
+        kernel[name] = round(len(keys) / best / 1e6, 1)
+    flow, key_input, _, _ = count_flow(args)
+    rng = np.random.default_rng(4)
+    lat = {"default": [], "table": []}
+    for rnd in range(args.routing_rounds):
+        for mode in ("default", "table"):
+            target = table if mode == "table" else np.arange(BINS, dtype=np.int32) % args.partitions
+            if (flow.routing_table != target).any():
+                flow.rescale(table=target, partitions=args.partitions, strategy="all_at_once")
+                key_input.insert(rng.integers(0, args.keys, size=(args.rate, 1)))
+                flow.advance()
+            for _ in range(args.routing_epochs):
+                key_input.insert(rng.integers(0, args.keys, size=(args.rate, 1)))
+                t0 = time.perf_counter()
+                flow.advance()
+                lat[mode].append((time.perf_counter() - t0) * 1000)
+    flow.close()
+    return {"kernel_Mrows_per_s": kernel,
+            **{f"{m}_p50_ms": float(np.percentile(v, 50)) for m, v in lat.items()},
+            **{f"{m}_p99_ms": float(np.percentile(v, 99)) for m, v in lat.items()}}
+
+
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+# -- output -----------------------------------------------------------------------------------
+def table(name: str, results: dict) -> str:
+    lines = [f"\n### {name}\n",
+             "| strategy | steady p50 / p99 | during p50 / p99 / max | worst / steady p99 | "
+             "steps | migration | longest step | rows moved | peak RSS per worker |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for strategy, r in results.items():
+        ratio = r["during_max_ms"] / r["steady_p99_ms"] if r["during_max_ms"] else 0
+        lines.append(
+            f"| {strategy} | {r['steady_p50_ms']:.1f} / {r['steady_p99_ms']:.1f} ms | "
+            f"{r['during_p50_ms']:.1f} / {r['during_p99_ms']:.1f} / {r['during_max_ms']:.1f} ms | "
+            f"x{ratio:.2f} | {r['steps']} | {' + '.join(f'{d:.2f} s' for d in r['migration_s'])}"
+            f" | {r['step_s_max'] * 1000:.0f} ms | {r['rows_moved']} | "
+            f"{', '.join(f'{v} MB' for v in r['peak_rss_mb'].values())} |")
+    return "\n".join(lines)
+
+
+def plot(results: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    workloads = list(results)
+    fig, axes = plt.subplots(len(workloads), 1, figsize=(10, 3.6 * len(workloads)),
+                             squeeze=False)
+    colors = {"all_at_once": "#d62728", "fluid": "#1f77b4", "batched": "#2ca02c"}
+    for ax, workload in zip(axes[:, 0], workloads):
+        for strategy, r in results[workload].items():
+            t = np.array(r["timeline"]["t"])
+            lat = np.array(r["timeline"]["latency_ms"])
+            ax.plot(t, lat, label=strategy, color=colors[strategy], lw=1)
+            stepped = np.array(r["timeline"]["stepped"])
+            ax.scatter(t[stepped], lat[stepped], s=6, color=colors[strategy])
+        ax.set_yscale("log")
+        ax.set_ylabel("epoch latency (ms)")
+        ax.set_title(f"{workload}: latency over time (dots: epochs that applied a step)")
+        ax.legend()
+    axes[-1, 0].set_xlabel("time since the first measured epoch (s)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    from datasets import add_data_option
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workloads", default="count,graph,routing")
+    parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument("--runtime", default="local", choices=["local", "processes"])
+    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--keys", type=int, default=10_000_000)
+    parser.add_argument("--rate", type=int, default=10_000, help="keys inserted per epoch")
+    parser.add_argument("--period", type=float, default=0.1, help="seconds between epochs")
+    parser.add_argument("--epochs", type=int, default=240)
+    parser.add_argument("--prepare", type=int, default=5,
+                        help="epochs between a plan and its first step")
+    parser.add_argument("--fluid-bins", type=int, default=BINS // 256)
+    parser.add_argument("--batch-rows", type=int, default=250_000)
+    parser.add_argument("--graph", default="ego-twitter")
+    parser.add_argument("--graph-period", type=float, default=0.25)
+    parser.add_argument("--graph-epochs", type=int, default=120)
+    parser.add_argument("--routing-rounds", type=int, default=4)
+    parser.add_argument("--routing-epochs", type=int, default=25)
+    parser.add_argument("--plot", default=os.path.join(HERE, "rescale_latency.png"))
+    parser.add_argument("--json", default=None, help="write every figure here")
+    add_data_option(parser)
+    args = parser.parse_args()
+    workloads = args.workloads.split(",")
+    strategies = args.strategies.split(",")
+    results, out = {}, {}
+    for workload in [w for w in workloads if w in ("count", "graph")]:
+        results[workload] = {}
+        for strategy in strategies:
+            run = run_count if workload == "count" else run_graph
+            results[workload][strategy] = run(args, strategy)
+            r = results[workload][strategy]
+            print(f"{workload} {strategy}: worst during {r['during_max_ms']:.1f} ms, steady p99 "
+                  f"{r['steady_p99_ms']:.1f} ms, migration {r['migration_s']} s", flush=True)
+        print(table(f"{workload} ({args.runtime}, {args.partitions if workload == 'count' else '2 -> 4'}"
+                    f" partitions)", results[workload]), flush=True)
+    if "routing" in workloads:
+        out["routing"] = run_routing(args)
+        print("\nrouting:", json.dumps(out["routing"]), flush=True)
+    if results:
+        plot(results, args.plot)
+        print(f"\nplot: {args.plot}")
+    if args.json:
+        out.update(results)
+        with open(args.json, "w") as fh:
+            json.dump(out, fh)
+
+
+if __name__ == "__main__":
+    main()
