@@ -48,7 +48,7 @@ def _free_dropped_dataflows() -> None:
         _rows_since_collect[0] = 0
 
 
-PREPARE_ROWS = 2_000_000  # rows indexed per partition at each epoch before a plan's first step
+PREPARE_ROWS = 2_000_000  # rows of indexing work at each epoch before a plan's first step
 
 
 def _make_runtime(flow):

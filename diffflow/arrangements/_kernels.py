@@ -495,6 +495,24 @@ def bin_of_prefix(rows, width, bins, start, stop, out):
 
 
 @njit(cache=True)
+def count_groups(bins, group_of_bin, start, stop, counts):
+    """Add to ``counts[g + 1]`` the rows ``start <= i < stop`` whose bin is in group ``g``
+    (``group_of_bin[b]``, -1 counting as group -1 at ``counts[0]``)."""
+    for i in range(start, stop):
+        counts[group_of_bin[bins[i]] + 1] += 1
+
+
+@njit(cache=True)
+def scatter_groups(bins, group_of_bin, start, stop, cursor, perm):
+    """Write positions ``start <= i < stop`` into ``perm`` at their group's ``cursor`` (a
+    stable counting sort done a slice at a time)."""
+    for i in range(start, stop):
+        g = group_of_bin[bins[i]] + 1
+        perm[cursor[g]] = i
+        cursor[g] += 1
+
+
+@njit(cache=True)
 def owner_by_table(keys, table, out):
     """``table[hash_rows(keys) % len(table)]`` as int64, into ``out``."""
     ub = np.uint64(table.shape[0])

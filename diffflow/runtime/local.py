@@ -128,7 +128,8 @@ class LocalRuntime(Runtime):
         return [migrate.live_rows(self.engines[p]) for p in range(self.parts)]
 
     def rescale_prepare(self, budget: int) -> int:
-        return sum(migrate.prepare(engine, budget) for engine in self.engines.values())
+        share = -(-budget // len(self.engines))  # one process steps every partition
+        return sum(migrate.prepare(engine, share) for engine in self.engines.values())
 
     def check_owners(self) -> int:
         return sum(migrate.check_owners(engine) for engine in self.engines.values())

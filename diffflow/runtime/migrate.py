@@ -123,15 +123,46 @@ def extract(engine, routing: Routing, step: int | None = None) -> dict:
     return parcels
 
 
-def _step_index(batch: Batch, plan) -> tuple:
+def _step_index(batch: Batch, plan, budget: int | None = None):
     """``(perm, offsets)``: the batch's positions grouped by the plan step moving their bin
-    (stable: each group in key order), built once per batch and plan."""
+    (stable: each group in key order; group 0 holds the rows that stay), built once per
+    batch and plan.  With ``budget``, at most that many rows of work now (a counting sort
+    done a slice at a time: counts, then positions); ``None`` until it is complete."""
     key, step_of_bin = plan
-    if batch._step_index is None or batch._step_index[0] != key:
-        steps = step_of_bin[batch.bins(BINS)].astype(np.int64) + 1  # 0: the bin stays
-        perm, offsets = columnar.group_by_partition(steps, int(step_of_bin.max()) + 2)
-        batch._step_index = (key, perm, offsets)
-    return batch._step_index[1:]
+    state = batch._step_index
+    if state is None or state[0] != key:
+        groups = int(step_of_bin.max()) + 2
+        state = batch._step_index = [key, "count", 0, np.zeros(groups, np.int64)]
+    if state[1] == "done":
+        return state[2], state[3]
+    kernels = columnar._k()
+    n = len(batch)
+    budget = 2 * n if budget is None else budget
+    bins = batch.bins(BINS) if budget >= 2 * n else None
+    if bins is None:
+        budget -= batch.fill_bins(BINS, budget)
+        if not batch.bins_ready(BINS):
+            return None
+        bins = batch._bins[1]
+    while budget > 0 and state[1] != "done":
+        stop = min(n, state[2] + budget)
+        if state[1] == "count":
+            kernels.count_groups(bins, step_of_bin, state[2], stop, state[3])
+            budget -= stop - state[2]
+            state[2] = stop
+            if stop == n:
+                offsets = np.concatenate([[0], np.cumsum(state[3])])
+                state[1:] = ["scatter", 0, offsets, offsets[:-1].copy(),
+                             np.empty(n, np.int64)]
+        else:
+            _, _, at, offsets, cursor, perm = state
+            kernels.scatter_groups(bins, step_of_bin, at, stop, cursor, perm)
+            budget -= stop - at
+            state[2] = stop
+            if stop == n:
+                state[1:] = ["done", perm, offsets]
+    done = batch._step_index
+    return (done[2], done[3]) if done[1] == "done" else None
 
 
 def _take_leaving(batch: Batch, leaving_mask, new_table, plan, step, leaving: dict) -> Batch:
@@ -142,7 +173,7 @@ def _take_leaving(batch: Batch, leaving_mask, new_table, plan, step, leaving: di
     bins = batch.bins(BINS)
     if indexed:
         perm, offsets = _step_index(batch, plan)
-        pos = perm[offsets[step + 1]:offsets[step + 2]] if step + 2 < len(offsets) else perm[:0]
+        pos = perm[offsets[step + 1]:offsets[step + 2]]
         keep = leaving_mask[bins[pos]]
         if batch.dead is not None:
             keep &= ~batch.dead[bins[pos]]
@@ -211,37 +242,54 @@ def _imported_batch(spine, pieces) -> Batch:
 
 def _place_import(spine, batch: Batch) -> None:
     """Put an imported batch after earlier imports (the batches described ``[min, min)``),
-    merging an import into the one before while that one is no bigger, so imports stay
-    ``O(log)`` many and each row takes part in ``O(log)`` merges."""
+    merging an import into the one before while that one is no bigger and the result at
+    most four times the new import: imports stay few (``total / (4 * step)``) and a step
+    merges at most a few times its own rows."""
     minimum = Antichain.minimum(spine.dim)
     batches = spine.batches
     n = 0
     while n < len(batches) and batches[n].upper == minimum and batches[n].lower == minimum:
         n += 1
     batches.insert(n, batch)
-    while n > 0 and len(batches[n - 1]) <= len(batches[n]):
+    cap = 4 * len(batch)
+    while n > 0 and len(batches[n - 1]) <= len(batches[n]) \
+            and len(batches[n - 1]) + len(batches[n]) <= cap:
         batches[n - 1:n + 1] = [merge(batches[n - 1], batches[n], spine.since)]
         n -= 1
 
 
 def prepare(engine, budget: int) -> int:
-    """Index big batches by the plan's steps (:func:`set_plan`), hashing at most ``budget``
-    rows; returns the rows still to hash.  Called at the epoch boundaries before a plan's
-    first step, so steps read indexes instead of building them."""
+    """Index big batches by the plan's steps (:func:`set_plan`), spending about ``budget``
+    rows of work (hashing, counting and placing a row cost one each); returns the batches
+    still to index.  Called at the epoch boundaries before a plan's first step, so steps
+    read indexes instead of building them."""
     plan = getattr(engine, "rescale_plan", None)
     left = 0
     for _, spine in _spines(engine):
         for batch in spine.batches:
-            if plan is None or len(batch) < INDEXED or (
-                    batch._step_index is not None and batch._step_index[0] == plan[0]):
+            if plan is None or len(batch) < INDEXED:
                 continue
-            if budget > 0:
-                budget -= batch.fill_bins(BINS, budget)
-            if batch.bins_ready(BINS):
-                _step_index(batch, plan)
-            else:
-                left += len(batch) - batch._bins[2]
+            state = batch._step_index
+            if state is not None and state[0] == plan[0] and state[1] == "done":
+                continue
+            if budget <= 0:
+                left += 1
+                continue
+            before = _work_done(batch, plan)
+            if _step_index(batch, plan, budget) is None:
+                left += 1
+            budget -= _work_done(batch, plan) - before
     return left
+
+
+def _work_done(batch: Batch, plan) -> int:
+    """Rows of indexing work done on ``batch`` for ``plan`` (of ``3 * len(batch)``)."""
+    hashed = batch._bins[2] if batch._bins is not None and batch._bins[0] == BINS else 0
+    state = batch._step_index
+    if state is None or state[0] != plan[0]:
+        return hashed
+    return hashed + {"count": state[2], "scatter": len(batch) + state[2]}.get(
+        state[1], 2 * len(batch))
 
 
 def live_rows(engine) -> int:
