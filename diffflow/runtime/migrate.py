@@ -10,12 +10,11 @@ their ``since`` (RESCALE.md §6.3), and moving it means
   new table gives to another partition, grouped by their new owner, and
   removed from the sender's batches (which keep their descriptions);
 * :func:`install` on the receiver: each trace's rows as one consolidated batch
-  placed before the trace's own batches, described ``[minimum, minimum)``:
-  its times are advanced by the trace's ``since`` (the same on every
+  whose times are advanced by the trace's ``since`` (the same on every
   partition, a compaction frontier is global), so no reader can tell them from
-  the rows that never moved, and the trace's own batches keep tiling its
-  history after it.  Imports merge with each other geometrically, like the
-  spine's tail, so a receiver's lookups search ``O(log moves)`` extra batches.
+  the rows that never moved; it goes where its size keeps the trace's batches
+  shrinking from old to new, described as the empty interval at that boundary
+  (the batches keep tiling the history), and merges like an inserted batch.
 
 A partition that is being retired also hands over what is not kept by key
 (an output's rows, a loop's dropped updates) to a surviving partition.
@@ -228,7 +227,7 @@ def install(engine, parcel: dict | None) -> int:
 
 
 def _imported_batch(spine, pieces) -> Batch:
-    """The pieces as one consolidated batch ``[minimum, minimum)`` at the spine's ``since``."""
+    """The pieces as one consolidated batch at the spine's ``since`` (described later)."""
     minimum = Antichain.minimum(spine.dim)
     chunks = []
     for rows, times, diffs, since in pieces:
@@ -241,21 +240,24 @@ def _imported_batch(spine, pieces) -> Batch:
 
 
 def _place_import(spine, batch: Batch) -> None:
-    """Put an imported batch after earlier imports (the batches described ``[min, min)``),
-    merging an import into the one before while that one is no bigger and the result at
-    most four times the new import: imports stay few (``total / (4 * step)``) and a step
-    merges at most a few times its own rows."""
-    minimum = Antichain.minimum(spine.dim)
+    """Put an imported batch where its size keeps the spine's batches shrinking from old to
+    new, then merge it with older batches by the spine's own rule: imports cost what
+    inserting as many updates costs, and the spine keeps ``O(log)`` batches.
+
+    Its description is the empty interval at the boundary it sits on: its times are
+    advanced by ``since``, like every other batch's, and the batches still tile the
+    history (readers look at a spine's upper and at times, never at a batch's lower).
+    """
     batches = spine.batches
-    n = 0
-    while n < len(batches) and batches[n].upper == minimum and batches[n].lower == minimum:
-        n += 1
-    batches.insert(n, batch)
-    cap = 4 * len(batch)
-    while n > 0 and len(batches[n - 1]) <= len(batches[n]) \
-            and len(batches[n - 1]) + len(batches[n]) <= cap:
-        batches[n - 1:n + 1] = [merge(batches[n - 1], batches[n], spine.since)]
-        n -= 1
+    i = 0
+    while i < len(batches) and len(batches[i]) >= len(batch):
+        i += 1
+    at = batches[i - 1].upper if i else Antichain.minimum(spine.dim)
+    batches.insert(i, Batch(batch.rows, batch.times, batch.diffs, batch.key_width, at, at,
+                            batch.since))
+    while i > 0 and len(batches[i - 1]) <= 2 * len(batches[i]):
+        batches[i - 1:i + 1] = [merge(batches[i - 1], batches[i], spine.since)]
+        i -= 1
 
 
 def prepare(engine, budget: int) -> int:
