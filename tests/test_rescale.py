@@ -45,8 +45,9 @@ def shared_arrangement(flow):
 
 def loops(flow):
     e = flow.input("e", ["a", "b"])
-    roots = flow.input("lab", ["a", "l"]).select("a")
-    return [e, flow._inputs[1]], [graphs.reachable(e, roots).output(),
+    lab = flow.input("lab", ["a", "l"])
+    roots = lab.select("a")
+    return [e, lab], [graphs.reachable(e, roots).output(),
                                   graphs.bfs_distances(e, roots).output(),
                                   graphs.connected_components(e).output()]
 
@@ -194,12 +195,10 @@ def test_cluster_outputs_match_a_run_that_never_rescaled(program, seed, batches)
 def test_the_partition_count_walks_1_3_2_4_and_state_follows():
     flow = dd.Dataflow(partitions=1)
     e = flow.input("e", ["a", "b"])
-    lab = flow.input("lab", ["a", "l"])
     out = graphs.connected_components(e).output()
     count = e.aggregate(by=["a"], n=dd.count()).output()
     reference = dd.Dataflow(partitions=1)
     re_ = reference.input("e", ["a", "b"])
-    reference.input("lab", ["a", "l"])
     ref_out = graphs.connected_components(re_).output()
     edges = [(i, (i * 7 + 3) % 40) for i in range(40)]
     for handle in (e, re_):
