@@ -104,6 +104,7 @@ class Dataflow:
     _dashboard = None
     _unrun = False      # epochs closed by advance(run=False) and not computed yet
     _migration = None   # the rescaling plan in progress
+    _rescale_work = False  # background work left by rescaling steps (merging imports)
     _live: list = []
 
     def __init__(self, partitions: int = 1, runtime: str = "local", spark=None, *,
@@ -191,7 +192,7 @@ class Dataflow:
         together by one :meth:`run` (many epochs in flight at once).
         """
         runtime = self._ensure_runtime()
-        if self._migration is not None:
+        if self._migration is not None or self._rescale_work:
             self._migrate_due(runtime)
         for handle in self._inputs:
             for rows, diffs in handle._staged:
@@ -329,9 +330,9 @@ class Dataflow:
         """Apply the plan's steps due at the open epoch: first compute every closed epoch
         (a step moves complete state), then move the bins."""
         plan = self._migration
-        due = plan.due(self.epoch)
-        if not due:  # a plan prepared ahead: index the state its steps will read meanwhile
-            runtime.rescale_prepare(PREPARE_ROWS)
+        due = [] if plan is None else plan.due(self.epoch)
+        if not due:  # background work: index for coming steps, merge what steps imported
+            self._rescale_work = runtime.rescale_prepare(PREPARE_ROWS) > 0
             return
         if self._unrun:
             self.run()
@@ -341,6 +342,7 @@ class Dataflow:
         if plan.done:
             self._migration = None
             runtime.rescale_plan(None, None)
+        self._rescale_work = True  # imports to merge in the epochs after
 
     @property
     def migration(self):

@@ -12,9 +12,11 @@ their ``since`` (RESCALE.md §6.3), and moving it means
 * :func:`install` on the receiver: each trace's rows as one consolidated batch
   whose times are advanced by the trace's ``since`` (the same on every
   partition, a compaction frontier is global), so no reader can tell them from
-  the rows that never moved; it goes where its size keeps the trace's batches
-  shrinking from old to new, described as the empty interval at that boundary
-  (the batches keep tiling the history), and merges like an inserted batch.
+  the rows that never moved; imports sit in front of the trace's own batches,
+  described ``[minimum, minimum)`` so the batches keep tiling the history, and
+  merge with each other geometrically, at most a few times a step's rows per
+  step; the rest of that merging is background work for the epochs after
+  (:func:`prepare`).
 
 A partition that is being retired also hands over what is not kept by key
 (an output's rows, a loop's dropped updates) to a surviving partition.
@@ -239,34 +241,57 @@ def _imported_batch(spine, pieces) -> Batch:
     return Batch.from_updates(merged, spine.key_width, minimum, minimum, spine.since)
 
 
-def _place_import(spine, batch: Batch) -> None:
-    """Put an imported batch where its size keeps the spine's batches shrinking from old to
-    new, then merge it with older batches by the spine's own rule: imports cost what
-    inserting as many updates costs, and the spine keeps ``O(log)`` batches.
+def _is_import(batch: Batch, minimum) -> bool:
+    return batch.lower == minimum and batch.upper == minimum
 
-    Its description is the empty interval at the boundary it sits on: its times are
-    advanced by ``since``, like every other batch's, and the batches still tile the
-    history (readers look at a spine's upper and at times, never at a batch's lower).
-    """
+
+def _place_import(spine, batch: Batch) -> None:
+    """Put an imported batch after the earlier imports, in front of the trace's own batches,
+    described ``[minimum, minimum)`` (its times are advanced by ``since``, like every other
+    batch's, and the batches still tile the history: readers look at a spine's upper and at
+    times, never at a batch's lower); then merge imports, at most four times its rows."""
+    minimum = Antichain.minimum(spine.dim)
     batches = spine.batches
-    i = 0
-    while i < len(batches) and len(batches[i]) >= len(batch):
-        i += 1
-    at = batches[i - 1].upper if i else Antichain.minimum(spine.dim)
-    batches.insert(i, Batch(batch.rows, batch.times, batch.diffs, batch.key_width, at, at,
-                            batch.since))
-    while i > 0 and len(batches[i - 1]) <= 2 * len(batches[i]):
+    n = 0
+    while n < len(batches) and _is_import(batches[n], minimum):
+        n += 1
+    batches.insert(n, Batch(batch.rows, batch.times, batch.diffs, batch.key_width, minimum,
+                            minimum, batch.since))
+    _merge_imports(spine, 4 * len(batch))
+
+
+def _merge_imports(spine, budget: int) -> bool:
+    """Merge adjacent imports that break the geometric rule (an older one at most twice the
+    newer), the smallest pairs first, while their rows fit ``budget``; returns whether
+    some are left to merge (later epochs go on: :func:`prepare`)."""
+    minimum = Antichain.minimum(spine.dim)
+    batches = spine.batches
+    while True:
+        n = 0
+        while n < len(batches) and _is_import(batches[n], minimum):
+            n += 1
+        pairs = [i for i in range(1, n) if len(batches[i - 1]) <= 2 * len(batches[i])]
+        if not pairs:
+            return False
+        i = min(pairs, key=lambda j: len(batches[j - 1]) + len(batches[j]))
+        size = len(batches[i - 1]) + len(batches[i])
+        if size > budget:
+            return True
         batches[i - 1:i + 1] = [merge(batches[i - 1], batches[i], spine.since)]
-        i -= 1
+        budget -= size
 
 
 def prepare(engine, budget: int) -> int:
-    """Index big batches by the plan's steps (:func:`set_plan`), spending about ``budget``
-    rows of work (hashing, counting and placing a row cost one each); returns the batches
-    still to index.  Called at the epoch boundaries before a plan's first step, so steps
-    read indexes instead of building them."""
-    plan = getattr(engine, "rescale_plan", None)
+    """Background work of rescaling, about ``budget`` rows of it, at an epoch boundary with
+    no step due: merge imports left unmerged by steps, then index big batches by the
+    coming plan's steps (:func:`set_plan`; hashing, counting and placing a row cost one
+    each), so steps read indexes instead of building them.  Returns how many batches
+    still wait for such work (0: none)."""
     left = 0
+    for _, spine in _spines(engine):
+        if _merge_imports(spine, budget):
+            left += 1
+    plan = getattr(engine, "rescale_plan", None)
     for _, spine in _spines(engine):
         for batch in spine.batches:
             if plan is None or len(batch) < INDEXED:
