@@ -66,6 +66,10 @@ class Spine:
     ([0], [[2, 20]])
     """
 
+    # rescaling (diffflow.runtime.migrate) sets this while the batches it imported in front
+    # still wait for their own merges: the tail's cascade stops at them meanwhile
+    hold_imports = False
+
     def __init__(self, width: int, key_width: int, dim: int):
         self.width, self.key_width, self.dim = width, key_width, dim
         self.batches: list[Batch] = []
@@ -91,6 +95,8 @@ class Spine:
             # batches for every lookup to search, so small tails merge at once (both
             # batches are small then, so compacting them too costs little)
             if len(older) > 2 * len(newer) and len(older) >= SMALL_BATCH:
+                break
+            if self.hold_imports and older.lower == older.upper and len(older):
                 break
             merged = merge(older, newer, self.since)
             batches[-2:] = [merged]

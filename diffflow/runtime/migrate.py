@@ -257,6 +257,7 @@ def _place_import(spine, batch: Batch) -> None:
         n += 1
     batches.insert(n, Batch(batch.rows, batch.times, batch.diffs, batch.key_width, minimum,
                             minimum, batch.since))
+    spine.hold_imports = True
     _merge_imports(spine, 4 * len(batch))
 
 
@@ -272,6 +273,7 @@ def _merge_imports(spine, budget: int) -> bool:
             n += 1
         pairs = [i for i in range(1, n) if len(batches[i - 1]) <= 2 * len(batches[i])]
         if not pairs:
+            spine.hold_imports = False  # geometric again: the tail may merge into them
             return False
         i = min(pairs, key=lambda j: len(batches[j - 1]) + len(batches[j]))
         size = len(batches[i - 1]) + len(batches[i])
