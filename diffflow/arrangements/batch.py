@@ -33,7 +33,7 @@ class Batch:
     """
 
     __slots__ = ("rows", "times", "diffs", "key_width", "lower", "upper", "since", "_keys",
-                 "_max_time", "_bins", "_step_index", "dead", "dead_rows")
+                 "_max_time", "_bins", "_step_index", "dead", "dead_rows", "_live_copy")
 
     def __init__(self, rows, times, diffs, key_width, lower, upper, since=None):
         self.rows, self.times, self.diffs = rows, times, diffs
@@ -48,6 +48,7 @@ class Batch:
         # bool array over the bins, or None); readers skip them (see live())
         self.dead = None
         self.dead_rows = 0
+        self._live_copy = None   # a copy without the dead rows, under way (migrate.prepare)
 
     @staticmethod
     def from_updates(updates: Updates, key_width: int, lower, upper, since=None) -> "Batch":

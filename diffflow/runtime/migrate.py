@@ -83,8 +83,8 @@ def extract(engine, routing: Routing, step: int | None = None) -> dict:
     Cost: with ``step`` (of the plan :func:`set_plan` gave), the moved rows for
     batches of at least :data:`INDEXED` updates, read through their step index
     (built by :func:`prepare`, or here once); the rows left behind are marked
-    dead, and the batch is copied without them once half of it is dead or when
-    it next merges.  Smaller batches, and every batch without a plan, are
+    dead, and the batch is copied without them when it next merges or, once half
+    of it is dead, by :func:`prepare` at a later epoch boundary.  Smaller batches, and every batch without a plan, are
     scanned and copied.
     """
     _require_quiescent(engine)
@@ -196,7 +196,7 @@ def _take_leaving(batch: Batch, leaving_mask, new_table, plan, step, leaving: di
         dead = np.zeros(BINS, bool) if batch.dead is None else batch.dead.copy()
         dead[bins[pos]] = True
         batch.dead, batch.dead_rows = dead, batch.dead_rows + len(pos)
-        return batch.live() if 2 * batch.dead_rows >= len(batch) else batch
+        return batch  # copied without its dead rows by prepare() once half is dead
     stay = np.ones(len(batch), bool)
     stay[pos] = False
     rest = Batch(batch.rows[stay], batch.times[stay], batch.diffs[stay], batch.key_width,
@@ -285,7 +285,8 @@ def _merge_imports(spine, budget: int) -> bool:
 
 def prepare(engine, budget: int) -> int:
     """Background work of rescaling, about ``budget`` rows of it, at an epoch boundary with
-    no step due: merge imports left unmerged by steps, then index big batches by the
+    no step due: merge imports left unmerged by steps, copy batches at least half dead
+    without their dead rows (whole batches within the budget), then index big batches by the
     coming plan's steps (:func:`set_plan`; hashing, counting and placing a row cost one
     each), so steps read indexes instead of building them.  Returns how many batches
     still wait for such work (0: none)."""
@@ -293,6 +294,17 @@ def prepare(engine, budget: int) -> int:
     for _, spine in _spines(engine):
         if _merge_imports(spine, budget):
             left += 1
+        for i, batch in enumerate(spine.batches):  # half-dead batches: copy the live half
+            if batch.dead is None or 2 * batch.dead_rows < len(batch):
+                continue
+            if budget <= 0:
+                left += 1
+                continue
+            done, budget = _copy_live(batch, budget)
+            if done is None:
+                left += 1
+            else:
+                spine.batches[i] = done
     plan = getattr(engine, "rescale_plan", None)
     for _, spine in _spines(engine):
         for batch in spine.batches:
@@ -309,6 +321,32 @@ def prepare(engine, budget: int) -> int:
                 left += 1
             budget -= _work_done(batch, plan) - before
     return left
+
+
+def _copy_live(batch: Batch, budget: int):
+    """Copy up to ``budget`` rows of ``batch`` without its dead rows (readers keep the batch
+    until the copy is whole); returns ``(the copy or None, budget left)``."""
+    rows_state = batch._live_copy
+    if rows_state is None:
+        n = len(batch) - batch.dead_rows
+        rows_state = batch._live_copy = [
+            None, 0, 0, np.empty((n, batch.rows.shape[1]), np.int64),
+            np.empty((n, batch.times.shape[1]), np.int64), np.empty(n, np.int64)]
+    _, at, out, rows, times, diffs = rows_state
+    stop = min(len(batch), at + budget)
+    keep = batch.live_mask(np.arange(at, stop))
+    k = int(keep.sum())
+    rows[out:out + k] = batch.rows[at:stop][keep]
+    times[out:out + k] = batch.times[at:stop][keep]
+    diffs[out:out + k] = batch.diffs[at:stop][keep]
+    rows_state[1:3] = [stop, out + k]
+    budget -= stop - at
+    if stop < len(batch):
+        return None, budget
+    batch._live_copy = None
+    n = out + k
+    return Batch(rows[:n], times[:n], diffs[:n], batch.key_width, batch.lower, batch.upper,
+                 batch.since), budget
 
 
 def _work_done(batch: Batch, plan) -> int:
