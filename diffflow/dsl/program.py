@@ -150,8 +150,8 @@ class Program:
         """Move the program to ``partitions`` partitions while facts keep changing, a step
         per :meth:`commit` (:meth:`Dataflow.rescale`; relations stay exact).
 
-        >>> p = Program(".decl e(x: number)\n.decl r(x: number)\nr(x) :- e(x).", partitions=2)
-        >>> p.insert("e", [(1,), (2,)]); p.commit()
+        >>> p = Program(".decl e(x: number)\\n.decl r(x: number)\\nr(x) :- e(x).", partitions=2)
+        >>> _ = p.insert("e", [(1,), (2,)]); p.commit()
         >>> plan = p.rescale(partitions=3, strategy="all_at_once"); p.commit()
         >>> p.partitions, plan.done, sorted(p.relation("r"))
         (3, True, [(1,), (2,)])
