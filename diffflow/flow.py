@@ -248,36 +248,23 @@ class Dataflow:
         >>> flow.partitions, plan.done, sorted(out.snapshot())
         (4, True, [(1,), (2,), (3,)])
         """
-        from .rescale import make_plan
+        from .rescale import check_start, estimated_sizes, make_plan
 
-        if self._migration is not None and not replace:
-            raise GraphError(f"a rescaling plan is running ({self._migration.bins_left} bins "
-                             f"left); wait for it, or pass replace=True to plan from here")
-        runtime = self._ensure_runtime()
-        if getattr(runtime, "trace_log", None) is not None:
-            raise GraphError("rescaling a traced dataflow on a cluster runtime is not "
-                             "supported (its trace names a fixed set of workers)")
-        start = self.epoch if start_epoch is None else start_epoch
-        if not isinstance(start, int) or start < self.epoch:
-            raise ValueError(f"start_epoch must be an int >= the open epoch {self.epoch}, "
-                             f"got {start_epoch!r}")
+        runtime = self._check_rescale(replace)
+        start = check_start(start_epoch, self.epoch)
         if strategy == "restart":
             return self._restart_at(partitions, table, runtime)
-        from .rescale import estimated_sizes
-
         sizes = estimated_sizes(runtime.routing.table(), runtime.partition_rows())
-        plan = make_plan(runtime.routing, sizes, partitions=partitions, table=table, strategy=strategy, bins_per_step=bins_per_step,
+        plan = make_plan(runtime.routing, sizes, partitions=partitions, table=table,
+                         strategy=strategy, bins_per_step=bins_per_step,
                          max_rows_per_step=max_rows_per_step, start_epoch=start,
                          steps_per_epoch=steps_per_epoch)
         self._start_plan(plan, runtime)
         return plan
 
-    def _start_plan(self, plan, runtime) -> None:
-        self._migration = plan if plan.steps else None
-        if plan.steps:
-            runtime.rescale_plan(id(plan), plan.step_of_bin())
-
-    def rebalance(self, strategy: str = "batched", **kw):
+    def rebalance(self, strategy: str = "batched", *, bins_per_step: int | None = None,
+                  max_rows_per_step: int | None = None, start_epoch: int | None = None,
+                  steps_per_epoch: int = 1, replace: bool = False):
         """Even out the rows per partition (same partition count) by moving bins: a
         :meth:`rescale` to a table balanced on the measured :meth:`bin_sizes`.
 
@@ -289,38 +276,55 @@ class Dataflow:
         >>> np.bincount(flow.routing_table, flow.bin_sizes()).tolist()
         [1000.0, 1000.0]
         """
-        from .rescale import make_plan
+        from .rescale import check_start, make_plan
 
-        if self._migration is not None and not kw.get("replace"):
-            raise GraphError("a rescaling plan is running; wait for it, or pass replace=True")
-        runtime = self._ensure_runtime()
+        runtime = self._check_rescale(replace)
         plan = make_plan(runtime.routing, runtime.bin_sizes(), partitions=None, table=None,
-                         strategy=strategy, bins_per_step=kw.get("bins_per_step"),
-                         max_rows_per_step=kw.get("max_rows_per_step"),
-                         start_epoch=kw.get("start_epoch", self.epoch),
-                         steps_per_epoch=kw.get("steps_per_epoch", 1), rebalance=True)
+                         strategy=strategy, bins_per_step=bins_per_step,
+                         max_rows_per_step=max_rows_per_step,
+                         start_epoch=check_start(start_epoch, self.epoch),
+                         steps_per_epoch=steps_per_epoch, rebalance=True)
         self._start_plan(plan, runtime)
         return plan
 
+    def _check_rescale(self, replace: bool):
+        """The runtime, when a new plan may start now (else a clear error)."""
+        if self._migration is not None and not replace:
+            raise GraphError(f"a rescaling plan is running ({self._migration.bins_left} bins "
+                             f"left); wait for it, or pass replace=True to plan from here")
+        runtime = self._ensure_runtime()
+        if getattr(runtime, "trace_log", None) is not None:
+            raise GraphError("rescaling a traced dataflow on a cluster runtime is not "
+                             "supported (its trace names a fixed set of workers)")
+        return runtime
+
+    def _start_plan(self, plan, runtime) -> None:
+        self._migration = plan if plan.steps else None
+        if plan.steps:
+            runtime.rescale_plan(id(plan), plan.step_of_bin())
+        else:
+            runtime.rescale_plan(None, None)
+
     def _restart_at(self, partitions, table, runtime):
-        from .rescale import Plan, Step
+        import time
+
+        from .rescale import Plan, Step, target_of
         from .runtime.routing import Routing
 
         if not hasattr(runtime, "restart_at") or runtime.transport.pids == []:
             raise GraphError("strategy='restart' needs worker processes (runtime='processes' "
                              "or 'spark'); other runtimes rescale live with 'all_at_once'")
-        routing = Routing(partitions, table) if table is not None else Routing(partitions)
+        parts, target = target_of(runtime.routing, partitions, table)
         if self._unrun:
             self.run()
         now = runtime.routing.table()
-        target = routing.table()
         moving = np.flatnonzero(now != target)
-        plan = Plan("restart", runtime.parts, routing.parts, target,
-                    [Step(self.epoch, moving, now[moving], target[moving], routing.parts, 0)])
-        import time
-
+        plan = Plan("restart", runtime.parts, parts, target,
+                    [Step(self.epoch, moving, now[moving], target[moving], parts, 0)])
+        self._migration = None  # a restart replaces any plan under way
+        runtime.rescale_plan(None, None)
         started = time.perf_counter()
-        runtime.restart_at(routing)
+        runtime.restart_at(Routing(parts, target))
         plan.steps[0].seconds = time.perf_counter() - started
         plan.steps[0].applied = True
         self.partitions = runtime.parts

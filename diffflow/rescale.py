@@ -44,7 +44,7 @@ FLUID_BINS = -(-BINS // 4096)  # fluid's default step: 1/4096 of the bins, as Me
 BATCH_ROWS = 1_000_000         # batched's default budget per partition and step
 
 
-@dataclass
+@dataclass(eq=False)  # steps are told apart by identity (their bins are arrays)
 class Step:
     """One cut-over: from ``epoch`` on, ``bins[i]`` belongs to ``dests[i]`` (was ``sources[i]``)."""
 
@@ -112,12 +112,12 @@ class Plan:
         return steps
 
     def apply(self, step: Step, runtime) -> None:
-        """Apply ``step`` to ``runtime`` now (between runs)."""
+        """Apply ``step`` (one of :attr:`steps`) to ``runtime`` now (between runs)."""
         table = runtime.routing.table()
         table[step.bins] = step.dests
         started = time.perf_counter()
-        step.rows_moved = runtime.rescale_step(Routing(step.parts, table),
-                                               self.steps.index(step))
+        number = next(i for i, s in enumerate(self.steps) if s is step)
+        step.rows_moved = runtime.rescale_step(Routing(step.parts, table), number)
         step.seconds = time.perf_counter() - started
         step.applied = True
 
@@ -256,6 +256,48 @@ def _groups(sources, dests, order):
         yield (int(sources[a]), int(dests[a])), order[a:b]
 
 
+def check_partitions(partitions) -> int:
+    """A partition count as an int, or a clear error.
+
+    >>> check_partitions(0)
+    Traceback (most recent call last):
+    ValueError: partitions must be a positive int (at most 720720, one per bin), got 0
+    """
+    if not isinstance(partitions, (int, np.integer)) or isinstance(partitions, (bool, np.bool_)) \
+            or not 1 <= partitions <= BINS:
+        raise ValueError(f"partitions must be a positive int (at most {BINS}, one per bin), "
+                         f"got {partitions!r}")
+    return int(partitions)
+
+
+def check_start(start_epoch, open_epoch: int) -> int:
+    """The epoch of a plan's first step: an int, not before the open epoch."""
+    if start_epoch is None:
+        return open_epoch
+    if not isinstance(start_epoch, (int, np.integer)) or isinstance(start_epoch, bool) \
+            or start_epoch < open_epoch:
+        raise ValueError(f"start_epoch must be an int >= the open epoch {open_epoch}, "
+                         f"got {start_epoch!r}")
+    return int(start_epoch)
+
+
+def target_of(current: Routing, partitions, table) -> tuple:
+    """``(partition count, target table)`` for ``rescale(partitions=, table=)``."""
+    if table is not None:
+        table = np.asarray(table)
+        if table.dtype.kind not in "iu":
+            raise ValueError(f"table= must hold partition numbers (ints), got {table.dtype}")
+        if table.ndim == 1 and len(table) and int(table.min()) < 0:
+            raise ValueError(f"a routing table names partition {int(table.min())}; "
+                             f"partitions are numbered from 0")
+        parts = check_partitions(int(table.max()) + 1 if partitions is None and table.size
+                                 else partitions)
+        check_table(table, parts)
+        return parts, table.astype(np.int32)
+    parts = check_partitions(partitions)
+    return parts, target_table(current.table(), parts)
+
+
 def make_plan(current: Routing, sizes: np.ndarray, *, partitions: int | None, table,
               strategy: str, bins_per_step: int | None, max_rows_per_step: int | None,
               start_epoch: int, steps_per_epoch: int, rebalance: bool = False) -> Plan:
@@ -270,22 +312,11 @@ def make_plan(current: Routing, sizes: np.ndarray, *, partitions: int | None, ta
                                   or isinstance(value, bool) or value < 1):
             raise ValueError(f"{name} must be a positive int, got {value!r}")
     now = current.table()
-    if table is not None:
-        table = np.asarray(table)
-        if table.dtype.kind not in "iu":
-            raise ValueError(f"table= must hold partition numbers (ints), got {table.dtype}")
-        parts = int(table.max()) + 1 if partitions is None else partitions
-        check_table(table, parts)
-        target = table.astype(np.int32)
-    elif rebalance:
+    if rebalance:
         parts = current.parts
         target = balanced_table(now, parts, _weights(sizes))
     else:
-        if not isinstance(partitions, (int, np.integer)) or isinstance(partitions, bool) \
-                or partitions < 1:
-            raise ValueError(f"partitions must be a positive int, got {partitions!r}")
-        parts = int(partitions)
-        target = target_table(now, parts)
+        parts, target = target_of(current, partitions, table)
     plan = Plan(strategy, current.parts, parts, target)
     cuts = plan_steps(now, target, sizes, strategy, bins_per_step, max_rows_per_step)
     width = max(current.parts, parts)

@@ -483,3 +483,59 @@ def test_half_dead_batches_are_copied_live_a_slice_at_a_time(monkeypatch):
                for b in s.batches]
     assert seen_dead > 0 and copying > 0  # dead rows were there, copies spanned epochs
     assert all(2 * b.dead_rows < len(b) for b in batches if b.dead is not None)
+
+
+def test_several_steps_at_one_boundary_and_plans_from_the_past_are_refused():
+    flow = dd.Dataflow(partitions=2)
+    a = flow.input("a", ["x"])
+    out = a.distinct().output()
+    a.insert(range(100))
+    flow.advance()
+    plan = flow.rescale(partitions=4, strategy="fluid", bins_per_step=100_000,
+                        steps_per_epoch=2)
+    assert [s.epoch for s in plan.steps] == [1, 1, 2, 2]
+    a.insert([1000])
+    flow.advance()  # two steps at this boundary
+    assert plan.progress == (2, 4) and flow.partitions == 4
+    flow.advance()
+    assert plan.done and len(out.snapshot()) == 101
+    with pytest.raises(ValueError, match="start_epoch must be an int >= the open epoch 3"):
+        flow.rebalance(start_epoch=-5)
+    with pytest.raises(TypeError, match="partitions"):
+        flow.rebalance(partitions=5)  # rebalance keeps the count: rescale changes it
+    for table, match in ((-np.ones(BINS, np.int32), "names partition -1; partitions are "
+                          "numbered from 0"),
+                         (np.zeros(BINS, np.int32), r"partitions must be a positive int")):
+        with pytest.raises(ValueError, match=match):
+            flow.rescale(table=table, partitions=0 if match.startswith("partitions") else None)
+    with pytest.raises(ValueError, match="at most 720720"):
+        flow.rescale(partitions=10**6)
+    assert flow.migration is None and flow.partitions == 4
+
+
+def test_restart_checks_its_arguments_and_replaces_a_running_plan():
+    flow = dd.Dataflow(partitions=2, runtime="processes")
+    try:
+        a = flow.input("a", ["x"])
+        out = a.distinct().output()
+        a.insert(range(100))
+        flow.advance()
+        for bad, match in ((0, "positive int"), ("3", "positive int"), (None, "positive int")):
+            with pytest.raises(ValueError, match=match):
+                flow.rescale(partitions=bad, strategy="restart")
+        with pytest.raises(ValueError, match="partition numbers"):
+            flow.rescale(table=np.full(BINS, 1.7), partitions=2, strategy="restart")
+        assert flow.partitions == 2 and len(flow._runtime.worker_pids()) == 2
+        old = flow.rescale(partitions=4, strategy="fluid", bins_per_step=100_000)
+        a.insert([1000])
+        flow.advance()
+        assert not old.done
+        flow.rescale(partitions=3, strategy="restart", replace=True)
+        assert flow.migration is None and flow.partitions == 3
+        for i in range(4):
+            a.insert([2000 + i])
+            flow.advance()
+        assert flow.partitions == 3 and len(out.snapshot()) == 105
+        flow._runtime.check_owners()
+    finally:
+        flow.close()
