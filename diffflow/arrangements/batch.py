@@ -96,7 +96,7 @@ class Batch:
         return self._max_time
 
     def bins(self, count: int) -> np.ndarray:
-        """The bin of each update's key (``hash % count``, int64; cached: rescaling reads it
+        """The bin of each update's key (``hash % count``, int32; cached: rescaling reads it
         once per step and batches are immutable).
 
         >>> u = Updates.from_lists([(1,), (2,)], [(0,), (0,)], [1, 1])
@@ -111,7 +111,7 @@ class Batch:
         """Compute up to ``budget`` more bins (a long batch is hashed a slice at a time);
         returns how many were computed."""
         if self._bins is None or self._bins[0] != count:
-            self._bins = (count, np.empty(len(self), np.int64), 0)
+            self._bins = (count, np.empty(len(self), np.int32), 0)  # bins < 2**31
         _, bins, filled = self._bins
         stop = min(len(self), filled + budget)
         if stop > filled:

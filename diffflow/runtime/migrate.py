@@ -154,7 +154,7 @@ def _step_index(batch: Batch, plan, budget: int | None = None):
             if stop == n:
                 offsets = np.concatenate([[0], np.cumsum(state[3])])
                 state[1:] = ["scatter", 0, offsets, offsets[:-1].copy(),
-                             np.empty(n, np.int64)]
+                             np.empty(n, np.int32 if n < 2**31 else np.int64)]
         else:
             _, _, at, offsets, cursor, perm = state
             kernels.scatter_groups(bins, step_of_bin, at, stop, cursor, perm)
