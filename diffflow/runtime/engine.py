@@ -2,8 +2,8 @@
 
 Every runtime computes through this module.  A :class:`PartitionEngine`
 owns partition ``p`` of ``P``: one operator instance per graph node (built
-from the operator registry; arrangements keep the keys with
-``hash % P == p``), the queues of chunks waiting at each node's inputs, the
+from the operator registry; arrangements keep the keys whose bin the routing
+table gives ``p``, :mod:`diffflow.runtime.routing`), the queues of chunks waiting at each node's inputs, the
 routing of emitted chunks to partitions, compaction of its traces to their
 readers' frontiers, loop-overflow accounting per loop, and checkpoints.  It
 knows nothing about sockets or Spark.

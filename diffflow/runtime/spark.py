@@ -11,8 +11,8 @@ Design (measured choices; figures in ``bench/README.md``)
   *barrier* stage when the cluster has a slot for every partition, so they
   are gang-scheduled) starts one worker process per partition on the
   executors.  Each holds its partition's operators and arrangements in
-  memory -- partition ``p`` owns the keys with ``hash % P == p``, the same
-  hash as the local runtime -- and exchanges Arrow IPC batches directly with
+  memory -- partition ``p`` owns the keys whose bin the routing table gives it
+  (``hash % P == p`` until a rescale), the same as the local runtime -- and exchanges Arrow IPC batches directly with
   the other workers.  A round therefore costs a loopback/network round trip
   plus work proportional to the updates; nothing re-reads the state.
 * **The driver is the progress coordinator** (Naiad's central tracker, see
