@@ -114,6 +114,16 @@ def clean(counter: Counter) -> dict:
     return {k: v for k, v in counter.items() if v}
 
 
+def distinct_of(rows, partitions: int = 2, **options) -> tuple:
+    """``(flow, input a(x), output of its distinct rows)`` with ``rows`` computed at epoch 0."""
+    flow = dd.Dataflow(partitions=partitions, **options)
+    a = flow.input("a", ["x"])
+    out = a.distinct().output()
+    a.insert(rows)
+    flow.advance()
+    return flow, a, out
+
+
 def check_invariants(flow) -> None:
     runtime = flow._runtime
     table = flow.routing_table
@@ -230,11 +240,7 @@ def test_the_partition_count_walks_1_3_2_4_and_state_follows():
 
 
 def test_errors_are_clear_and_change_nothing():
-    flow = dd.Dataflow(partitions=2)
-    a = flow.input("a", ["x"])
-    out = a.distinct().output()
-    a.insert(range(10))
-    flow.advance()
+    flow, a, out = distinct_of(range(10))
     with pytest.raises(ValueError, match="unknown rescaling strategy 'slow'"):
         flow.rescale(partitions=3, strategy="slow")
     with pytest.raises(ValueError, match="partitions must be a positive int"):
@@ -261,11 +267,7 @@ def test_errors_are_clear_and_change_nothing():
 
 
 def test_a_plan_prepared_ahead_waits_for_its_epoch():
-    flow = dd.Dataflow(partitions=2)
-    a = flow.input("a", ["x"])
-    out = a.distinct().output()
-    a.insert(range(30))
-    flow.advance()
+    flow, a, out = distinct_of(range(30))
     plan = flow.rescale(partitions=3, strategy="all_at_once", start_epoch=flow.epoch + 2)
     assert plan.steps[0].epoch == 3
     flow.advance()
@@ -486,11 +488,7 @@ def test_half_dead_batches_are_copied_live_a_slice_at_a_time(monkeypatch):
 
 
 def test_several_steps_at_one_boundary_and_plans_from_the_past_are_refused():
-    flow = dd.Dataflow(partitions=2)
-    a = flow.input("a", ["x"])
-    out = a.distinct().output()
-    a.insert(range(100))
-    flow.advance()
+    flow, a, out = distinct_of(range(100))
     plan = flow.rescale(partitions=4, strategy="fluid", bins_per_step=100_000,
                         steps_per_epoch=2)
     assert [s.epoch for s in plan.steps] == [1, 1, 2, 2]
@@ -514,12 +512,8 @@ def test_several_steps_at_one_boundary_and_plans_from_the_past_are_refused():
 
 
 def test_restart_checks_its_arguments_and_replaces_a_running_plan():
-    flow = dd.Dataflow(partitions=2, runtime="processes")
+    flow, a, out = distinct_of(range(100), runtime="processes")
     try:
-        a = flow.input("a", ["x"])
-        out = a.distinct().output()
-        a.insert(range(100))
-        flow.advance()
         for bad, match in ((0, "positive int"), ("3", "positive int"), (None, "positive int")):
             with pytest.raises(ValueError, match=match):
                 flow.rescale(partitions=bad, strategy="restart")

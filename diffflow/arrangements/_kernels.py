@@ -445,15 +445,21 @@ def merge_consolidated(ra, ta, da, rb, tb, db, out_r, out_t, out_d):
 # hashing and partitioning
 # --------------------------------------------------------------------------
 @njit(cache=True)
-def _hash_row(keys, i):
-    """Hash of row ``keys[i]``: splitmix64 finalizer chained over columns."""
+def _hash_prefix(rows, i, width):
+    """Hash of ``rows[i, :width]``: splitmix64 finalizer chained over columns."""
     h = _HASH_SEED
-    for c in range(keys.shape[1]):
-        z = h ^ np.uint64(keys[i, c])
+    for c in range(width):
+        z = h ^ np.uint64(rows[i, c])
         z = (z ^ (z >> _U30)) * _MIX1
         z = (z ^ (z >> _U27)) * _MIX2
         h = z ^ (z >> _U31)
     return h
+
+
+@njit(cache=True)
+def _hash_row(keys, i):
+    """Hash of row ``keys[i]`` (every column)."""
+    return _hash_prefix(keys, i, keys.shape[1])
 
 
 @njit(cache=True)
@@ -473,25 +479,11 @@ def partition_of(keys, parts, out):
 
 
 @njit(cache=True)
-def bin_of(keys, bins, out):
-    """``hash_rows(keys) % bins`` (unsigned) as int64, into ``out``."""
-    ub = np.uint64(bins)
-    for i in range(keys.shape[0]):
-        out[i] = np.int64(_hash_row(keys, i) % ub)
-
-
-@njit(cache=True)
 def bin_of_prefix(rows, width, bins, start, stop, out):
     """``hash_rows(rows[i, :width]) % bins`` for ``start <= i < stop``, into ``out[i]``."""
     ub = np.uint64(bins)
     for i in range(start, stop):
-        h = _HASH_SEED
-        for c in range(width):
-            z = h ^ np.uint64(rows[i, c])
-            z = (z ^ (z >> _U30)) * _MIX1
-            z = (z ^ (z >> _U27)) * _MIX2
-            h = z ^ (z >> _U31)
-        out[i] = np.int64(h % ub)
+        out[i] = np.int64(_hash_prefix(rows, i, width) % ub)
 
 
 @njit(cache=True)

@@ -25,10 +25,22 @@ def split_by_partition(updates: Updates, key_columns, parts: int) -> list[Update
     """
     if parts == 1:
         return [updates]
+    return split_by_owner(updates, key_columns, parts,
+                          lambda keys: columnar.partition_of(keys, parts))
+
+
+def split_by_owner(updates: Updates, key_columns, parts: int, owners) -> list[Updates]:
+    """Split a chunk into ``parts`` chunks by ``owners(keys)``: the partition of each row's
+    ``key_columns`` (a routing table's, or the hash's).
+
+    >>> u = Updates.from_lists([(1,), (2,), (3,)], [(0,)] * 3, [1] * 3)
+    >>> [len(c) for c in split_by_owner(u, [0], 2, lambda k: k[:, 0] % 2)]
+    [1, 2]
+    """
     columns = list(key_columns)
     # all columns in their own order need no copy; any other selection or order does
     keys = updates.rows if columns == list(range(updates.width)) else updates.rows[:, columns]
-    part = columnar.partition_of(np.ascontiguousarray(keys), parts)
+    part = owners(np.ascontiguousarray(keys))
     perm, offsets = columnar.group_by_partition(part, parts)
     shuffled = updates.take(perm)
     return [shuffled.take(slice(offsets[p], offsets[p + 1])) for p in range(parts)]

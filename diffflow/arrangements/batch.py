@@ -122,12 +122,12 @@ class Batch:
     def bins_ready(self, count: int) -> bool:
         return self._bins is not None and self._bins[0] == count and self._bins[2] == len(self)
 
-    def live_mask(self, positions: np.ndarray | None = None, count: int = 0):
+    def live_mask(self, positions: np.ndarray | None = None):
         """Which updates (all, or those at ``positions``) are not in a dead bin; ``None``
         when the batch has no dead bins."""
         if self.dead is None:
             return None
-        bins = self.bins(count or len(self.dead))
+        bins = self.bins(len(self.dead))
         return ~self.dead[bins if positions is None else bins[positions]]
 
     def live(self) -> "Batch":

@@ -461,10 +461,8 @@ def bin_of(keys, bins) -> np.ndarray:
     True
     """
     k = _rows(keys, "keys")
-    if small.prefer(k.shape[0], small.SMALL):
-        return (_hash_rows_numpy(k) % np.uint64(bins)).astype(np.int64)
     out = np.empty(k.shape[0], dtype=np.int64)
-    _k().bin_of(k, int(bins), out)
+    bin_of_prefix(k, k.shape[1], bins, out)
     return out
 
 

@@ -170,8 +170,9 @@ class Spine:
                 found = columnar.gather_prefix_unchecked(batch.rows, batch.times, batch.diffs,
                                                          width, query_keys)
                 if len(found[0]) and batch.dead is not None:  # rows of bins that moved away
-                    keys = np.ascontiguousarray(found[1][:, :self.key_width])
-                    keep = ~batch.dead[columnar.bin_of(keys, len(batch.dead))]
+                    bins = np.empty(len(found[0]), np.int32)
+                    columnar.bin_of_prefix(found[1], self.key_width, len(batch.dead), bins)
+                    keep = ~batch.dead[bins]
                     found = tuple(x[keep] for x in found)
                 if len(found[0]):
                     parts.append(found)

@@ -62,6 +62,7 @@ class ClusterRuntime(Runtime):
                  checkpoint_dir: str | None = None, trace=None):
         self.graph, self.parts, self.symbols = graph, parts, symbols
         self.routing = Routing(parts)
+        self._plan = (None, None)  # the rescaling plan announced to partitions
         self.topology = Topology(graph)
         self.frontiers = self.topology.initial_frontiers()  # as the last run left them
         self.transport = transport
@@ -326,7 +327,7 @@ class ClusterRuntime(Runtime):
             for p in fresh:
                 self.transport.call(p, "routing", routing)
                 self.transport.call(p, "catch_up", self.closed, self.frontiers)
-                self.transport.call(p, "plan", *getattr(self, "_plan", (None, None)))
+                self.transport.call(p, "plan", *self._plan)
         count = self.transport.parts
         sent = self.transport.call_all("extract", [(routing, step)] * count)
         parcels: list = [[] for _ in range(count)]

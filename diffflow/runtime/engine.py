@@ -169,6 +169,7 @@ class PartitionEngine:
         self.queues = {n.id: [[] for _ in n.inputs] for n in self.nodes}
         self._held: dict = {}  # node -> (capability array, its frontier): held data rarely moves
         self.log = None  # a tracing.WorkerLog when the dataflow is traced
+        self.rescale_plan = None  # (key, step of each bin) while a rescaling plan runs
 
     # -- inputs --------------------------------------------------------------------------
     def stage(self, node_id: int, rows: np.ndarray, diffs: np.ndarray) -> None:

@@ -40,6 +40,7 @@ class LocalRuntime(Runtime):
     def __init__(self, graph, parts: int, symbols, trace=None):
         self.graph, self.parts, self.symbols = graph, parts, symbols
         self.routing = Routing(parts)
+        self._plan = (None, None)  # the rescaling plan announced to partitions
         self.topology = Topology(graph)
         self.engines = {p: PartitionEngine(graph, p, parts, symbols, self.topology)
                         for p in range(parts)}
@@ -101,7 +102,7 @@ class LocalRuntime(Runtime):
             engine = PartitionEngine(self.graph, p, routing.parts, self.symbols, self.topology,
                                      routing)
             engine.catch_up(self.closed, self.frontiers)
-            migrate.set_plan(engine, *getattr(self, "_plan", (None, None)))
+            migrate.set_plan(engine, *self._plan)
             if self.sweeper.logs is not None:
                 engine.log = self.sweeper.logs[p] = WorkerLog(p, self.trace.origin)
             self.engines[p] = engine

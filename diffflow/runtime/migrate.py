@@ -55,7 +55,7 @@ def _require_quiescent(engine) -> None:
         raise RuntimeError("a rescaling step needs a quiescent partition (queued data remains)")
     for nid, op in engine.ops.items():
         caps = op.capabilities()
-        if caps is not None and len(caps) and op.kind != "input":
+        if caps is not None and len(caps) and not op.always_steps:  # inputs hold the open epoch
             raise RuntimeError(f"a rescaling step needs every closed epoch computed; "
                                f"{engine.nodes[nid].describe()} still holds updates")
 
@@ -92,7 +92,7 @@ def extract(engine, routing: Routing, step: int | None = None) -> dict:
     new = routing.table() if routing.parts > 1 else np.zeros(BINS, np.int32)
     mine = engine.routing.table() == me if engine.parts > 1 else np.ones(BINS, bool)
     leaving_mask = mine & (new != me)
-    plan = getattr(engine, "rescale_plan", None) if step is not None else None
+    plan = engine.rescale_plan if step is not None else None
     parcels: dict = {}
     if leaving_mask.any():
         for where, spine in _spines(engine):
@@ -305,7 +305,7 @@ def prepare(engine, budget: int) -> int:
                 left += 1
             else:
                 spine.batches[i] = done
-    plan = getattr(engine, "rescale_plan", None)
+    plan = engine.rescale_plan
     for _, spine in _spines(engine):
         for batch in spine.batches:
             if plan is None or len(batch) < INDEXED:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..arrangements import columnar
+from ..arrangements.arrangement import split_by_owner
 from ..arrangements.updates import Updates
 
 BINS = 720_720  # lcm(1..16): the default table reproduces hash % P for P <= 16
@@ -75,14 +76,7 @@ class Routing:
         """
         if self.parts == 1:
             return [updates]
-        columns = list(key_columns)
-        # all columns in their own order need no copy; any other selection or order does
-        keys = updates.rows if columns == list(range(updates.width)) else \
-            updates.rows[:, columns]
-        part = self.owners(keys)
-        perm, offsets = columnar.group_by_partition(part, self.parts)
-        shuffled = updates.take(perm)
-        return [shuffled.take(slice(offsets[p], offsets[p + 1])) for p in range(self.parts)]
+        return split_by_owner(updates, key_columns, self.parts, self.owners)
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, Routing) or other.parts != self.parts:
