@@ -16,6 +16,7 @@ closes an epoch of every input and, unless ``run=False``, computes it.
 """
 from __future__ import annotations
 
+import itertools
 import weakref
 
 import numpy as np
@@ -49,6 +50,8 @@ def _free_dropped_dataflows() -> None:
 
 
 PREPARE_ROWS = 2_000_000  # rows of indexing work at each epoch before a plan's first step
+# batches keep a plan's step index under its key; never id(plan), which a later plan may reuse
+_PLAN_KEYS = itertools.count(1)
 
 
 def _make_runtime(flow):
@@ -301,7 +304,7 @@ class Dataflow:
     def _start_plan(self, plan, runtime) -> None:
         self._migration = plan if plan.steps else None
         if plan.steps:
-            runtime.rescale_plan(id(plan), plan.step_of_bin())
+            runtime.rescale_plan(next(_PLAN_KEYS), plan.step_of_bin())
         else:
             runtime.rescale_plan(None, None)
 

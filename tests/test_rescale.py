@@ -533,3 +533,27 @@ def test_restart_checks_its_arguments_and_replaces_a_running_plan():
         flow._runtime.check_owners()
     finally:
         flow.close()
+
+
+def test_every_plan_indexes_batches_under_its_own_key(monkeypatch):
+    """Batches keep a plan's step index under the plan's key, so keys must never repeat.
+    Keys once came from ``id(plan)``, which a later plan reused after the first was freed;
+    that plan read rows through a stale index and left them on the wrong partition.  Here
+    every object has the same address: keys must still differ."""
+    from diffflow import flow as flow_module
+
+    monkeypatch.setattr(flow_module, "id", lambda obj: 7, raising=False)
+    flow = dd.Dataflow(partitions=2)
+    e = flow.input("e", ["a", "b"])
+    counts = e.aggregate(by=["a"], n=dd.count()).output()
+    e.insert([(a, a) for a in range(200)])
+    flow.advance()
+    keys = []
+    for parts in [3, 2, 3, 2]:
+        flow.rescale(partitions=parts, strategy="batched", max_rows_per_step=50)
+        keys.append(flow._runtime._plan[0])
+        while flow.migration is not None:
+            flow.advance()
+        check_invariants(flow)
+    assert len(set(keys)) == len(keys)
+    assert counts.snapshot() == Counter({(a, 1): 1 for a in range(200)})
