@@ -177,14 +177,20 @@ def run_case(program, seed: int, options: dict, start_parts: int, epochs: int = 
             flow.close()
 
 
-@pytest.fixture(params=["scanned", "indexed"])
+@pytest.fixture(params=["scanned", "indexed", "fuelled"])
 def batches(request, monkeypatch):
     """Small batches are scanned and copied at each step; big ones are read through their bin
-    index and keep departed rows as dead rows: ``indexed`` makes every batch big."""
+    index and keep departed rows as dead rows: ``indexed`` makes every batch big;
+    ``fuelled`` also makes merges of 24 rows or more fuelled (a slice at a time, so steps
+    mark bins dead in batches that merges are reading)."""
+    from diffflow.arrangements import merging, spine
     from diffflow.runtime import migrate
 
-    if request.param == "indexed":
+    if request.param != "scanned":
         monkeypatch.setattr(migrate, "INDEXED", 1)
+    if request.param == "fuelled":
+        monkeypatch.setattr(spine, "EAGER_MERGE", 24)
+        monkeypatch.setattr(merging, "MIN_SLICE", 1)
     return request.param
 
 

@@ -568,6 +568,18 @@ def _upper_bound(s, q, j, lo, hi):
 
 
 @njit(cache=True)
+def prefix_upper_bound(s, lo, hi, q, j, width):
+    """First index in ``[lo, hi)`` with ``s[idx, :width] > q[j, :width]`` (sorted ``s``)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if _cmp_prefix(s, mid, q, j, width) <= 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
 def _gallop_upper(s, q, j, lo, n):
     """First index in ``[lo, n)`` with ``s[idx] > q[j]``, given that no
     index below ``lo`` qualifies: galloping (1, 2, 4, ... steps) and then a

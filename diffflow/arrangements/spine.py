@@ -12,6 +12,17 @@ from old to new, a spine of ``n`` updates has ``O(log n)`` batches, and every
 update takes part in ``O(log n)`` merges, each linear, plus merges of at most
 ``SMALL_BATCH`` updates: inserting ``n`` updates costs amortised ``O(n log n)``.
 
+Fuelled merges
+--------------
+A merge of ``EAGER_MERGE`` rows or more is not done at once: it is started
+(:class:`~diffflow.arrangements.merging.FuelledMerge`) and every later insert
+pays ``FUEL`` rows of its work per inserted row, so an insert's cost follows
+its own size, not the trace's (Differential Dataflow's fuel).  Its two inputs
+stay in :attr:`batches` meanwhile (readers read both) and take part in no
+other merge; a finished merge replaces them.  A merge must keep pace with the
+tail: the tail reaches a merge's size after a sixth of its rows have been
+inserted (the geometric rule), by which time ``FUEL = 8`` has done it.
+
 Logical compaction
 ------------------
 Readers tell the spine (through :meth:`set_compaction`) the frontier beyond
@@ -32,12 +43,20 @@ import numpy as np
 from ..lattice import Antichain
 from . import columnar
 from .batch import Batch, merge
+from .merging import FuelledMerge
 from .updates import Updates, concat
 
 
 # Batches below this many updates are merged with the next one regardless of the
 # geometric rule (see Spine.insert).
 SMALL_BATCH = 256
+# merges of fewer rows happen at once (a few milliseconds); bigger ones are fuelled
+EAGER_MERGE = 1 << 17
+# rows of merge work each inserted row pays to every merge under way
+FUEL = 8
+# a spine with more batches than this finishes its merges at once (a safety valve: the
+# fuel keeps merges ahead of the tail, so it should never open)
+MAX_BATCHES = 64
 
 
 def expand_ranges(lo: np.ndarray, hi: np.ndarray):
@@ -75,31 +94,116 @@ class Spine:
         self.batches: list[Batch] = []
         self.since = Antichain.minimum(dim)
         self.upper = Antichain.minimum(dim)
+        self.merges: list[FuelledMerge] = []  # under way, each of two adjacent batches
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["merges"] = []  # a checkpoint keeps the inputs; merges start again
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("merges", [])
 
     def __len__(self) -> int:
         return sum(len(b) for b in self.batches)
 
     def insert(self, batch: Batch) -> None:
-        """Append a batch whose ``lower`` is the spine's ``upper``; merge geometrically."""
+        """Append a batch whose ``lower`` is the spine's ``upper``; merge geometrically
+        (big merges a slice at a time, paid for by this and later inserts)."""
         if batch.lower != self.upper:
             raise ValueError(f"batch lower {batch.lower!r} does not continue spine upper {self.upper!r}")
         self.upper = batch.upper
         if len(batch) == 0 and self.batches:
-            self.batches[-1] = self.batches[-1].extended_to(batch.upper)
+            self._extend_last(batch.upper)
             return
+        if batch.lower == batch.upper and self.batches and not self._is_import(batch):
+            # a late batch (updates a sweep delivered after the frontier had passed their
+            # times: cluster runtimes, in loops) joins the newest batch at once, whose lower
+            # covers them, as a small tail would
+            for m in [m for m in self.merges if m.holds(self.batches[-1])]:
+                at = self._position(m)
+                self.merges.remove(m)
+                if at is not None:
+                    m.work(1 << 62)
+                    self.batches[at:at + 2] = [m.result(self.batches[at].lower,
+                                                        self.batches[at + 1].upper)]
+            batch = merge(self.batches.pop(), batch, self.since)
         self.batches.append(batch)
+        if self.merges:
+            self.work(FUEL * len(batch))
+        self._cascade(len(self.batches) - 1)
+        if len(self.batches) > MAX_BATCHES and self.merges:
+            self.finish_merges()
+
+    def _is_import(self, batch: Batch) -> bool:
+        """Rows imported by rescaling: described ``[minimum, minimum)``."""
+        return batch.lower == batch.upper == Antichain.minimum(self.dim)
+
+    def _wants_merge(self, older: Batch, newer: Batch) -> bool:
+        # geometric merging; and a tiny batch per loop round would leave ~log2(rounds)
+        # batches for every lookup to search, so small tails merge at once (both
+        # batches are small then, so compacting them too costs little)
+        if len(older) > 2 * len(newer) and len(older) >= SMALL_BATCH:
+            return False
+        return not (self.hold_imports and self._is_import(older) and len(older))
+
+    def _cascade(self, i: int) -> None:
+        """Merge the batches at ``i - 1`` and ``i``, then the result with its older
+        neighbour, and so on while the geometric rule asks: small merges at once, a big one
+        fuelled (which ends the cascade, as does a batch under a merge)."""
         batches = self.batches
-        while len(batches) >= 2:
-            older, newer = batches[-2], batches[-1]
-            # geometric merging; and a tiny batch per loop round would leave ~log2(rounds)
-            # batches for every lookup to search, so small tails merge at once (both
-            # batches are small then, so compacting them too costs little)
-            if len(older) > 2 * len(newer) and len(older) >= SMALL_BATCH:
-                break
-            if self.hold_imports and older.lower == older.upper and len(older):
-                break
-            merged = merge(older, newer, self.since)
-            batches[-2:] = [merged]
+        while 1 <= i < len(batches):
+            older, newer = batches[i - 1], batches[i]
+            if self.in_merge(older) or self.in_merge(newer) or \
+                    not self._wants_merge(older, newer):
+                return
+            if len(older) + len(newer) >= EAGER_MERGE:
+                self.merges.append(FuelledMerge(older, newer, self.since))
+                return
+            batches[i - 1:i + 1] = [merge(older, newer, self.since)]
+            i -= 1
+
+    def work(self, fuel: int) -> None:
+        """Give every merge under way ``fuel`` rows of work; put finished ones in place of
+        their inputs, and merge on from there as the geometric rule asks."""
+        for m in list(self.merges):
+            at = self._position(m)
+            if at is None:  # an input was replaced (rescaling): the rule starts it again
+                self.merges.remove(m)
+                continue
+            if m.work(fuel):
+                self._finish(m, at)
+                self._cascade(at + 1)  # the result as the older of a pair, then the newer
+                self._cascade(min(at, len(self.batches) - 1))
+
+    def finish_merges(self) -> None:
+        """Finish every merge under way now."""
+        while self.merges:
+            self.work(1 << 62)
+
+    def in_merge(self, batch: Batch) -> bool:
+        """Whether ``batch`` is an input of a merge under way."""
+        return any(m.holds(batch) for m in self.merges)
+
+    def _position(self, m: FuelledMerge):
+        """Where ``m``'s inputs are in :attr:`batches` (adjacent), or None if they are not."""
+        for i in range(len(self.batches) - 1):
+            if self.batches[i] is m.older:
+                return i if self.batches[i + 1] is m.newer else None
+        return None
+
+    def _finish(self, m: FuelledMerge, at: int) -> None:
+        self.merges.remove(m)
+        self.batches[at:at + 2] = [m.result(self.batches[at].lower, self.batches[at + 1].upper)]
+
+    def _extend_last(self, upper: Antichain) -> None:
+        """Describe the newest batch up to ``upper`` (a merge reading it reads the same rows)."""
+        last = self.batches[-1]
+        self.batches[-1] = last.extended_to(upper)
+        for m in self.merges:
+            if m.newer is last:
+                m.newer = self.batches[-1]
 
     def insert_updates(self, updates: Updates, upper: Antichain) -> Batch:
         """Consolidate ``updates`` into a batch ``[self.upper, upper)`` and insert it."""
@@ -131,7 +235,7 @@ class Spine:
         if not self.batches:
             self.insert_chunks([], upper)
             return
-        self.batches[-1] = self.batches[-1].extended_to(upper)
+        self._extend_last(upper)
         self.upper = upper
 
     def set_compaction(self, frontier: Antichain) -> None:
@@ -140,6 +244,7 @@ class Spine:
 
     def compact(self) -> None:
         """Apply the compaction frontier to every batch now, and merge them into one."""
+        self.merges = []  # everything merges now
         if not self.batches:
             return
         merged = self.batches[0].live()

@@ -271,7 +271,8 @@ def _merge_imports(spine, budget: int) -> bool:
         n = 0
         while n < len(batches) and _is_import(batches[n], minimum):
             n += 1
-        pairs = [i for i in range(1, n) if len(batches[i - 1]) <= 2 * len(batches[i])]
+        pairs = [i for i in range(1, n) if len(batches[i - 1]) <= 2 * len(batches[i])
+                 and not spine.in_merge(batches[i - 1]) and not spine.in_merge(batches[i])]
         if not pairs:
             spine.hold_imports = False  # geometric again: the tail may merge into them
             return False
@@ -295,8 +296,8 @@ def prepare(engine, budget: int) -> int:
         if _merge_imports(spine, budget):
             left += 1
         for i, batch in enumerate(spine.batches):  # half-dead batches: copy the live half
-            if batch.dead is None or 2 * batch.dead_rows < len(batch):
-                continue
+            if batch.dead is None or 2 * batch.dead_rows < len(batch) or spine.in_merge(batch):
+                continue  # (a merge under way drops the dead rows itself)
             if budget <= 0:
                 left += 1
                 continue

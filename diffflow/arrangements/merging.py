@@ -1,0 +1,134 @@
+"""Fuelled merges: two adjacent batches merged a slice of keys at a time.
+
+A spine merges its big batches in the background, as Differential Dataflow's
+spines do: every insert pays some merge work ("fuel") in proportion to its own
+size, so no single insert pays for merging the whole trace at once (a merge of
+millions of rows would stall the epoch that triggered it).  Until a merge is
+done its two inputs stay in the spine and readers read them both; the output,
+written into one buffer allocated up front, is seen by nobody until it is
+whole.
+
+Each slice ends at a key boundary in both inputs, so every key's updates are
+summed, advanced and consolidated within one slice, and the slices, written
+one after the other, form a consolidated batch.  :func:`diffflow.arrangements.
+batch.merge` is the reference: a fuelled merge, whatever the fuel, produces
+exactly its result.
+
+Rescaling marks bins of an input *dead* (their rows left the partition) while a
+merge may be half way: slices written before that still hold those rows, so
+the result carries the bins that died during the merge as its own dead bins.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..lattice import Antichain, advance_by
+from . import columnar
+from .batch import Batch
+
+# the smallest slice worth a kernel call (its rows of fuel are spent at once)
+MIN_SLICE = 4096
+
+
+class FuelledMerge:
+    """The merge of ``older`` and ``newer`` (adjacent, ``older`` first), compacted to
+    ``frontier``, done as :meth:`work` is given fuel.
+
+    >>> from diffflow.arrangements.updates import Updates
+    >>> lo, mid, hi = (Antichain([(t,)]) for t in (0, 1, 2))
+    >>> a = Batch.from_updates(Updates.from_lists([(1,), (3,)], [(0,), (0,)], [1, 1]), 1, lo, mid)
+    >>> b = Batch.from_updates(Updates.from_lists([(2,), (3,)], [(1,), (1,)], [1, 1]), 1, mid, hi)
+    >>> m = FuelledMerge(a, b, lo)
+    >>> m.work(100)   # (a slice is at least MIN_SLICE rows: this finishes it)
+    True
+    >>> merged = m.result(lo, hi)
+    >>> merged.rows.tolist(), merged.times.tolist()
+    ([[1], [2], [3], [3]], [[0], [1], [0], [1]])
+    """
+
+    __slots__ = ("older", "newer", "frontier", "_dead", "_out", "_at", "_written")
+
+    def __init__(self, older: Batch, newer: Batch, frontier: Antichain):
+        self.older, self.newer, self.frontier = older, newer, frontier
+        self._dead = (older.dead, newer.dead)  # the dead bins when the merge began
+        cap = len(older) + len(newer)
+        self._out = (np.empty((cap, older.width), np.int64),
+                     np.empty((cap, older.dim), np.int64), np.empty(cap, np.int64))
+        self._at = [0, 0]  # next row of each input
+        self._written = 0
+
+    def __len__(self) -> int:
+        return len(self.older) + len(self.newer)
+
+    @property
+    def left(self) -> int:
+        """Input rows not merged yet."""
+        return len(self) - self._at[0] - self._at[1]
+
+    def holds(self, batch: Batch) -> bool:
+        return batch is self.older or batch is self.newer
+
+    def work(self, fuel: int) -> bool:
+        """Merge about ``fuel`` more input rows (at least :data:`MIN_SLICE`, whole keys);
+        True once every row is merged."""
+        inputs = (self.older, self.newer)
+        while fuel > 0 and self.left:
+            if self.left <= max(fuel, MIN_SLICE):
+                stops = [len(self.older), len(self.newer)]
+            else:
+                stops = self._slice_ends(inputs, max(fuel, MIN_SLICE) // 2)
+            fuel -= stops[0] - self._at[0] + stops[1] - self._at[1]
+            self._merge_slice(inputs, stops)
+        return not self.left
+
+    def _slice_ends(self, inputs, half: int) -> list:
+        """Where the next slice ends in each input: after every row whose key is at most
+        the smaller of the keys ``half`` rows on in each input (so each input gives at
+        most ``half`` rows plus one key's, and at least one row)."""
+        kernels, width = columnar._k(), self.older.key_width
+        bound = None
+        for batch, at in zip(inputs, self._at):
+            if at < len(batch):
+                probe = min(len(batch) - 1, at + half)
+                if bound is None or kernels._cmp_prefix(batch.rows, probe, bound[0], bound[1],
+                                                        width) < 0:
+                    bound = (batch.rows, probe)
+        return [kernels.prefix_upper_bound(batch.rows, at, len(batch), bound[0], bound[1], width)
+                for batch, at in zip(inputs, self._at)]
+
+    def _merge_slice(self, inputs, stops) -> None:
+        parts = []
+        for batch, at, stop in zip(inputs, self._at, stops):
+            rows, times, diffs = batch.rows[at:stop], batch.times[at:stop], batch.diffs[at:stop]
+            keep = batch.live_mask(np.arange(at, stop)) if batch.dead is not None else None
+            if keep is not None:
+                rows, times, diffs = rows[keep], times[keep], diffs[keep]
+            if batch.since != self.frontier and len(diffs):
+                rows, times, diffs = columnar.consolidate(rows, advance_by(times, self.frontier),
+                                                          diffs)
+            parts.append((rows, times, diffs))
+        (ra, ta, da), (rb, tb, db) = parts
+        out_r, out_t, out_d = self._out
+        w = self._written
+        self._written += columnar._k().merge_consolidated(ra, ta, da, rb, tb, db, out_r[w:],
+                                                          out_t[w:], out_d[w:])
+        self._at = list(stops)
+
+    def result(self, lower: Antichain, upper: Antichain) -> Batch:
+        """The merged batch, described ``[lower, upper)`` (call once :meth:`work` is done).
+        Bins that died in an input while the merge ran are dead in the result."""
+        assert not self.left, "the merge is not done"
+        rows, times, diffs = columnar._finish(self._out, self._written)
+        self._out = None
+        merged = Batch(rows, times, diffs, self.older.key_width, lower, upper, self.frontier)
+        died = None
+        for batch, before in zip((self.older, self.newer), self._dead):
+            if batch.dead is before:
+                continue
+            fresh = batch.dead if before is None else batch.dead & ~before
+            died = fresh if died is None else died | fresh
+        if died is not None and len(merged):
+            dead_rows = int(died[merged.bins(len(died))].sum())
+            if dead_rows:
+                merged.dead, merged.dead_rows = died, dead_rows
+        return merged
