@@ -15,17 +15,18 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from helpers import drive
 
 import diffflow as dd
 from diffflow import graphs
-from diffflow.arrangements import merging, spine as spine_module
+from diffflow.arrangements import merging
+from diffflow.arrangements import spine as spine_module
 from diffflow.arrangements.batch import Batch, merge
 from diffflow.arrangements.merging import FuelledMerge
 from diffflow.arrangements.spine import Spine
 from diffflow.arrangements.updates import Updates
-from diffflow.lattice import Antichain, advance_by
+from diffflow.lattice import Antichain
 from diffflow.runtime.routing import BINS
-from helpers import drive
 
 SEEDS = range(12)
 

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arrangements import columnar
+from ..arrangements.spine import Spine
 from ..arrangements.updates import Updates, concat
-from ..lattice import minimal
+from ..lattice import Antichain, minimal
 from ..schema import decode_rows
 from .base import Operator
 
 
 class Accumulator:
-    """A multiset of rows (times dropped), kept as a geometric LSM of consolidated runs.
+    """A multiset of rows (times dropped), kept in a :class:`Spine` whose every addition is
+    one time further and whose compaction frontier follows: merges sum the additions, and
+    big ones are fuelled, so adding ``n`` rows costs about ``n`` however large the
+    multiset (an output of millions of rows does not stall the epoch whose change
+    cascades into its oldest run).
 
     >>> acc = Accumulator(1)
     >>> acc.add(np.array([[1], [2]]), np.array([1, 1])); acc.add(np.array([[1]]), np.array([-1]))
@@ -26,29 +30,23 @@ class Accumulator:
 
     def __init__(self, width: int):
         self.width = width
-        self.runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.spine = Spine(width, width, 1)
 
     def add(self, rows: np.ndarray, diffs: np.ndarray) -> None:
-        zeros = np.zeros((len(rows), 1), np.int64)
-        run = columnar.consolidate(np.ascontiguousarray(rows), zeros, diffs)
-        if not len(run[2]):
-            return
-        self.runs.append(run)
-        while len(self.runs) >= 2 and len(self.runs[-2][2]) <= 2 * len(self.runs[-1][2]):
-            b, a = self.runs.pop(), self.runs.pop()
-            merged = columnar.merge_consolidated(*a, *b)
-            if len(merged[2]):
-                self.runs.append(merged)
+        added = int(self.spine.upper.elements[0, 0])
+        self.spine.set_compaction(Antichain([(added,)]))  # every earlier addition is alike
+        times = np.full((len(rows), 1), added, np.int64)
+        self.spine.insert_updates(Updates(np.ascontiguousarray(rows, dtype=np.int64), times,
+                                          np.asarray(diffs, dtype=np.int64)),
+                                  Antichain([(added + 1,)]))
 
     def contents(self):
         """``(rows, multiplicities)``: consolidated and sorted."""
-        while len(self.runs) >= 2:
-            b, a = self.runs.pop(), self.runs.pop()
-            self.runs.append(columnar.merge_consolidated(*a, *b))
-        if not self.runs:
+        self.spine.compact()
+        if not self.spine.batches:
             return np.zeros((0, self.width), np.int64), np.zeros(0, np.int64)
-        rows, _, diffs = self.runs[0]
-        return rows, diffs
+        batch = self.spine.batches[0]
+        return batch.rows, batch.diffs
 
 
 class _CompleteFilter(Operator):
