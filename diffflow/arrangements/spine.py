@@ -85,10 +85,6 @@ class Spine:
     ([0], [[2, 20]])
     """
 
-    # rescaling (diffflow.runtime.migrate) sets this while the batches it imported in front
-    # still wait for their own merges: the tail's cascade stops at them meanwhile
-    hold_imports = False
-
     def __init__(self, width: int, key_width: int, dim: int):
         self.width, self.key_width, self.dim = width, key_width, dim
         self.batches: list[Batch] = []
@@ -144,9 +140,11 @@ class Spine:
         # geometric merging; and a tiny batch per loop round would leave ~log2(rounds)
         # batches for every lookup to search, so small tails merge at once (both
         # batches are small then, so compacting them too costs little)
-        if len(older) > 2 * len(newer) and len(older) >= SMALL_BATCH:
-            return False
-        return not (self.hold_imports and self._is_import(older) and len(older))
+        if self._is_import(older) and not self._is_import(newer):
+            # rescaling's imports sit in front, out of size order: they join the spine's
+            # own batches once comparable in size, not each one the biggest batch
+            return len(newer) <= 2 * len(older) and len(older) <= 2 * len(newer)
+        return len(older) <= 2 * len(newer) or len(older) < SMALL_BATCH
 
     def _cascade(self, i: int) -> None:
         """Merge the batches at ``i - 1`` and ``i``, then the result with its older
@@ -163,6 +161,12 @@ class Spine:
                 return
             batches[i - 1:i + 1] = [merge(older, newer, self.since)]
             i -= 1
+
+    def settle(self) -> None:
+        """Start every merge the geometric rule asks for, anywhere in the spine (after
+        batches were put in other places than the end: rescaling's imports)."""
+        for i in range(len(self.batches) - 1, 0, -1):
+            self._cascade(min(i, len(self.batches) - 1))
 
     def work(self, fuel: int) -> None:
         """Give every merge under way ``fuel`` rows of work; put finished ones in place of

@@ -14,9 +14,9 @@ their ``since`` (RESCALE.md §6.3), and moving it means
   partition, a compaction frontier is global), so no reader can tell them from
   the rows that never moved; imports sit in front of the trace's own batches,
   described ``[minimum, minimum)`` so the batches keep tiling the history, and
-  merge with each other geometrically, at most a few times a step's rows per
-  step; the rest of that merging is background work for the epochs after
-  (:func:`prepare`).
+  merge by the spine's geometric rule, big merges fuelled (paid for by the
+  imports and inserts after, and by :func:`prepare` in the epochs between
+  steps).
 
 A partition that is being retired also hands over what is not kept by key
 (an output's rows, a loop's dropped updates) to a surviving partition.
@@ -38,7 +38,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..arrangements import columnar
-from ..arrangements.batch import Batch, merge
+from ..arrangements import spine as spine_module
+from ..arrangements.batch import Batch
 from ..arrangements.updates import concat
 from ..lattice import Antichain
 from .routing import BINS, Routing
@@ -249,7 +250,8 @@ def _place_import(spine, batch: Batch) -> None:
     """Put an imported batch after the earlier imports, in front of the trace's own batches,
     described ``[minimum, minimum)`` (its times are advanced by ``since``, like every other
     batch's, and the batches still tile the history: readers look at a spine's upper and at
-    times, never at a batch's lower); then merge imports, at most four times its rows."""
+    times, never at a batch's lower); then merge as the geometric rule asks, small merges at
+    once and big ones fuelled, the import paying for them as an insert of its rows would."""
     minimum = Antichain.minimum(spine.dim)
     batches = spine.batches
     n = 0
@@ -257,44 +259,30 @@ def _place_import(spine, batch: Batch) -> None:
         n += 1
     batches.insert(n, Batch(batch.rows, batch.times, batch.diffs, batch.key_width, minimum,
                             minimum, batch.since))
-    spine.hold_imports = True
-    _merge_imports(spine, 4 * len(batch))
+    spine.settle()
+    spine.work(IMPORT_FUEL * len(batch))
 
 
-def _merge_imports(spine, budget: int) -> bool:
-    """Merge adjacent imports that break the geometric rule (an older one at most twice the
-    newer), the smallest pairs first, while their rows fit ``budget``; returns whether
-    some are left to merge (later epochs go on: :func:`prepare`)."""
-    minimum = Antichain.minimum(spine.dim)
-    batches = spine.batches
-    while True:
-        n = 0
-        while n < len(batches) and _is_import(batches[n], minimum):
-            n += 1
-        pairs = [i for i in range(1, n) if len(batches[i - 1]) <= 2 * len(batches[i])
-                 and not spine.in_merge(batches[i - 1]) and not spine.in_merge(batches[i])]
-        if not pairs:
-            spine.hold_imports = False  # geometric again: the tail may merge into them
-            return False
-        i = min(pairs, key=lambda j: len(batches[j - 1]) + len(batches[j]))
-        size = len(batches[i - 1]) + len(batches[i])
-        if size > budget:
-            return True
-        batches[i - 1:i + 1] = [merge(batches[i - 1], batches[i], spine.since)]
-        budget -= size
+# rows of merge work an imported row pays to each merge under way in its spine: less than
+# an inserted row (spine.FUEL), as a step's own cost is the latency that matters; the
+# epochs between steps fuel the rest (prepare)
+IMPORT_FUEL = 2
 
 
 def prepare(engine, budget: int) -> int:
     """Background work of rescaling, about ``budget`` rows of it, at an epoch boundary with
-    no step due: merge imports left unmerged by steps, copy batches at least half dead
+    no step due: fuel the merges under way (imports' among them), copy batches at least half dead
     without their dead rows (whole batches within the budget), then index big batches by the
     coming plan's steps (:func:`set_plan`; hashing, counting and placing a row cost one
     each), so steps read indexes instead of building them.  Returns how many batches
     still wait for such work (0: none)."""
     left = 0
     for _, spine in _spines(engine):
-        if _merge_imports(spine, budget):
-            left += 1
+        spine.settle()
+        if spine.merges:  # fuelled merges (of imports, among others) go on
+            spine.work(budget // 8)
+            minimum = Antichain.minimum(spine.dim)
+            left += sum(_is_import(m.older, minimum) for m in spine.merges)
         for i, batch in enumerate(spine.batches):  # half-dead batches: copy the live half
             if batch.dead is None or 2 * batch.dead_rows < len(batch) or spine.in_merge(batch):
                 continue  # (a merge under way drops the dead rows itself)
