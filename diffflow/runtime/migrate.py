@@ -38,7 +38,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..arrangements import columnar
-from ..arrangements import spine as spine_module
 from ..arrangements.batch import Batch
 from ..arrangements.updates import concat
 from ..lattice import Antichain
