@@ -297,3 +297,18 @@ def test_a_deep_chain_on_fuelled_spines(seed, tiny_merges):
             chain[cut] = 1
         flow.advance()
         assert out.snapshot() == reachable_oracle(Counter(chain), Counter({(0,): 1}))
+
+
+def test_an_output_checkpointed_before_accumulators_were_spines_restores():
+    """Checkpoints written by the previous version pickled an accumulator's runs."""
+    from diffflow.operators.output import Accumulator
+
+    old = object.__new__(Accumulator)
+    old.__dict__.update(width=1, runs=[(np.array([[1], [2]]), np.zeros((2, 1), np.int64),
+                                        np.array([1, 2])),
+                                       (np.array([[2]]), np.zeros((1, 1), np.int64),
+                                        np.array([-2]))])
+    restored = pickle.loads(pickle.dumps(old))
+    restored.add(np.array([[3]]), np.array([1]))
+    rows, diffs = restored.contents()
+    assert rows.tolist() == [[1], [3]] and diffs.tolist() == [1, 1]

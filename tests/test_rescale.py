@@ -563,3 +563,34 @@ def test_every_plan_indexes_batches_under_its_own_key(monkeypatch):
         check_invariants(flow)
     assert len(set(keys)) == len(keys)
     assert counts.snapshot() == Counter({(a, 1): 1 for a in range(200)})
+
+
+def test_bins_leaving_while_a_live_copy_is_half_done_stay_dead_in_the_copy():
+    """prepare() copies a half-dead batch a slice at a time; a step in between kills more
+    bins: rows of those bins already copied must be dead in the finished copy (they were
+    read back as live rows before)."""
+    from diffflow.arrangements.batch import Batch
+    from diffflow.arrangements.updates import Updates
+    from diffflow.lattice import Antichain
+    from diffflow.runtime import migrate
+
+    rows = np.arange(100, dtype=np.int64).reshape(-1, 1)
+    batch = Batch.from_updates(Updates(rows, np.zeros((100, 1), np.int64),
+                                       np.ones(100, np.int64)), 1,
+                               Antichain([(0,)]), Antichain([(1,)]))
+    bins = batch.bins(BINS)
+
+    def kill(positions):
+        dead = np.zeros(BINS, bool) if batch.dead is None else batch.dead.copy()
+        fresh = np.isin(bins, bins[positions]) & ~dead[bins]
+        dead[bins[positions]] = True
+        batch.dead, batch.dead_rows = dead, batch.dead_rows + int(fresh.sum())
+
+    kill(np.arange(50, 100))  # half dead: prepare copies the live half
+    copy, _ = migrate._copy_live(batch, 10)
+    assert copy is None  # rows 0..9 copied so far
+    kill(np.arange(0, 5))  # a step: the bins of rows 0..4 leave
+    copy, _ = migrate._copy_live(batch, 10 ** 6)
+    copy._check()
+    assert np.array_equal(copy.live().rows, batch.live().rows)
+    assert copy.dead_rows == len(copy) - len(batch.live()) == 5

@@ -138,6 +138,16 @@ class Batch:
         return Batch(self.rows[keep], self.times[keep], self.diffs[keep], self.key_width,
                      self.lower, self.upper, self.since)
 
+    def mark_died(self, died) -> "Batch":
+        """In a batch built from others while rescaling went on: mark dead the bins in
+        ``died`` (a bool mask over bins, or None), whose rows left after they were read;
+        returns the batch."""
+        if died is not None and len(self):
+            dead_rows = int(died[self.bins(len(died))].sum())
+            if dead_rows:
+                self.dead, self.dead_rows = died, dead_rows
+        return self
+
     @property
     def width(self) -> int:
         return self.rows.shape[1]
@@ -211,3 +221,15 @@ def merge(older: Batch, newer: Batch, frontier: Antichain) -> Batch:
     rows, times, diffs = columnar.merge_consolidated(a.rows, a.times, a.diffs,
                                                      b.rows, b.times, b.diffs)
     return Batch(rows, times, diffs, a.key_width, older.lower, newer.upper, frontier)
+
+
+def died_since(before, now):
+    """The bins dead in mask ``now`` but not in mask ``before`` (either may be None: no dead
+    bins), or None when there are none.
+
+    >>> died_since(None, np.array([True, False])).tolist(), died_since(None, None)
+    ([True, False], None)
+    """
+    if now is None or now is before:
+        return None
+    return now if before is None else now & ~before

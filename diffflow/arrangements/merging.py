@@ -24,7 +24,7 @@ import numpy as np
 
 from ..lattice import Antichain, advance_by
 from . import columnar
-from .batch import Batch
+from .batch import Batch, died_since
 
 # the smallest slice worth a kernel call (its rows of fuel are spent at once)
 MIN_SLICE = 4096
@@ -121,14 +121,8 @@ class FuelledMerge:
         rows, times, diffs = columnar._finish(self._out, self._written)
         self._out = None
         merged = Batch(rows, times, diffs, self.older.key_width, lower, upper, self.frontier)
-        died = None
-        for batch, before in zip((self.older, self.newer), self._dead):
-            if batch.dead is before:
-                continue
-            fresh = batch.dead if before is None else batch.dead & ~before
-            died = fresh if died is None else died | fresh
-        if died is not None and len(merged):
-            dead_rows = int(died[merged.bins(len(died))].sum())
-            if dead_rows:
-                merged.dead, merged.dead_rows = died, dead_rows
-        return merged
+        died = [died_since(before, batch.dead)
+                for batch, before in zip((self.older, self.newer), self._dead)]
+        died = [d for d in died if d is not None]
+        return merged.mark_died(None if not died else died[0] if len(died) == 1
+                                else died[0] | died[1])

@@ -178,7 +178,7 @@ class Spine:
                 continue
             # a merge into rescaling's imports (in front, out of the tail's way) is
             # background work: a quarter of the fuel, so a migration's epochs stay cheap
-            if m.work(fuel // 4 if self._is_import(m.older) else fuel):
+            if m.work(-(-fuel // 4) if self._is_import(m.older) else fuel):
                 self._finish(m, at)
                 self._cascade(at + 1)  # the result as the older of a pair, then the newer
                 self._cascade(min(at, len(self.batches) - 1))
@@ -310,6 +310,8 @@ class Spine:
             lower = batch.upper
         if self.batches:
             assert self.batches[-1].upper == self.upper
+        inputs = [id(b) for m in self.merges for b in (m.older, m.newer)]
+        assert len(inputs) == len(set(inputs)), "a batch is an input of two merges"
 
     def __repr__(self) -> str:
         sizes = [len(b) for b in self.batches]

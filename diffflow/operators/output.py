@@ -40,6 +40,14 @@ class Accumulator:
                                           np.asarray(diffs, dtype=np.int64)),
                                   Antichain([(added + 1,)]))
 
+    def __setstate__(self, state):
+        runs = state.pop("runs", None)  # a checkpoint from before accumulators were spines
+        self.__dict__.update(state)
+        if runs is not None:
+            self.spine = Spine(self.width, self.width, 1)
+            for rows, _, diffs in runs:
+                self.add(rows, diffs)
+
     def contents(self):
         """``(rows, multiplicities)``: consolidated and sorted."""
         self.spine.compact()

@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..arrangements import columnar
-from ..arrangements.batch import Batch
+from ..arrangements.batch import Batch, died_since
 from ..arrangements.updates import concat
 from ..lattice import Antichain
 from .routing import BINS, Routing
@@ -256,6 +256,9 @@ def _place_import(spine, batch: Batch) -> None:
     n = 0
     while n < len(batches) and _is_import(batches[n], minimum):
         n += 1
+    if 0 < n < len(batches) and any(m.holds(batches[n - 1]) and m.holds(batches[n])
+                                    for m in spine.merges):
+        n -= 1  # not between the inputs of a merge under way (imports are in any order)
     batches.insert(n, Batch(batch.rows, batch.times, batch.diffs, batch.key_width, minimum,
                             minimum, batch.since))
     spine.settle()
@@ -317,10 +320,10 @@ def _copy_live(batch: Batch, budget: int):
     rows_state = batch._live_copy
     if rows_state is None:
         n = len(batch) - batch.dead_rows
-        rows_state = batch._live_copy = [
-            None, 0, 0, np.empty((n, batch.rows.shape[1]), np.int64),
+        rows_state = batch._live_copy = [  # (dead bins at the start: more may die meanwhile)
+            batch.dead, 0, 0, np.empty((n, batch.rows.shape[1]), np.int64),
             np.empty((n, batch.times.shape[1]), np.int64), np.empty(n, np.int64)]
-    _, at, out, rows, times, diffs = rows_state
+    dead_at_start, at, out, rows, times, diffs = rows_state
     stop = min(len(batch), at + budget)
     keep = batch.live_mask(np.arange(at, stop))
     k = int(keep.sum())
@@ -333,8 +336,9 @@ def _copy_live(batch: Batch, budget: int):
         return None, budget
     batch._live_copy = None
     n = out + k
-    return Batch(rows[:n], times[:n], diffs[:n], batch.key_width, batch.lower, batch.upper,
-                 batch.since), budget
+    copy = Batch(rows[:n], times[:n], diffs[:n], batch.key_width, batch.lower, batch.upper,
+                 batch.since)
+    return copy.mark_died(died_since(dead_at_start, batch.dead)), budget
 
 
 def _work_done(batch: Batch, plan) -> int:
