@@ -164,13 +164,36 @@ class Spine:
 
     def settle(self) -> None:
         """Start every merge the geometric rule asks for, anywhere in the spine (after
-        batches were put in other places than the end: rescaling's imports)."""
+        batches were put in other places than the end: rescaling's imports).
+
+        >>> s = Spine(width=1, key_width=1, dim=1)
+        >>> _ = s.insert_chunks([Updates.from_lists([(1,)], [(0,)], [1])], Antichain([(1,)]))
+        >>> nowhere = Antichain.minimum(1)  # an import's description
+        >>> imported = Batch.from_updates(Updates.from_lists([(2,)], [(0,)], [1]), 1,
+        ...                               nowhere, nowhere)
+        >>> s.batches.insert(0, imported); s.settle(); [b.rows.tolist() for b in s.batches]
+        [[[1], [2]]]
+        >>> s._check()
+        """
         for i in range(len(self.batches) - 1, 0, -1):
             self._cascade(min(i, len(self.batches) - 1))
 
     def work(self, fuel: int) -> None:
         """Give every merge under way ``fuel`` rows of work; put finished ones in place of
-        their inputs, and merge on from there as the geometric rule asks."""
+        their inputs, and merge on from there as the geometric rule asks.
+
+        >>> import diffflow.arrangements.spine as spine_module
+        >>> eager, spine_module.EAGER_MERGE = spine_module.EAGER_MERGE, 2
+        >>> s = Spine(width=1, key_width=1, dim=1)
+        >>> for t in range(2):
+        ...     _ = s.insert_chunks([Updates.from_lists([(t,)], [(t,)], [1])], Antichain([(t + 1,)]))
+        >>> len(s.merges), len(s.batches)   # a merge under way; readers read both inputs
+        (1, 2)
+        >>> s.in_merge(s.batches[0]), s.work(10), len(s.merges), len(s.batches)
+        (True, None, 0, 1)
+        >>> s.finish_merges()  # (nothing under way any more: does nothing)
+        >>> spine_module.EAGER_MERGE = eager
+        """
         for m in list(self.merges):
             at = self._position(m)
             if at is None:  # an input was replaced (rescaling): the rule starts it again
@@ -184,12 +207,12 @@ class Spine:
                 self._cascade(min(at, len(self.batches) - 1))
 
     def finish_merges(self) -> None:
-        """Finish every merge under way now."""
+        """Finish every merge under way now (see :meth:`work` for an example)."""
         while self.merges:
             self.work(1 << 62)
 
     def in_merge(self, batch: Batch) -> bool:
-        """Whether ``batch`` is an input of a merge under way."""
+        """Whether ``batch`` is an input of a merge under way (see :meth:`work`)."""
         return any(m.holds(batch) for m in self.merges)
 
     def _position(self, m: FuelledMerge):
