@@ -558,13 +558,7 @@ def _lower_bound(s, q, j, lo, hi):
 @njit(cache=True)
 def _upper_bound(s, q, j, lo, hi):
     """First index in ``[lo, hi)`` with ``s[idx] > q[j]``."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if _cmp_row(s, mid, q, j) <= 0:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    return prefix_upper_bound(s, lo, hi, q, j, s.shape[1])
 
 
 @njit(cache=True)
@@ -730,13 +724,8 @@ def gather_prefix(rows, times, diffs, width, queries):
         while a + step <= n and _cmp_prefix(rows, a + step - 1, queries, j, width) <= 0:
             a += step
             step *= 2
-        b = a + step - 1 if a + step - 1 < n else n
-        while a < b:
-            mid = (a + b) >> 1
-            if _cmp_prefix(rows, mid, queries, j, width) <= 0:
-                a = mid + 1
-            else:
-                b = mid
+        a = prefix_upper_bound(rows, a, a + step - 1 if a + step - 1 < n else n, queries, j,
+                               width)
         lo[j] = first
         hi[j] = a
         start = first

@@ -59,6 +59,16 @@ FUEL = 8
 MAX_BATCHES = 64
 
 
+def is_import(batch: Batch) -> bool:
+    """Rows imported by rescaling (diffflow.runtime.migrate): described ``[minimum, minimum)``.
+
+    >>> m = Antichain.minimum(1)
+    >>> is_import(Batch.from_updates(Updates.from_lists([(1,)], [(0,)], [1]), 1, m, m))
+    True
+    """
+    return batch.lower == batch.upper == Antichain.minimum(batch.dim)
+
+
 def expand_ranges(lo: np.ndarray, hi: np.ndarray):
     """For half-open ranges ``[lo[i], hi[i])``, list (range index, position) pairs.
 
@@ -113,17 +123,17 @@ class Spine:
         if len(batch) == 0 and self.batches:
             self._extend_last(batch.upper)
             return
-        if batch.lower == batch.upper and self.batches and not self._is_import(batch):
+        if batch.lower == batch.upper and self.batches and not is_import(batch):
             # a late batch (updates a sweep delivered after the frontier had passed their
             # times: cluster runtimes, in loops) joins the newest batch at once, whose lower
             # covers them, as a small tail would
             for m in [m for m in self.merges if m.holds(self.batches[-1])]:
                 at = self._position(m)
-                self.merges.remove(m)
-                if at is not None:
+                if at is None:
+                    self.merges.remove(m)
+                else:
                     m.work(1 << 62)
-                    self.batches[at:at + 2] = [m.result(self.batches[at].lower,
-                                                        self.batches[at + 1].upper)]
+                    self._finish(m, at)
             batch = merge(self.batches.pop(), batch, self.since)
         self.batches.append(batch)
         if self.merges:
@@ -132,15 +142,11 @@ class Spine:
         if len(self.batches) > MAX_BATCHES and self.merges:
             self.finish_merges()
 
-    def _is_import(self, batch: Batch) -> bool:
-        """Rows imported by rescaling: described ``[minimum, minimum)``."""
-        return batch.lower == batch.upper == Antichain.minimum(self.dim)
-
     def _wants_merge(self, older: Batch, newer: Batch) -> bool:
         # geometric merging; and a tiny batch per loop round would leave ~log2(rounds)
         # batches for every lookup to search, so small tails merge at once (both
         # batches are small then, so compacting them too costs little)
-        if self._is_import(older) and not self._is_import(newer):
+        if is_import(older) and not is_import(newer):
             # rescaling's imports sit in front, out of size order: they join the spine's
             # own batches once comparable in size, not each one the biggest batch
             return len(newer) <= 2 * len(older) and len(older) <= 2 * len(newer)
@@ -201,7 +207,7 @@ class Spine:
                 continue
             # a merge into rescaling's imports (in front, out of the tail's way) is
             # background work: a quarter of the fuel, so a migration's epochs stay cheap
-            if m.work(-(-fuel // 4) if self._is_import(m.older) else fuel):
+            if m.work(-(-fuel // 4) if is_import(m.older) else fuel):
                 self._finish(m, at)
                 self._cascade(at + 1)  # the result as the older of a pair, then the newer
                 self._cascade(min(at, len(self.batches) - 1))

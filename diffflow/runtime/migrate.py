@@ -39,6 +39,7 @@ import numpy as np
 
 from ..arrangements import columnar
 from ..arrangements.batch import Batch, died_since
+from ..arrangements.spine import is_import
 from ..arrangements.updates import concat
 from ..lattice import Antichain
 from .routing import BINS, Routing
@@ -241,10 +242,6 @@ def _imported_batch(spine, pieces) -> Batch:
     return Batch.from_updates(merged, spine.key_width, minimum, minimum, spine.since)
 
 
-def _is_import(batch: Batch, minimum) -> bool:
-    return batch.lower == minimum and batch.upper == minimum
-
-
 def _place_import(spine, batch: Batch) -> None:
     """Put an imported batch after the earlier imports, in front of the trace's own batches,
     described ``[minimum, minimum)`` (its times are advanced by ``since``, like every other
@@ -254,7 +251,7 @@ def _place_import(spine, batch: Batch) -> None:
     minimum = Antichain.minimum(spine.dim)
     batches = spine.batches
     n = 0
-    while n < len(batches) and _is_import(batches[n], minimum):
+    while n < len(batches) and is_import(batches[n]):
         n += 1
     if 0 < n < len(batches) and any(m.holds(batches[n - 1]) and m.holds(batches[n])
                                     for m in spine.merges):
@@ -283,8 +280,7 @@ def prepare(engine, budget: int) -> int:
         spine.settle()
         if spine.merges:  # fuelled merges (of imports, among others) go on
             spine.work(budget // 8)
-            minimum = Antichain.minimum(spine.dim)
-            left += sum(_is_import(m.older, minimum) for m in spine.merges)
+            left += sum(is_import(m.older) for m in spine.merges)
         for i, batch in enumerate(spine.batches):  # half-dead batches: copy the live half
             if batch.dead is None or 2 * batch.dead_rows < len(batch) or spine.in_merge(batch):
                 continue  # (a merge under way drops the dead rows itself)
