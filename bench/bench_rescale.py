@@ -21,7 +21,9 @@ Usage::
   throughput.
 
 For each workload and strategy it prints steady-state p50/p99 (epochs before the first
-plan), p50/p99/max of the epochs while steps run, migration duration (first step's
+plan), p99/max of the epochs preparing a plan (from the call to ``rescale`` to its first
+step: they index the state by step in the background), p50/p99/max of the epochs while
+steps run, migration duration (first step's
 scheduled start to the end of the last step's epoch), rows moved, and per-worker peak
 RSS (worker processes with ``--runtime processes``; the whole process otherwise).  It
 draws latency over time per strategy into ``--plot`` (a PNG).
@@ -82,6 +84,7 @@ class OpenLoop:
     def __init__(self, flow, period: float):
         self.flow, self.period = flow, period
         self.latency, self.when, self.stepped, self.rss = [], [], [], {}
+        self.plans_made = []  # the epoch (index) at which each plan was made
         self.start = None
 
     def epoch(self, feed) -> None:
@@ -111,22 +114,26 @@ def summarize(loop: OpenLoop, plans: list, first_plan_epoch: int) -> dict:
     lat = np.array(loop.latency) * 1000
     steady = lat[5:first_plan_epoch]
     p99 = np.percentile(steady, 99)
-    touched, durations = [], []
-    for plan in plans:
+    touched, durations, preparing = [], [], []
+    for made, plan in zip(loop.plans_made, plans):
         first = min(s.epoch for s in plan.steps) - loop.base_epoch
         last = max(s.epoch for s in plan.steps) - loop.base_epoch
         durations.append(loop.when[last] + loop.latency[last] - loop.when[first])
+        preparing.extend(range(made, first))
         end = last
         while end + 1 < len(lat) and lat[end + 1] > p99:
             end += 1
         touched.extend(range(first, end + 1))
     during = lat[sorted(set(touched))]
+    prep = lat[sorted(set(preparing) - set(touched))] if preparing else np.zeros(1)
     return {
         "steady_p50_ms": float(np.percentile(steady, 50)),
         "steady_p99_ms": float(p99),
         "during_p50_ms": float(np.percentile(during, 50)),
         "during_p99_ms": float(np.percentile(during, 99)),
         "during_max_ms": float(during.max()),
+        "preparing_p99_ms": float(np.percentile(prep, 99)),
+        "preparing_max_ms": float(prep.max()),
         "steps": [len(p.steps) for p in plans],
         "migration_s": [round(d, 3) for d in durations],
         "step_s_max": max((s.seconds for p in plans for s in p.steps if s.seconds), default=0),
@@ -163,6 +170,7 @@ def run_count(args, strategy: str) -> dict:
     while i < args.epochs or flow.migration is not None or len(plans) < 2:
         if flow.migration is None and len(plans) < 2 and i >= third * (len(plans) + 1):
             t0 = time.perf_counter()
+            loop.plans_made.append(len(loop.latency))
             plans.append(flow.rescale(table=tables[len(plans)], partitions=args.partitions,
                                       strategy=strategy, start_epoch=flow.epoch + args.prepare,
                                       **strategy_options(strategy, args)))
@@ -206,6 +214,7 @@ def run_graph(args, strategy: str) -> dict:
 
     for i in range(args.graph_epochs):
         if i == third:
+            loop.plans_made.append(len(loop.latency))
             plans.append(flow.rescale(partitions=4, strategy=strategy,
                                       start_epoch=flow.epoch + args.prepare,
                                       **strategy_options(strategy, args)))
@@ -263,13 +272,15 @@ def timed(fn) -> float:
 # -- output -----------------------------------------------------------------------------------
 def table(name: str, results: dict) -> str:
     lines = [f"\n### {name}\n",
-             "| strategy | steady p50 / p99 | during p50 / p99 / max | worst / steady p99 | "
-             "steps | migration | longest step | rows moved | peak RSS per worker |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| strategy | steady p50 / p99 | preparing p99 / max | during p50 / p99 / max | "
+             "worst / steady p99 | steps | migration | longest step | rows moved | "
+             "peak RSS per worker |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for strategy, r in results.items():
         ratio = r["during_max_ms"] / r["steady_p99_ms"] if r["during_max_ms"] else 0
         lines.append(
             f"| {strategy} | {r['steady_p50_ms']:.1f} / {r['steady_p99_ms']:.1f} ms | "
+            f"{r['preparing_p99_ms']:.1f} / {r['preparing_max_ms']:.1f} ms | "
             f"{r['during_p50_ms']:.1f} / {r['during_p99_ms']:.1f} / {r['during_max_ms']:.1f} ms | "
             f"x{ratio:.2f} | {r['steps']} | {' + '.join(f'{d:.2f} s' for d in r['migration_s'])}"
             f" | {r['step_s_max'] * 1000:.0f} ms | {r['rows_moved']} | "

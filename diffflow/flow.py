@@ -17,6 +17,7 @@ closes an epoch of every input and, unless ``run=False``, computes it.
 from __future__ import annotations
 
 import itertools
+import time
 import weakref
 
 import numpy as np
@@ -49,7 +50,6 @@ def _free_dropped_dataflows() -> None:
         _rows_since_collect[0] = 0
 
 
-PREPARE_ROWS = 2_000_000  # rows of indexing work at each epoch before a plan's first step
 # batches keep a plan's step index under its key; never id(plan), which a later plan may reuse
 _PLAN_KEYS = itertools.count(1)
 
@@ -108,6 +108,7 @@ class Dataflow:
     _unrun = False      # epochs closed by advance(run=False) and not computed yet
     _migration = None   # the rescaling plan in progress
     _rescale_work = False  # background work left by rescaling steps (merging imports)
+    _pace = None        # rescaling's background work, paced by recent epochs
     _live: list = []
 
     def __init__(self, partitions: int = 1, runtime: str = "local", spark=None, *,
@@ -209,7 +210,10 @@ class Dataflow:
         if self._provenance is not None:
             self._provenance.record_changes(bool(self._live))
         if run:
+            started = time.perf_counter()
             runtime.run()
+            if self._migration is not None or self._rescale_work:  # paces background work
+                self._background_pace().record(time.perf_counter() - started)
             self._refresh_live()
 
     def explanations(self, output):
@@ -338,9 +342,15 @@ class Dataflow:
         (a step moves complete state), then move the bins."""
         plan = self._migration
         due = [] if plan is None else plan.due(self.epoch)
-        if not due:  # background work: index for coming steps, merge what steps imported
-            self._rescale_work = runtime.rescale_prepare(PREPARE_ROWS) > 0
-            return
+        pace = self._background_pace()
+        if not due or pace.must_wait(plan, due, runtime):
+            # background work: index for coming steps, merge what steps imported
+            self._rescale_work = pace.work(runtime, plan.waiting if plan is not None else 0)
+            if not due:
+                return
+            if pace.must_wait(plan, due, runtime):  # still: the steps wait an epoch
+                plan.postpone()
+                return
         if self._unrun:
             self.run()
         for step in due:
@@ -350,6 +360,13 @@ class Dataflow:
             self._migration = None
             runtime.rescale_plan(None, None)
         self._rescale_work = True  # imports to merge in the epochs after
+
+    def _background_pace(self):
+        from .rescale import Background
+
+        if self._pace is None:
+            self._pace = Background()
+        return self._pace
 
     @property
     def migration(self):

@@ -33,6 +33,7 @@ Strategies (Megaphone's, RESCALE.md §3):
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,6 +43,9 @@ from .runtime.routing import BINS, Routing, check_table
 STRATEGIES = ("all_at_once", "fluid", "batched")
 FLUID_BINS = -(-BINS // 4096)  # fluid's default step: 1/4096 of the bins, as Megaphone's 2^12
 BATCH_ROWS = 1_000_000         # batched's default budget per partition and step
+BACKGROUND_SHARE = 0.5  # background rescaling work per epoch, as a share of a typical epoch
+PREPARE_SLICE = 250_000  # rows of background work per call (at least one call per epoch)
+PREPARE_WAIT = 8         # epochs a due step may wait for its preparation
 
 
 @dataclass(eq=False)  # steps are told apart by identity (their bins are arrays)
@@ -73,6 +77,8 @@ class Plan:
     parts_to: int
     target: np.ndarray = field(repr=False)
     steps: list = field(default_factory=list)
+    waited: int = 0   # epochs the steps waited for their preparation (:meth:`postpone`)
+    waiting: int = field(default=0, repr=False)  # of them, since the last step applied
 
     @property
     def done(self) -> bool:
@@ -111,6 +117,14 @@ class Plan:
             steps[s.bins] = i
         return steps
 
+    def postpone(self) -> None:
+        """Move every step not applied yet one epoch later (their preparation is not done)."""
+        for s in self.steps:
+            if not s.applied:
+                s.epoch += 1
+        self.waited += 1
+        self.waiting += 1
+
     def apply(self, step: Step, runtime) -> None:
         """Apply ``step`` (one of :attr:`steps`) to ``runtime`` now (between runs)."""
         table = runtime.routing.table()
@@ -120,6 +134,58 @@ class Plan:
         step.rows_moved = runtime.rescale_step(Routing(step.parts, table), number)
         step.seconds = time.perf_counter() - started
         step.applied = True
+        self.waiting = 0
+
+
+class Background:
+    """Rescaling's background work, paced by the dataflow's own epochs.
+
+    Between steps, and before a plan's first one, every epoch boundary spends about
+    :data:`BACKGROUND_SHARE` of a typical epoch (the median of the recent epochs
+    that applied no step) on indexing the state by step, merging imports and
+    copying half-dead batches, a :data:`PREPARE_SLICE` of rows at a time and at
+    least one slice: a budget in time, not rows, so the epochs stay within a
+    fixed factor of the steady ones on any machine.  A batched or fluid step due
+    while more of the state is not indexed yet than it moves waits
+    (:meth:`Plan.postpone`) instead of indexing at the step, so the step's epoch
+    costs about the rows it moves; each epoch it waits doubles the share, and after
+    :data:`PREPARE_WAIT` epochs it goes ahead and indexes the rest itself.
+
+    >>> pace = Background(); pace.record(0.04); pace.record(0.02); pace.typical()
+    0.03
+    """
+
+    def __init__(self):
+        self.epochs = deque(maxlen=16)
+
+    def record(self, seconds: float) -> None:
+        """Note the compute time of an epoch that applied no step."""
+        self.epochs.append(seconds)
+
+    def typical(self) -> float:
+        """The median of the recent epochs' compute times (0 before any)."""
+        return float(np.median(self.epochs)) if self.epochs else 0.0
+
+    def work(self, runtime, waiting: int = 0) -> bool:
+        """One epoch boundary's background work (more while a step has waited ``waiting``
+        epochs); returns whether any is left."""
+        share = BACKGROUND_SHARE * 2 ** min(waiting, 3)
+        deadline = time.perf_counter() + share * self.typical()
+        while True:
+            left = runtime.rescale_prepare(PREPARE_SLICE)
+            if not left or time.perf_counter() >= deadline:
+                return left > 0
+
+    @staticmethod
+    def must_wait(plan: "Plan", due: list, runtime) -> bool:
+        """Whether the ``due`` steps of ``plan`` should wait for their preparation: while
+        indexing what is left would cost more than moving their rows (indexing a row is
+        several times cheaper than moving one, and merges keep making new big batches,
+        so a step never waits for all of them)."""
+        if plan.strategy == "all_at_once" or plan.waiting >= PREPARE_WAIT:
+            return False
+        moving = max(sum(s.rows_planned for s in due), 1)
+        return runtime.rescale_unprepared() > moving
 
 
 # -- targets --------------------------------------------------------------------------------

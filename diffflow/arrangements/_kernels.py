@@ -495,13 +495,25 @@ def count_groups(bins, group_of_bin, start, stop, counts):
 
 
 @njit(cache=True)
-def scatter_groups(bins, group_of_bin, start, stop, cursor, perm):
-    """Write positions ``start <= i < stop`` into ``perm`` at their group's ``cursor`` (a
-    stable counting sort done a slice at a time)."""
+def scatter_rows_by_group(bins, group_of_bin, start, stop, cursor, rows, times, diffs,
+                          out_rows, out_times, out_diffs, out_bins):
+    """Copy the updates ``start <= i < stop`` whose bin is in a group ``g >= 0`` to their
+    group's ``cursor[g]`` in the ``out_`` arrays (a stable counting sort of the rows that
+    move, done a slice at a time; rows of group -1 are skipped)."""
+    w, d = rows.shape[1], times.shape[1]
     for i in range(start, stop):
-        g = group_of_bin[bins[i]] + 1
-        perm[cursor[g]] = i
-        cursor[g] += 1
+        b = bins[i]
+        g = group_of_bin[b]
+        if g < 0:
+            continue
+        c = cursor[g]
+        for j in range(w):
+            out_rows[c, j] = rows[i, j]
+        for j in range(d):
+            out_times[c, j] = times[i, j]
+        out_diffs[c] = diffs[i]
+        out_bins[c] = b
+        cursor[g] = c + 1
 
 
 @njit(cache=True)

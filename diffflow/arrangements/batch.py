@@ -43,7 +43,7 @@ class Batch:
         self._keys = None
         self._max_time = None
         self._bins = None        # (bin count, bins, how many are filled)
-        self._step_index = None  # (plan key, perm, offsets): see diffflow.runtime.migrate
+        self._step_index = None  # the moving rows by plan step: diffflow.runtime.step_index
         # rescaling: bins whose rows left this partition but are still stored here (a
         # bool array over the bins, or None); readers skip them (see live())
         self.dead = None

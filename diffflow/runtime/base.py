@@ -83,8 +83,12 @@ class Runtime:
         raise NotImplementedError
 
     def rescale_prepare(self, budget: int) -> int:
-        """Index by bin up to ``budget`` rows of big batches per partition for the coming
-        steps; returns the rows left to index."""
+        """Rescaling's background work, about ``budget`` rows of it per partition (see
+        :func:`diffflow.runtime.migrate.prepare`); returns how many batches wait for more."""
+        raise NotImplementedError
+
+    def rescale_unprepared(self) -> int:
+        """Rows of big batches not indexed yet for the plan under way, over every partition."""
         raise NotImplementedError
 
     def check_owners(self) -> int:

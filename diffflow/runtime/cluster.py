@@ -242,6 +242,8 @@ class ClusterRuntime(Runtime):
                 self.transport.restart(dict(self.symbols._text), self.parts)
                 if not self.routing.is_default:
                     self.transport.call_all("routing", [(self.routing,)] * self.parts)
+                if self._plan[0] is not None:  # the plan under way: its steps' indexes
+                    self.transport.call_all("plan", [self._plan] * self.parts)
                 if self.trace_log is not None:  # the interrupted run's events are dropped
                     self.trace_log.take()
                 self._start_tracing()
@@ -360,7 +362,19 @@ class ClusterRuntime(Runtime):
         return self.transport.call_all("live_rows", [()] * self.parts)
 
     def rescale_prepare(self, budget: int) -> int:
-        return sum(self.transport.call_all("prepare", [(budget,)] * self.parts))
+        return self._background("prepare", budget)
+
+    def rescale_unprepared(self) -> int:
+        return self._background("unprepared")
+
+    def _background(self, cmd: str, *args) -> int:
+        """A background rescaling call summed over workers; a lost worker is rebuilt (as in
+        a run) and the call answers 0: background work can wait for the next boundary."""
+        try:
+            return sum(self.transport.call_all(cmd, [args] * self.parts))
+        except WorkerLost:
+            self._recover()
+            return 0
 
     def check_owners(self) -> int:
         return sum(self.transport.call_all("check_owners", [()] * self.parts))

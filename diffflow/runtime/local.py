@@ -132,6 +132,9 @@ class LocalRuntime(Runtime):
         share = -(-budget // len(self.engines))  # one process steps every partition
         return sum(migrate.prepare(engine, share) for engine in self.engines.values())
 
+    def rescale_unprepared(self) -> int:
+        return sum(migrate.unprepared(engine) for engine in self.engines.values())
+
     def check_owners(self) -> int:
         return sum(migrate.check_owners(engine) for engine in self.engines.values())
 

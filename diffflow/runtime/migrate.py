@@ -42,6 +42,7 @@ from ..arrangements.batch import Batch, died_since
 from ..arrangements.spine import is_import
 from ..arrangements.updates import concat
 from ..lattice import Antichain
+from . import step_index
 from .routing import BINS, Routing
 
 
@@ -125,85 +126,57 @@ def extract(engine, routing: Routing, step: int | None = None) -> dict:
     return parcels
 
 
-def _step_index(batch: Batch, plan, budget: int | None = None):
-    """``(perm, offsets)``: the batch's positions grouped by the plan step moving their bin
-    (stable: each group in key order; group 0 holds the rows that stay), built once per
-    batch and plan.  With ``budget``, at most that many rows of work now (a counting sort
-    done a slice at a time: counts, then positions); ``None`` until it is complete."""
-    key, step_of_bin = plan
-    state = batch._step_index
-    if state is None or state[0] != key:
-        groups = int(step_of_bin.max()) + 2
-        state = batch._step_index = [key, "count", 0, np.zeros(groups, np.int64)]
-    if state[1] == "done":
-        return state[2], state[3]
-    kernels = columnar._k()
-    n = len(batch)
-    budget = 2 * n if budget is None else budget
-    bins = batch.bins(BINS) if budget >= 2 * n else None
-    if bins is None:
-        budget -= batch.fill_bins(BINS, budget)
-        if not batch.bins_ready(BINS):
-            return None
-        bins = batch._bins[1]
-    while budget > 0 and state[1] != "done":
-        stop = min(n, state[2] + budget)
-        if state[1] == "count":
-            kernels.count_groups(bins, step_of_bin, state[2], stop, state[3])
-            budget -= stop - state[2]
-            state[2] = stop
-            if stop == n:
-                offsets = np.concatenate([[0], np.cumsum(state[3])])
-                state[1:] = ["scatter", 0, offsets, offsets[:-1].copy(),
-                             np.empty(n, np.int32 if n < 2**31 else np.int64)]
-        else:
-            _, _, at, offsets, cursor, perm = state
-            kernels.scatter_groups(bins, step_of_bin, at, stop, cursor, perm)
-            budget -= stop - at
-            state[2] = stop
-            if stop == n:
-                state[1:] = ["done", perm, offsets]
-    done = batch._step_index
-    return (done[2], done[3]) if done[1] == "done" else None
-
-
 def _take_leaving(batch: Batch, leaving_mask, new_table, plan, step, leaving: dict) -> Batch:
     """Add ``batch``'s rows of leaving bins to ``leaving[dest]``; returns what stays."""
     if not len(batch):
         return batch
-    indexed = plan is not None and len(batch) >= INDEXED
+    if plan is not None and len(batch) >= INDEXED:
+        return _take_indexed(batch, leaving_mask, new_table, plan, step, leaving)
     bins = batch.bins(BINS)
-    if indexed:
-        perm, offsets = _step_index(batch, plan)
-        pos = perm[offsets[step + 1]:offsets[step + 2]]
-        keep = leaving_mask[bins[pos]]
-        if batch.dead is not None:
-            keep &= ~batch.dead[bins[pos]]
-        pos = pos[keep]
-    else:
-        moving = leaving_mask[bins]
-        if batch.dead is not None:
-            moving &= ~batch.dead[bins]
-        pos = np.flatnonzero(moving)
+    moving = leaving_mask[bins]
+    if batch.dead is not None:
+        moving &= ~batch.dead[bins]
+    pos = np.flatnonzero(moving)
     if not len(pos):
         return batch
-    dests = new_table[bins[pos]].astype(np.int64)
-    order, offsets = columnar.group_by_partition(dests, int(dests.max()) + 1)
-    for q in np.flatnonzero(np.diff(offsets)).tolist():
-        pick = pos[order[offsets[q]:offsets[q + 1]]]
-        leaving.setdefault(q, []).append(
-            (batch.rows[pick], batch.times[pick], batch.diffs[pick], batch.since))
-    if indexed:
-        dead = np.zeros(BINS, bool) if batch.dead is None else batch.dead.copy()
-        dead[bins[pos]] = True
-        batch.dead, batch.dead_rows = dead, batch.dead_rows + len(pos)
-        return batch  # copied without its dead rows by prepare() once half is dead
-    stay = np.ones(len(batch), bool)
-    stay[pos] = False
+    _send(leaving, new_table[bins[pos]], batch.since,
+          batch.rows[pos], batch.times[pos], batch.diffs[pos])
+    stay = ~moving
     rest = Batch(batch.rows[stay], batch.times[stay], batch.diffs[stay], batch.key_width,
                  batch.lower, batch.upper, batch.since)
     rest.dead, rest.dead_rows = batch.dead, batch.dead_rows
     return rest
+
+
+def _take_indexed(batch: Batch, leaving_mask, new_table, plan, step, leaving: dict) -> Batch:
+    """A big batch's leaving rows, read as a slice of its step index (built by
+    :func:`prepare`, or here once); the batch keeps them as dead rows (every reader skips
+    them), copied without them when it next merges or, once half of it is dead, by
+    :func:`prepare` at a later epoch boundary."""
+    rows, times, diffs, bins = step_index.build(batch, plan).group(step)
+    live = leaving_mask[bins]  # (live rows of the step's bins all leave)
+    if batch.dead is not None:
+        live &= ~batch.dead[bins]
+    if not live.all():
+        rows, times, diffs, bins = rows[live], times[live], diffs[live], bins[live]
+    if not len(bins):
+        return batch
+    _send(leaving, new_table[bins], batch.since, rows, times, diffs)
+    dead = np.zeros(BINS, bool) if batch.dead is None else batch.dead.copy()
+    dead[bins] = True  # (the bins of rows that left: a row a plan forgot stays visible)
+    batch.dead, batch.dead_rows = dead, batch.dead_rows + len(bins)
+    return batch
+
+
+def _send(leaving: dict, dests, since, rows, times, diffs) -> None:
+    """Add rows (in key order) to ``leaving[dest]`` by their ``dests``, key order kept."""
+    if (dests == dests[0]).all():
+        leaving.setdefault(int(dests[0]), []).append((rows, times, diffs, since))
+        return
+    order, offsets = columnar.group_by_partition(dests.astype(np.int64), int(dests.max()) + 1)
+    for q in np.flatnonzero(np.diff(offsets)).tolist():
+        pick = order[offsets[q]:offsets[q + 1]]
+        leaving.setdefault(q, []).append((rows[pick], times[pick], diffs[pick], since))
 
 
 def install(engine, parcel: dict | None) -> int:
@@ -238,7 +211,7 @@ def _imported_batch(spine, pieces) -> Batch:
         if since != spine.since:
             batch = batch.advanced(spine.since)
         chunks.append(batch.updates())
-    merged = concat(chunks, spine.width, spine.dim)
+    merged = concat(chunks, spine.width, spine.dim)  # (a copy: pieces may be index views)
     return Batch.from_updates(merged, spine.key_width, minimum, minimum, spine.since)
 
 
@@ -278,12 +251,15 @@ def prepare(engine, budget: int) -> int:
     left = 0
     for _, spine in _spines(engine):
         spine.settle()
-        if spine.merges:  # fuelled merges (of imports, among others) go on
-            spine.work(budget // 8)
+        if spine.merges:  # fuelled merges (of imports, among others) go on; before a
+            # step, faster: their results are what the step will read, once indexed
+            spine.work(budget // (2 if engine.rescale_plan is not None else 8))
             left += sum(is_import(m.older) for m in spine.merges)
         for i, batch in enumerate(spine.batches):  # half-dead batches: copy the live half
             if batch.dead is None or 2 * batch.dead_rows < len(batch) or spine.in_merge(batch):
                 continue  # (a merge under way drops the dead rows itself)
+            if engine.rescale_plan is not None and len(batch) >= INDEXED:
+                continue  # not while a plan runs: the copy would need indexing again
             if budget <= 0:
                 left += 1
                 continue
@@ -295,19 +271,25 @@ def prepare(engine, budget: int) -> int:
     plan = engine.rescale_plan
     for _, spine in _spines(engine):
         for batch in spine.batches:
-            if plan is None or len(batch) < INDEXED:
+            if plan is None or len(batch) < INDEXED or step_index.is_built(batch, plan):
                 continue
-            state = batch._step_index
-            if state is not None and state[0] == plan[0] and state[1] == "done":
-                continue
-            if budget <= 0:
+            if budget <= 0 or spine.in_merge(batch):  # (a merge's result is indexed instead)
                 left += 1
                 continue
-            before = _work_done(batch, plan)
-            if _step_index(batch, plan, budget) is None:
+            before = step_index.work_done(batch, plan)
+            if step_index.build(batch, plan, budget) is None:
                 left += 1
-            budget -= _work_done(batch, plan) - before
+            budget -= step_index.work_done(batch, plan) - before
     return left
+
+
+def unprepared(engine) -> int:
+    """Rows of the big batches :func:`prepare` has still to index for the plan under way."""
+    plan = engine.rescale_plan
+    if plan is None:
+        return 0
+    return sum(len(batch) for _, spine in _spines(engine) for batch in spine.batches
+               if len(batch) >= INDEXED and not step_index.is_built(batch, plan))
 
 
 def _copy_live(batch: Batch, budget: int):
@@ -335,16 +317,6 @@ def _copy_live(batch: Batch, budget: int):
     copy = Batch(rows[:n], times[:n], diffs[:n], batch.key_width, batch.lower, batch.upper,
                  batch.since)
     return copy.mark_died(died_since(dead_at_start, batch.dead)), budget
-
-
-def _work_done(batch: Batch, plan) -> int:
-    """Rows of indexing work done on ``batch`` for ``plan`` (of ``3 * len(batch)``)."""
-    hashed = batch._bins[2] if batch._bins is not None and batch._bins[0] == BINS else 0
-    state = batch._step_index
-    if state is None or state[0] != plan[0]:
-        return hashed
-    return hashed + {"count": state[2], "scatter": len(batch) + state[2]}.get(
-        state[1], 2 * len(batch))
 
 
 def live_rows(engine) -> int:

@@ -219,6 +219,9 @@ class WorkerCommands:
     def cmd_prepare(self, budget: int) -> int:
         return migrate.prepare(self.engine, budget)
 
+    def cmd_unprepared(self) -> int:
+        return migrate.unprepared(self.engine)
+
     def cmd_check_owners(self) -> int:
         return migrate.check_owners(self.engine)
 
