@@ -345,7 +345,7 @@ class Dataflow:
         pace = self._background_pace()
         if not due or pace.must_wait(plan, due, runtime):
             # background work: index for coming steps, merge what steps imported
-            self._rescale_work = pace.work(runtime, plan.waiting if plan is not None else 0)
+            self._rescale_work = pace.work(runtime)
             if not due:
                 return
             if pace.must_wait(plan, due, runtime):  # still: the steps wait an epoch

@@ -148,8 +148,8 @@ class Background:
     fixed factor of the steady ones on any machine.  A batched or fluid step due
     while more of the state is not indexed yet than it moves waits
     (:meth:`Plan.postpone`) instead of indexing at the step, so the step's epoch
-    costs about the rows it moves; each epoch it waits doubles the share, and after
-    :data:`PREPARE_WAIT` epochs it goes ahead and indexes the rest itself.
+    costs about the rows it moves; after :data:`PREPARE_WAIT` epochs it goes ahead and
+    indexes the rest itself.
 
     >>> pace = Background(); pace.record(0.04); pace.record(0.02); pace.typical()
     0.03
@@ -166,11 +166,9 @@ class Background:
         """The median of the recent epochs' compute times (0 before any)."""
         return float(np.median(self.epochs)) if self.epochs else 0.0
 
-    def work(self, runtime, waiting: int = 0) -> bool:
-        """One epoch boundary's background work (more while a step has waited ``waiting``
-        epochs); returns whether any is left."""
-        share = BACKGROUND_SHARE * 2 ** min(waiting, 3)
-        deadline = time.perf_counter() + share * self.typical()
+    def work(self, runtime) -> bool:
+        """One epoch boundary's background work; returns whether any is left."""
+        deadline = time.perf_counter() + BACKGROUND_SHARE * self.typical()
         while True:
             left = runtime.rescale_prepare(PREPARE_SLICE)
             if not left or time.perf_counter() >= deadline:

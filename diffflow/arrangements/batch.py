@@ -50,6 +50,18 @@ class Batch:
         self.dead_rows = 0
         self._live_copy = None   # a copy without the dead rows, under way (migrate.prepare)
 
+    _CACHES = ("_keys", "_max_time", "_bins", "_step_index", "_live_copy")
+
+    def __getstate__(self):
+        """The updates, description and dead bins; caches (bins, step indexes, copies
+        under way) are rebuilt on demand, so checkpoints and parcels do not carry them."""
+        return {name: (None if name in self._CACHES else getattr(self, name))
+                for name in self.__slots__}
+
+    def __setstate__(self, state):
+        for name in self.__slots__:
+            setattr(self, name, state.get(name, 0 if name == "dead_rows" else None))
+
     @staticmethod
     def from_updates(updates: Updates, key_width: int, lower, upper, since=None) -> "Batch":
         """Consolidate ``updates`` into a batch with the given description."""
@@ -220,7 +232,17 @@ def merge(older: Batch, newer: Batch, frontier: Antichain) -> Batch:
     b = newer.live() if newer.since == frontier else newer.advanced(frontier)
     rows, times, diffs = columnar.merge_consolidated(a.rows, a.times, a.diffs,
                                                      b.rows, b.times, b.diffs)
-    return Batch(rows, times, diffs, a.key_width, older.lower, newer.upper, frontier)
+    return keep_shared_index(Batch(rows, times, diffs, a.key_width, older.lower, newer.upper,
+                                   frontier), older, newer)
+
+
+def keep_shared_index(merged: Batch, older: Batch, newer: Batch) -> Batch:
+    """Give ``merged`` the step index its two inputs share, if they share one: the empty
+    index of batches a rescaling plan imported (:mod:`diffflow.runtime.step_index`),
+    which stays true of their merge."""
+    if older._step_index is not None and older._step_index is newer._step_index:
+        merged._step_index = older._step_index
+    return merged
 
 
 def died_since(before, now):

@@ -188,6 +188,8 @@ def install(engine, parcel: dict | None) -> int:
     for where, pieces in parcel["rows"].items():
         spine = spines[where]
         batch = _imported_batch(spine, pieces)
+        if engine.rescale_plan is not None:  # (its rows move no more in this plan)
+            batch._step_index = step_index.moved_already(engine.rescale_plan)
         if len(batch):
             _place_import(spine, batch)
             installed += len(batch)
@@ -229,8 +231,10 @@ def _place_import(spine, batch: Batch) -> None:
     if 0 < n < len(batches) and any(m.holds(batches[n - 1]) and m.holds(batches[n])
                                     for m in spine.merges):
         n -= 1  # not between the inputs of a merge under way (imports are in any order)
-    batches.insert(n, Batch(batch.rows, batch.times, batch.diffs, batch.key_width, minimum,
-                            minimum, batch.since))
+    placed = Batch(batch.rows, batch.times, batch.diffs, batch.key_width, minimum, minimum,
+                   batch.since)
+    placed._step_index = batch._step_index
+    batches.insert(n, placed)
     spine.settle()
     spine.work(IMPORT_FUEL * len(batch))
 

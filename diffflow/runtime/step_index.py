@@ -49,6 +49,24 @@ class StepIndex:
         return self.rows[lo:hi], self.times[lo:hi], self.diffs[lo:hi], self.bins[lo:hi]
 
 
+def moved_already(plan) -> StepIndex:
+    """The index of a batch imported by one of ``plan``'s steps: none of its rows moves
+    again (a plan moves each bin once).  One object per plan, shared by every such
+    batch, so a merge of two of them keeps it (:func:`diffflow.arrangements.batch.merge`)
+    and the imports a plan brings in are never indexed."""
+    key, step_of_bin = plan
+    if _MOVED_ALREADY[0] is None or _MOVED_ALREADY[0].key != key:
+        index = StepIndex(key, int(step_of_bin.max()) + 1)
+        index.phase, index.offsets = "done", np.zeros(len(index.counts), np.int64)
+        index.rows = index.times = np.zeros((0, 0), np.int64)
+        index.diffs, index.bins = np.zeros(0, np.int64), np.zeros(0, np.int32)
+        _MOVED_ALREADY[0] = index
+    return _MOVED_ALREADY[0]
+
+
+_MOVED_ALREADY = [None]  # the latest plan's (plans run one at a time)
+
+
 def build(batch: Batch, plan, budget: int | None = None) -> StepIndex | None:
     """``batch``'s :class:`StepIndex` for ``plan`` (``(key, step_of_bin)``), built once per
     batch and plan.  With ``budget``, at most about that many rows of work now (hashing,
