@@ -212,8 +212,8 @@ class Dataflow:
         if run:
             started = time.perf_counter()
             runtime.run()
-            if self._migration is not None or self._rescale_work:  # paces background work
-                self._background_pace().record(time.perf_counter() - started)
+            if self._migration is None and not self._rescale_work:  # a steady epoch:
+                self._background_pace().record(time.perf_counter() - started)  # the pace
             self._refresh_live()
 
     def explanations(self, output):

@@ -141,8 +141,9 @@ class Background:
     """Rescaling's background work, paced by the dataflow's own epochs.
 
     Between steps, and before a plan's first one, every epoch boundary spends about
-    :data:`BACKGROUND_SHARE` of a typical epoch (the median of the recent epochs
-    that applied no step) on indexing the state by step, merging imports and
+    :data:`BACKGROUND_SHARE` of a typical epoch (the median of the last steady
+    epochs: no plan, no background work; not the epochs the work itself slows) on
+    indexing the state by step, merging imports and
     copying half-dead batches, a :data:`PREPARE_SLICE` of rows at a time and at
     least one slice: a budget in time, not rows, so the epochs stay within a
     fixed factor of the steady ones on any machine.  A batched or fluid step due
@@ -159,7 +160,7 @@ class Background:
         self.epochs = deque(maxlen=16)
 
     def record(self, seconds: float) -> None:
-        """Note the compute time of an epoch that applied no step."""
+        """Note the compute time of a steady epoch."""
         self.epochs.append(seconds)
 
     def typical(self) -> float:

@@ -255,9 +255,8 @@ def prepare(engine, budget: int) -> int:
     left = 0
     for _, spine in _spines(engine):
         spine.settle()
-        if spine.merges:  # fuelled merges (of imports, among others) go on; before a
-            # step, faster: their results are what the step will read, once indexed
-            spine.work(budget // (2 if engine.rescale_plan is not None else 8))
+        if spine.merges:  # fuelled merges (of imports, among others) go on
+            spine.work(budget // 2)
             left += sum(is_import(m.older) for m in spine.merges)
         for i, batch in enumerate(spine.batches):  # half-dead batches: copy the live half
             if batch.dead is None or 2 * batch.dead_rows < len(batch) or spine.in_merge(batch):
