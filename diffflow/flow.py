@@ -247,7 +247,10 @@ class Dataflow:
         ``max_rows_per_step`` rows per partition), ``"fluid"`` (``bins_per_step`` bins
         per step) or ``"all_at_once"``; on the processes and Spark runtimes also
         ``"restart"`` (checkpoint, new workers, restore re-binned: done at once).
-        Outputs are exactly those of a dataflow that never rescaled.
+        Outputs are exactly those of a dataflow that never rescaled.  A batched or fluid
+        step whose state is not indexed yet (big batches, :mod:`diffflow.runtime.step_index`)
+        waits for it an epoch at a time (``plan.waited``; see
+        :class:`~diffflow.rescale.Background`).
 
         >>> flow = Dataflow(partitions=2); a = flow.input("a", ["x"]); out = a.output()
         >>> a.insert([1, 2, 3]); flow.advance()

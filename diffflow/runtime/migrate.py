@@ -83,11 +83,12 @@ def extract(engine, routing: Routing, step: int | None = None) -> dict:
     key goes to partition ``partition % routing.parts``.
 
     Cost: with ``step`` (of the plan :func:`set_plan` gave), the moved rows for
-    batches of at least :data:`INDEXED` updates, read through their step index
-    (built by :func:`prepare`, or here once); the rows left behind are marked
-    dead, and the batch is copied without them when it next merges or, once half
-    of it is dead, by :func:`prepare` at a later epoch boundary.  Smaller batches, and every batch without a plan, are
-    scanned and copied.
+    batches of at least :data:`INDEXED` updates, sent as slices of their step index
+    (:mod:`~diffflow.runtime.step_index`, built by :func:`prepare`, or here once);
+    the batch keeps them as dead rows, copied without them when it next merges or,
+    once half of it is dead and the plan is done, by :func:`prepare` at a later
+    epoch boundary.  Smaller batches, and every batch without a plan, are scanned
+    and copied.
     """
     _require_quiescent(engine)
     me = engine.partition
@@ -247,11 +248,12 @@ IMPORT_FUEL = 2
 
 def prepare(engine, budget: int) -> int:
     """Background work of rescaling, about ``budget`` rows of it, at an epoch boundary with
-    no step due: fuel the merges under way (imports' among them), copy batches at least half dead
-    without their dead rows (whole batches within the budget), then index big batches by the
-    coming plan's steps (:func:`set_plan`; hashing, counting and placing a row cost one
-    each), so steps read indexes instead of building them.  Returns how many batches
-    still wait for such work (0: none)."""
+    no step due: fuel the merges under way (imports' among them) with half of it, copy
+    batches at least half dead without their dead rows (not while a plan runs: the copy
+    would need indexing again), then index big batches by the coming plan's steps
+    (:func:`set_plan`; hashing, counting and copying a row cost one each; not the inputs
+    of a merge under way, whose result is indexed instead), so steps send slices instead
+    of gathering rows.  Returns how many batches still wait for such work (0: none)."""
     left = 0
     for _, spine in _spines(engine):
         spine.settle()
