@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import loop_overflow_error
 from .base import Runtime
-from . import migrate
+from . import migrate, step_index
 from .engine import PartitionEngine, Sweeper, Topology, merge_pointstamps, partition_rows
 from .routing import Routing
 from .trace_sink import operator_names
@@ -94,6 +94,8 @@ class LocalRuntime(Runtime):
     # -- rescaling ---------------------------------------------------------------------------
     def rescale_plan(self, key, step_of_bin) -> None:
         self._plan = (key, step_of_bin)
+        if key is not None:
+            step_index.warm_up()
         for engine in self.engines.values():
             migrate.set_plan(engine, key, step_of_bin)
 

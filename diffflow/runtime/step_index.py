@@ -28,6 +28,7 @@ import numpy as np
 
 from ..arrangements import columnar
 from ..arrangements.batch import Batch
+from ..lattice import Antichain
 from .routing import BINS
 
 
@@ -107,6 +108,14 @@ def build(batch: Batch, plan, budget: int | None = None) -> StepIndex | None:
         else:
             index.phase, index.cursor = "done", None
     return index if index.phase == "done" else None
+
+
+def warm_up() -> None:
+    """Load the indexing kernels now (numba reads them from its cache on first call, tens of
+    milliseconds each) rather than in the first epoch that prepares a plan."""
+    rows = np.zeros((1, 1), np.int64)
+    t = Antichain.minimum(1)
+    build(Batch(rows, rows.copy(), np.ones(1, np.int64), 1, t, t), (0, np.zeros(BINS, np.int32)))
 
 
 def work_done(batch: Batch, plan) -> int:

@@ -32,7 +32,7 @@ import traceback
 import numpy as np
 
 from ..schema import SymbolTable, decode_array
-from . import migrate
+from . import migrate, step_index
 from .engine import PartitionEngine, Sweeper, merge_pointstamps
 from .tracing import WorkerLog, WorkerSide, aligned_origin
 from .wire import decode_arrays, no_delay, recv_header, recv_pieces, send_chunks
@@ -206,6 +206,8 @@ class WorkerCommands:
 
     def cmd_plan(self, key, step_of_bin) -> None:
         migrate.set_plan(self.engine, key, step_of_bin)
+        if key is not None:
+            step_index.warm_up()
 
     def cmd_install(self, parcels: list) -> int:
         return sum(migrate.install(self.engine, parcel) for parcel in parcels)
