@@ -177,16 +177,18 @@ def run_case(program, seed: int, options: dict, start_parts: int, epochs: int = 
             flow.close()
 
 
-@pytest.fixture(params=["scanned", "indexed", "fuelled"])
+@pytest.fixture(params=["scanned", "marked", "indexed", "fuelled"])
 def batches(request, monkeypatch):
-    """Small batches are scanned and copied at each step; big ones are read through their bin
-    index and keep departed rows as dead rows: ``indexed`` makes every batch big;
+    """Small batches are scanned and copied at each step; mid-sized ones are scanned and keep
+    departed rows as dead rows (``marked`` makes every batch mid-sized); big ones are read
+    through their step index and keep dead rows too: ``indexed`` makes every batch big;
     ``fuelled`` also makes merges of 24 rows or more fuelled (a slice at a time, so steps
     mark bins dead in batches that merges are reading)."""
     from diffflow.arrangements import merging, spine
     from diffflow.runtime import migrate
 
-    if request.param != "scanned":
+    monkeypatch.setattr(migrate, "DEAD_MARKED", 1 if request.param == "marked" else 1 << 40)
+    if request.param in ("indexed", "fuelled"):
         monkeypatch.setattr(migrate, "INDEXED", 1)
     if request.param == "fuelled":
         monkeypatch.setattr(spine, "EAGER_MERGE", 24)

@@ -157,3 +157,38 @@ def test_background_work_takes_a_share_of_a_steady_epoch():
     assert 2 <= busy.calls <= rescale.BACKGROUND_SHARE * 0.2 / 0.01 + 1
     done = _Runtime(0.0, 2)
     assert not pace.work(done) and done.calls == 2  # stops as soon as nothing is left
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_readers_skip_imported_batches_for_keys_of_other_bins_and_read_the_same(seed):
+    """A batch a step imported knows its bins (``present``); Spine.gather asks it only
+    for keys of those bins, and a merge keeps the union: reads equal reads without it."""
+    from diffflow.arrangements.spine import Spine
+    from diffflow.arrangements.merging import FuelledMerge as Fuelled
+
+    rng = np.random.default_rng(seed)
+    spines = [Spine(2, 1, 1) for _ in range(2)]
+    batches = [random_batch(rng, int(rng.integers(1, 300))) for _ in range(4)]
+    for i, batch in enumerate(batches):
+        for with_bins, spine in zip((True, False), spines):
+            copy = Batch(batch.rows, batch.times, batch.diffs, 1, batch.lower, batch.upper)
+            if with_bins and i % 2 == 0:  # "imports": exactly their bins
+                copy.present = np.zeros(BINS, bool)
+                copy.present[copy.bins(BINS)] = True
+            spine.batches.append(copy)
+    merged = merge(spines[0].batches[0], spines[0].batches[2], spines[0].since)
+    assert merged.present is not None and merged.present.sum() >= spines[0].batches[0].present.sum()
+    assert merge(spines[0].batches[0], spines[0].batches[1], spines[0].since).present is None
+    fuelled = Fuelled(spines[0].batches[0], spines[0].batches[2], spines[0].since)
+    while not fuelled.work(32):
+        pass
+    result = fuelled.result(merged.lower, merged.upper)
+    np.testing.assert_array_equal(result.present, merged.present)
+    spines[0].batches.append(merged)
+    spines[1].batches.append(Batch(merged.rows, merged.times, merged.diffs, 1, merged.lower,
+                                   merged.upper))
+    queries = np.unique(rng.integers(0, 60, size=(int(rng.integers(1, 40)), 1)), axis=0)
+    got, want = (spine.gather(queries) for spine in spines)
+    key = lambda found: sorted(zip(found[0].tolist(), map(tuple, found[1].tolist()),
+                                   map(tuple, found[2].tolist()), found[3].tolist()))
+    assert key(got) == key(want) and len(want[0]) > 0

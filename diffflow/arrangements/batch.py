@@ -33,7 +33,8 @@ class Batch:
     """
 
     __slots__ = ("rows", "times", "diffs", "key_width", "lower", "upper", "since", "_keys",
-                 "_max_time", "_bins", "_step_index", "dead", "dead_rows", "_live_copy")
+                 "_max_time", "_bins", "_step_index", "dead", "dead_rows", "_live_copy",
+                 "present")
 
     def __init__(self, rows, times, diffs, key_width, lower, upper, since=None):
         self.rows, self.times, self.diffs = rows, times, diffs
@@ -49,8 +50,12 @@ class Batch:
         self.dead = None
         self.dead_rows = 0
         self._live_copy = None   # a copy without the dead rows, under way (migrate.prepare)
+        # the bins the batch may hold rows of (a bool array over the bins), or None: any.
+        # Set on rows a rescaling step imported, which hold a few bins: readers skip the
+        # batch for keys of other bins (Spine.gather)
+        self.present = None
 
-    _CACHES = ("_keys", "_max_time", "_bins", "_step_index", "_live_copy")
+    _CACHES = ("_keys", "_max_time", "_bins", "_step_index", "_live_copy", "present")
 
     def __getstate__(self):
         """The updates, description and dead bins; caches (bins, step indexes, copies
@@ -147,8 +152,10 @@ class Batch:
         keep = self.live_mask()
         if keep is None:
             return self
-        return Batch(self.rows[keep], self.times[keep], self.diffs[keep], self.key_width,
+        live = Batch(self.rows[keep], self.times[keep], self.diffs[keep], self.key_width,
                      self.lower, self.upper, self.since)
+        live.present = self.present
+        return live
 
     def mark_died(self, died) -> "Batch":
         """In a batch built from others while rescaling went on: mark dead the bins in
@@ -178,6 +185,7 @@ class Batch:
         extended._keys, extended._max_time = self._keys, self._max_time
         extended._bins, extended._step_index = self._bins, self._step_index
         extended.dead, extended.dead_rows = self.dead, self.dead_rows
+        extended.present = self.present
         return extended
 
     def advanced(self, frontier: Antichain) -> "Batch":
@@ -186,12 +194,14 @@ class Batch:
             same = Batch(self.rows, self.times, self.diffs, self.key_width,
                          self.lower, self.upper, frontier)
             same._keys, same._bins, same._step_index = self._keys, self._bins, self._step_index
-            same.dead, same.dead_rows = self.dead, self.dead_rows
+            same.dead, same.dead_rows, same.present = self.dead, self.dead_rows, self.present
             return same
         source = self.live()
         times = advance_by(source.times, frontier)
         rows, times, diffs = columnar.consolidate(source.rows, times, source.diffs)
-        return Batch(rows, times, diffs, self.key_width, self.lower, self.upper, frontier)
+        advanced = Batch(rows, times, diffs, self.key_width, self.lower, self.upper, frontier)
+        advanced.present = self.present
+        return advanced
 
     def _check(self) -> None:
         """Assert every structural invariant of the batch."""
@@ -232,16 +242,19 @@ def merge(older: Batch, newer: Batch, frontier: Antichain) -> Batch:
     b = newer.live() if newer.since == frontier else newer.advanced(frontier)
     rows, times, diffs = columnar.merge_consolidated(a.rows, a.times, a.diffs,
                                                      b.rows, b.times, b.diffs)
-    return keep_shared_index(Batch(rows, times, diffs, a.key_width, older.lower, newer.upper,
-                                   frontier), older, newer)
+    return inherit(Batch(rows, times, diffs, a.key_width, older.lower, newer.upper, frontier),
+                   older, newer)
 
 
-def keep_shared_index(merged: Batch, older: Batch, newer: Batch) -> Batch:
-    """Give ``merged`` the step index its two inputs share, if they share one: the empty
-    index of batches a rescaling plan imported (:mod:`diffflow.runtime.step_index`),
-    which stays true of their merge."""
+def inherit(merged: Batch, older: Batch, newer: Batch) -> Batch:
+    """What the merge of two batches keeps of their rescaling state: the step index they
+    share, if they share one (the empty index of batches a rescaling plan imported,
+    :mod:`diffflow.runtime.step_index`, true of their merge too), and the union of the
+    bins present in each (when both know theirs).  Returns ``merged``."""
     if older._step_index is not None and older._step_index is newer._step_index:
         merged._step_index = older._step_index
+    if older.present is not None and newer.present is not None:
+        merged.present = older.present | newer.present
     return merged
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..lattice import Antichain, advance_by
 from . import columnar
-from .batch import Batch, died_since, keep_shared_index
+from .batch import Batch, died_since, inherit
 
 # the smallest slice worth a kernel call (its rows of fuel are spent at once)
 MIN_SLICE = 4096
@@ -120,8 +120,8 @@ class FuelledMerge:
         assert not self.left, "the merge is not done"
         rows, times, diffs = columnar._finish(self._out, self._written)
         self._out = None
-        merged = keep_shared_index(Batch(rows, times, diffs, self.older.key_width, lower,
-                                         upper, self.frontier), self.older, self.newer)
+        merged = inherit(Batch(rows, times, diffs, self.older.key_width, lower, upper,
+                               self.frontier), self.older, self.newer)
         died = [died_since(before, batch.dead)
                 for batch, before in zip((self.older, self.newer), self._dead)]
         died = [d for d in died if d is not None]

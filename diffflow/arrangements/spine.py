@@ -305,17 +305,32 @@ class Spine:
             raise ValueError(f"gather: query keys of shape {query_keys.shape} do not match "
                              f"key width {width}")
         parts = []
+        query_bins = None
         for batch in self.batches:
-            if len(batch):  # batches hold valid arrays: no checks per call
-                found = columnar.gather_prefix_unchecked(batch.rows, batch.times, batch.diffs,
-                                                         width, query_keys)
-                if len(found[0]) and batch.dead is not None:  # rows of bins that moved away
-                    bins = np.empty(len(found[0]), np.int32)
-                    columnar.bin_of_prefix(found[1], self.key_width, len(batch.dead), bins)
-                    keep = ~batch.dead[bins]
-                    found = tuple(x[keep] for x in found)
-                if len(found[0]):
-                    parts.append(found)
+            if not len(batch):
+                continue
+            queries, picked = query_keys, None
+            if batch.present is not None:  # rows of a few bins: ask only for keys of those
+                if query_bins is None:
+                    query_bins = np.empty(len(query_keys), np.int32)
+                    columnar.bin_of_prefix(query_keys, self.key_width, len(batch.present),
+                                           query_bins)
+                picked = np.flatnonzero(batch.present[query_bins])
+                if not len(picked):
+                    continue
+                queries = query_keys[picked]
+            # (batches hold valid arrays: no checks per call)
+            found = columnar.gather_prefix_unchecked(batch.rows, batch.times, batch.diffs,
+                                                     width, queries)
+            if picked is not None:
+                found = (picked[found[0]],) + tuple(found[1:])
+            if len(found[0]) and batch.dead is not None:  # rows of bins that moved away
+                bins = np.empty(len(found[0]), np.int32)
+                columnar.bin_of_prefix(found[1], self.key_width, len(batch.dead), bins)
+                keep = ~batch.dead[bins]
+                found = tuple(x[keep] for x in found)
+            if len(found[0]):
+                parts.append(found)
         if not parts:
             return (np.zeros(0, np.int64), np.zeros((0, self.width), np.int64),
                     np.zeros((0, self.dim), np.int64), np.zeros(0, np.int64))

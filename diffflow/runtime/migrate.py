@@ -65,6 +65,10 @@ def _require_quiescent(engine) -> None:
 # batches at least this big are indexed by plan step and keep the rows of departed bins as
 # dead rows (skipped by every reader) instead of being copied without them at every step
 INDEXED = 1 << 16
+# while a plan runs, batches at least this big (and not indexed) are scanned for the leaving
+# rows but not copied without them: the rows stay as dead rows (a step costs its moved rows
+# plus a scan, not a copy of every batch)
+DEAD_MARKED = 1 << 12
 
 
 def set_plan(engine, key, step_of_bin: np.ndarray | None) -> None:
@@ -92,8 +96,8 @@ def extract(engine, routing: Routing, step: int | None = None) -> dict:
     """
     _require_quiescent(engine)
     me = engine.partition
-    new = routing.table() if routing.parts > 1 else np.zeros(BINS, np.int32)
-    mine = engine.routing.table() == me if engine.parts > 1 else np.ones(BINS, bool)
+    new = routing.lookup() if routing.parts > 1 else np.zeros(BINS, np.int32)
+    mine = engine.routing.lookup() == me if engine.parts > 1 else np.ones(BINS, bool)
     leaving_mask = mine & (new != me)
     plan = engine.rescale_plan if step is not None else None
     parcels: dict = {}
@@ -142,10 +146,15 @@ def _take_leaving(batch: Batch, leaving_mask, new_table, plan, step, leaving: di
         return batch
     _send(leaving, new_table[bins[pos]], batch.since,
           batch.rows[pos], batch.times[pos], batch.diffs[pos])
+    if plan is not None and len(batch) >= DEAD_MARKED:  # keep them as dead rows: no copy
+        # (every row of a leaving bin was either sent now or dead already)
+        batch.dead = leaving_mask if batch.dead is None else batch.dead | leaving_mask
+        batch.dead_rows += len(pos)
+        return batch
     stay = ~moving
     rest = Batch(batch.rows[stay], batch.times[stay], batch.diffs[stay], batch.key_width,
                  batch.lower, batch.upper, batch.since)
-    rest.dead, rest.dead_rows = batch.dead, batch.dead_rows
+    rest.dead, rest.dead_rows, rest.present = batch.dead, batch.dead_rows, batch.present
     return rest
 
 
@@ -215,7 +224,11 @@ def _imported_batch(spine, pieces) -> Batch:
             batch = batch.advanced(spine.since)
         chunks.append(batch.updates())
     merged = concat(chunks, spine.width, spine.dim)  # (a copy: pieces may be index views)
-    return Batch.from_updates(merged, spine.key_width, minimum, minimum, spine.since)
+    batch = Batch.from_updates(merged, spine.key_width, minimum, minimum, spine.since)
+    if len(batch):  # the few bins it holds: readers skip it for keys of others
+        batch.present = np.zeros(BINS, bool)
+        batch.present[batch.bins(BINS)] = True
+    return batch
 
 
 def _place_import(spine, batch: Batch) -> None:
@@ -234,7 +247,7 @@ def _place_import(spine, batch: Batch) -> None:
         n -= 1  # not between the inputs of a merge under way (imports are in any order)
     placed = Batch(batch.rows, batch.times, batch.diffs, batch.key_width, minimum, minimum,
                    batch.since)
-    placed._step_index = batch._step_index
+    placed._step_index, placed.present = batch._step_index, batch.present
     batches.insert(n, placed)
     spine.settle()
     spine.work(IMPORT_FUEL * len(batch))
@@ -321,6 +334,7 @@ def _copy_live(batch: Batch, budget: int):
     n = out + k
     copy = Batch(rows[:n], times[:n], diffs[:n], batch.key_width, batch.lower, batch.upper,
                  batch.since)
+    copy.present = batch.present
     return copy.mark_died(died_since(dead_at_start, batch.dead)), budget
 
 

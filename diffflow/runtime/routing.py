@@ -20,6 +20,8 @@ False
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..arrangements import columnar
@@ -54,10 +56,14 @@ class Routing:
         """Whether keys are routed by ``hash % parts`` (the table is ``bin % parts``)."""
         return self._table is None
 
+    def lookup(self) -> np.ndarray:
+        """The table as a read-only int32 array of :data:`BINS` entries (cached)."""
+        return _modulo_table(self.parts) if self._table is None else self._table
+
     def table(self) -> np.ndarray:
         """The table as a fresh writable int32 array of :data:`BINS` entries."""
         if self._table is None:
-            return np.arange(BINS, dtype=np.int32) % self.parts
+            return _modulo_table(self.parts).copy()
         return self._table.copy()
 
     def owners(self, keys: np.ndarray) -> np.ndarray:
@@ -97,7 +103,17 @@ class Routing:
 
 
 def _is_modulo(table: np.ndarray, parts: int) -> bool:
-    return bool(np.array_equal(table, np.arange(BINS, dtype=np.int32) % parts))
+    head = min(BINS, 4096)  # (most tables differ early: no full comparison)
+    return bool(np.array_equal(table[:head], _modulo_table(parts)[:head])
+                and np.array_equal(table, _modulo_table(parts)))
+
+
+@functools.lru_cache(maxsize=16)
+def _modulo_table(parts: int) -> np.ndarray:
+    """``bin % parts`` for every bin, read-only (shared)."""
+    table = np.arange(BINS, dtype=np.int32) % np.int32(parts)
+    table.setflags(write=False)
+    return table
 
 
 def check_table(table: np.ndarray, parts: int) -> None:
