@@ -107,6 +107,23 @@ class OpenLoop:
             self.rss[j] = max(self.rss.get(j, 0.0), rss_mb(pid))
 
 
+def open_loop(flow, feed, period: float, utilization: float | None) -> OpenLoop:
+    """The open loop for a workload: every ``period`` seconds or, with ``utilization``, at
+    the period that keeps the machine that busy in steady state (20 closed-loop epochs
+    measure the median epoch first), so runs on faster and slower machines compare."""
+    if utilization:
+        took = []
+        for _ in range(20):
+            feed()
+            t0 = time.perf_counter()
+            flow.advance()
+            took.append(time.perf_counter() - t0)
+        period = float(np.median(took)) / utilization
+    loop = OpenLoop(flow, period)
+    loop.base_epoch = flow.epoch
+    return loop
+
+
 def summarize(loop: OpenLoop, plans: list, first_plan_epoch: int) -> dict:
     """Steady-state figures (epochs before the first plan) and, per plan, the epochs from
     its first step to its last step plus the queueing after (until latency is back under
@@ -159,8 +176,8 @@ def count_flow(args):
 def run_count(args, strategy: str) -> dict:
     flow, keys, _, loaded = count_flow(args)
     rng = np.random.default_rng(1)
-    loop = OpenLoop(flow, args.period)
-    loop.base_epoch = flow.epoch
+    loop = open_loop(flow, lambda: keys.insert(rng.integers(0, args.keys, size=(args.rate, 1))),
+                     args.period, args.utilization)
     plans = []
     third = args.epochs // 3
     tables = [skew_table(args.partitions), np.arange(BINS, dtype=np.int32) % args.partitions]
@@ -178,7 +195,8 @@ def run_count(args, strategy: str) -> dict:
         loop.epoch(lambda: keys.insert(rng.integers(0, args.keys, size=(args.rate, 1))))
         i += 1
     result = summarize(loop, plans, third)
-    result.update(load_s=round(loaded, 2), plan_s=[round(s, 3) for s in plan_seconds])
+    result.update(load_s=round(loaded, 2), plan_s=[round(s, 3) for s in plan_seconds],
+                  period_s=round(loop.period, 4))
     flow.close()
     return result
 
@@ -200,8 +218,6 @@ def run_graph(args, strategy: str) -> dict:
     loaded = time.perf_counter() - t0
     present = {tuple(e) for e in edges_np[rng.choice(len(edges_np), 5000, replace=False)]}
     nodes = np.unique(edges_np)
-    loop = OpenLoop(flow, args.graph_period)
-    loop.base_epoch = flow.epoch
     third = args.graph_epochs // 3
     plans = []
 
@@ -211,6 +227,8 @@ def run_graph(args, strategy: str) -> dict:
         edges.remove(gone)
         edges.insert(new)
         present.update(new)
+
+    loop = open_loop(flow, feed, args.graph_period, args.utilization)
 
     for i in range(args.graph_epochs):
         if i == third:
@@ -223,6 +241,7 @@ def run_graph(args, strategy: str) -> dict:
         loop.epoch(feed)
     result = summarize(loop, plans, third)
     result.update(load_s=round(loaded, 2), edges=len(edges_np), partitions=flow.partitions,
+                  period_s=round(loop.period, 4),
                   reach=next(iter(reach.snapshot()))[0], components=next(iter(comps.snapshot()))[0])
     flow.close()
     return result
@@ -279,7 +298,8 @@ def table(name: str, results: dict) -> str:
     for strategy, r in results.items():
         ratio = r["during_max_ms"] / r["steady_p99_ms"] if r["during_max_ms"] else 0
         lines.append(
-            f"| {strategy} | {r['steady_p50_ms']:.1f} / {r['steady_p99_ms']:.1f} ms | "
+            f"| {strategy} ({r['period_s'] * 1000:.0f} ms period) | "
+            f"{r['steady_p50_ms']:.1f} / {r['steady_p99_ms']:.1f} ms | "
             f"{r['preparing_p99_ms']:.1f} / {r['preparing_max_ms']:.1f} ms | "
             f"{r['during_p50_ms']:.1f} / {r['during_p99_ms']:.1f} / {r['during_max_ms']:.1f} ms | "
             f"x{ratio:.2f} | {r['steps']} | {' + '.join(f'{d:.2f} s' for d in r['migration_s'])}"
@@ -330,6 +350,9 @@ def main() -> None:
                         help="epochs between a plan and its first step")
     parser.add_argument("--fluid-bins", type=int, default=BINS // 256)
     parser.add_argument("--batch-rows", type=int, default=250_000)
+    parser.add_argument("--utilization", type=float, default=None,
+                        help="instead of --period/--graph-period: the period at which steady "
+                             "epochs keep the machine this busy (measured first), e.g. 0.3")
     parser.add_argument("--graph", default="ego-twitter")
     parser.add_argument("--graph-period", type=float, default=0.25)
     parser.add_argument("--graph-epochs", type=int, default=120)

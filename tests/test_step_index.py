@@ -163,8 +163,8 @@ def test_background_work_takes_a_share_of_a_steady_epoch():
 def test_readers_skip_imported_batches_for_keys_of_other_bins_and_read_the_same(seed):
     """A batch a step imported knows its bins (``present``); Spine.gather asks it only
     for keys of those bins, and a merge keeps the union: reads equal reads without it."""
-    from diffflow.arrangements.spine import Spine
     from diffflow.arrangements.merging import FuelledMerge as Fuelled
+    from diffflow.arrangements.spine import Spine
 
     rng = np.random.default_rng(seed)
     spines = [Spine(2, 1, 1) for _ in range(2)]
