@@ -414,6 +414,7 @@ def test_bins_that_leave_and_come_back_do_not_revive_dead_rows(monkeypatch, stra
     from diffflow.runtime import migrate
 
     monkeypatch.setattr(migrate, "INDEXED", 64)
+    monkeypatch.setattr(migrate, "DEAD_MARKED", 64)
     flows = [dd.Dataflow(partitions=2) for _ in range(2)]
     built = []
     for flow in flows:
@@ -464,6 +465,7 @@ def test_half_dead_batches_are_copied_live_a_slice_at_a_time(monkeypatch):
     from diffflow.runtime import migrate
 
     monkeypatch.setattr(migrate, "INDEXED", 64)
+    monkeypatch.setattr(migrate, "DEAD_MARKED", 64)
     monkeypatch.setattr(rescale, "PREPARE_SLICE", 500)  # copies span several epochs
     monkeypatch.setattr(rescale, "BACKGROUND_SHARE", 0)
     monkeypatch.setattr(rescale, "PREPARE_WAIT", 0)  # (steps index what they read)

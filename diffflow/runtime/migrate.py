@@ -62,12 +62,11 @@ def _require_quiescent(engine) -> None:
                                f"{engine.nodes[nid].describe()} still holds updates")
 
 
-# batches at least this big are indexed by plan step and keep the rows of departed bins as
-# dead rows (skipped by every reader) instead of being copied without them at every step
-INDEXED = 1 << 16
-# while a plan runs, batches at least this big (and not indexed) are scanned for the leaving
-# rows but not copied without them: the rows stay as dead rows (a step costs its moved rows
-# plus a scan, not a copy of every batch)
+# batches at least this big are indexed by plan step ahead of the steps (prepare), so a step
+# sends slices of them instead of scanning them
+INDEXED = 1 << 12
+# while a plan runs, batches at least this big keep the rows of departed bins as dead rows
+# (skipped by every reader) instead of being copied without them at every step
 DEAD_MARKED = 1 << 12
 
 
@@ -87,12 +86,12 @@ def extract(engine, routing: Routing, step: int | None = None) -> dict:
     key goes to partition ``partition % routing.parts``.
 
     Cost: with ``step`` (of the plan :func:`set_plan` gave), the moved rows for
-    batches of at least :data:`INDEXED` updates, sent as slices of their step index
-    (:mod:`~diffflow.runtime.step_index`, built by :func:`prepare`, or here once);
-    the batch keeps them as dead rows, copied without them when it next merges or,
-    once half of it is dead and the plan is done, by :func:`prepare` at a later
-    epoch boundary.  Smaller batches, and every batch without a plan, are scanned
-    and copied.
+    batches :func:`prepare` indexed (:mod:`~diffflow.runtime.step_index`), sent as
+    slices of their index; other batches are scanned.  While a plan runs, batches of
+    :data:`DEAD_MARKED` rows or more keep the leaving rows as dead rows, copied
+    without them when the batch next merges or, once half of it is dead and the plan
+    is done, by :func:`prepare` at a later epoch boundary; smaller batches, and every
+    batch without a plan, are copied without them.
     """
     _require_quiescent(engine)
     me = engine.partition
@@ -135,9 +134,9 @@ def _take_leaving(batch: Batch, leaving_mask, new_table, plan, step, leaving: di
     """Add ``batch``'s rows of leaving bins to ``leaving[dest]``; returns what stays."""
     if not len(batch):
         return batch
-    if plan is not None and len(batch) >= INDEXED:
+    if plan is not None and len(batch) >= INDEXED and step_index.is_built(batch, plan):
         return _take_indexed(batch, leaving_mask, new_table, plan, step, leaving)
-    bins = batch.bins(BINS)
+    bins = batch.bins(BINS)  # (not indexed yet: a scan costs a third of indexing)
     moving = leaving_mask[bins]
     if batch.dead is not None:
         moving &= ~batch.dead[bins]
@@ -160,9 +159,9 @@ def _take_leaving(batch: Batch, leaving_mask, new_table, plan, step, leaving: di
 
 def _take_indexed(batch: Batch, leaving_mask, new_table, plan, step, leaving: dict) -> Batch:
     """A big batch's leaving rows, read as a slice of its step index (built by
-    :func:`prepare`, or here once); the batch keeps them as dead rows (every reader skips
-    them), copied without them when it next merges or, once half of it is dead, by
-    :func:`prepare` at a later epoch boundary."""
+    :func:`prepare`); the batch keeps them as dead rows (every reader skips them), copied
+    without them when it next merges or, once half of it is dead, by :func:`prepare` at a
+    later epoch boundary."""
     rows, times, diffs, bins = step_index.build(batch, plan).group(step)
     live = leaving_mask[bins]  # (live rows of the step's bins all leave)
     if batch.dead is not None:
