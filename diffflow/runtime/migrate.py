@@ -40,8 +40,8 @@ import numpy as np
 from ..arrangements import columnar
 from ..arrangements.batch import Batch, died_since
 from ..arrangements.spine import is_import
-from ..arrangements.updates import concat
-from ..lattice import Antichain
+from ..arrangements.updates import Updates, concat
+from ..lattice import Antichain, advance_by
 from . import step_index
 from .routing import BINS, Routing
 
@@ -214,15 +214,14 @@ def install(engine, parcel: dict | None) -> int:
 
 
 def _imported_batch(spine, pieces) -> Batch:
-    """The pieces as one consolidated batch at the spine's ``since`` (described later)."""
+    """The pieces as one consolidated batch at the spine's ``since`` (described later):
+    their times advanced together (a piece's ``since`` is never ahead of the spine's, and
+    advancing a time already at it changes nothing), then one consolidation."""
     minimum = Antichain.minimum(spine.dim)
-    chunks = []
-    for rows, times, diffs, since in pieces:
-        batch = Batch(rows, times, diffs, spine.key_width, minimum, minimum, since)
-        if since != spine.since:
-            batch = batch.advanced(spine.since)
-        chunks.append(batch.updates())
-    merged = concat(chunks, spine.width, spine.dim)  # (a copy: pieces may be index views)
+    merged = concat([Updates(rows, times, diffs) for rows, times, diffs, _ in pieces],
+                    spine.width, spine.dim)  # (a copy: pieces may be index views)
+    if any(since != spine.since for *_, since in pieces):
+        merged = Updates(merged.rows, advance_by(merged.times, spine.since), merged.diffs)
     batch = Batch.from_updates(merged, spine.key_width, minimum, minimum, spine.since)
     if len(batch):  # the few bins it holds: readers skip it for keys of others
         batch.present = np.zeros(BINS, bool)
@@ -255,7 +254,7 @@ def _place_import(spine, batch: Batch) -> None:
 # rows of merge work an imported row pays to each merge under way in its spine: less than
 # an inserted row (spine.FUEL), as a step's own cost is the latency that matters; the
 # epochs between steps fuel the rest (prepare)
-IMPORT_FUEL = 2
+IMPORT_FUEL = 1
 
 
 def prepare(engine, budget: int) -> int:
