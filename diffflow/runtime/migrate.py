@@ -233,8 +233,9 @@ def _place_import(spine, batch: Batch) -> None:
     """Put an imported batch after the earlier imports, in front of the trace's own batches,
     described ``[minimum, minimum)`` (its times are advanced by ``since``, like every other
     batch's, and the batches still tile the history: readers look at a spine's upper and at
-    times, never at a batch's lower); then merge as the geometric rule asks, small merges at
-    once and big ones fuelled, the import paying for them as an insert of its rows would."""
+    times, never at a batch's lower).  It merges as the geometric rule asks at the next
+    epoch boundary's background work (:func:`prepare` settles the spine), not in the step's
+    epoch: a step costs the rows it moves."""
     minimum = Antichain.minimum(spine.dim)
     batches = spine.batches
     n = 0
@@ -247,14 +248,6 @@ def _place_import(spine, batch: Batch) -> None:
                    batch.since)
     placed._step_index, placed.present = batch._step_index, batch.present
     batches.insert(n, placed)
-    spine.settle()
-    spine.work(IMPORT_FUEL * len(batch))
-
-
-# rows of merge work an imported row pays to each merge under way in its spine: less than
-# an inserted row (spine.FUEL), as a step's own cost is the latency that matters; the
-# epochs between steps fuel the rest (prepare)
-IMPORT_FUEL = 1
 
 
 def prepare(engine, budget: int) -> int:
@@ -404,3 +397,7 @@ def restore_rebinned(engine, saved: list) -> None:
                 spine.set_compaction(theirs.since)
             own = [state]
         install(engine, extract(scratch, routing).get(me))
+    for _, spine in _spines(engine):  # the imports merge now (no background work follows)
+        spine.finish_merges()
+        spine.settle()
+        spine.finish_merges()
