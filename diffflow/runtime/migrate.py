@@ -233,9 +233,10 @@ def _place_import(spine, batch: Batch) -> None:
     """Put an imported batch after the earlier imports, in front of the trace's own batches,
     described ``[minimum, minimum)`` (its times are advanced by ``since``, like every other
     batch's, and the batches still tile the history: readers look at a spine's upper and at
-    times, never at a batch's lower).  It merges as the geometric rule asks at the next
-    epoch boundary's background work (:func:`prepare` settles the spine), not in the step's
-    epoch: a step costs the rows it moves."""
+    times, never at a batch's lower); then start the merges the geometric rule asks for
+    (small ones at once, big ones fuelled by the epochs after: not in the step's epoch).
+    Merging at once here keeps a run of steps, one per epoch, from leaving a pile of small
+    imports for a later boundary to merge in one go."""
     minimum = Antichain.minimum(spine.dim)
     batches = spine.batches
     n = 0
@@ -248,6 +249,7 @@ def _place_import(spine, batch: Batch) -> None:
                    batch.since)
     placed._step_index, placed.present = batch._step_index, batch.present
     batches.insert(n, placed)
+    spine.settle()
 
 
 def prepare(engine, budget: int) -> int:
@@ -397,7 +399,3 @@ def restore_rebinned(engine, saved: list) -> None:
                 spine.set_compaction(theirs.since)
             own = [state]
         install(engine, extract(scratch, routing).get(me))
-    for _, spine in _spines(engine):  # the imports merge now (no background work follows)
-        spine.finish_merges()
-        spine.settle()
-        spine.finish_merges()
