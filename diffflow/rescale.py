@@ -150,7 +150,7 @@ class Background:
     while more of the state is not indexed yet than it moves waits
     (:meth:`Plan.postpone`) instead of indexing at the step, so the step's epoch
     costs about the rows it moves; after :data:`PREPARE_WAIT` epochs it goes ahead and
-    indexes the rest itself.
+    scans the batches not indexed yet.
 
     >>> pace = Background(); pace.record(0.04); pace.record(0.02); pace.typical()
     0.03

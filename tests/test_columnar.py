@@ -270,6 +270,21 @@ def test_merge_consolidated_random_and_cancel():
     assert_triple_equal(C.merge_consolidated(*empty, *empty), empty)
 
 
+@pytest.mark.parametrize("w, d", [(0, 1), (1, 1), (2, 1), (3, 2), (1, 3)])
+def test_merge_kernel_matches_the_reference_at_every_width(w, d):
+    """The merge kernel itself (no small-input tactic), ties in every column included."""
+    rng = np.random.default_rng(w * 10 + d)
+    for n_a, n_b in [(0, 5), (7, 0), (300, 300), (1000, 17)]:
+        A = C.consolidate(*random_table(rng, n_a, w, d, hi=4))
+        B = C.consolidate(*random_table(rng, n_b, w, d, hi=4))
+        cap = len(A[2]) + len(B[2])
+        out = (np.empty((cap, w), np.int64), np.empty((cap, d), np.int64),
+               np.empty(cap, np.int64))
+        m = C._k().merge_consolidated(*A, *B, *out)
+        want = py_consolidate(*(np.concatenate(x) for x in zip(A, B)))
+        assert_triple_equal(tuple(x[:m] for x in out), want)
+
+
 # ---------------------------------------------------------------------------
 # hashing and partitioning
 # ---------------------------------------------------------------------------

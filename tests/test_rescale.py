@@ -468,7 +468,7 @@ def test_half_dead_batches_are_copied_live_a_slice_at_a_time(monkeypatch):
     monkeypatch.setattr(migrate, "DEAD_MARKED", 64)
     monkeypatch.setattr(rescale, "PREPARE_SLICE", 500)  # copies span several epochs
     monkeypatch.setattr(rescale, "BACKGROUND_SHARE", 0)
-    monkeypatch.setattr(rescale, "PREPARE_WAIT", 0)  # (steps index what they read)
+    monkeypatch.setattr(rescale, "PREPARE_WAIT", 0)  # (steps scan what is not indexed)
     flows = [dd.Dataflow(partitions=1) for _ in range(2)]
     built = []
     for flow in flows:

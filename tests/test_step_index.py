@@ -103,8 +103,8 @@ def _lockstep_flows(monkeypatch, slice_rows: int, wait: int):
 def test_steps_wait_for_their_indexing_a_bounded_number_of_epochs(monkeypatch, slice_rows,
                                                                   wait):
     """Steps due while more of the state is unindexed than they move wait (outputs exact
-    meanwhile); never more than PREPARE_WAIT epochs in a row, after which they index what
-    they read themselves."""
+    meanwhile); never more than PREPARE_WAIT epochs in a row, after which they scan what is
+    not indexed."""
     flows, built = _lockstep_flows(monkeypatch, slice_rows, wait)
     plan = flows[1].rescale(partitions=3, strategy="batched", max_rows_per_step=1500)
     rng = random.Random(slice_rows)
@@ -125,7 +125,7 @@ def test_steps_wait_for_their_indexing_a_bounded_number_of_epochs(monkeypatch, s
         assert epoch < 300
     assert plan.done and flows[1].partitions == 3
     if wait == 0:
-        assert plan.waited == 0  # (steps then build what they read at the step)
+        assert plan.waited == 0  # (steps then scan what is not indexed)
     else:
         assert plan.waited > 0 and row <= wait
     if slice_rows == 1:
