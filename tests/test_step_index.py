@@ -192,3 +192,16 @@ def test_readers_skip_imported_batches_for_keys_of_other_bins_and_read_the_same(
     key = lambda found: sorted(zip(found[0].tolist(), map(tuple, found[1].tolist()),
                                    map(tuple, found[2].tolist()), found[3].tolist()))
     assert key(got) == key(want) and len(want[0]) > 0
+
+
+def test_batches_pickled_before_they_dropped_caches_still_load():
+    """Checkpoints of earlier versions pickled a Batch's slots as ``(None, {slot: value})``,
+    with the step index of the time (a list); they load, without those caches."""
+    batch = random_batch(np.random.default_rng(5), 30)
+    old = {name: getattr(batch, name) for name in Batch.__slots__ if name != "present"}
+    old["_step_index"] = [1, "done", np.arange(30), np.array([0, 30])]
+    restored = Batch.__new__(Batch)
+    restored.__setstate__((None, old))
+    np.testing.assert_array_equal(restored.rows, batch.rows)
+    assert restored._step_index is None and restored.present is None
+    assert restored.dead_rows == 0 and restored.since == batch.since

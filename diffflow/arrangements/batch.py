@@ -58,12 +58,16 @@ class Batch:
     _CACHES = ("_keys", "_max_time", "_bins", "_step_index", "_live_copy", "present")
 
     def __getstate__(self):
-        """The updates, description and dead bins; caches (bins, step indexes, copies
-        under way) are rebuilt on demand, so checkpoints and parcels do not carry them."""
+        """The updates, description and dead bins, without caches (bins, step indexes,
+        copies under way: rebuilt on demand; ``present``: readers then search the batch for
+        every key), so checkpoints and parcels do not carry them."""
         return {name: (None if name in self._CACHES else getattr(self, name))
                 for name in self.__slots__}
 
     def __setstate__(self, state):
+        if isinstance(state, tuple):  # pickled before __getstate__: (None, {slot: value})
+            state = state[1] or {}
+            state = {k: v for k, v in state.items() if k not in self._CACHES}
         for name in self.__slots__:
             setattr(self, name, state.get(name, 0 if name == "dead_rows" else None))
 

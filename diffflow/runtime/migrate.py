@@ -219,7 +219,8 @@ def _imported_batch(spine, pieces) -> Batch:
     advancing a time already at it changes nothing), then one consolidation."""
     minimum = Antichain.minimum(spine.dim)
     merged = concat([Updates(rows, times, diffs) for rows, times, diffs, _ in pieces],
-                    spine.width, spine.dim)  # (a copy: pieces may be index views)
+                    spine.width, spine.dim)  # (pieces may be index views: from_updates
+    # consolidates into fresh arrays, so the batch never keeps a sender's index alive)
     if any(since != spine.since for *_, since in pieces):
         merged = Updates(merged.rows, advance_by(merged.times, spine.since), merged.diffs)
     batch = Batch.from_updates(merged, spine.key_width, minimum, minimum, spine.since)

@@ -56,16 +56,18 @@ def moved_already(plan) -> StepIndex:
     batch, so a merge of two of them keeps it (:func:`diffflow.arrangements.batch.merge`)
     and the imports a plan brings in are never indexed."""
     key, step_of_bin = plan
-    if _MOVED_ALREADY[0] is None or _MOVED_ALREADY[0].key != key:
+    if key not in _MOVED_ALREADY:
         index = StepIndex(key, int(step_of_bin.max()) + 1)
         index.phase, index.offsets = "done", np.zeros(len(index.counts), np.int64)
         index.rows = index.times = np.zeros((0, 0), np.int64)
         index.diffs, index.bins = np.zeros(0, np.int64), np.zeros(0, np.int32)
-        _MOVED_ALREADY[0] = index
-    return _MOVED_ALREADY[0]
+        _MOVED_ALREADY[key] = index
+        while len(_MOVED_ALREADY) > 16:  # (plans of dataflows rescaling in this process)
+            del _MOVED_ALREADY[next(iter(_MOVED_ALREADY))]
+    return _MOVED_ALREADY[key]
 
 
-_MOVED_ALREADY = [None]  # the latest plan's (plans run one at a time)
+_MOVED_ALREADY: dict = {}  # plan key -> its shared empty index, the latest plans
 
 
 def build(batch: Batch, plan, budget: int | None = None) -> StepIndex | None:
