@@ -307,11 +307,7 @@ def is_consolidated(rows, times, diffs):
 @njit(cache=True)
 def _emit(out_r, out_t, out_d, m, r, t, i, dv):
     """Write row ``r[i]``, time ``t[i]`` and diff ``dv`` at output slot ``m``."""
-    for k in range(r.shape[1]):
-        out_r[m, k] = r[i, k]
-    for k in range(t.shape[1]):
-        out_t[m, k] = t[i, k]
-    out_d[m] = dv
+    _emit_wd(out_r, out_t, out_d, m, r, t, i, dv, r.shape[1], t.shape[1])
 
 
 @njit(cache=True)
@@ -467,7 +463,8 @@ def merge_consolidated(ra, ta, da, rb, tb, db, out_r, out_t, out_d):
 
 @njit(cache=True, inline="always")
 def _emit_wd(out_r, out_t, out_d, m, r, t, i, dv, w, d):
-    """:func:`_emit` with the widths given (hoisted out of the caller's loop)."""
+    """Write row ``r[i]`` (``w`` columns), time ``t[i]`` (``d``) and diff ``dv`` at output
+    slot ``m`` (widths given: a caller's loop hoists them)."""
     for k in range(w):
         out_r[m, k] = r[i, k]
     for k in range(d):

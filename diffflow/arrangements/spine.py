@@ -305,16 +305,16 @@ class Spine:
             raise ValueError(f"gather: query keys of shape {query_keys.shape} do not match "
                              f"key width {width}")
         parts = []
-        query_bins = None
+        query_bins = None  # (a found row's key is its query's: one hash per query, at most)
         for batch in self.batches:
             if not len(batch):
                 continue
             queries, picked = query_keys, None
+            mask = batch.present if batch.present is not None else batch.dead
+            if mask is not None and query_bins is None:  # (masks: one entry per bin)
+                query_bins = np.empty(len(query_keys), np.int32)
+                columnar.bin_of_prefix(query_keys, self.key_width, len(mask), query_bins)
             if batch.present is not None:  # rows of a few bins: ask only for keys of those
-                if query_bins is None:
-                    query_bins = np.empty(len(query_keys), np.int32)
-                    columnar.bin_of_prefix(query_keys, self.key_width, len(batch.present),
-                                           query_bins)
                 picked = np.flatnonzero(batch.present[query_bins])
                 if not len(picked):
                     continue
@@ -325,9 +325,7 @@ class Spine:
             if picked is not None:
                 found = (picked[found[0]],) + tuple(found[1:])
             if len(found[0]) and batch.dead is not None:  # rows of bins that moved away
-                bins = np.empty(len(found[0]), np.int32)
-                columnar.bin_of_prefix(found[1], self.key_width, len(batch.dead), bins)
-                keep = ~batch.dead[bins]
+                keep = ~batch.dead[query_bins[found[0]]]
                 found = tuple(x[keep] for x in found)
             if len(found[0]):
                 parts.append(found)
