@@ -44,7 +44,7 @@ STRATEGIES = ("all_at_once", "fluid", "batched")
 FLUID_BINS = -(-BINS // 4096)  # fluid's default step: 1/4096 of the bins, as Megaphone's 2^12
 BATCH_ROWS = 1_000_000         # batched's default budget per partition and step
 BACKGROUND_SHARE = 0.5  # background rescaling work per epoch, as a share of a typical epoch
-PREPARE_SLICE = 250_000  # rows of background work per call (at least one call per epoch)
+PREPARE_SLICE = 100_000  # rows of background work per call (at least one call per epoch)
 PREPARE_WAIT = 32        # epochs a due step may wait for its preparation
 
 

@@ -15,7 +15,7 @@ from diffflow import rescale
 from diffflow.arrangements.batch import Batch, merge
 from diffflow.arrangements.merging import FuelledMerge
 from diffflow.arrangements.updates import Updates
-from diffflow.lattice import Antichain
+from diffflow.lattice import Antichain, advance_by
 from diffflow.runtime import migrate, step_index
 from diffflow.runtime.routing import BINS
 
@@ -68,6 +68,81 @@ def test_imports_share_an_empty_index_that_merges_of_imports_keep():
         pass
     assert fuelled.result(a.lower, b.upper)._step_index is a._step_index
     assert step_index.moved_already((8, step_of_bin)) is not a._step_index  # a new plan
+
+
+def _with_dead_bins(rng, batch: Batch) -> Batch:
+    """``batch`` with a random few of its bins dead (rows that left in an earlier step)."""
+    if rng.random() < 0.5:
+        dead = np.zeros(BINS, bool)
+        dead[rng.choice(batch.bins(BINS), size=3)] = True
+        batch.dead, batch.dead_rows = dead, int(dead[batch.bins(BINS)].sum())
+    return batch
+
+
+def _moving(index, step: int, since) -> tuple:
+    """What a step sends from a (merged) index, installed as a receiver at ``since`` does:
+    pieces said to be at another ``since`` advanced, then consolidated."""
+    chunks = []
+    for r, t, x, b, d, at in index.pieces(step):
+        keep = np.ones(len(x), bool) if d is None else ~d[b]
+        t = t[keep] if at == since or not keep.any() else advance_by(t[keep], since)
+        chunks.append((r[keep], t, x[keep]))
+    rows, times, diffs = (np.concatenate(c) for c in zip(*chunks)) if chunks else \
+        (np.zeros((0, 2), np.int64), np.zeros((0, 1), np.int64), np.zeros(0, np.int64))
+    u = Updates(rows, times, diffs).consolidated()
+    return u.rows.tolist(), u.times.tolist(), u.diffs.tolist()
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_merged_batch_keeps_its_inputs_indexes_and_sends_what_it_holds(monkeypatch, seed):
+    """Merging two indexed batches (dead bins dropped, times advanced) keeps their indexes as
+    parts: every step sends exactly the merged batch's rows of its bins, at every depth of
+    merging and when the smallest parts are joined (MAX_PARTS); a small input with no index
+    is indexed at the merge, a big one leaves the result unindexed, and a plan that is over
+    keeps nothing."""
+    rng = np.random.default_rng(seed)
+    monkeypatch.setattr(step_index, "MAX_PARTS", int(rng.integers(2, 5)))
+    monkeypatch.setattr(step_index, "INDEX_AT_MERGE", 60)
+    steps = int(rng.integers(1, 5))
+    step_of_bin = rng.integers(-1, steps, size=BINS).astype(np.int32)
+    plan = (1000 + seed, step_of_bin)
+    engine = type("Engine", (), {})()  # (a plan runs while an engine runs it)
+    step_index.activate(plan[0], engine)
+    try:
+        batch = _with_dead_bins(rng, random_batch(rng, int(rng.integers(1, 200))))
+        step_index.build(batch, plan)
+        for depth in range(6):
+            newer = _with_dead_bins(rng, random_batch(rng, int(rng.integers(1, 200))))
+            if rng.random() < 0.7 or len(newer) <= 60:
+                step_index.build(newer, plan)
+            since = int(batch.since.elements[0, 0]) if len(batch.since.elements) else 0
+            frontier = Antichain([(since + int(rng.integers(0, 2)),)])  # (only advances)
+            if rng.random() < 0.5:
+                merged = merge(batch, newer, frontier)
+            else:
+                fuelled = FuelledMerge(batch, newer, frontier)
+                while not fuelled.work(int(rng.integers(1, 64))):
+                    pass
+                merged = fuelled.result(batch.lower, newer.upper)
+            index = merged._step_index
+            if not step_index.is_built(newer, plan) and len(newer) > 60:
+                assert index is None  # (indexed later as any batch)
+                break
+            assert index is not None and index.phase == "done"
+            assert len(index.parts) <= step_index.MAX_PARTS
+            for step in range(steps):
+                pick = np.flatnonzero(step_of_bin[merged.bins(BINS)] == step)
+                want = Updates(merged.rows[pick], merged.times[pick],
+                               merged.diffs[pick]).consolidated()
+                assert _moving(index, step, merged.since) == (
+                    want.rows.tolist(), want.times.tolist(), want.diffs.tolist()), (depth, step)
+            batch = merged
+    finally:
+        step_index.activate(plan[0], engine, running=False)
+    later = random_batch(rng, 50)
+    step_index.build(later, plan)
+    step_index.build(batch, plan)
+    assert merge(batch, later, batch.since)._step_index is None  # the plan is over
 
 
 def test_batches_pickle_without_their_caches():

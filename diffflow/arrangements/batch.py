@@ -253,10 +253,14 @@ def merge(older: Batch, newer: Batch, frontier: Antichain) -> Batch:
 def inherit(merged: Batch, older: Batch, newer: Batch) -> Batch:
     """What the merge of two batches keeps of their rescaling state: the step index they
     share, if they share one (the empty index of batches a rescaling plan imported,
-    :mod:`diffflow.runtime.step_index`, true of their merge too), and the union of the
-    bins present in each (when both know theirs).  Returns ``merged``."""
+    :mod:`diffflow.runtime.step_index`, true of their merge too), else one made of the
+    parts of theirs (``StepIndex.merged``), and the union of the bins present in each
+    (when both know theirs).  Returns ``merged``."""
     if older._step_index is not None and older._step_index is newer._step_index:
         merged._step_index = older._step_index
+    elif older._step_index is not None or newer._step_index is not None:
+        index = older._step_index if older._step_index is not None else newer._step_index
+        merged._step_index = index.merged(older, newer, merged)  # (parts of the inputs')
     if older.present is not None and newer.present is not None:
         merged.present = older.present | newer.present
     return merged

@@ -314,8 +314,13 @@ class Spine:
             if mask is not None and query_bins is None:  # (masks: one entry per bin)
                 query_bins = np.empty(len(query_keys), np.int32)
                 columnar.bin_of_prefix(query_keys, self.key_width, len(mask), query_bins)
-            if batch.present is not None:  # rows of a few bins: ask only for keys of those
-                picked = np.flatnonzero(batch.present[query_bins])
+            if mask is not None:  # ask only for keys of the bins the batch holds (present)
+                # and not for those of bins that moved away (dead)
+                asked = batch.present[query_bins] if batch.present is not None else \
+                    ~batch.dead[query_bins]
+                if batch.present is not None and batch.dead is not None:
+                    asked &= ~batch.dead[query_bins]
+                picked = np.flatnonzero(asked)
                 if not len(picked):
                     continue
                 queries = query_keys[picked]
@@ -324,9 +329,6 @@ class Spine:
                                                      width, queries)
             if picked is not None:
                 found = (picked[found[0]],) + tuple(found[1:])
-            if len(found[0]) and batch.dead is not None:  # rows of bins that moved away
-                keep = ~batch.dead[query_bins[found[0]]]
-                found = tuple(x[keep] for x in found)
             if len(found[0]):
                 parts.append(found)
         if not parts:

@@ -115,6 +115,7 @@ class LocalRuntime(Runtime):
             for q, parcel in sent.items():
                 moved += migrate.install(self.engines[q], parcel)
         for p in range(routing.parts, self.parts):  # retired: everything has left
+            migrate.set_plan(self.engines[p], None, None)
             del self.engines[p]
             if self.sweeper.logs is not None:
                 del self.sweeper.logs[p]

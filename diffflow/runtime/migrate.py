@@ -72,8 +72,29 @@ DEAD_MARKED = 1 << 12
 
 def set_plan(engine, key, step_of_bin: np.ndarray | None) -> None:
     """Tell ``engine`` the plan under way: ``step_of_bin[b]`` is the step moving bin ``b``
-    (-1: it stays); :func:`prepare` indexes big batches by it, :func:`extract` reads them."""
-    engine.rescale_plan = None if step_of_bin is None else (key, step_of_bin)
+    (-1: it stays); :func:`prepare` indexes big batches by it, :func:`extract` reads them.
+    An engine that owns none of the moving bins now sends nothing in the plan (a plan
+    moves each bin once) and indexes nothing.
+
+    >>> import diffflow as dd
+    >>> flow = dd.Dataflow(partitions=2); a = flow.input("a", ["x"]); flow.advance()
+    >>> e0, e1 = flow._runtime.engines[0], flow._runtime.engines[1]
+    >>> steps = np.full(BINS, -1, np.int32); steps[e1.routing.lookup() == 1] = 0
+    >>> set_plan(e0, 1, steps); set_plan(e1, 1, steps)
+    >>> e0.rescale_plan is None, e1.rescale_plan[0]
+    (True, 1)
+    >>> set_plan(e1, None, None)
+    """
+    if engine.rescale_plan is not None:
+        step_index.activate(engine.rescale_plan[0], engine, running=False)
+    engine.rescale_plan = None
+    if step_of_bin is None:
+        return
+    mine = engine.routing.lookup() == engine.partition if engine.parts > 1 else \
+        np.ones(BINS, bool)
+    if (step_of_bin[mine] >= 0).any():
+        engine.rescale_plan = (key, step_of_bin)
+        step_index.activate(key, engine)
 
 
 def extract(engine, routing: Routing, step: int | None = None) -> dict:
@@ -162,18 +183,26 @@ def _take_indexed(batch: Batch, leaving_mask, new_table, plan, step, leaving: di
     :func:`prepare`); the batch keeps them as dead rows (every reader skips them), copied
     without them when it next merges or, once half of it is dead, by :func:`prepare` at a
     later epoch boundary."""
-    rows, times, diffs, bins = step_index.build(batch, plan).group(step)
-    live = leaving_mask[bins]  # (live rows of the step's bins all leave)
-    if batch.dead is not None:
-        live &= ~batch.dead[bins]
-    if not live.all():
-        rows, times, diffs, bins = rows[live], times[live], diffs[live], bins[live]
-    if not len(bins):
+    sent = []
+    for rows, times, diffs, bins, gone, since in step_index.build(batch, plan).pieces(step):
+        live = leaving_mask[bins]  # (live rows of the step's bins all leave)
+        if batch.dead is not None:
+            live &= ~batch.dead[bins]
+        if gone is not None:  # (a merged batch's part: its batch's dead rows were dropped)
+            live &= ~gone[bins]
+        if not live.all():
+            rows, times, diffs, bins = rows[live], times[live], diffs[live], bins[live]
+        if len(bins):
+            _send(leaving, new_table[bins], since, rows, times, diffs)
+            sent.append(bins)
+    if not sent:
         return batch
-    _send(leaving, new_table[bins], batch.since, rows, times, diffs)
     dead = np.zeros(BINS, bool) if batch.dead is None else batch.dead.copy()
-    dead[bins] = True  # (the bins of rows that left: a row a plan forgot stays visible)
-    batch.dead, batch.dead_rows = dead, batch.dead_rows + len(bins)
+    for bins in sent:  # (the bins of rows that left: a row a plan forgot stays visible)
+        dead[bins] = True
+        batch.dead_rows += len(bins)
+    # (a merged batch's parts may hold rows its merge consolidated away: an estimate)
+    batch.dead, batch.dead_rows = dead, min(batch.dead_rows, len(batch))
     return batch
 
 
@@ -258,8 +287,8 @@ def prepare(engine, budget: int) -> int:
     no step due: fuel the merges under way (imports' among them) with half of it, copy
     batches at least half dead without their dead rows (not while a plan runs: the copy
     would need indexing again), then index big batches by the coming plan's steps
-    (:func:`set_plan`; hashing, counting and copying a row cost one each; not the inputs
-    of a merge under way, whose result is indexed instead), so steps send slices instead
+    (:func:`set_plan`; hashing, counting and copying a row cost one each; the inputs of
+    a merge under way too: its result keeps their indexes), so steps send slices instead
     of gathering rows.  Returns how many batches still wait for such work (0: none)."""
     left = 0
     for _, spine in _spines(engine):
@@ -285,7 +314,7 @@ def prepare(engine, budget: int) -> int:
         for batch in spine.batches:
             if plan is None or len(batch) < INDEXED or step_index.is_built(batch, plan):
                 continue
-            if budget <= 0 or spine.in_merge(batch):  # (a merge's result is indexed instead)
+            if budget <= 0:  # (a merge under way: its result keeps the inputs' indexes)
                 left += 1
                 continue
             before = step_index.work_done(batch, plan)
@@ -309,7 +338,7 @@ def _copy_live(batch: Batch, budget: int):
     until the copy is whole); returns ``(the copy or None, budget left)``."""
     rows_state = batch._live_copy
     if rows_state is None:
-        n = len(batch) - batch.dead_rows
+        n = int(np.count_nonzero(batch.live_mask()))  # (dead_rows may be an estimate)
         rows_state = batch._live_copy = [  # (dead bins at the start: more may die meanwhile)
             batch.dead, 0, 0, np.empty((n, batch.rows.shape[1]), np.int64),
             np.empty((n, batch.times.shape[1]), np.int64), np.empty(n, np.int64)]

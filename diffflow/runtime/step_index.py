@@ -24,30 +24,53 @@ valid for the batch's life; it is rebuilt only for a new plan.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..arrangements import columnar
 from ..arrangements.batch import Batch
-from ..lattice import Antichain
+from ..lattice import Antichain, advance_by
 from .routing import BINS
+
+
+INDEX_AT_MERGE = 1 << 14  # a merge input this small, not indexed yet, is indexed at the merge
+MAX_PARTS = 16  # a merged batch's index keeps at most this many parts (smallest joined)
+_ACTIVE: dict = {}  # plan key -> the engines of this process running it (weak: set_plan)
 
 
 class StepIndex:
     """The moving rows of one batch for one plan, grouped by step: built a slice at a time
-    (``phase``: hashing is the batch's, then ``"count"``, ``"scatter"``, ``"done"``)."""
+    (``phase``: hashing is the batch's, then ``"count"``, ``"scatter"``, ``"done"``), or,
+    for a merged batch, the ``parts`` of its inputs' indexes (:func:`merged`)."""
 
     __slots__ = ("key", "phase", "at", "counts", "offsets", "cursor", "rows", "times",
-                 "diffs", "bins")
+                 "diffs", "bins", "since", "step_of_bin", "parts")
 
-    def __init__(self, key, groups: int):
+    def __init__(self, key, groups: int, step_of_bin=None, since=None):
         self.key, self.phase, self.at = key, "count", 0
         self.counts = np.zeros(groups + 1, np.int64)  # [0]: rows no step moves
         self.offsets = self.cursor = self.rows = self.times = self.diffs = self.bins = None
+        self.step_of_bin, self.since = step_of_bin, since  # (the rows' times are at since)
+        self.parts = None  # [(leaf index, bins dead in its batch or None)]: a merged batch's
 
     def group(self, step: int) -> tuple:
-        """``(rows, times, diffs, bins)`` of the rows ``step`` moves (views, key order)."""
+        """``(rows, times, diffs, bins)`` of the rows ``step`` moves (views, key order) of a
+        batch's own index (not a merged one's: :meth:`pieces`)."""
+        if step + 1 >= len(self.offsets):  # (no row of this batch moves at that step)
+            return self.rows[:0], self.times[:0], self.diffs[:0], self.bins[:0]
         lo, hi = int(self.offsets[step]), int(self.offsets[step + 1])
         return self.rows[lo:hi], self.times[lo:hi], self.diffs[lo:hi], self.bins[lo:hi]
+
+    def merged(self, older: Batch, newer: Batch, merged_batch: Batch) -> StepIndex | None:
+        """The index of the merge of ``older`` and ``newer`` (:func:`merged`)."""
+        return merged(older, newer, merged_batch)
+
+    def pieces(self, step: int):
+        """``(rows, times, diffs, bins, dead, since)`` per part: the rows ``step`` moves,
+        less those of bins in ``dead`` (None: none), their times at ``since``."""
+        for leaf, dead in [(self, None)] if self.parts is None else self.parts:
+            yield leaf.group(step) + (dead, leaf.since)
 
 
 def moved_already(plan) -> StepIndex:
@@ -57,7 +80,7 @@ def moved_already(plan) -> StepIndex:
     and the imports a plan brings in are never indexed."""
     key, step_of_bin = plan
     if key not in _MOVED_ALREADY:
-        index = StepIndex(key, int(step_of_bin.max()) + 1)
+        index = StepIndex(key, int(step_of_bin.max()) + 1, step_of_bin)
         index.phase, index.offsets = "done", np.zeros(len(index.counts), np.int64)
         index.rows = index.times = np.zeros((0, 0), np.int64)
         index.diffs, index.bins = np.zeros(0, np.int64), np.zeros(0, np.int32)
@@ -77,7 +100,8 @@ def build(batch: Batch, plan, budget: int | None = None) -> StepIndex | None:
     key, step_of_bin = plan
     index = batch._step_index
     if index is None or index.key != key:
-        index = batch._step_index = StepIndex(key, int(step_of_bin.max()) + 1)
+        index = batch._step_index = StepIndex(key, int(step_of_bin.max()) + 1, step_of_bin,
+                                              batch.since)
     if index.phase == "done":
         return index
     n = len(batch)
@@ -110,6 +134,82 @@ def build(batch: Batch, plan, budget: int | None = None) -> StepIndex | None:
         else:
             index.phase, index.cursor = "done", None
     return index if index.phase == "done" else None
+
+
+def activate(key, engine, running: bool = True) -> None:
+    """Note that ``engine`` runs plan ``key`` (or, ``running=False``, no longer does): merges
+    keep indexes only of plans some live engine of this process runs (:func:`merged`)."""
+    engines = _ACTIVE.setdefault(key, weakref.WeakSet())
+    if running:
+        engines.add(engine)
+    else:
+        engines.discard(engine)
+    for old in [k for k, e in _ACTIVE.items() if not e]:
+        del _ACTIVE[old]
+
+
+def _running(key) -> bool:
+    return bool(_ACTIVE.get(key))
+
+
+def merged(older: Batch, newer: Batch, merged_batch: Batch) -> StepIndex | None:
+    """The index of ``merged_batch``, the merge of ``older`` and ``newer``, made of theirs
+    (so a merge never sends a plan's indexing back to the start): the parts of both, each
+    with the bins dead in its batch (the merge dropped their rows, which must not move
+    again), an input of at most :data:`INDEX_AT_MERGE` rows without an index indexed now.
+    ``None`` when the plan is over or a bigger input is not indexed yet (the result is
+    then indexed as any batch).  Past :data:`MAX_PARTS` parts the smallest are joined
+    into one, at the merge's ``since``."""
+    running = [i for i in (older._step_index, newer._step_index)
+               if i is not None and i.step_of_bin is not None and _running(i.key)]
+    if not running:
+        return None
+    index = running[0]
+    plan = (index.key, index.step_of_bin)
+    parts = []
+    for batch in (older, newer):
+        own = batch._step_index
+        if not len(batch):
+            continue
+        if own is None or own.key != index.key:
+            if len(batch) > INDEX_AT_MERGE:
+                return None
+            own = build(batch, plan)
+        elif own.phase != "done":
+            return None
+        for leaf, dead in [(own, None)] if own.parts is None else own.parts:
+            if len(leaf.diffs):
+                mask = dead if batch.dead is None else \
+                    batch.dead if dead is None else dead | batch.dead
+                parts.append((leaf, mask))
+    result = StepIndex(index.key, len(index.counts) - 1, index.step_of_bin, merged_batch.since)
+    result.phase, result.offsets = "done", np.zeros(len(index.counts), np.int64)
+    if len(parts) > MAX_PARTS:
+        parts.sort(key=lambda part: -len(part[0].diffs))
+        keep = MAX_PARTS // 2
+        parts = parts[:keep] + [(_joined(parts[keep:], merged_batch.since), None)]
+    result.parts = parts
+    return result
+
+
+def _joined(parts: list, since) -> StepIndex:
+    """One leaf index holding the rows of ``parts`` (less their dead bins' rows), grouped by
+    step, times advanced to ``since``."""
+    groups = max(len(leaf.offsets) for leaf, _ in parts) - 1
+    chunks = []
+    for leaf, dead in parts:
+        step = np.repeat(np.arange(len(leaf.offsets) - 1), np.diff(leaf.offsets))
+        keep = slice(None) if dead is None else ~dead[leaf.bins]
+        chunks.append((leaf.rows[keep], leaf.times[keep], leaf.diffs[keep], leaf.bins[keep],
+                       step[keep]))
+    rows, times, diffs, bins, step = (np.concatenate(x) for x in zip(*chunks))
+    order = np.argsort(step, kind="stable")
+    leaf = StepIndex(parts[0][0].key, groups, parts[0][0].step_of_bin, since)
+    leaf.phase = "done"
+    leaf.offsets = np.concatenate([[0], np.cumsum(np.bincount(step, minlength=groups))])
+    leaf.rows, leaf.diffs, leaf.bins = rows[order], diffs[order], bins[order]
+    leaf.times = advance_by(times[order], since) if len(times) else times
+    return leaf
 
 
 def warm_up() -> None:
