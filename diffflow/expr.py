@@ -226,6 +226,39 @@ class UnOp(Expr):
         return f"{self.op}({self.operand!r})"
 
 
+class Func(Expr):
+    """A function of whole columns: ``fn(symbols, *values)`` gives the values of type
+    ``kind`` (``"int"``, ``"float"``, ``"str"`` as symbol ids, ``"bool"``) for the
+    arguments' values, constants broadcast to columns; Datalog's functors are these
+    (:mod:`diffflow.dsl.functors`).
+
+    >>> import numpy as np; from diffflow.schema import Schema
+    >>> twice = Func("twice", lambda symbols, v: v * 2, [col("a")], "int")
+    >>> twice._eval(np.array([[1], [5]]), Schema.of(["a"]), None).tolist(), twice
+    ([2, 10], twice(col('a')))
+    """
+
+    def __init__(self, name: str, fn, args: list, kind: str):
+        self.name, self.fn, self.args, self.kind = name, fn, [_as_expr(a) for a in args], kind
+
+    def columns(self):
+        return set().union(*(a.columns() for a in self.args))
+
+    def infer(self, schema):
+        for a in self.args:
+            a.infer(schema)
+        return self.kind
+
+    def _eval(self, rows, schema, symbols):
+        n = len(rows)
+        values = [np.broadcast_to(np.asarray(a._eval(rows, schema, symbols)), (n,))
+                  for a in self.args]
+        return self.fn(symbols, *values)
+
+    def __repr__(self):
+        return f"{self.name}({', '.join(repr(a) for a in self.args)})"
+
+
 def col(name: str) -> Col:
     """Refer to a column by name in a ``select`` or ``filter`` expression.
 

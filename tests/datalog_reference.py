@@ -14,6 +14,7 @@ that the dataflow computes what the typed rules say.
 from __future__ import annotations
 
 import math
+import re
 
 from diffflow.dsl import ast
 from diffflow.dsl.analysis import analyse
@@ -143,8 +144,13 @@ def _apply(lit, binding, env, clause):
     right = _term(lit.right, binding, env, clause)
     if left is _NONE or right is _NONE:
         return []
-    holds = {"=": left == right, "!=": left != right, "<": left < right, "<=": left <= right,
-             ">": left > right, ">=": left >= right}[lit.op]
+    if lit.op.lstrip("!") == "contains":
+        holds = (left in right) != lit.op.startswith("!")
+    elif lit.op.lstrip("!") == "match":
+        holds = (re.fullmatch(left, right) is not None) != lit.op.startswith("!")
+    else:
+        holds = {"=": left == right, "!=": left != right, "<": left < right,
+                 "<=": left <= right, ">": left > right, ">=": left >= right}[lit.op]
     return [binding] if holds else []
 
 
@@ -167,6 +173,11 @@ def _term(node, binding, env, clause):
     if isinstance(node, ast.Negative):
         value = _term(node.operand, binding, env, clause)
         return _NONE if value is _NONE else _fix(-value, kind)
+    if isinstance(node, ast.Functor):
+        args = [_term(a, binding, env, clause) for a in node.args]
+        if any(a is _NONE for a in args):
+            return _NONE
+        return _functor(node.name, args, kind, [clause.type_of(a) for a in node.args])
     a = _term(node.left, binding, env, clause)
     b = _term(node.right, binding, env, clause)
     if a is _NONE or b is _NONE:
@@ -184,6 +195,61 @@ def _term(node, binding, env, clause):
     if op == "^":
         return _fix(a ** b, kind)
     return _fix({"+": a + b, "-": a - b, "*": a * b}[op], kind)
+
+
+def _functor(name, args, kind, arg_kinds):
+    """Soufflé's intrinsic functors, one row at a time: strings measured in UTF-8 bytes,
+    32-bit two's complement for number and unsigned."""
+    if name == "cat":
+        return "".join(args)
+    if name == "strlen":
+        return len(args[0].encode("utf-8"))
+    if name == "substr":
+        data, start, length = args[0].encode("utf-8"), args[1], args[2]
+        if not 0 <= start <= len(data):
+            return ""
+        return data[start:] .decode("utf-8", "replace") if length < 0 else \
+            data[start:start + length].decode("utf-8", "replace")
+    if name == "to_number":
+        return int(args[0].strip().split()[0])
+    if name == "to_string":
+        return "%f" % args[0] if arg_kinds[0] == "float" else "%d" % args[0]
+    if name in ("itou", "utoi"):
+        return _fix(args[0], "unsigned" if name == "itou" else "number")
+    if name in ("itof", "utof"):
+        return float(args[0])
+    if name in ("ftoi", "ftou"):
+        return _fix(math.trunc(args[0]), "number" if name == "ftoi" else "unsigned")
+    if name == "as":
+        return _fix(args[0], kind)
+    if name == "min":
+        return min(args)
+    if name == "max":
+        return max(args)
+    if name == "abs":
+        return _fix(abs(args[0]), kind)
+    bits = [a % 2**32 for a in args]  # the 32-bit patterns
+    if name in ("land", "lor", "lxor"):
+        a, b = args[0] != 0, args[1] != 0
+        return int(a and b if name == "land" else a or b if name == "lor" else a != b)
+    if name == "lnot":
+        return int(args[0] == 0)
+    if name == "bnot":
+        return _fix(~bits[0], kind)
+    if name == "band":
+        return _fix(bits[0] & bits[1], kind)
+    if name == "bor":
+        return _fix(bits[0] | bits[1], kind)
+    if name == "bxor":
+        return _fix(bits[0] ^ bits[1], kind)
+    if name == "bshl":
+        return _fix(bits[0] << args[1], kind)
+    if name == "bshru":
+        return _fix(bits[0] >> args[1], kind)
+    if name == "bshr":
+        signed = bits[0] - 2**32 if kind == "number" and bits[0] >= 2**31 else bits[0]
+        return _fix(signed >> args[1], kind)
+    raise AssertionError(name)
 
 
 def _fix(value, kind):

@@ -105,6 +105,24 @@ PROGRAMS = {
         popular(b, n) :- likes(_, b), n = count : { likes(_, b) }, n >= 2.
         anyone() :- likes(_, _).
     """, {"likes": [SYM, SYM]}),
+    "functors": ("""
+        .type Word <: symbol
+        .decl w(s: Word, n: number)
+        .decl u(v: unsigned)
+        .decl text(s: symbol, len: number, tag: symbol, cut: symbol)
+        .decl nums(n: number, b: number, l: number, x: number)
+        .decl bits(v: unsigned, s: unsigned, c: number, f: float)
+        .decl picked(s: symbol, k: number)
+        .decl longest(n: number)
+        text(s, strlen(s), cat(s, "#", to_string(n)), substr(s, n, 2)) :- w(s, n).
+        nums(n, (n band 6) bor (n bshl 3) bxor bnot n, n land 1 lor lnot n,
+             max(n, 2, -n) + min(abs(n), 3) + (n bshr 1) + (n bshru 28)) :- w(_, n).
+        bits(v bshru 1u, itou(utoi(v) * 3) band 255u, as(v, number) + ftoi(utof(v) / 2.0),
+             itof(utoi(v)) * 0.5) :- u(v).
+        picked(s, to_number(to_string(n)) * 2) :- w(s, n), contains("a", s), !match("b.*", s).
+        longest(n) :- n = max strlen(s) : { w(s, _) }.
+    """, {"w": [("sym", ["a", "ba", "bé", "cab", "", "abc"]), ("num", range(-2, 4))],
+          "u": [("num", [0, 1, 7, 255, 4294967295, 2147483648])]}),
     "floats": ("""
         .decl m(x: number, f: float)
         .decl scaled(x: number, g: float)

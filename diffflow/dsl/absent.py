@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import ast
-from .constants import arithmetic, compare, wrap
+from .constants import arithmetic, compare, functor, wrap
 from .proof import Leaf, _Inner, format_value, show
 
 HOLDS, FAILS, UNKNOWN = "✓", "x", "?"
@@ -251,6 +251,11 @@ class _Evaluator:
         if isinstance(node, ast.Negative):
             value = self.term(node.operand, binding, clause)
             return value if value is _NONE else wrap(-value, kind)
+        if isinstance(node, ast.Functor):
+            args = [self.term(a, binding, clause) for a in node.args]
+            if any(a is _NONE for a in args):
+                return _NONE
+            return functor(node, args, kind, [clause.term_types.get(id(a)) for a in node.args])
         a, b = self.term(node.left, binding, clause), self.term(node.right, binding, clause)
         if a is _NONE or b is _NONE:
             return _NONE

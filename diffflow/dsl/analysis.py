@@ -173,11 +173,11 @@ class _Analyser(ClauseChecks):
         for lit in literals:
             atom = lit.atom if isinstance(lit, ast.Negation) else lit
             if isinstance(atom, ast.Atom) and any(
-                    isinstance(a, (ast.BinaryOp, ast.Negative, ast.AggregateTerm))
+                    isinstance(a, (ast.BinaryOp, ast.Negative, ast.AggregateTerm, ast.Functor))
                     for a in atom.args):
                 args = []
                 for a in atom.args:
-                    if isinstance(a, (ast.BinaryOp, ast.Negative, ast.AggregateTerm)):
+                    if isinstance(a, (ast.BinaryOp, ast.Negative, ast.AggregateTerm, ast.Functor)):
                         self.fresh += 1
                         var = ast.Var(a.line, a.column, f"#e{self.fresh}")
                         comparison = ast.Comparison(a.line, a.column, "=", var, a)

@@ -86,6 +86,15 @@ class Negative(Node):
 
 
 @dataclass
+class Functor(Node):
+    """An intrinsic functor call (:mod:`.functors`): ``cat(a, b)``, ``x band y``, ``bnot x``,
+    ``min(a, b)``; ``as(x, T)`` is ``Functor("as", [x], type_name="T")``."""
+    name: str
+    args: list
+    type_name: str | None = field(default=None, metadata={"omit_empty": True})
+
+
+@dataclass
 class AggregateTerm(Node):
     """``count : {...}``, ``sum x : {...}``, ``min x : {...}``, ``max x : {...}``."""
     function: str
@@ -225,6 +234,8 @@ def walk_terms(*terms, aggregates: bool = False):
             stack += [node.right, node.left]
         elif isinstance(node, Negative):
             stack.append(node.operand)
+        elif isinstance(node, Functor):
+            stack += reversed(node.args)
         elif aggregates and isinstance(node, AggregateTerm):
             inner = [] if node.target is None else [node.target]
             for lit in node.body:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..expr import Lit, col, trunc_div, trunc_mod, wrap_int32, wrap_uint32
-from . import ast
+from . import ast, functors
 from .analysed import Relation
 
 COLUMN_TYPE = {"number": "int", "unsigned": "int", "float": "float", "symbol": "str"}
@@ -89,6 +89,11 @@ def term_expression(node, types: dict, aggregates: dict):
         return col(aggregates[id(node)])
     if isinstance(node, ast.Negative):
         return _wrap(-term_expression(node.operand, types, aggregates), kind)
+    if isinstance(node, ast.Functor):
+        args = [term_expression(a, types, aggregates) for a in node.args]
+        if node.name == "as":  # (number <-> unsigned: the same 32 bits)
+            return _wrap(args[0], kind)
+        return functors.column(node.name, args, kind, [types[id(a)] for a in node.args])
     left = term_expression(node.left, types, aggregates)
     right = term_expression(node.right, types, aggregates)
     op = node.op

@@ -72,6 +72,10 @@ def evaluate(node, types: dict):
         return None if value is None else wrap(-value, kind)
     if isinstance(node, ast.AggregateTerm):
         return _aggregate(node, types)
+    if isinstance(node, ast.Functor):
+        args = [evaluate(a, types) for a in node.args]
+        return None if any(a is None for a in args) else \
+            functor(node, args, kind, [types[id(a)] for a in node.args])
     left, right = evaluate(node.left, types), evaluate(node.right, types)
     if left is None or right is None:
         return None
@@ -93,12 +97,31 @@ def comparison_holds(c: ast.Comparison, types: dict) -> bool:
     return compare(c.op, left, right)
 
 
-def compare(op: str, left, right) -> bool:
-    """A Datalog comparison of two values.
+def functor(node: ast.Functor, args: list, kind: str, arg_kinds: list):
+    """The value of a functor call on argument values (:func:`.functors.scalar`).
 
-    >>> compare("<=", 2, 3), compare("!=", "a", "a")
-    (True, False)
+    >>> from diffflow.dsl.parser import parse
+    >>> (rule,) = parse('r(cat("a", "b")).').rules
+    >>> functor(rule.head.args[0], ["a", "b"], "symbol", ["symbol", "symbol"])
+    'ab'
     """
+    from .functors import scalar
+
+    if node.name == "as":
+        return wrap(args[0], kind)
+    return scalar(node.name, args, kind, arg_kinds)
+
+
+def compare(op: str, left, right) -> bool:
+    """A Datalog comparison of two values (``contains`` and ``match`` too).
+
+    >>> compare("<=", 2, 3), compare("!=", "a", "a"), compare("!contains", "b", "abc")
+    (True, False, False)
+    """
+    if op.lstrip("!") in ("contains", "match"):
+        from .functors import holds
+
+        return holds(op.lstrip("!"), left, right) != op.startswith("!")
     return {"=": left == right, "!=": left != right, "<": left < right, "<=": left <= right,
             ">": left > right, ">=": left >= right}[op]
 

@@ -33,7 +33,23 @@ comparison: term COMPARE term
 
 atom: IDENT "(" [term ("," term)*] ")"
 
-?term: sum
+// Soufflé's precedence: lor < lxor < land < bor < bxor < band < shifts < + - < * / % <
+// unary - bnot lnot < ^
+?term: lor
+?lor: lxor
+    | lor LOR lxor      -> binary
+?lxor: land
+    | lxor LXOR land    -> binary
+?land: bor
+    | land LAND bor     -> binary
+?bor: bxor
+    | bor BOR bxor      -> binary
+?bxor: band
+    | bxor BXOR band    -> binary
+?band: shift
+    | band BAND shift   -> binary
+?shift: sum
+    | shift SHIFT sum   -> binary
 ?sum: product
     | sum PLUS product   -> binary
     | sum MINUS product  -> binary
@@ -44,6 +60,7 @@ atom: IDENT "(" [term ("," term)*] ")"
 // unary minus binds looser than ^ (as in Soufflé and mathematics): -2 ^ 2 = -(2 ^ 2)
 ?unary: power
     | MINUS unary -> negative
+    | NOT_OP unary -> prefix
 ?power: primary
     | primary CARET unary -> binary
 ?primary: IDENT        -> variable
@@ -53,6 +70,10 @@ atom: IDENT "(" [term ("," term)*] ")"
     | STRING           -> string
     | "(" term ")"
     | aggregate
+    | FUNCTOR "(" [term ("," term)*] ")"              -> functor
+    | (MIN | MAX) "(" term "," term ("," term)* ")"   -> functor
+    | AS "(" term "," IDENT ")"                       -> cast
+    | USER_FUNCTOR "(" [term ("," term)*] ")"         -> user_functor
 
 aggregate: COUNT ":" _aggregate_body
          | (SUM | MIN | MAX) term ":" _aggregate_body
@@ -79,6 +100,19 @@ COUNT: "count"
 SUM: "sum"
 MIN: "min"
 MAX: "max"
+// operator and functor names are words only where one can stand (contextual lexer); a
+// functor name only before "(" (a variable may be called ord)
+LOR.3: /lor(?![A-Za-z0-9_?])/
+LXOR.3: /lxor(?![A-Za-z0-9_?])/
+LAND.3: /land(?![A-Za-z0-9_?])/
+BOR.3: /bor(?![A-Za-z0-9_?])/
+BXOR.3: /bxor(?![A-Za-z0-9_?])/
+BAND.3: /band(?![A-Za-z0-9_?])/
+SHIFT.3: /(bshru|bshl|bshr)(?![A-Za-z0-9_?])/
+NOT_OP.3: /(bnot|lnot)(?![A-Za-z0-9_?])/
+FUNCTOR.3: /(cat|strlen|substr|ord|to_number|to_unsigned|to_float|to_string|itou|itof|utoi|utof|ftoi|ftou|abs|range|autoinc)(?=\s*\()/
+AS.3: /as(?=\s*\()/
+USER_FUNCTOR: /@[A-Za-z_?][A-Za-z0-9_?]*/
 TRUE: "true"
 FALSE: "false"
 // a name after a declaration that does not open an atom: btree, brie, inline, ...

@@ -16,10 +16,10 @@ collection and key); ``arrangement_uses`` counts the join inputs that share one.
 from __future__ import annotations
 
 from ..expr import Lit, col
-from . import ast
+from . import ast, functors
 from .aggregates import aggregate_variables, compile_aggregate
 from .columns import UNIT, Frame, term_expression, var_column
-from .render import render_atom, render_term
+from .render import render_atom, render_literal, render_term
 
 
 class ClauseCompiler:
@@ -227,9 +227,15 @@ class ClauseCompiler:
         left = term_expression(c.left, types, aggregates)
         right = term_expression(c.right, types, aggregates)
         op = "==" if c.op == "=" else c.op
-        predicate = {"==": left.__eq__, "!=": left.__ne__, "<": left.__lt__, "<=": left.__le__,
-                     ">": left.__gt__, ">=": left.__ge__}[op](right)
-        steps.append(f"filter {render_term(c.left)} {c.op} {render_term(c.right)}")
+        if op.lstrip("!") in functors.CONSTRAINTS:  # contains(sub, s), match(regex, s)
+            predicate = functors.constraint(op.lstrip("!"), left, right)
+            if op.startswith("!"):
+                predicate = ~predicate
+            steps.append(f"filter {render_literal(c)}")
+        else:
+            predicate = {"==": left.__eq__, "!=": left.__ne__, "<": left.__lt__,
+                         "<=": left.__le__, ">": left.__gt__, ">=": left.__ge__}[op](right)
+            steps.append(f"filter {render_term(c.left)} {c.op} {render_term(c.right)}")
         return Frame(frame.collection.filter(predicate), frame.variables)
 
     def negate(self, frame, atom, env, steps):

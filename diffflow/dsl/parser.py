@@ -133,6 +133,14 @@ def _open_paren(source: str, token) -> tuple:
     return line, at - (source.rfind("\n", 0, at) + 1) + 1
 
 
+_CONSTRAINTS = ("contains", "match")  # string constraints Soufflé writes as atoms
+
+
+def _at(token):
+    """A position-only node at a token (for errors)."""
+    return ast.Node(token.line, token.column)
+
+
 def _int(text: str) -> tuple:
     unsigned = text.endswith("u")
     body = text[:-1] if unsigned else text
@@ -268,9 +276,12 @@ class _Builder:
     def literal(self, tree):
         kind = tree.data
         if kind == "atom":
-            return self.atom(tree)
+            atom = self.atom(tree)
+            return self.constraint(atom) if atom.relation in _CONSTRAINTS else atom
         if kind == "negation":
             atom = self.atom(tree.children[0])
+            if atom.relation in _CONSTRAINTS:
+                return self.constraint(atom, negated=True)
             return ast.Negation(tree.meta.line, tree.meta.column, atom)
         if kind == "comparison":
             left, op, right = tree.children
@@ -287,6 +298,14 @@ class _Builder:
         name, *args = tree.children
         args = [self.term(a) for a in args if a is not None]
         return ast.Atom(name.line, name.column, str(name), args)
+
+    def constraint(self, atom: ast.Atom, negated: bool = False):
+        """``contains(sub, s)`` / ``match(regex, s)``, written as atoms: Soufflé's string
+        constraints, comparisons with those ops (``!contains`` negated)."""
+        if len(atom.args) != 2:
+            raise self.error(f"{atom.relation} takes 2 arguments, got {len(atom.args)}", atom)
+        return ast.Comparison(atom.line, atom.column, "!" * negated + atom.relation,
+                              *atom.args)
 
     # -- terms ---------------------------------------------------------------------------
     def term(self, tree):
@@ -310,7 +329,29 @@ class _Builder:
             return ast.String(line, column, _unescape(str(token)))
         if kind == "binary":
             left, op, right = tree.children
-            return ast.BinaryOp(op.line, op.column, str(op), self.term(left), self.term(right))
+            if op.type in ("PLUS", "MINUS", "TIMES", "DIVIDE", "MODULO", "CARET"):
+                return ast.BinaryOp(op.line, op.column, str(op), self.term(left),
+                                    self.term(right))
+            return ast.Functor(op.line, op.column, str(op), [self.term(left), self.term(right)])
+        if kind == "prefix":
+            op, operand = tree.children
+            return ast.Functor(op.line, op.column, str(op), [self.term(operand)])
+        if kind in ("functor", "user_functor"):
+            name, *args = tree.children
+            args = [self.term(a) for a in args if a is not None]
+            if kind == "user_functor":
+                raise self.error(f"user-defined functor {name}: not supported yet",
+                                 _at(name), hint="diffflow has Soufflé's intrinsic functors "
+                                 "(cat, strlen, band, ...) but not .functor declarations yet")
+            from .functors import NOT_YET
+
+            if str(name) in NOT_YET:
+                raise self.error(f"{NOT_YET[str(name)]}: not supported yet", _at(name))
+            return ast.Functor(name.line, name.column, str(name), args)
+        if kind == "cast":
+            token, operand, type_name = tree.children
+            return ast.Functor(token.line, token.column, "as", [self.term(operand)],
+                               str(type_name))
         if kind == "negative":
             op, operand = tree.children
             inner = self.term(operand)

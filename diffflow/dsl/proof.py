@@ -189,11 +189,16 @@ def show(node, values) -> str:
         return f"{show(node.left, values)} {node.op} {show(node.right, values)}"
     if isinstance(node, ast.Negative):
         return f"-{show(node.operand, values)}"
+    if isinstance(node, ast.Functor):
+        args = ", ".join(show(a, values) for a in node.args)
+        return f"as({args}, {node.type_name})" if node.name == "as" else f"{node.name}({args})"
     if isinstance(node, ast.Atom):
         return f"{node.relation}({', '.join(show(a, values) for a in node.args)})"
     if isinstance(node, ast.Negation):
         return "!" + show(node.atom, values)
     if isinstance(node, ast.Comparison):
+        if node.op.lstrip("!") in ("contains", "match"):
+            return f"{node.op}({show(node.left, values)}, {show(node.right, values)})"
         return f"{show(node.left, values)} {node.op} {show(node.right, values)}"
     if isinstance(node, ast.AggregateTerm):
         target = "" if node.target is None else " " + show(node.target, values)

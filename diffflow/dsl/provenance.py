@@ -352,6 +352,9 @@ class _ProvenanceCompiler(_Compiler):
                                self._lift(term.right, types, found))
         elif isinstance(term, ast.Negative):
             new = ast.Negative(term.line, term.column, self._lift(term.operand, types, found))
+        elif isinstance(term, ast.Functor):
+            new = ast.Functor(term.line, term.column, term.name,
+                              [self._lift(a, types, found) for a in term.args], term.type_name)
         else:
             return term
         types[id(new)] = types[id(term)]

@@ -32,6 +32,18 @@ def render_term(node) -> str:
         return f"({render_term(node.left)} {node.op} {render_term(node.right)})"
     if isinstance(node, ast.Negative):
         return f"-{render_term(node.operand)}"
+    if isinstance(node, ast.Functor):
+        from .functors import SIGNATURES
+
+        args = [render_term(a) for a in node.args]
+        if node.name == "as":
+            return f"as({args[0]}, {node.type_name})"
+        if node.name in ("bnot", "lnot"):
+            return f"({node.name} {args[0]})"
+        if node.name in SIGNATURES and node.name not in ("min", "max", "abs") and \
+                SIGNATURES[node.name][0] == ("T", "T"):  # infix: x band y
+            return f"({args[0]} {node.name} {args[1]})"
+        return f"{node.name}({', '.join(args)})"
     if isinstance(node, ast.AggregateTerm):
         body = ", ".join(render_literal(l) for l in node.body)
         target = f" {render_term(node.target)}" if node.target is not None else ""
@@ -62,6 +74,8 @@ def render_literal(lit) -> str:
     if isinstance(lit, ast.Negation):
         return "!" + render_atom(lit.atom)
     if isinstance(lit, ast.Comparison):
+        if lit.op.lstrip("!") in ("contains", "match"):
+            return f"{lit.op}({render_term(lit.left)}, {render_term(lit.right)})"
         return f"{render_term(lit.left)} {lit.op} {render_term(lit.right)}"
     if isinstance(lit, ast.Boolean):
         return "true" if lit.value else "false"

@@ -180,7 +180,56 @@ class TermTyping:
                 raise self.error(f"arithmetic '{node.op}' on a symbol", node,
                                  hint="symbols support only = and != comparisons")
             return unify(self, node, left, right)
+        if isinstance(node, ast.Functor):
+            return self.functor_type(node, types, strict)
         raise AssertionError(node)
+
+    def functor_type(self, node: ast.Functor, types, strict=True):
+        """The type of a functor call, its arguments checked against its signature
+        (:data:`~diffflow.dsl.functors.SIGNATURES`); ``literal`` for a numeric one of
+        plain integers (it takes the type it is used in, as ``+`` does)."""
+        from . import functors
+
+        name = node.name
+        if name == "as":
+            return self.cast_type(node, types, strict)
+        params = functors.parameters(name, len(node.args))
+        if params is None:
+            raise self.error(f"{name} takes {functors.arity_text(name)}, got "
+                             f"{len(node.args)}", node)
+        result = functors.SIGNATURES[name][1]
+        common = LITERAL
+        for position, (arg, param) in enumerate(zip(node.args, params), 1):
+            got = self.expr_type(arg, types, strict)
+            if param == "T":
+                if got == "symbol":
+                    raise self.error(f"{name} of a symbol is not supported", arg,
+                                     hint=f"{name} takes number, unsigned or float values")
+                if got is None:
+                    raise Unknown()
+                common = unify(self, node, common, got, what=f"the arguments of {name}")
+            elif param == "numeric":
+                if got == "symbol":
+                    raise self.error(f"{name} needs a number, unsigned or float, got a symbol",
+                                     arg)
+            elif got is not None and got != param and not (got == LITERAL and param != "symbol"):
+                raise self.error(f"argument {position} of {name} is a {param}, but this is "
+                                 f"a {kind_name(got)}", arg)
+        if result != "T":
+            return result
+        if name in functors.BITWISE and common == "float":
+            raise self.error(f"{name} needs number or unsigned values, not float", node)
+        return common
+
+    def cast_type(self, node: ast.Functor, types, strict=True):
+        """``as(x, T)``: ``x`` seen as a ``T`` -- between a type and its subtypes or aliases
+        (same base type), and between number and unsigned (the 32-bit pattern kept)."""
+        got = self.expr_type(node.args[0], types, strict)
+        target = base_type(node.type_name, node, getattr(self, "types", {}) or {}, self.error)
+        if got in (None, LITERAL) or got == target or {got, target} == {"number", "unsigned"}:
+            return target
+        raise self.error(f"as(..., {node.type_name}) of a {kind_name(got)}: diffflow casts "
+                         f"only within one base type and between number and unsigned", node)
 
     def check_constant(self, node, kind):
         """A constant where a ``kind`` is expected: its type and 32-bit range."""
@@ -205,12 +254,13 @@ class TermTyping:
 
     def check_literal_ranges(self, node, kind):
         """Integer constants inside a term must fit the term's 32-bit type."""
-        if kind not in ("number", "unsigned"):
-            return
-        low, high = NUMBER_RANGE if kind == "number" else UNSIGNED_RANGE
-        bad = [n for n in ast.walk_terms(node)
-               if isinstance(n, ast.Number) and not low <= n.value <= high]
+        own = self.term_types(node, kind)  # (a functor's arguments have their own types)
+        ranges = {"number": NUMBER_RANGE, "unsigned": UNSIGNED_RANGE}
+        bad = [n for n in ast.walk_terms(node) if isinstance(n, ast.Number) and
+               own.get(id(n)) in ranges and not
+               ranges[own[id(n)]][0] <= n.value <= ranges[own[id(n)]][1]]
         if bad:  # the rightmost is reported (as it always was)
+            kind = own[id(bad[-1])]
             raise self.error(f"{bad[-1].value} does not fit a 32-bit {kind}", bad[-1],
                              hint="use unsigned (e.g. 4000000000u) or float for larger values"
                                   if kind == "number" else None)
@@ -223,6 +273,11 @@ class TermTyping:
         kind = unify(self, c, left, right, what=what)
         self.check_literal_ranges(c.left, kind)
         self.check_literal_ranges(c.right, kind)
+        if c.op.lstrip("!") in ("contains", "match"):
+            if kind != "symbol":
+                raise self.error(f"{c.op.lstrip('!')} needs two symbols, got "
+                                 f"{kind_name(kind)}s", c)
+            return
         if "symbol" in (left, right) and c.op not in ("=", "!="):
             raise self.error(f"symbols compare only with = and !=, not {c.op!r}", c,
                              hint="diffflow stores symbols as hashes, so they have no order")
@@ -254,7 +309,9 @@ class TermTyping:
         >>> sorted(record.values())
         ['float', 'float', 'float', 'float', 'number', 'number']
         """
-        for node in ast.walk_terms(term):
+        stack = [(term, kind)]
+        while stack:
+            node, kind = stack.pop()
             if isinstance(node, ast.Var):
                 own = var_types.get(node.name)
                 record[id(node)] = own if own in BASE_TYPES else kind
@@ -265,8 +322,40 @@ class TermTyping:
                     self.record_term(record, node.target, inner, var_types)
                 for lit in node.body:
                     self.record_literal(record, lit, var_types)
+            elif isinstance(node, ast.Functor):
+                record[id(node)] = kind  # (the call's type; its arguments have their own)
+                stack += zip(node.args, self.functor_arg_types(node, kind, var_types))
             else:
                 record[id(node)] = kind
+                if isinstance(node, ast.BinaryOp):
+                    stack += [(node.left, kind), (node.right, kind)]
+                elif isinstance(node, ast.Negative):
+                    stack.append((node.operand, kind))
+
+    def functor_arg_types(self, node: ast.Functor, kind: str, var_types: dict) -> list:
+        """The types a functor call's arguments are evaluated in, the call being a ``kind``."""
+        from . import functors
+
+        if node.name == "as":
+            try:
+                own = self.expr_type(node.args[0], var_types, strict=False)
+            except Unknown:
+                own = None
+            return [kind if own in (None, LITERAL) else own]
+        params = functors.parameters(node.name, len(node.args)) or []
+        out = []
+        for arg, param in zip(node.args, params):
+            if param == "T":
+                out.append(kind)
+            elif param == "numeric":
+                try:
+                    own = self.expr_type(arg, var_types, strict=False)
+                except Unknown:
+                    own = None
+                out.append(kind_name(own) if own is not None else "number")
+            else:
+                out.append(param)
+        return out
 
     def record_literal(self, record: dict, lit, var_types: dict) -> None:
         """Record the types of a literal's terms: atom arguments have their attribute's type."""

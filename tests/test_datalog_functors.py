@@ -1,0 +1,178 @@
+"""Soufflé's intrinsic functors and string constraints: parsing and precedence, values
+computed by hand from Soufflé's semantics, located errors, strings made on partition
+workers, and ``diffflow run``.  (Incremental behaviour: the ``functors`` program of
+tests/test_datalog_incremental.py, checked against the reference evaluator.)"""
+from __future__ import annotations
+
+import pytest
+
+import diffflow as dd
+from diffflow.cli import main
+from diffflow.dsl import ast
+from diffflow.dsl.parser import parse
+from diffflow.dsl.render import render_term
+
+
+def _head(source: str):
+    return parse(source).rules[0].head.args[0]
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("x lor y land z", "(x lor (y land z))"),
+    ("a band b bor c bxor d", "((a band b) bor (c bxor d))"),
+    ("a + 1 bshl 2", "((a + 1) bshl 2)"),
+    ("bnot x * 2", "((bnot x) * 2)"),
+    ("-x ^ 2 band 3", "(-(x ^ 2) band 3)"),
+    ("lnot a land b", "((lnot a) land b)"),
+    ("min(a, b, c) + max(a, b)", "(min(a, b, c) + max(a, b))"),
+    ('cat(x, "-", to_string(n))', 'cat(x, "-", to_string(n))'),
+    ("as(x, Id)", "as(x, Id)"),
+])
+def test_functors_parse_with_soufflés_precedence(text, shown):
+    assert render_term(_head(f"r({text}).")) == shown
+
+
+def test_functor_names_stay_free_for_variables_and_constraints_are_literals():
+    rule = parse('r(ord, as) :- e(ord, as), contains("a", ord), !match("b.*", as).').rules[0]
+    assert [a.name for a in rule.head.args] == ["ord", "as"]
+    ops = [lit.op for lit in rule.body[0].literals if isinstance(lit, ast.Comparison)]
+    assert ops == ["contains", "!match"]
+
+
+def _one(term: str, kind: str, facts: str = ""):
+    """The value of ``term`` in a head of type ``kind``, computed by a program."""
+    program = dd.Program(f".decl r(v: {kind})\n{facts}\nr({term}).\n")
+    program.commit()
+    (row,) = program.relation("r")
+    return row[0]
+
+
+@pytest.mark.parametrize("term, kind, value", [
+    # strings: UTF-8 bytes, as Soufflé (std::string)
+    ('strlen("héllo")', "number", 6),
+    ('cat("ab", "c", "")', "symbol", "abc"),
+    ('substr("hello", 1, 3)', "symbol", "ell"),
+    ('substr("hello", 3, 10)', "symbol", "lo"),     # the length is clipped
+    ('substr("hello", 5, 1)', "symbol", ""),        # start at the end
+    ('substr("hello", 6, 1)', "symbol", ""),        # start past the end: ""
+    ('substr("hello", -1, 2)', "symbol", ""),
+    ('to_number(" 42abc")', "number", 42),          # std::stoi: the leading number
+    ('to_number("-7")', "number", -7),
+    ('to_unsigned("4294967295")', "unsigned", 4294967295),
+    ('to_float("2.5e1x")', "float", 25.0),
+    ("to_string(-12)", "symbol", "-12"),
+    ("to_string(2.5)", "symbol", "2.500000"),       # std::to_string
+    # conversions
+    ("itou(-1)", "unsigned", 4294967295),
+    ("utoi(4294967295u)", "number", -1),
+    ("ftoi(-2.7)", "number", -2),
+    ("ftou(3.9)", "unsigned", 3),
+    ("itof(7)", "float", 7.0),
+    ("as(4294967295u, number)", "number", -1),
+    # bitwise and logical, 32-bit
+    ("5 band 3", "number", 1),
+    ("5 bor 3", "number", 7),
+    ("5 bxor 3", "number", 6),
+    ("bnot 0", "number", -1),
+    ("bnot 0u", "unsigned", 4294967295),
+    ("1 bshl 31", "number", -2147483648),
+    ("-8 bshr 1", "number", -4),
+    ("-1 bshru 28", "number", 15),
+    ("3 land 0", "number", 0),
+    ("3 lor 0", "number", 1),
+    ("3 lxor 2", "number", 0),
+    ("lnot 0", "number", 1),
+    # min, max, abs
+    ("min(4, -2, 9)", "number", -2),
+    ("max(4, -2, 9)", "number", 9),
+    ("max(1.5, 0.5)", "float", 1.5),
+    ("abs(-2147483648)", "number", -2147483648),    # wraps as in 32 bits
+])
+def test_functor_values_follow_soufflé(term, kind, value):
+    assert _one(term, kind) == value
+
+
+def test_functors_compute_on_rows_and_constraints_filter():
+    program = dd.Program("""
+        .decl s(x: symbol, n: number)
+        .decl l(x: symbol, len: number, tag: symbol)
+        .decl m(x: symbol)
+        l(x, n, c) :- s(x, k), n = strlen(x), c = cat(x, "-", to_string(k)), contains("a", x).
+        m(x) :- s(x, _), !match("b.*", x).
+    """, partitions=2)
+    program.insert("s", [("abc", 7), ("bad", -3), ("xyz", 1)])
+    program.commit()
+    assert program.relation("l") == {("abc", 3, "abc-7"), ("bad", 3, "bad--3")}
+    assert program.relation("m") == {("abc",), ("xyz",)}
+    program.changes("m")  # (changes since the last call)
+    program.remove("s", [("abc", 7)])
+    program.commit()
+    assert program.relation("l") == {("bad", 3, "bad--3")}
+    assert dict(program.changes("m")) == {("abc",): -1}
+
+
+@pytest.mark.parametrize("runtime", ["cluster", "processes"])
+def test_strings_made_by_functors_on_partition_workers_are_symbols(runtime):
+    source = """
+        .decl s(x: symbol)
+        .decl t(y: symbol, n: number)
+        .decl u(z: symbol)
+        t(cat(x, "!"), strlen(x)) :- s(x).
+        u(substr(y, 0, 2)) :- t(y, _).
+    """
+    local = dd.Program(source)
+    other = dd.Program(source, partitions=3, runtime=runtime)
+    try:
+        for program in (local, other):
+            program.insert("s", [(w,) for w in ("alpha", "beta", "gamma", "al")])
+            program.commit()
+        for relation in ("t", "u"):
+            assert other.relation(relation) == local.relation(relation)
+        assert ("al",) in other.relation("u")
+    finally:
+        other.close()
+
+
+@pytest.mark.parametrize("kind, rule, message, at", [
+    ("symbol", "r(strlen(x, x)) :- e(x).", "strlen takes 1 argument, got 2", (3, 3)),
+    ("number", "r(strlen(x)) :- e(x).",
+     "argument 1 of strlen is a symbol, but this is a number", (3, 10)),
+    ("float", "r(x band 1) :- e(x).", "band needs number or unsigned values, not float", None),
+    ("symbol", 'r(strlen(min("a", x))) :- e(x).', "min of a symbol is not supported", None),
+    ("number", "r(1) :- e(x), contains(x, x).", "contains needs two symbols", (3, 15)),
+    ("symbol", "r(@f(1)) :- e(_).", "user-defined functor @f: not supported yet", (3, 3)),
+    ("number", "r(x) :- e(x), x = range(1, 3).",
+     "range(a, b[, step]) generators: not supported yet", (3, 19)),
+])
+def test_functor_errors_name_the_place(kind, rule, message, at):
+    text = f".decl e(x: {kind})\n.decl r(x: number)\n{rule}\n"
+    with pytest.raises(dd.DatalogError) as caught:
+        dd.Program(text, filename="f.dl")
+    assert message in str(caught.value)
+    if at is not None:
+        assert f"f.dl:{at[0]}:{at[1]}:" in str(caught.value)
+
+
+def test_to_number_of_text_that_is_no_number_stops_the_run_saying_so():
+    program = dd.Program('.decl s(x: symbol)\n.decl r(n: number)\nr(to_number(x)) :- s(x).\n',
+                         filename="conv.dl")
+    program.insert("s", [("12",), ("twelve",)])
+    with pytest.raises(dd.OperatorError, match=r"conv\.dl:3.*to_number\('twelve'\)"):
+        program.commit()
+
+
+def test_diffflow_run_computes_functors_from_fact_files(tmp_path, capsys):
+    (tmp_path / "facts").mkdir()
+    (tmp_path / "facts" / "name.facts").write_text("ada\t1815\ngrace\t1906\n")
+    program = tmp_path / "names.dl"
+    program.write_text("""
+        .decl name(n: symbol, born: number)
+        .input name
+        .decl label(l: symbol, len: number, decade: number)
+        .output label
+        label(cat(to_string(b), ":", n), strlen(n), b / 10 * 10 band 4095) :- name(n, b).
+    """)
+    assert main(["run", str(program), "-F", str(tmp_path / "facts"), "-D",
+                 str(tmp_path / "out")]) == 0
+    lines = sorted((tmp_path / "out" / "label.csv").read_text().splitlines())
+    assert lines == ["1815:ada\t3\t1810", "1906:grace\t5\t1900"]
