@@ -42,7 +42,7 @@ from .streaming import StreamingView
 __all__ = ["Dataflow", "Collection", "InputCollection", "Arranged", "Output", "Aggregate",
            "Loop", "Variable", "DiffflowError", "GraphError", "ExpressionError", "ExplainError", "WorkerLost", "OperatorError", "NonConvergenceError", "Schema",
            "Program", "DatalogError", "DatalogWarning", "StreamingView", "col", "lit", "count", "sum", "min", "max",
-           "per_group"]
+           "per_group", "vectorized"]
 __version__ = "0.1.0"
 
 # loaded by ``dd.<name>`` on first use (PEP 562), so ``import diffflow`` stays cheap
@@ -56,10 +56,13 @@ def __getattr__(name):
     if name == "Program":  # the Datalog front end (parser, analysis) loads on first use
         from .dsl import Program
         return Program
+    if name == "vectorized":  # marks a user-defined functor's callable as taking arrays
+        from .dsl.functors import vectorized
+        return vectorized
     if name in _SUBMODULES:
         return _importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'diffflow' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | _SUBMODULES | {"Program"})
+    return sorted(set(globals()) | _SUBMODULES | {"Program", "vectorized"})

@@ -140,7 +140,7 @@ def test_strings_made_by_functors_on_partition_workers_are_symbols(runtime):
     ("float", "r(x band 1) :- e(x).", "band needs number or unsigned values, not float", None),
     ("symbol", 'r(strlen(min("a", x))) :- e(x).', "min of a symbol is not supported", None),
     ("number", "r(1) :- e(x), contains(x, x).", "contains needs two symbols", (3, 15)),
-    ("symbol", "r(@f(1)) :- e(_).", "user-defined functor @f: not supported yet", (3, 3)),
+    ("symbol", "r(@f(1)) :- e(_).", "unknown functor @f", (3, 3)),
     ("number", "r(x) :- e(x), x = range(1, 3).",
      "range(a, b[, step]) generators: not supported yet", (3, 19)),
 ])
@@ -176,3 +176,67 @@ def test_diffflow_run_computes_functors_from_fact_files(tmp_path, capsys):
                  str(tmp_path / "out")]) == 0
     lines = sorted((tmp_path / "out" / "label.csv").read_text().splitlines())
     assert lines == ["1815:ada\t3\t1810", "1906:grace\t5\t1900"]
+
+
+USER = """
+    .functor shout(s: symbol, n: number): symbol
+    .functor half(x: float): float
+    .functor tri(n: number): number
+    .decl e(s: symbol, n: number)
+    .decl r(s: symbol, h: float, t: number)
+    r(@shout(s, n), @half(itof(n)), @tri(n)) :- e(s, n).
+"""
+BINDINGS = {"shout": lambda s, n: s.upper() + "!" * n,
+            "half": dd.vectorized(lambda x: x / 2),  # gets whole numpy arrays
+            "tri": lambda n: n * (n + 1) // 2}
+
+
+@pytest.mark.parametrize("runtime, partitions", [("local", 1), ("local", 3), ("cluster", 2)])
+def test_user_defined_functors_call_python_incrementally(runtime, partitions):
+    calls = []
+
+    def tri(n):
+        calls.append(n)
+        return n * (n + 1) // 2
+
+    program = dd.Program(USER, functors=dict(BINDINGS, tri=tri), partitions=partitions,
+                         runtime=runtime)
+    try:
+        program.insert("e", [("ab", 2), ("c", 1), ("big", 70000)])
+        program.commit()
+        # 70000 * 70001 / 2 = 2450035000 wraps to a 32-bit number, as Soufflé's C++ would
+        assert program.relation("r") == {("AB!!", 1.0, 3), ("C!", 0.5, 1),
+                                         ("BIG" + "!" * 70000, 35000.0, 2450035000 - 2**32)}
+        program.remove("e", [("big", 70000)])
+        program.insert("e", [("d", 0)])
+        program.commit()
+        assert program.relation("r") == {("AB!!", 1.0, 3), ("C!", 0.5, 1), ("D", 0.0, 0)}
+    finally:
+        program.close()
+    if runtime == "local" and partitions == 1:
+        assert sorted(set(calls)) == [0, 1, 2, 70000]  # once per distinct value per batch
+
+
+@pytest.mark.parametrize("bindings, message", [
+    ({"shout": BINDINGS["shout"], "half": BINDINGS["half"]},
+     "functor 'tri' (declared at line 4) has no Python binding"),
+    (dict(BINDINGS, tri=3), "functor 'tri' (declared at line 4) is bound to int 3"),
+    (dict(BINDINGS, extra=len), "binds 'extra', which no .functor declares"),
+])
+def test_user_functor_bindings_are_checked(bindings, message):
+    with pytest.raises(dd.DatalogError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        dd.Program(USER, functors=bindings, filename="u.dl")
+
+
+def test_user_functor_errors_name_the_functor():
+    with pytest.raises(dd.DatalogError, match="unknown functor @nope"):
+        dd.Program(".decl r(x: number)\nr(@nope(1)).")
+    with pytest.raises(dd.DatalogError, match="stateful functors are not supported"):
+        dd.Program(".functor f(): number stateful\n.decl r(x: number)\nr(@f()).",
+                   functors={"f": lambda: 1})
+    program = dd.Program(".functor f(x: number): number\n.decl e(x: number)\n"
+                         ".decl r(x: number)\nr(@f(x)) :- e(x).\n",
+                         functors={"f": lambda x: "no"}, filename="g.dl")
+    program.insert("e", [(1,)])
+    with pytest.raises(dd.OperatorError, match=r"g\.dl:4.*@f returned 'no', not an integer"):
+        program.commit()

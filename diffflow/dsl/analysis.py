@@ -38,6 +38,7 @@ from .errors import DatalogError
 from .plans import check_plans
 from .pragmas import read_pragmas
 from .strata import stratify
+from .functors import bind_user_functors
 from .types import (BASE_TYPES, NUMBER_RANGE, UNSIGNED_RANGE,  # noqa: F401 (imported from here)
                     base_type, resolve_types)
 
@@ -49,7 +50,7 @@ _IO_PARAMS = {"IO", "filename", "delimiter", "headers", "attributeNames", "rfc41
               "compress"}
 
 
-def analyse(program: ast.Program, source: str = "") -> Analysed:
+def analyse(program: ast.Program, source: str = "", functors: dict | None = None) -> Analysed:
     """Check a parsed program and bring it to the compiler's normal form.
 
     >>> from diffflow.dsl.parser import parse
@@ -57,12 +58,13 @@ def analyse(program: ast.Program, source: str = "") -> Analysed:
     >>> list(a.relations), a.relations["r"].types
     (['e', 'r'], ['float'])
     """
-    return _Analyser(program, source).run()
+    return _Analyser(program, source, functors).run()
 
 
 class _Analyser(ClauseChecks):
-    def __init__(self, program: ast.Program, source: str):
+    def __init__(self, program: ast.Program, source: str, functors: dict | None = None):
         self.program, self.source = program, source
+        self.bindings = dict(functors or {})  # user-defined functors' Python callables
         self.types: dict = {}
         self.relations: dict = {}
         self.fresh = 0
@@ -75,6 +77,7 @@ class _Analyser(ClauseChecks):
 
     def run(self) -> Analysed:
         self.types = resolve_types(self.program.types, self.error)
+        bind_user_functors(self, self.program, self.bindings)
         self.declare()
         self.attach_directives()
         pragmas, warnings, pragma_notes = read_pragmas(self.program.pragmas, self.source,

@@ -24,7 +24,7 @@ class Node:
         """A nested dict/list form without positions except ``at`` = "line:col"."""
         out = {"node": type(self).__name__, "at": f"{self.line}:{self.column}"}
         for f in fields(self):
-            if f.name in ("line", "column"):
+            if f.name in ("line", "column") or f.metadata.get("omit"):
                 continue
             value = getattr(self, f.name)
             if f.metadata.get("omit_empty") and not value:
@@ -92,6 +92,9 @@ class Functor(Node):
     name: str
     args: list
     type_name: str | None = field(default=None, metadata={"omit_empty": True})
+    # a user-defined functor's (@f) declaration and binding, set by analysis
+    user: object = field(default=None, compare=False, repr=False,
+                         metadata={"omit_empty": True, "omit": True})
 
 
 @dataclass
@@ -195,6 +198,15 @@ class Pragma(Node):
 
 
 @dataclass
+class FunctorDeclaration(Node):
+    """``.functor f(a: number, symbol): symbol`` (``stateful`` when so marked)."""
+    name: str
+    params: list  # type names
+    result: str
+    stateful: bool = False
+
+
+@dataclass
 class Program(Node):
     filename: str
     declarations: list
@@ -202,6 +214,7 @@ class Program(Node):
     directives: list
     rules: list
     pragmas: list = field(default_factory=list, metadata={"omit_empty": True})
+    functors: list = field(default_factory=list, metadata={"omit_empty": True})
 
     def to_data(self):
         data = super().to_data()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..expr import Lit, col, trunc_div, trunc_mod, wrap_int32, wrap_uint32
+from ..expr import Func, Lit, col, trunc_div, trunc_mod, wrap_int32, wrap_uint32
 from . import ast, functors
 from .analysed import Relation
 
@@ -93,6 +93,9 @@ def term_expression(node, types: dict, aggregates: dict):
         args = [term_expression(a, types, aggregates) for a in node.args]
         if node.name == "as":  # (number <-> unsigned: the same 32 bits)
             return _wrap(args[0], kind)
+        if node.user is not None:  # @f: a user-defined functor
+            out = {"symbol": "str", "float": "float"}.get(node.user.result, "int")
+            return Func(node.name, node.user, args, out)
         return functors.column(node.name, args, kind, [types[id(a)] for a in node.args])
     left = term_expression(node.left, types, aggregates)
     right = term_expression(node.right, types, aggregates)

@@ -109,6 +109,8 @@ def functor(node: ast.Functor, args: list, kind: str, arg_kinds: list):
 
     if node.name == "as":
         return wrap(args[0], kind)
+    if node.user is not None:  # @f
+        return node.user.scalar(args)
     return scalar(node.name, args, kind, arg_kinds)
 
 

@@ -28,6 +28,7 @@ pattern matches nothing.
 """
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -173,7 +174,7 @@ def scalar(name: str, args: list, kind: str, arg_kinds: list | None = None):
     if name in ("itou", "utoi", "ftoi", "ftou"):
         value = args[0]
         if name in ("ftoi", "ftou"):
-            value = 0 if value != value else int(value)  # (NaN: 0; toward zero)
+            value = int(value) if math.isfinite(value) else 0  # (NaN, inf: 0; toward zero)
         return _wrap(int(value), SIGNATURES[name][1])
     if name in ("itof", "utof"):
         return float(args[0])
@@ -281,6 +282,9 @@ class _PerValue:
     def __init__(self, name: str, kind: str, arg_kinds: list):
         self.name, self.kind, self.arg_kinds = name, kind, list(arg_kinds)
 
+    def compute(self, row: list):
+        return scalar(self.name, row, self.kind, self.arg_kinds)
+
     def __call__(self, symbols, *values):
         n = len(values[0])
         if n == 0:
@@ -302,10 +306,147 @@ class _PerValue:
         if self.kind == "bool":
             results = [holds(self.name, *row) for row in zip(*columns)]
             return np.asarray(results, bool)[inverse.ravel()]
-        results = [scalar(self.name, list(row), self.kind, self.arg_kinds)
-                   for row in zip(*columns)]
+        results = [self.compute(list(row)) for row in zip(*columns)]
         if self.kind == "symbol":
             ids = symbols.encode(results)
         else:
             ids = np.asarray(results, np.float64 if self.kind == "float" else np.int64)
         return ids[inverse.ravel()]
+
+
+# -- user-defined functors ------------------------------------------------------------------
+class UserFunctor:
+    """A ``.functor`` declaration bound to a Python callable (``Program(functors=...)``).
+
+    The callable gets one value per argument (``int``, ``float`` or ``str``) and returns
+    the result, called once per distinct combination of arguments; marked with
+    :func:`vectorized`, it gets whole numpy arrays (symbols as arrays of ``str``) and
+    returns an array.  Results are converted to the declared type as Soufflé's C++ would:
+    ``number`` wraps to 32 bits, ``unsigned`` too.
+    """
+
+    def __init__(self, decl, params: list, result: str, fn):
+        self.decl, self.params, self.result, self.fn = decl, params, result, fn
+        self.name = decl.name
+
+    def convert(self, value):
+        if self.result == "symbol":
+            if not isinstance(value, str):
+                raise ExpressionError(f"functor @{self.name} returned {value!r}, not a str "
+                                      f"(it is declared to return a symbol)")
+            return value
+        if self.result == "float":
+            return float(value)
+        if isinstance(value, (str, bytes)) or int(value) != value:
+            raise ExpressionError(f"functor @{self.name} returned {value!r}, not an integer "
+                                  f"(it is declared to return a {self.result})")
+        return _wrap(int(value), self.result)
+
+    def scalar(self, args: list):
+        try:
+            value = self.fn(*args)
+        except ExpressionError:
+            raise
+        except Exception as e:
+            raise ExpressionError(f"functor @{self.name}{tuple(args)!r} failed: "
+                                  f"{type(e).__name__}: {e}") from e
+        return self.convert(value)
+
+    def __call__(self, symbols, *values):
+        if getattr(self.fn, "diffflow_vectorized", False):
+            return self._whole(symbols, values)
+        per_value = _PerValue("@" + self.name, self.result, self.params)
+        per_value.compute = self.scalar
+        return per_value(symbols, *values)
+
+    def _whole(self, symbols, values):
+        args = []
+        for v, kind in zip(values, self.params):
+            if kind == "symbol":
+                args.append(np.asarray(symbols.decode(np.asarray(v, np.int64)), dtype=object))
+            else:
+                args.append(np.asarray(v))
+        try:
+            out = np.asarray(self.fn(*args))
+        except Exception as e:
+            raise ExpressionError(f"functor @{self.name} (vectorized) failed: "
+                                  f"{type(e).__name__}: {e}") from e
+        if out.shape != (len(values[0]),):
+            raise ExpressionError(f"functor @{self.name} (vectorized) returned shape "
+                                  f"{out.shape} for {len(values[0])} rows")
+        if self.result == "symbol":
+            return symbols.encode([self.convert(x) for x in out.tolist()])
+        if self.result == "float":
+            return out.astype(np.float64)
+        return _wrap_array(out.astype(np.int64), self.result)
+
+
+def vectorized(fn):
+    """Mark a user-defined functor's callable as taking whole columns: numpy arrays in (a
+    symbol argument as an array of ``str``), an array out.
+
+    >>> import diffflow as dd
+    >>> p = dd.Program(".functor twice(x: number): number\\n.decl r(x: number)\\n"
+    ...                "r(@twice(21)).", functors={"twice": dd.vectorized(lambda x: x * 2)})
+    >>> p.commit(); p.relation("r")
+    {(42,)}
+    """
+    fn.diffflow_vectorized = True
+    return fn
+
+
+def bind_user_functors(analyser, program, bindings: dict) -> None:
+    """Resolve every ``@f(...)`` call of ``program`` to its ``.functor`` declaration and
+    Python binding (:class:`UserFunctor`), or a located error."""
+    from . import ast
+    from .errors import did_you_mean
+    from .types import base_type
+
+    decls = {}
+    for decl in program.functors:
+        if decl.name in decls:
+            raise analyser.error(f"functor {decl.name!r} is declared twice (first at line "
+                                 f"{decls[decl.name].line})", decl)
+        decls[decl.name] = decl
+    resolved = {}
+    for call in sorted(_calls(program.rules), key=lambda c: (c.line, c.column)):
+        name = call.name[1:]
+        decl = decls.get(name)
+        if decl is None:
+            raise analyser.error(f"unknown functor @{name}{did_you_mean(name, list(decls))}",
+                                 call, hint=f"declare it: .functor {name}(x: number): number")
+        if name not in resolved:
+            if decl.stateful:
+                raise analyser.error(f"functor {name!r} is stateful: stateful functors are "
+                                     f"not supported", decl)
+            fn = bindings.get(name)
+            if fn is None or not callable(fn):
+                what = "has no Python binding" if fn is None else \
+                    f"is bound to {type(fn).__name__} {fn!r:.40}, not a callable"
+                raise analyser.error(
+                    f"functor {name!r} (declared at line {decl.line}) {what}",
+                    call, hint=f"pass Program(..., functors={{{name!r}: a_callable}})")
+            params = [base_type(t, decl, analyser.types, analyser.error) for t in decl.params]
+            result = base_type(decl.result, decl, analyser.types, analyser.error)
+            resolved[name] = UserFunctor(decl, params, result, fn)
+        call.user = resolved[name]
+    unknown = sorted(set(bindings) - set(decls))
+    if unknown:
+        raise analyser.error(f"functors={{...}} binds {unknown[0]!r}, which no .functor "
+                             f"declares{did_you_mean(unknown[0], list(decls))}", program)
+
+
+def _calls(node):
+    """Every user-defined functor call (``@f(...)``) under ``node``."""
+    from . import ast
+
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, ast.Node):
+            if isinstance(node, ast.Functor) and node.name.startswith("@"):
+                yield node
+            stack.extend(getattr(node, f) for f in node.__dataclass_fields__
+                         if f not in ("line", "column", "user"))

@@ -3,12 +3,16 @@
 GRAMMAR = r"""
 start: _item*
 
-_item: declaration | type_declaration | directive | pragma | clause
+_item: declaration | type_declaration | directive | pragma | clause | functor_declaration
 
 // .decl A, B(x: number) declares A and B alike
 declaration: DECL IDENT ("," IDENT)* "(" [attribute ("," attribute)*] ")" qualifier*
 attribute: IDENT ":" IDENT
 qualifier: QUALIFIER
+
+// .functor f(a: number, symbol): symbol [stateful]
+functor_declaration: FUNCTOR_DECL IDENT "(" [functor_param ("," functor_param)*] ")" ":" IDENT [STATEFUL]
+functor_param: IDENT [":" IDENT]
 
 type_declaration: TYPE IDENT SUBTYPE IDENT           -> subtype
                 | TYPE IDENT "=" IDENT ("|" IDENT)*   -> type_alias
@@ -82,6 +86,8 @@ aggregate_conjunction: _literal ("," _literal)*
 aggregate_atom: atom
 
 DECL: ".decl"
+FUNCTOR_DECL: ".functor"
+STATEFUL.2: /stateful(?![A-Za-z0-9_?])/
 TYPE: ".type"
 IF: ":-"
 DIRECTIVE: ".input" | ".output" | ".printsize"

@@ -389,7 +389,7 @@ class _TermMap:
             return ast.Negative(node.line, node.column, self.term(node.operand))
         if isinstance(node, ast.Functor):
             return ast.Functor(node.line, node.column, node.name,
-                               [self.term(a) for a in node.args], node.type_name)
+                               [self.term(a) for a in node.args], node.type_name, node.user)
         if isinstance(node, ast.AggregateTerm):
             target = self.term(node.target) if node.target is not None else None
             return ast.AggregateTerm(node.line, node.column, node.function, target,

@@ -179,9 +179,12 @@ class _Builder:
 
     def program(self, tree) -> ast.Program:
         declarations, types, directives, rules, pragmas = [], [], [], [], []
+        functors = []
         for item in tree.children:
             kind = item.data
-            if kind == "declaration":
+            if kind == "functor_declaration":
+                functors.append(self.functor_declaration(item))
+            elif kind == "declaration":
                 declarations.extend(self.declaration(item))
             elif kind in ("subtype", "type_alias"):
                 types.append(self.type_declaration(item))
@@ -191,7 +194,21 @@ class _Builder:
                 pragmas.append(self.pragma(item))
             else:
                 rules.extend(self.clause(item))
-        return ast.Program(1, 1, self.filename, declarations, types, directives, rules, pragmas)
+        return ast.Program(1, 1, self.filename, declarations, types, directives, rules, pragmas,
+                           functors)
+
+    def functor_declaration(self, tree):
+        _decl, name, *rest = tree.children
+        stateful = rest[-1] is not None and getattr(rest[-1], "type", "") == "STATEFUL"
+        result = rest[-2]
+        params = []
+        for param in rest[:-2]:
+            if param is None:
+                continue
+            first, second = param.children
+            params.append(str(second if second is not None else first))
+        return ast.FunctorDeclaration(name.line, name.column, str(name), params, str(result),
+                                      stateful)
 
     def declaration(self, tree):
         """One :class:`~.ast.Declaration` per name of ``.decl A, B(...)`` (as in Soufflé)."""
@@ -340,9 +357,7 @@ class _Builder:
             name, *args = tree.children
             args = [self.term(a) for a in args if a is not None]
             if kind == "user_functor":
-                raise self.error(f"user-defined functor {name}: not supported yet",
-                                 _at(name), hint="diffflow has Soufflé's intrinsic functors "
-                                 "(cat, strlen, band, ...) but not .functor declarations yet")
+                return ast.Functor(name.line, name.column, str(name), args)
             from .functors import NOT_YET
 
             if str(name) in NOT_YET:

@@ -85,12 +85,12 @@ class Program:
                  outputs=None, max_rounds: int | None = None, *, runtime: str = "local",
                  spark=None, checkpoint_every: int | None = None,
                  checkpoint_dir: str | None = None, include_dirs=None, macros=None, trace=None,
-                 provenance: bool | None = None):
+                 provenance: bool | None = None, functors: dict | None = None):
         self.source, self.filename = source, filename
         self._text_options = {"include_dirs": include_dirs, "macros": macros}
         text = preprocess(source, filename, include_dirs, macros)
         self.ast = parse(text, filename)
-        self.analysed = analyse(self.ast, text)
+        self.analysed = analyse(self.ast, text, functors)
         self.relations = self.analysed.relations
         self.pragmas = dict(self.analysed.pragmas)
         self.warnings = [*getattr(text, "warnings", []), *self.analysed.warnings]

@@ -354,7 +354,7 @@ class _ProvenanceCompiler(_Compiler):
             new = ast.Negative(term.line, term.column, self._lift(term.operand, types, found))
         elif isinstance(term, ast.Functor):
             new = ast.Functor(term.line, term.column, term.name,
-                              [self._lift(a, types, found) for a in term.args], term.type_name)
+                              [self._lift(a, types, found) for a in term.args], term.type_name, term.user)
         else:
             return term
         types[id(new)] = types[id(term)]

@@ -193,11 +193,17 @@ class TermTyping:
         name = node.name
         if name == "as":
             return self.cast_type(node, types, strict)
-        params = functors.parameters(name, len(node.args))
-        if params is None:
-            raise self.error(f"{name} takes {functors.arity_text(name)}, got "
-                             f"{len(node.args)}", node)
-        result = functors.SIGNATURES[name][1]
+        if node.user is not None:  # @f: its .functor declaration's types
+            params, result = node.user.params, node.user.result
+            if len(params) != len(node.args):
+                raise self.error(f"{name} takes {len(params)} argument"
+                                 f"{'s' * (len(params) != 1)}, got {len(node.args)}", node)
+        else:
+            params = functors.parameters(name, len(node.args))
+            if params is None:
+                raise self.error(f"{name} takes {functors.arity_text(name)}, got "
+                                 f"{len(node.args)}", node)
+            result = functors.SIGNATURES[name][1]
         common = LITERAL
         for position, (arg, param) in enumerate(zip(node.args, params), 1):
             got = self.expr_type(arg, types, strict)
@@ -342,7 +348,8 @@ class TermTyping:
             except Unknown:
                 own = None
             return [kind if own in (None, LITERAL) else own]
-        params = functors.parameters(node.name, len(node.args)) or []
+        params = node.user.params if node.user is not None else \
+            functors.parameters(node.name, len(node.args)) or []
         out = []
         for arg, param in zip(node.args, params):
             if param == "T":
