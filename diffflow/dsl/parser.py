@@ -56,6 +56,10 @@ def _raise_unexpected(e, source, filename):
         line, col = _end_of_text(source)
         raise DatalogError("unexpected end of the program (is a '.' missing at the end of "
                            "a rule?)", source, filename, line, col) from None
+    feature = _unsupported_feature(source, token.start_pos, token.value)
+    if feature is not None:
+        raise DatalogError(f"{feature}: not supported yet", source, filename, token.line,
+                           token.column, hint=_UNSUPPORTED_HINT) from None
     accepts = getattr(e, "accepts", None) or e.expected
     expected = _describe_expected(accepts)
     raise DatalogError(f"unexpected {token.value!r}; expected {expected}", source, filename,
@@ -63,9 +67,48 @@ def _raise_unexpected(e, source, filename):
                        hint=_syntax_hint(token, accepts, source)) from None
 
 
+_UNSUPPORTED_HINT = "the README's Datalog section lists what diffflow supports"
+_DIRECTIVES = {".comp": "components (.comp)", ".init": "component instantiation (.init)",
+               ".override": "component overrides (.override)", ".limitsize": ".limitsize",
+               ".lattice": "lattices (.lattice)", ".number_type": ".number_type",
+               ".symbol_type": ".symbol_type"}
+
+
+def _unsupported_feature(source: str, pos: int, text: str) -> str | None:
+    """The Soufflé feature diffflow does not support yet that a syntax error at ``pos``
+    (the offending ``text``) is the start of, if any.
+
+    >>> _unsupported_feature(".decl r(x: number) choice-domain x", 32, "-")
+    'choice domains (choice-domain)'
+    """
+    rest = source[pos:]
+    for directive, name in _DIRECTIVES.items():
+        if rest.startswith(directive) and not rest[len(directive):len(directive) + 1].isalnum():
+            return name
+    line_start = source.rfind("\n", 0, pos) + 1
+    before = source[line_start:pos]
+    if text == "-" and before.rstrip().endswith("choice"):
+        return "choice domains (choice-domain)"
+    if text == "[":
+        return "records ([a, b])"
+    if text == "$":
+        return "algebraic data types ($Branch(...))"
+    if text == "{" and ".type" in before:
+        return "algebraic data types (.type T = A {...} | B {...})"
+    if text == "<=" and ":-" not in source[source.rfind(".", 0, pos) + 1:pos]:
+        return "subsumption (a(x) <= a(y) :- ...)"
+    if text == "nil":
+        return "records (nil)"
+    return None
+
+
 def _raise_bad_character(e, source, filename):
     """A parse error for a character no token starts with."""
     char = source[e.pos_in_stream] if e.pos_in_stream < len(source) else ""
+    feature = _unsupported_feature(source, e.pos_in_stream, char)
+    if feature is not None:
+        raise DatalogError(f"{feature}: not supported yet", source, filename, e.line, e.column,
+                           hint=_UNSUPPORTED_HINT) from None
     hint = None
     if char == "#":
         hint = ("a C preprocessor directive: dd.Program runs the preprocessor; call "
