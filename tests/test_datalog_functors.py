@@ -240,3 +240,15 @@ def test_user_functor_errors_name_the_functor():
     program.insert("e", [(1,)])
     with pytest.raises(dd.OperatorError, match=r"g\.dl:4.*@f returned 'no', not an integer"):
         program.commit()
+
+
+def test_explanations_show_functors_and_constraints_with_their_values():
+    program = dd.Program("""
+        .decl s(x: symbol, n: number)
+        .decl l(x: symbol, c: symbol)
+        l(x, c) :- s(x, k), c = cat(x, "-", to_string(k band 3)), contains("a", x).
+    """, provenance=True)
+    program.insert("s", [("abc", 7), ("b", 1)])
+    program.commit()
+    leaves = [child.text for child in program.explain("l", ("abc", "abc-3")).tree.children[1:]]
+    assert leaves == ['"abc-3" = cat("abc", "-", to_string(7 band 3))', 'contains("a", "abc")']

@@ -323,8 +323,7 @@ class _Search:
                     node.children.append(key)
                     wanted.append(key)
                 if not _synthetic(lit):
-                    constraints.append(Leaf(f"{show(lit.left, values)} {lit.op} "
-                                            f"{show(lit.right, values)}"))
+                    constraints.append(Leaf(show(lit, values)))
         node.children.extend(constraints)
         return wanted
 

@@ -78,7 +78,7 @@ def _unsupported_feature(source: str, pos: int, text: str) -> str | None:
     """The Soufflé feature diffflow does not support yet that a syntax error at ``pos``
     (the offending ``text``) is the start of, if any.
 
-    >>> _unsupported_feature(".decl r(x: number) choice-domain x", 32, "-")
+    >>> _unsupported_feature(".decl r(x: number) choice-domain x", 25, "-")
     'choice domains (choice-domain)'
     """
     rest = source[pos:]

@@ -171,6 +171,9 @@ class _Box:
         return max(len(line) for line in self.lines)
 
 
+_INFIX = {"band", "bor", "bxor", "bshl", "bshr", "bshru", "land", "lor", "lxor"}
+
+
 def show(node, values) -> str:
     """A term, literal or aggregate with the values of bound variables (others by name).
 
@@ -190,8 +193,14 @@ def show(node, values) -> str:
     if isinstance(node, ast.Negative):
         return f"-{show(node.operand, values)}"
     if isinstance(node, ast.Functor):
-        args = ", ".join(show(a, values) for a in node.args)
-        return f"as({args}, {node.type_name})" if node.name == "as" else f"{node.name}({args})"
+        args = [show(a, values) for a in node.args]
+        if node.name == "as":
+            return f"as({args[0]}, {node.type_name})"
+        if node.name in ("bnot", "lnot"):
+            return f"{node.name} {args[0]}"
+        if node.name in _INFIX:
+            return f"{args[0]} {node.name} {args[1]}"
+        return f"{node.name}({', '.join(args)})"
     if isinstance(node, ast.Atom):
         return f"{node.relation}({', '.join(show(a, values) for a in node.args)})"
     if isinstance(node, ast.Negation):
