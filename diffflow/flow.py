@@ -196,6 +196,8 @@ class Dataflow:
         together by one :meth:`run` (many epochs in flight at once).
         """
         runtime = self._ensure_runtime()
+        pace = self._background_pace()
+        pace.begin()
         if self._migration is not None or self._rescale_work:
             self._migrate_due(runtime)
         for handle in self._inputs:
@@ -212,8 +214,8 @@ class Dataflow:
         if run:
             started = time.perf_counter()
             runtime.run()
-            if self._migration is None and not self._rescale_work:  # a steady epoch:
-                self._background_pace().record(time.perf_counter() - started)  # the pace
+            steady = self._migration is None and not self._rescale_work
+            pace.end(time.perf_counter() - started if steady else None)  # the pace
             self._refresh_live()
 
     def explanations(self, output):
@@ -346,12 +348,13 @@ class Dataflow:
         plan = self._migration
         due = [] if plan is None else plan.due(self.epoch)
         pace = self._background_pace()
-        if not due or pace.must_wait(plan, due, runtime):
+        no_room = bool(due) and pace.no_room(plan, due)  # a paced caller has no slack now
+        if not due or no_room or pace.must_wait(plan, due, runtime):
             # background work: index for coming steps, merge what steps imported
             self._rescale_work = pace.work(runtime)
             if not due:
                 return
-            if pace.must_wait(plan, due, runtime):  # still: the steps wait an epoch
+            if no_room or pace.must_wait(plan, due, runtime):  # still: the steps wait an epoch
                 plan.postpone()
                 return
         if self._unrun:

@@ -44,8 +44,10 @@ STRATEGIES = ("all_at_once", "fluid", "batched")
 FLUID_BINS = -(-BINS // 4096)  # fluid's default step: 1/4096 of the bins, as Megaphone's 2^12
 BATCH_ROWS = 1_000_000         # batched's default budget per partition and step
 BACKGROUND_SHARE = 0.5  # background rescaling work per epoch, as a share of a typical epoch
-PREPARE_SLICE = 100_000  # rows of background work per call (at least one call per epoch)
-PREPARE_WAIT = 32        # epochs a due step may wait for its preparation
+PREPARE_SLICE = 100_000  # rows of background work per call (a few milliseconds)
+PREPARE_WAIT = 32        # epochs a due step may wait for its preparation, or for slack
+PACED_IDLE = 0.25  # a caller idle this share of a steady epoch between epochs is paced
+BEHIND = 0.1  # a paced caller idle less than this share of a steady epoch is behind
 
 
 @dataclass(eq=False)  # steps are told apart by identity (their bins are arrays)
@@ -138,7 +140,7 @@ class Plan:
 
 
 class Background:
-    """Rescaling's background work, paced by the dataflow's own epochs.
+    """Rescaling's background work and steps, paced by the dataflow's own epochs.
 
     Between steps, and before a plan's first one, every epoch boundary spends about
     :data:`BACKGROUND_SHARE` of a typical epoch (the median of the last steady
@@ -152,12 +154,39 @@ class Background:
     costs about the rows it moves; after :data:`PREPARE_WAIT` epochs it goes ahead and
     scans the batches not indexed yet.
 
+    *Paced callers.*  A caller that leaves the dataflow idle between epochs (a
+    stream with a period: idle at least :data:`PACED_IDLE` of a steady epoch, the
+    median of the last steady ones) is latency-bound.  When such a caller comes back
+    with (almost) no idle time (:attr:`idle`, from the previous
+    :meth:`Dataflow.advance`'s end to this one's start, under :data:`BEHIND` of a
+    steady epoch), its epochs are already late: a batched or fluid step due then
+    waits an epoch (at most :data:`PREPARE_WAIT` in a row), so steps never pile onto
+    a queue and the epochs between them drain it.  A caller that calls back to back
+    (a batch job, a test) is never paced.
+
     >>> pace = Background(); pace.record(0.04); pace.record(0.02); pace.typical()
     0.03
     """
 
     def __init__(self):
         self.epochs = deque(maxlen=16)
+        self.idles = deque(maxlen=16)
+        self.idle = None   # seconds between the previous advance's end and this one's start
+        self._ended = None
+
+    def begin(self) -> None:
+        """An epoch boundary starts now: measure the idle time before it."""
+        now = time.perf_counter()
+        self.idle = None if self._ended is None else now - self._ended
+
+    def end(self, steady_seconds: float | None = None) -> None:
+        """The epoch's computation ended now; ``steady_seconds``: it was a steady epoch
+        that took that long."""
+        self._ended = time.perf_counter()
+        if steady_seconds is not None:
+            self.record(steady_seconds)
+            if self.idle is not None:
+                self.idles.append(self.idle)
 
     def record(self, seconds: float) -> None:
         """Note the compute time of a steady epoch."""
@@ -166,6 +195,12 @@ class Background:
     def typical(self) -> float:
         """The median of the recent epochs' compute times (0 before any)."""
         return float(np.median(self.epochs)) if self.epochs else 0.0
+
+    def paced(self) -> bool:
+        """Whether the caller leaves the dataflow idle between steady epochs (at least
+        :data:`PACED_IDLE` of one, median of the last 8 or more)."""
+        return len(self.idles) >= 8 and float(np.median(self.idles)) >= \
+            PACED_IDLE * self.typical()
 
     def work(self, runtime) -> bool:
         """One epoch boundary's background work; returns whether any is left."""
@@ -185,6 +220,13 @@ class Background:
             return False
         moving = max(sum(s.rows_planned for s in due), 1)
         return runtime.rescale_unprepared() > moving
+
+    def no_room(self, plan: "Plan", due: list) -> bool:
+        """Whether a paced caller's last idle time is too short for the ``due`` steps (as
+        long as the last step took), so they wait an epoch."""
+        if plan.strategy == "all_at_once" or plan.waiting >= PREPARE_WAIT or not self.paced():
+            return False
+        return (self.idle or 0.0) < BEHIND * self.typical()
 
 
 # -- targets --------------------------------------------------------------------------------

@@ -234,6 +234,71 @@ def test_background_work_takes_a_share_of_a_steady_epoch():
     assert not pace.work(done) and done.calls == 2  # stops as soon as nothing is left
 
 
+def _paced(pace, typical: float = 10.0, idle: float = 5.0):
+    """Make ``pace`` look like a caller with a period: steady epochs of ``typical`` seconds
+    with ``idle`` seconds between them."""
+    for _ in range(8):
+        pace.record(typical)
+        pace.idles.append(idle)
+
+
+def test_a_caller_that_calls_back_to_back_is_not_paced():
+    pace = rescale.Background()
+    for _ in range(20):
+        pace.begin()
+        pace.end(0.01)
+    assert pace.idle is not None and not pace.paced()  # (idle: microseconds, not 2.5 ms)
+    _paced(pace)
+    assert pace.paced()
+    pace.idles.extend([0.0] * 16)  # the last 16 epochs came back at once
+    assert not pace.paced()
+
+
+@pytest.mark.parametrize("strategy", ["batched", "fluid", "all_at_once"])
+def test_steps_of_a_paced_caller_wait_while_it_is_behind_at_most_prepare_wait_epochs(
+        monkeypatch, strategy):
+    """A caller with idle time between epochs that comes back late (no idle time) is behind:
+    a step then waits (it would make the next epochs later still), never more than
+    PREPARE_WAIT epochs in a row; with idle time it goes at its epoch.  Outputs stay exact."""
+    monkeypatch.setattr(rescale, "PREPARE_WAIT", 5)
+    flows = [dd.Dataflow(partitions=2) for _ in range(2)]
+    outs = []
+    for flow in flows:
+        a = flow.input("a", ["x"])
+        outs.append((a, a.aggregate(by=["x"], n=dd.count()).output()))
+        a.insert([(x % 97,) for x in range(3000)])
+        flow.advance()
+    pace = flows[1]._background_pace()
+    _paced(pace)  # (steady epochs of 10 s: advance() back to back is far behind)
+    plan = flows[1].rescale(partitions=3, strategy=strategy, bins_per_step=BINS // 7,
+                            max_rows_per_step=300)
+    applied, epoch = [], 0
+    while flows[1].migration is not None:
+        ahead = epoch % 9 == 8  # now and then the caller comes back with time to spare
+        if ahead:
+            pace._ended = time.perf_counter() - 100.0  # (as if it had idled 100 s)
+        before = plan.progress[0]
+        for a, _ in outs:
+            a.insert([(epoch % 97,)])
+        for flow in flows:
+            flow.advance()
+        applied.append((ahead, plan.progress[0] > before, plan.waiting))
+        assert outs[0][1].snapshot() == outs[1][1].snapshot()
+        epoch += 1
+        assert epoch < 400
+    assert flows[1].partitions == 3 and plan.done
+    assert all(waiting <= 5 for *_, waiting in applied)
+    if strategy == "all_at_once":
+        assert plan.waited == 0 and applied[0][1]  # (never waits: it is the spike by design)
+    else:
+        assert plan.waited > 0
+        stepped_behind = [i for i, (ahead, stepped, _) in enumerate(applied)
+                          if stepped and not ahead]
+        # behind, a step goes only once it has waited PREPARE_WAIT epochs
+        assert all(i > 0 and applied[i - 1][2] == 5 for i in stepped_behind)
+        assert any(stepped for ahead, stepped, _ in applied if ahead)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_readers_skip_imported_batches_for_keys_of_other_bins_and_read_the_same(seed):
     """A batch a step imported knows its bins (``present``); Spine.gather asks it only
