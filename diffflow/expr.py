@@ -253,7 +253,7 @@ class Func(Expr):
         n = len(rows)
         values = [np.broadcast_to(np.asarray(a._eval(rows, schema, symbols)), (n,))
                   for a in self.args]
-        return self.fn(symbols, *values)
+        return self.fn(symbols, *values) if values else self.fn(symbols, rows=n)
 
     def __repr__(self):
         return f"{self.name}({', '.join(repr(a) for a in self.args)})"

@@ -195,6 +195,7 @@ class Dataflow:
         With ``run=False`` several epochs can be closed and then computed
         together by one :meth:`run` (many epochs in flight at once).
         """
+        self._check_not_failed()
         runtime = self._ensure_runtime()
         pace = self._background_pace()
         pace.begin()
@@ -213,7 +214,7 @@ class Dataflow:
             self._provenance.record_changes(bool(self._live))
         if run:
             started = time.perf_counter()
-            runtime.run()
+            self._run_checked(runtime)
             steady = self._migration is None and not self._rescale_work
             pace.end(time.perf_counter() - started if steady else None)  # the pace
             self._refresh_live()
@@ -392,9 +393,34 @@ class Dataflow:
 
     def run(self) -> None:
         """Compute every closed epoch (see :meth:`advance`)."""
-        self._ensure_runtime().run()
+        self._check_not_failed()
+        self._run_checked(self._ensure_runtime())
         self._unrun = False
         self._refresh_live()
+
+    _failed = None  # the OperatorError that stopped this dataflow part-way through an epoch
+
+    def _run_checked(self, runtime) -> None:
+        """Run ``runtime``; an operator that fails leaves the epoch half computed (some
+        operators took their input, others did not), so the dataflow refuses to go on
+        rather than give silently incomplete results."""
+        from .errors import OperatorError
+
+        try:
+            runtime.run()
+        except OperatorError as exc:
+            self._failed = exc
+            raise
+
+    def _check_not_failed(self) -> None:
+        if self._failed is not None:
+            from .errors import DiffflowError
+
+            raise DiffflowError(
+                f"this dataflow stopped when an operator failed, part-way through epoch "
+                f"{self.epoch - 1}, so its state is incomplete and it computes nothing more: "
+                f"build it again (with the input that failed corrected). The failure was: "
+                f"{str(self._failed).splitlines()[0]}")
 
     def _refresh_live(self) -> None:
         if self._provenance is None or not self._live:

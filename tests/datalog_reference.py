@@ -242,13 +242,14 @@ def _functor(name, args, kind, arg_kinds):
         return _fix(bits[0] | bits[1], kind)
     if name == "bxor":
         return _fix(bits[0] ^ bits[1], kind)
+    shift = args[1] % 32 if len(args) > 1 else 0  # (Soufflé masks shift amounts with 31)
     if name == "bshl":
-        return _fix(bits[0] << args[1], kind)
+        return _fix(bits[0] << shift, kind)
     if name == "bshru":
-        return _fix(bits[0] >> args[1], kind)
+        return _fix(bits[0] >> shift, kind)
     if name == "bshr":
         signed = bits[0] - 2**32 if kind == "number" and bits[0] >= 2**31 else bits[0]
-        return _fix(signed >> args[1], kind)
+        return _fix(signed >> shift, kind)
     raise AssertionError(name)
 
 

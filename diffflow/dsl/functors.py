@@ -116,9 +116,9 @@ def _bytes_cut(text: str, start: int, length: int) -> str:
     return data[start:end].decode(errors="replace")
 
 
-_INT_PREFIX = re.compile(r"\s*([+-]?\d+)")
-_FLOAT_PREFIX = re.compile(r"\s*([+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|nan))",
-                           re.IGNORECASE)
+_INT_PREFIX = re.compile(r"\s*([+-]?[0-9]+)")
+_FLOAT_PREFIX = re.compile(r"\s*([+-]?([0-9]+\.?[0-9]*([eE][+-]?[0-9]+)?|\.[0-9]+([eE][+-]?[0-9]+)?"
+                           r"|inf|nan))", re.IGNORECASE)
 
 
 def _to_number(text: str, kind: str):
@@ -130,8 +130,9 @@ def _to_number(text: str, kind: str):
     if kind == "float":
         return float(found.group(1))
     value = int(found.group(1))
-    if kind == "number" and not -_2_31 <= value < _2_31:
-        raise ExpressionError(f"to_number({text!r}): out of the 32-bit number range")
+    if kind == "number" and not -_2_31 <= value < _2_31 or \
+            kind == "unsigned" and not -_2_32 < value < _2_32:  # (std::stoi / stoul range)
+        raise ExpressionError(f"to_{kind}({text!r}): out of the 32-bit {kind} range")
     return _wrap(value, kind)
 
 
@@ -174,7 +175,8 @@ def scalar(name: str, args: list, kind: str, arg_kinds: list | None = None):
     if name in ("itou", "utoi", "ftoi", "ftou"):
         value = args[0]
         if name in ("ftoi", "ftou"):
-            value = int(value) if math.isfinite(value) else 0  # (NaN, inf: 0; toward zero)
+            # (toward zero; NaN, inf and values beyond 64 bits: 0, on both paths)
+            value = int(value) if math.isfinite(value) and abs(value) < 2.0 ** 63 else 0
         return _wrap(int(value), SIGNATURES[name][1])
     if name in ("itof", "utof"):
         return float(args[0])
@@ -191,12 +193,12 @@ def _integral(name: str, a, b=None, kind: str = "number") -> int:
         return int({"land": x and y, "lor": x or y, "lxor": x != y, "lnot": not x}[name])
     if name == "bnot":
         return ~a
-    if name == "bshru":
-        return (a % _2_32) >> (b & 63)
+    if name == "bshru":  # (Soufflé masks shift amounts to the 32-bit domain: & 31)
+        return (a % _2_32) >> (b & 31)
     if name == "bshl":
-        return a << (b & 63)
+        return a << (b & 31)
     if name == "bshr":
-        return a >> (b & 63)
+        return a >> (b & 31)
     return {"band": a & b, "bor": a | b, "bxor": a ^ b}[name]
 
 
@@ -244,8 +246,9 @@ class _Numeric:
         if name in ("itof", "utof"):
             return values[0].astype(np.float64)
         if name in ("ftoi", "ftou"):
-            v = np.nan_to_num(values[0], nan=0.0, posinf=0.0, neginf=0.0)
-            return _wrap_array(np.trunc(v).astype(np.int64), SIGNATURES[name][1])
+            v = np.asarray(values[0], np.float64)
+            v = np.where(np.isfinite(v) & (np.abs(v) < 2.0 ** 63), np.trunc(v), 0.0)
+            return _wrap_array(v.astype(np.int64), SIGNATURES[name][1])
         if name in ("itou", "utoi"):
             return _wrap_array(values[0].astype(np.int64), SIGNATURES[name][1])
         if name == "abs":
@@ -260,7 +263,7 @@ class _Numeric:
             return value.astype(np.int64)
         if name == "bnot":
             return _wrap_array(~a, kind)
-        shift = None if b is None else b & 63
+        shift = None if b is None else b & 31
         value = {"band": lambda: a & b, "bor": lambda: a | b, "bxor": lambda: a ^ b,
                  "bshl": lambda: a << shift, "bshr": lambda: a >> shift,
                  "bshru": lambda: (a % _2_32) >> shift}[name]()
@@ -336,8 +339,12 @@ class UserFunctor:
                                       f"(it is declared to return a symbol)")
             return value
         if self.result == "float":
+            if isinstance(value, (str, bytes)):
+                raise ExpressionError(f"functor @{self.name} returned {value!r}, not a number "
+                                      f"(it is declared to return a float)")
             return float(value)
-        if isinstance(value, (str, bytes)) or int(value) != value:
+        if isinstance(value, (str, bytes, float)) and not (
+                isinstance(value, float) and value.is_integer()) or int(value) != value:
             raise ExpressionError(f"functor @{self.name} returned {value!r}, not an integer "
                                   f"(it is declared to return a {self.result})")
         return _wrap(int(value), self.result)
@@ -345,14 +352,23 @@ class UserFunctor:
     def scalar(self, args: list):
         try:
             value = self.fn(*args)
+        except Exception as e:
+            raise ExpressionError(f"functor @{self.name}({', '.join(map(repr, args))}) "
+                                  f"failed: {type(e).__name__}: {e}") from e
+        try:
+            return self.convert(value)
         except ExpressionError:
             raise
-        except Exception as e:
-            raise ExpressionError(f"functor @{self.name}{tuple(args)!r} failed: "
-                                  f"{type(e).__name__}: {e}") from e
-        return self.convert(value)
+        except Exception as e:  # (None, nan, complex...: not of the declared type)
+            raise ExpressionError(f"functor @{self.name} returned {value!r}, not a "
+                                  f"{self.result}") from e
 
-    def __call__(self, symbols, *values):
+    def __call__(self, symbols, *values, rows: int | None = None):
+        if not values:  # @f(): one call, the value for every row
+            value = self.scalar([])
+            if self.result == "symbol":
+                value = symbols.encode_one(value)
+            return np.full(rows or 0, value, np.float64 if self.result == "float" else np.int64)
         if getattr(self.fn, "diffflow_vectorized", False):
             return self._whole(symbols, values)
         per_value = _PerValue("@" + self.name, self.result, self.params)
@@ -378,6 +394,10 @@ class UserFunctor:
             return symbols.encode([self.convert(x) for x in out.tolist()])
         if self.result == "float":
             return out.astype(np.float64)
+        if out.dtype.kind == "f" and not np.all(np.isfinite(out) & (out == np.trunc(out))):
+            bad = out[~(np.isfinite(out) & (out == np.trunc(out)))][0]
+            raise ExpressionError(f"functor @{self.name} (vectorized) returned {bad!r}, not "
+                                  f"an integer (it is declared to return a {self.result})")
         return _wrap_array(out.astype(np.int64), self.result)
 
 

@@ -112,7 +112,8 @@ def unify(typing, node, left, right, what="arithmetic"):
         return right
     if right == LITERAL or left == right:
         return left
-    raise typing.error(f"type clash in {what}: {left} {node.op} {right}", node,
+    op = getattr(node, "op", None) or getattr(node, "name", "?")  # (a Functor: its name)
+    raise typing.error(f"type clash in {what}: {left} {op} {right}", node,
                        hint="both sides need the same type; diffflow, like Soufflé, "
                             "does not convert between number, unsigned, float and symbol")
 
@@ -124,6 +125,10 @@ def kind_name(kind):
     ('number', 'float')
     """
     return "number" if kind == LITERAL else kind
+
+
+def _article(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
 
 class TermTyping:
@@ -219,8 +224,8 @@ class TermTyping:
                     raise self.error(f"{name} needs a number, unsigned or float, got a symbol",
                                      arg)
             elif got is not None and got != param and not (got == LITERAL and param != "symbol"):
-                raise self.error(f"argument {position} of {name} is a {param}, but this is "
-                                 f"a {kind_name(got)}", arg)
+                raise self.error(f"argument {position} of {name} must be a {param}, but "
+                                 f"this is {_article(kind_name(got))}", arg)
         if result != "T":
             return result
         if name in functors.BITWISE and common == "float":
