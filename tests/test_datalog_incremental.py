@@ -121,6 +121,8 @@ PROGRAMS = {
              itof(utoi(v)) * 0.5) :- u(v).
         picked(s, to_number(to_string(n)) * 2) :- w(s, n), contains("a", s), !match("b.*", s).
         longest(n) :- n = max strlen(s) : { w(s, _) }.
+        .decl ordered(a: symbol, b: symbol, lo: symbol)
+        ordered(a, b, min(a, b, "c")) :- w(a, _), w(b, _), a < b, b <= "cab".
     """, {"w": [("sym", ["a", "ba", "bé", "cab", "", "abc"]), ("num", range(-2, 4))],
           "u": [("num", [0, 1, 7, 255, 4294967295, 2147483648])]}),
     "floats": ("""

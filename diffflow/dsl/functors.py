@@ -209,7 +209,12 @@ def holds(op: str, left: str, right: str) -> bool:
     >>> holds("contains", "ell", "hello"), holds("match", "h.*o", "hello")
     (True, True)
     """
-    return left in right if op == "contains" else _matches(left, right)
+    if op == "contains":
+        return left in right
+    if op == "match":
+        return _matches(left, right)
+    # symbols in text order: code points, which is UTF-8 byte order, as Soufflé compares them
+    return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
 
 
 # -- whole columns ----------------------------------------------------------------------------
@@ -222,14 +227,15 @@ def column(name: str, args: list, kind: str, arg_kinds: list) -> Expr:
     band(col('v_x'), col('v_y'))
     """
     out = {"symbol": "str", "float": "float"}.get(kind, "int")
-    if name in ("min", "max", "abs") or name in BITWISE or name in (
-            "itou", "utoi", "ftoi", "ftou", "itof", "utof"):
+    if kind != "symbol" and (name in ("min", "max", "abs") or name in BITWISE or name in (
+            "itou", "utoi", "ftoi", "ftou", "itof", "utof")):
         return Func(name, _Numeric(name, kind), args, out)
-    return Func(name, _PerValue(name, kind, arg_kinds), args, out)
+    return Func(name, _PerValue(name, kind, arg_kinds), args, out)  # (min, max of symbols: text)
 
 
 def constraint(op: str, left: Expr, right: Expr) -> Expr:
-    """The filter predicate of ``contains(left, right)`` / ``match(left, right)``."""
+    """The filter predicate of ``contains(left, right)`` / ``match(left, right)``, or of an
+    order comparison (``<`` ...) of symbols, by their text."""
     return Func(op, _PerValue(op, "bool", ["symbol", "symbol"]), [left, right], "bool")
 
 
@@ -418,7 +424,6 @@ def vectorized(fn):
 def bind_user_functors(analyser, program, bindings: dict) -> None:
     """Resolve every ``@f(...)`` call of ``program`` to its ``.functor`` declaration and
     Python binding (:class:`UserFunctor`), or a located error."""
-    from . import ast
     from .errors import did_you_mean
     from .types import base_type
 

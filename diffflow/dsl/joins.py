@@ -227,7 +227,8 @@ class ClauseCompiler:
         left = term_expression(c.left, types, aggregates)
         right = term_expression(c.right, types, aggregates)
         op = "==" if c.op == "=" else c.op
-        if op.lstrip("!") in functors.CONSTRAINTS:  # contains(sub, s), match(regex, s)
+        if op.lstrip("!") in functors.CONSTRAINTS or (  # contains(sub, s), match(regex, s)
+                op in ("<", "<=", ">", ">=") and types[id(c.left)] == "symbol"):  # text order
             predicate = functors.constraint(op.lstrip("!"), left, right)
             if op.startswith("!"):
                 predicate = ~predicate

@@ -209,16 +209,17 @@ class TermTyping:
                 raise self.error(f"{name} takes {functors.arity_text(name)}, got "
                                  f"{len(node.args)}", node)
             result = functors.SIGNATURES[name][1]
-        common = LITERAL
+        common = None  # (the type of the "T" arguments so far)
         for position, (arg, param) in enumerate(zip(node.args, params), 1):
             got = self.expr_type(arg, types, strict)
             if param == "T":
-                if got == "symbol":
+                if got == "symbol" and name not in ("min", "max"):  # (those: by text)
                     raise self.error(f"{name} of a symbol is not supported", arg,
                                      hint=f"{name} takes number, unsigned or float values")
                 if got is None:
                     raise Unknown()
-                common = unify(self, node, common, got, what=f"the arguments of {name}")
+                common = got if common is None else \
+                    unify(self, node, common, got, what=f"the arguments of {name}")
             elif param == "numeric":
                 if got == "symbol":
                     raise self.error(f"{name} needs a number, unsigned or float, got a symbol",
@@ -230,7 +231,7 @@ class TermTyping:
             return result
         if name in functors.BITWISE and common == "float":
             raise self.error(f"{name} needs number or unsigned values, not float", node)
-        return common
+        return LITERAL if common is None else common
 
     def cast_type(self, node: ast.Functor, types, strict=True):
         """``as(x, T)``: ``x`` seen as a ``T`` -- between a type and its subtypes or aliases
@@ -289,9 +290,6 @@ class TermTyping:
                 raise self.error(f"{c.op.lstrip('!')} needs two symbols, got "
                                  f"{kind_name(kind)}s", c)
             return
-        if "symbol" in (left, right) and c.op not in ("=", "!="):
-            raise self.error(f"symbols compare only with = and !=, not {c.op!r}", c,
-                             hint="diffflow stores symbols as hashes, so they have no order")
 
     # -- the record ------------------------------------------------------------------------
     def comparison_type(self, c: ast.Comparison, var_types: dict) -> str:
