@@ -222,8 +222,8 @@ class Background:
         return runtime.rescale_unprepared() > moving
 
     def no_room(self, plan: "Plan", due: list) -> bool:
-        """Whether a paced caller's last idle time is too short for the ``due`` steps (as
-        long as the last step took), so they wait an epoch."""
+        """Whether the ``due`` steps should wait an epoch because a paced caller came back
+        behind (idle under :data:`BEHIND` of a steady epoch)."""
         if plan.strategy == "all_at_once" or plan.waiting >= PREPARE_WAIT or not self.paced():
             return False
         return (self.idle or 0.0) < BEHIND * self.typical()

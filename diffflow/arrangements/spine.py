@@ -310,15 +310,16 @@ class Spine:
             if not len(batch):
                 continue
             queries, picked = query_keys, None
-            mask = batch.present if batch.present is not None else batch.dead
-            if mask is not None and query_bins is None:  # (masks: one entry per bin)
-                query_bins = np.empty(len(query_keys), np.int32)
-                columnar.bin_of_prefix(query_keys, self.key_width, len(mask), query_bins)
-            if mask is not None:  # ask only for keys of the bins the batch holds (present)
-                # and not for those of bins that moved away (dead)
-                asked = batch.present[query_bins] if batch.present is not None else \
-                    ~batch.dead[query_bins]
-                if batch.present is not None and batch.dead is not None:
+            masks = [m for m in (batch.present, batch.dead) if m is not None]
+            if masks:  # ask only for keys of bins the batch holds (present), not of bins
+                # that moved away (dead)
+                if query_bins is None:  # (masks: one entry per bin)
+                    query_bins = np.empty(len(query_keys), np.int32)
+                    columnar.bin_of_prefix(query_keys, self.key_width, len(masks[0]),
+                                           query_bins)
+                asked = np.ones(len(query_keys), bool) if batch.present is None else \
+                    batch.present[query_bins]
+                if batch.dead is not None:
                     asked &= ~batch.dead[query_bins]
                 picked = np.flatnonzero(asked)
                 if not len(picked):

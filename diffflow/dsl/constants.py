@@ -120,8 +120,9 @@ def compare(op: str, left, right) -> bool:
     >>> compare("<=", 2, 3), compare("!=", "a", "a"), compare("!contains", "b", "abc")
     (True, False, False)
     """
-    if op.lstrip("!") in ("contains", "match"):
-        from .functors import holds
+    from .functors import CONSTRAINTS, holds
+
+    if op.lstrip("!") in CONSTRAINTS:
 
         return holds(op.lstrip("!"), left, right) != op.startswith("!")
     return {"=": left == right, "!=": left != right, "<": left < right, "<=": left <= right,

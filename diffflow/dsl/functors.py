@@ -28,7 +28,6 @@ pattern matches nothing.
 """
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np
@@ -66,8 +65,11 @@ SIGNATURES = {
     "land": (("T", "T"), "T"), "lor": (("T", "T"), "T"), "lxor": (("T", "T"), "T"),
     "lnot": (("T",), "T"),
 }
-BITWISE = {"band", "bor", "bxor", "bshl", "bshr", "bshru", "bnot", "land", "lor", "lxor",
-           "lnot"}
+INFIX = {"band", "bor", "bxor", "bshl", "bshr", "bshru", "land", "lor", "lxor"}  # x band y
+PREFIX = {"bnot", "lnot"}  # bnot x
+BITWISE = INFIX | PREFIX
+NUMERIC_FUNCTORS = BITWISE | {"min", "max", "abs", "itou", "utoi", "ftoi", "ftou", "itof",
+                              "utof"}  # (computed by numpy, on columns or on one row)
 CONSTRAINTS = ("contains", "match")  # (sub, text) and (regex, text): literals, not terms
 # named in the grammar but not built yet: a located error names the feature
 NOT_YET = {"range": "range(a, b[, step]) generators", "autoinc": "autoinc()"}
@@ -148,9 +150,9 @@ def _matches(pattern: str, text: str) -> bool:
 
 
 def _ord(text: str) -> int:
-    from ..schema import SymbolTable
+    from ..schema import _hash_strings  # (the symbol's id, folded to a number)
 
-    return _wrap(SymbolTable().encode_one(text), "number")
+    return _wrap(int(_hash_strings(np.array([text], dtype=object))[0]), "number")
 
 
 def scalar(name: str, args: list, kind: str, arg_kinds: list | None = None):
@@ -172,34 +174,10 @@ def scalar(name: str, args: list, kind: str, arg_kinds: list | None = None):
         return _to_number(args[0], SIGNATURES[name][1])
     if name == "to_string":
         return _to_string(args[0], (arg_kinds or ["number"])[0])
-    if name in ("itou", "utoi", "ftoi", "ftou"):
-        value = args[0]
-        if name in ("ftoi", "ftou"):
-            # (toward zero; NaN, inf and values beyond 64 bits: 0, on both paths)
-            value = int(value) if math.isfinite(value) and abs(value) < 2.0 ** 63 else 0
-        return _wrap(int(value), SIGNATURES[name][1])
-    if name in ("itof", "utof"):
-        return float(args[0])
-    if name in ("min", "max"):
-        return (min if name == "min" else max)(args)
-    if name == "abs":
-        return _wrap(abs(args[0]), kind) if kind != "float" else abs(args[0])
-    return _wrap(_integral(name, *args, kind=kind), kind)
-
-
-def _integral(name: str, a, b=None, kind: str = "number") -> int:
-    if name in ("land", "lor", "lxor", "lnot"):
-        x, y = a != 0, b != 0
-        return int({"land": x and y, "lor": x or y, "lxor": x != y, "lnot": not x}[name])
-    if name == "bnot":
-        return ~a
-    if name == "bshru":  # (Soufflé masks shift amounts to the 32-bit domain: & 31)
-        return (a % _2_32) >> (b & 31)
-    if name == "bshl":
-        return a << (b & 31)
-    if name == "bshr":
-        return a >> (b & 31)
-    return {"band": a & b, "bor": a | b, "bxor": a ^ b}[name]
+    if name in NUMERIC_FUNCTORS and kind != "symbol":  # the column kernel, on one row
+        out = _Numeric(name, kind)(None, *(np.asarray([a]) for a in args))
+        return out[0].item()
+    return min(args) if name == "min" else max(args)  # (of symbols: by text)
 
 
 def holds(op: str, left: str, right: str) -> bool:
@@ -227,8 +205,7 @@ def column(name: str, args: list, kind: str, arg_kinds: list) -> Expr:
     band(col('v_x'), col('v_y'))
     """
     out = {"symbol": "str", "float": "float"}.get(kind, "int")
-    if kind != "symbol" and (name in ("min", "max", "abs") or name in BITWISE or name in (
-            "itou", "utoi", "ftoi", "ftou", "itof", "utof")):
+    if name in NUMERIC_FUNCTORS and kind != "symbol":
         return Func(name, _Numeric(name, kind), args, out)
     return Func(name, _PerValue(name, kind, arg_kinds), args, out)  # (min, max of symbols: text)
 
@@ -288,11 +265,9 @@ class _PerValue:
     """A functor of strings (or one yielding them): computed once per distinct combination
     of argument values, symbols decoded and results interned through the symbol table."""
 
-    def __init__(self, name: str, kind: str, arg_kinds: list):
+    def __init__(self, name: str, kind: str, arg_kinds: list, compute=None):
         self.name, self.kind, self.arg_kinds = name, kind, list(arg_kinds)
-
-    def compute(self, row: list):
-        return scalar(self.name, row, self.kind, self.arg_kinds)
+        self.compute = compute or (lambda row: scalar(name, row, kind, self.arg_kinds))
 
     def __call__(self, symbols, *values):
         n = len(values[0])
@@ -377,9 +352,8 @@ class UserFunctor:
             return np.full(rows or 0, value, np.float64 if self.result == "float" else np.int64)
         if getattr(self.fn, "diffflow_vectorized", False):
             return self._whole(symbols, values)
-        per_value = _PerValue("@" + self.name, self.result, self.params)
-        per_value.compute = self.scalar
-        return per_value(symbols, *values)
+        return _PerValue("@" + self.name, self.result, self.params, self.scalar)(symbols,
+                                                                                 *values)
 
     def _whole(self, symbols, values):
         args = []

@@ -10,6 +10,7 @@ import functools
 
 from . import ast
 from .errors import DatalogError
+from .functors import CONSTRAINTS, NOT_YET  # (string constraints Soufflé writes as atoms)
 from .grammar import GRAMMAR
 
 
@@ -176,9 +177,6 @@ def _open_paren(source: str, token) -> tuple:
     return line, at - (source.rfind("\n", 0, at) + 1) + 1
 
 
-_CONSTRAINTS = ("contains", "match")  # string constraints Soufflé writes as atoms
-
-
 def _at(token):
     """A position-only node at a token (for errors)."""
     return ast.Node(token.line, token.column)
@@ -337,10 +335,10 @@ class _Builder:
         kind = tree.data
         if kind == "atom":
             atom = self.atom(tree)
-            return self.constraint(atom) if atom.relation in _CONSTRAINTS else atom
+            return self.constraint(atom) if atom.relation in CONSTRAINTS else atom
         if kind == "negation":
             atom = self.atom(tree.children[0])
-            if atom.relation in _CONSTRAINTS:
+            if atom.relation in CONSTRAINTS:
                 return self.constraint(atom, negated=True)
             return ast.Negation(tree.meta.line, tree.meta.column, atom)
         if kind == "comparison":
@@ -401,8 +399,6 @@ class _Builder:
             args = [self.term(a) for a in args if a is not None]
             if kind == "user_functor":
                 return ast.Functor(name.line, name.column, str(name), args)
-            from .functors import NOT_YET
-
             if str(name) in NOT_YET:
                 raise self.error(f"{NOT_YET[str(name)]}: not supported yet", _at(name))
             return ast.Functor(name.line, name.column, str(name), args)

@@ -23,6 +23,7 @@ import json
 from dataclasses import dataclass, field
 
 from . import ast
+from .functors import CONSTRAINTS, INFIX, PREFIX
 
 
 def format_fact(relation: str, fact: tuple) -> str:
@@ -171,9 +172,6 @@ class _Box:
         return max(len(line) for line in self.lines)
 
 
-_INFIX = {"band", "bor", "bxor", "bshl", "bshr", "bshru", "land", "lor", "lxor"}
-
-
 def show(node, values) -> str:
     """A term, literal or aggregate with the values of bound variables (others by name).
 
@@ -196,9 +194,9 @@ def show(node, values) -> str:
         args = [show(a, values) for a in node.args]
         if node.name == "as":
             return f"as({args[0]}, {node.type_name})"
-        if node.name in ("bnot", "lnot"):
+        if node.name in PREFIX:
             return f"{node.name} {args[0]}"
-        if node.name in _INFIX:
+        if node.name in INFIX:
             return f"{args[0]} {node.name} {args[1]}"
         return f"{node.name}({', '.join(args)})"
     if isinstance(node, ast.Atom):
@@ -206,7 +204,7 @@ def show(node, values) -> str:
     if isinstance(node, ast.Negation):
         return "!" + show(node.atom, values)
     if isinstance(node, ast.Comparison):
-        if node.op.lstrip("!") in ("contains", "match"):
+        if node.op.lstrip("!") in CONSTRAINTS:
             return f"{node.op}({show(node.left, values)}, {show(node.right, values)})"
         return f"{show(node.left, values)} {node.op} {show(node.right, values)}"
     if isinstance(node, ast.AggregateTerm):

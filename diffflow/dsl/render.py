@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from . import ast
+from .functors import CONSTRAINTS, INFIX, PREFIX
 
 
 def render_term(node) -> str:
@@ -33,15 +34,12 @@ def render_term(node) -> str:
     if isinstance(node, ast.Negative):
         return f"-{render_term(node.operand)}"
     if isinstance(node, ast.Functor):
-        from .functors import SIGNATURES
-
         args = [render_term(a) for a in node.args]
         if node.name == "as":
             return f"as({args[0]}, {node.type_name})"
-        if node.name in ("bnot", "lnot"):
+        if node.name in PREFIX:
             return f"({node.name} {args[0]})"
-        if node.name in SIGNATURES and node.name not in ("min", "max", "abs") and \
-                SIGNATURES[node.name][0] == ("T", "T"):  # infix: x band y
+        if node.name in INFIX:  # x band y
             return f"({args[0]} {node.name} {args[1]})"
         return f"{node.name}({', '.join(args)})"
     if isinstance(node, ast.AggregateTerm):
@@ -74,7 +72,7 @@ def render_literal(lit) -> str:
     if isinstance(lit, ast.Negation):
         return "!" + render_atom(lit.atom)
     if isinstance(lit, ast.Comparison):
-        if lit.op.lstrip("!") in ("contains", "match"):
+        if lit.op.lstrip("!") in CONSTRAINTS:
             return f"{lit.op}({render_term(lit.left)}, {render_term(lit.right)})"
         return f"{render_term(lit.left)} {lit.op} {render_term(lit.right)}"
     if isinstance(lit, ast.Boolean):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from . import ast
+from . import ast, functors
 from .errors import DatalogError, did_you_mean
 
 BASE_TYPES = ("number", "unsigned", "float", "symbol")
@@ -193,8 +193,6 @@ class TermTyping:
         """The type of a functor call, its arguments checked against its signature
         (:data:`~diffflow.dsl.functors.SIGNATURES`); ``literal`` for a numeric one of
         plain integers (it takes the type it is used in, as ``+`` does)."""
-        from . import functors
-
         name = node.name
         if name == "as":
             return self.cast_type(node, types, strict)
@@ -285,7 +283,7 @@ class TermTyping:
         kind = unify(self, c, left, right, what=what)
         self.check_literal_ranges(c.left, kind)
         self.check_literal_ranges(c.right, kind)
-        if c.op.lstrip("!") in ("contains", "match"):
+        if c.op.lstrip("!") in functors.CONSTRAINTS:
             if kind != "symbol":
                 raise self.error(f"{c.op.lstrip('!')} needs two symbols, got "
                                  f"{kind_name(kind)}s", c)
@@ -341,15 +339,17 @@ class TermTyping:
                 elif isinstance(node, ast.Negative):
                     stack.append((node.operand, kind))
 
+    def _own_type(self, node, var_types: dict):
+        """A term's own type, None while a variable in it has none."""
+        try:
+            return self.expr_type(node, var_types, strict=False)
+        except Unknown:
+            return None
+
     def functor_arg_types(self, node: ast.Functor, kind: str, var_types: dict) -> list:
         """The types a functor call's arguments are evaluated in, the call being a ``kind``."""
-        from . import functors
-
         if node.name == "as":
-            try:
-                own = self.expr_type(node.args[0], var_types, strict=False)
-            except Unknown:
-                own = None
+            own = self._own_type(node.args[0], var_types)
             return [kind if own in (None, LITERAL) else own]
         params = node.user.params if node.user is not None else \
             functors.parameters(node.name, len(node.args)) or []
@@ -358,10 +358,7 @@ class TermTyping:
             if param == "T":
                 out.append(kind)
             elif param == "numeric":
-                try:
-                    own = self.expr_type(arg, var_types, strict=False)
-                except Unknown:
-                    own = None
+                own = self._own_type(arg, var_types)
                 out.append(kind_name(own) if own is not None else "number")
             else:
                 out.append(param)
