@@ -42,7 +42,7 @@ def evaluate(source: str, facts: dict, max_rounds: int = 10_000) -> dict:
                 rows = set(base[n])
                 for clause in relation.clauses:
                     rows |= _clause(clause, env, relation)
-                new[n] = rows
+                new[n] = _declared(relation, rows, env)
             if new == current:
                 break
             current = new
@@ -50,6 +50,51 @@ def evaluate(source: str, facts: dict, max_rounds: int = 10_000) -> dict:
             raise RuntimeError(f"stratum {stratum.relations} did not converge")
         values.update(current)
     return values
+
+
+def _declared(relation, rows, env) -> set:
+    """What the declaration adds to the rules' rows: eqrel closure, subsumption (a row
+    dominated by another row goes), choice domains (a greedy pass in value order),
+    .limitsize (the first n in value order).  Value order is Python's tuple order: symbols
+    are str here, compared by code point, which is UTF-8 byte order."""
+    if relation.eqrel:
+        rows = _equivalence_closure(rows)
+    if relation.dominated:
+        scope = dict(env)
+        scope[relation.name] = rows
+        dominated = set()
+        for clause in relation.dominated:  # each says "differs somewhere" itself
+            dominated |= _clause(clause, scope, relation)
+        rows = rows - dominated
+    if relation.choice:
+        taken = [set() for _ in relation.choice]
+        kept = set()
+        for row in sorted(rows):
+            keys = [tuple(row[i] for i in domain) for domain in relation.choice]
+            if not any(k in t for k, t in zip(keys, taken)):
+                kept.add(row)
+                for k, t in zip(keys, taken):
+                    t.add(k)
+        rows = kept
+    if relation.limit is not None:
+        rows = set(sorted(rows)[:relation.limit])
+    return rows
+
+
+def _equivalence_closure(pairs) -> set:
+    parent = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for a, b in pairs:
+        parent[find(a)] = find(b)
+    classes = {}
+    for x in list(parent):
+        classes.setdefault(find(x), []).append(x)
+    return {(a, b) for members in classes.values() for a in members for b in members}
 
 
 def _clause(clause, env, relation) -> set:

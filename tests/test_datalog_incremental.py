@@ -125,6 +125,46 @@ PROGRAMS = {
         ordered(a, b, min(a, b, "c")) :- w(a, _), w(b, _), a < b, b <= "cab".
     """, {"w": [("sym", ["a", "ba", "bé", "cab", "", "abc"]), ("num", range(-2, 4))],
           "u": [("num", [0, 1, 7, 255, 4294967295, 2147483648])]}),
+    "eqrel": ("""
+        .decl e(x: number, y: number)
+        .decl f(x: number, y: number)
+        .decl same(x: number, y: number) eqrel
+        .decl congruent(x: number, y: number) eqrel
+        .decl classes(n: number)
+        same(x, y) :- e(x, y).
+        congruent(x, y) :- e(x, y), x < 2.
+        congruent(x, y) :- congruent(a, b), f(a, x), f(b, y).
+        classes(n) :- n = count : { same(x, y), x <= y }.
+    """, {"e": [NODE, NODE], "f": [NODE, NODE]}),
+    "subsumption": ("""
+        .decl edge(x: number, y: number, w: number)
+        .decl source(x: number)
+        .decl dist(x: number, d: number)
+        .decl pair(a: symbol, b: number)
+        .decl top(a: symbol, b: number)
+        dist(x, 0) :- source(x).
+        dist(y, d + w) :- dist(x, d), edge(x, y, w), d + w < 20.
+        dist(x, d1) <= dist(x, d2) :- d2 < d1.
+        top(a, b) :- pair(a, b).
+        top(_, b1) <= top(_, b2) :- b1 <= b2.
+    """, {"edge": [NODE, NODE, WEIGHT], "source": [NODE],
+          "pair": [SYM, ("num", range(0, 3))]}),
+    "choice": ("""
+        .decl edge(v: symbol, u: symbol)
+        .decl root(v: symbol)
+        .decl st(v: symbol, u: symbol) choice-domain u
+        .decl match(a: symbol, b: number) choice-domain a, b
+        .decl pick(a: symbol, b: number, c: number) choice-domain (a, b)
+        .decl few(a: symbol, b: number)
+        .limitsize few(n=3)
+        .decl w(a: symbol, b: number)
+        st("r", v) :- root(v).
+        st(v, u) :- st(_, v), edge(v, u).
+        match(a, b) :- w(a, b).
+        pick(a, b, c) :- w(a, b), w(_, c).
+        few(a, b) :- w(a, b).
+    """, {"edge": [SYM, SYM], "root": [SYM],
+          "w": [("sym", ["a", "b", "bé", "ab", ""]), ("num", range(-1, 3))]}),
     "floats": ("""
         .decl m(x: number, f: float)
         .decl scaled(x: number, g: float)

@@ -26,6 +26,17 @@ class Relation:
     facts: list = field(default_factory=list)      # ground rules from the program text
     clauses: list = field(default_factory=list)    # Clause objects with this head
     ruled: bool = False  # has rules in the text (even if unfolding left no clause)
+    # what the declaration adds to the rules' candidates (see .relation_value)
+    eqrel: bool = False
+    choice: list = field(default_factory=list)     # domains: lists of attribute positions
+    limit: int | None = None                       # .limitsize
+    dominated: list = field(default_factory=list)  # Clauses of its subsumptive rules
+
+    @property
+    def shaped(self) -> bool:
+        """Whether its value is more than the union of its rules (eqrel, subsumption,
+        choice, .limitsize)."""
+        return bool(self.eqrel or self.choice or self.limit is not None or self.dominated)
 
     @property
     def arity(self) -> int:

@@ -34,7 +34,7 @@ from . import inline as inlining
 from .analysed import Analysed, Clause, Relation, Stratum  # noqa: F401 (imported from here)
 from .clauses import ClauseChecks
 from .constants import fold_fact
-from .errors import DatalogError
+from .errors import DatalogError, did_you_mean
 from .plans import check_plans
 from .pragmas import read_pragmas
 from .strata import stratify
@@ -86,7 +86,11 @@ class _Analyser(ClauseChecks):
             self.add_rule(rule)
         inline = inlining.select(self, pragmas)
         for relation in self.relations.values():
-            for clause in relation.clauses:
+            if relation.name in inline and relation.shaped:
+                raise self.error(f"inline relation {relation.name!r} cannot be eqrel or have "
+                                 f"a choice-domain, .limitsize or subsumptive rules",
+                                 relation.declaration, hint="remove 'inline'")
+            for clause in relation.clauses + relation.dominated:
                 self.check_clause(clause, lenient=relation.name in inline)
         inlining.check_uses(self, inline)
         strata, notes = stratify(self.relations, self.error)
@@ -119,10 +123,13 @@ class _Analyser(ClauseChecks):
             relation = Relation(decl.relation, names, types, decl)
             for q in decl.qualifiers:
                 if q == "eqrel":
-                    raise self.error(f"{decl.relation!r}: eqrel relations are not supported",
-                                     decl, hint="write the symmetric and transitive rules "
-                                                "explicitly")
-                if q in _OLD_IO_QUALIFIERS:
+                    if len(types) != 2 or types[0] != types[1]:
+                        raise self.error(f"eqrel relation {decl.relation!r} must have two "
+                                         f"attributes of one type", decl,
+                                         hint=f".decl {decl.relation}(a: number, b: number) "
+                                              f"eqrel")
+                    relation.eqrel = True
+                elif q in _OLD_IO_QUALIFIERS:
                     directive = ast.Directive(decl.line, decl.column, q, decl.relation, {})
                     self.directives.append(directive)
                 elif q not in _IGNORED_QUALIFIERS:
@@ -130,11 +137,40 @@ class _Analyser(ClauseChecks):
                                      hint="supported: input, output, printsize, inline, "
                                           "no_inline and the ignored data-structure hints "
                                           "btree, brie")
+            relation.choice = self.choice_domains(decl, names)
+            if relation.eqrel and relation.choice:
+                raise self.error(f"{decl.relation!r} is eqrel and has a choice-domain; an "
+                                 f"equivalence relation cannot also pick one tuple per value",
+                                 decl.choice[0])
             self.relations[decl.relation] = relation
+
+    def choice_domains(self, decl, names: list) -> list:
+        """``choice-domain x, (y, z)`` as lists of attribute positions, checked."""
+        domains = []
+        for domain in decl.choice:
+            positions = []
+            for name in domain.attributes:
+                if name not in names:
+                    raise self.error(f"choice-domain of {decl.relation!r} names {name!r}, "
+                                     f"which is not one of its attributes"
+                                     f"{did_you_mean(name, names)}", domain,
+                                     hint=f"attributes: {', '.join(names)}")
+                if names.index(name) in positions:
+                    raise self.error(f"{name!r} appears twice in a choice-domain of "
+                                     f"{decl.relation!r}", domain)
+                positions.append(names.index(name))
+            if sorted(positions) in [sorted(d) for d in domains]:
+                raise self.error(f"choice-domain {domain.attributes} of {decl.relation!r} is "
+                                 f"given twice", domain)
+            domains.append(positions)
+        return domains
 
     def attach_directives(self):
         for d in self.directives:
             relation = self.lookup(d.relation, d)
+            if d.kind == "limitsize":
+                self.limit_size(relation, d)
+                continue
             for key in d.params:
                 if key not in _IO_PARAMS:
                     raise self.error(f"unknown parameter {key!r} in .{d.kind} {d.relation}", d,
@@ -149,10 +185,23 @@ class _Analyser(ClauseChecks):
             {"input": relation.inputs, "output": relation.outputs,
              "printsize": relation.printsize}[d.kind].append(d)
 
+    def limit_size(self, relation, directive):
+        """``.limitsize r(n=N)``: at most N rows (the first N in value order)."""
+        n = directive.params.get("n")
+        if set(directive.params) != {"n"} or n is None or not str(n).isdigit():
+            raise self.error(f".limitsize {relation.name} needs one parameter n=<count>, a "
+                             f"non-negative integer", directive,
+                             hint=f".limitsize {relation.name}(n=100)")
+        if relation.limit is not None:
+            raise self.error(f".limitsize {relation.name} is given twice", directive)
+        relation.limit = int(n)
+
     # -- rules ----------------------------------------------------------------------------
     def add_rule(self, rule: ast.Rule):
         relation = self.lookup(rule.head.relation, rule.head)
         self.check_atom(rule.head)
+        if rule.dominating is not None:
+            return self.add_subsumption(rule, relation)
         if not rule.body:
             if rule.plan:
                 raise self.error("a fact has no body to plan", rule.plan[0],
@@ -169,6 +218,39 @@ class _Analyser(ClauseChecks):
         for alternative in rule.body:
             for literals in self.expand(alternative):
                 relation.clauses.append(Clause(rule.head, self.name_expressions(literals), rule))
+
+    def add_subsumption(self, rule: ast.Rule, relation):
+        """``r(a) <= r(b) :- body.``: clauses deriving the dominated candidates ``r(a)``.
+
+        A row never dominates itself, so ``a`` and ``b`` must differ in some attribute:
+        one clause per attribute ``i`` adds ``a_i != b_i`` (their union is "differ
+        somewhere").  Wildcards become variables, so they can be compared.
+        """
+        dominating = rule.dominating
+        if dominating.relation != rule.head.relation:
+            raise self.error(f"a subsumptive rule compares tuples of one relation, but "
+                             f"{rule.head.relation!r} <= {dominating.relation!r}", dominating,
+                             hint=f"write {rule.head.relation}(...) <= "
+                                  f"{rule.head.relation}(...) :- ...")
+        self.check_atom(dominating)
+        dominated = self.named_wildcards(rule.head)
+        dominating = self.named_wildcards(dominating)
+        for alternative in rule.body:
+            for literals in self.expand(alternative):
+                for a, b in zip(dominated.args, dominating.args):
+                    differ = ast.Comparison(a.line, a.column, "!=", a, b)
+                    body = [dominated, dominating, *literals, differ]
+                    relation.dominated.append(
+                        Clause(dominated, self.name_expressions(body), rule))
+
+    def named_wildcards(self, atom: ast.Atom) -> ast.Atom:
+        args = []
+        for a in atom.args:
+            if isinstance(a, ast.Wildcard):
+                self.fresh += 1
+                a = ast.Var(a.line, a.column, f"#w{self.fresh}")
+            args.append(a)
+        return ast.Atom(atom.line, atom.column, atom.relation, args)
 
     def name_expressions(self, literals):
         """``r(x, y + 1)`` in a body becomes ``r(x, #e1), #e1 = y + 1`` (likewise aggregates)."""

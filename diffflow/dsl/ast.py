@@ -149,10 +149,17 @@ class Attribute(Node):
 
 
 @dataclass
+class ChoiceDomain(Node):
+    """One domain of ``choice-domain x, (y, z)``: the attributes that pick one tuple."""
+    attributes: list  # names
+
+
+@dataclass
 class Declaration(Node):
     relation: str
     attributes: list
     qualifiers: list = field(default_factory=list)
+    choice: list = field(default_factory=list, metadata={"omit_empty": True})  # ChoiceDomain
 
 
 @dataclass
@@ -183,11 +190,14 @@ class Rule(Node):
     """``head :- body.``; ``body`` is a list of alternatives (conjunctions) after ``;``.
 
     A fact ``r(1, 2).`` is a rule with an empty body list.  ``plan`` holds the
-    :class:`PlanOrder` items of a ``.plan`` clause after the rule, if any.
+    :class:`PlanOrder` items of a ``.plan`` clause after the rule, if any.  A
+    subsumptive rule ``r(a) <= r(b) :- body.`` has the dominated atom as ``head``
+    and the dominating one as ``dominating``.
     """
     head: Atom
     body: list  # of Conjunction; [] for a fact
     plan: list = field(default_factory=list, metadata={"omit_empty": True})
+    dominating: Atom | None = field(default=None, metadata={"omit_empty": True})
 
 
 @dataclass

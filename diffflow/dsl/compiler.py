@@ -37,6 +37,7 @@ from .analysis import Analysed, Clause, Relation
 from .columns import COLUMN_TYPE, UNIT, relation_columns, term_expression, var_column  # noqa: F401
 from .errors import locate
 from .joins import ClauseCompiler
+from .relation_value import relation_value
 from .render import render_clause
 
 
@@ -118,7 +119,7 @@ class _Compiler(ClauseCompiler):
         parts = [inp] if inp is not None else []
         for clause in relation.clauses:
             parts.append(self.compile_clause(clause, self.values))
-        if inp is not None and len(parts) == 1:
+        if inp is not None and len(parts) == 1 and not relation.shaped:
             self.plan.append(f"  {relation.name}: input facts only")
             self.values[relation.name] = inp
             return
@@ -128,8 +129,7 @@ class _Compiler(ClauseCompiler):
                 self.values[relation.name] = self.flow.input(f"_empty_{relation.name}",
                                                              relation_columns(relation))
             return
-        with self.located(relation.declaration.line):
-            self.values[relation.name] = parts[0].concat(*parts[1:]).distinct()
+        self.values[relation.name] = self.value_of(relation, parts, self.values)
 
     @contextlib.contextmanager
     def located(self, line: int):
@@ -163,11 +163,35 @@ class _Compiler(ClauseCompiler):
             parts = [inp] if inp is not None else []
             for clause in relation.clauses:
                 parts.append(self.compile_clause(clause, env))
-            with self.located(relation.declaration.line):
-                variables[relation.name].set(parts[0].concat(*parts[1:]).distinct())
+            variables[relation.name].set(self.value_of(relation, parts, env))
         for relation in relations:
             with self.located(relation.declaration.line):
                 self.values[relation.name] = variables[relation.name].leave()
+
+    def value_of(self, relation: Relation, parts: list, env: dict):
+        """A relation's value: the distinct union of its parts, then what its declaration
+        adds (:mod:`.relation_value`); subsumptive rules read the candidates as the
+        relation."""
+        with self.located(relation.declaration.line):
+            candidates = parts[0].concat(*parts[1:]).distinct()
+        dominated = None
+        if relation.dominated:
+            self.plan.append(f"  {relation.name}: minus the candidates its subsumptive rules "
+                             f"dominate")
+            scope = dict(env)
+            scope[relation.name] = candidates
+            found = [self.compile_clause(c, scope) for c in relation.dominated]
+            dominated = found[0].concat(*found[1:])
+        if relation.eqrel:
+            self.plan.append(f"  {relation.name}: equivalence closure (eqrel)")
+        if relation.choice:
+            self.plan.append(f"  {relation.name}: one row per choice-domain value, the first "
+                             f"in value order")
+        if relation.limit is not None:
+            self.plan.append(f"  {relation.name}: the first {relation.limit} rows in value "
+                             f"order (.limitsize)")
+        with self.located(relation.declaration.line):
+            return relation_value(relation, candidates, dominated)
 
     # -- clauses -----------------------------------------------------------------------------
     def compile_clause(self, clause: Clause, env: dict):

@@ -6,9 +6,12 @@ start: _item*
 _item: declaration | type_declaration | directive | pragma | clause | functor_declaration
 
 // .decl A, B(x: number) declares A and B alike
-declaration: DECL IDENT ("," IDENT)* "(" [attribute ("," attribute)*] ")" qualifier*
+declaration: DECL IDENT ("," IDENT)* "(" [attribute ("," attribute)*] ")" qualifier* [choice]
 attribute: IDENT ":" IDENT
 qualifier: QUALIFIER
+// choice-domain x, (y, z): one tuple per value of each domain
+choice: CHOICE_DOMAIN domain ("," domain)*
+domain: IDENT | "(" IDENT ("," IDENT)* ")"
 
 // .functor f(a: number, symbol): symbol [stateful]
 functor_declaration: FUNCTOR_DECL IDENT "(" [functor_param ("," functor_param)*] ")" ":" IDENT [STATEFUL]
@@ -24,6 +27,7 @@ param: IDENT "=" (STRING | IDENT | INT)
 pragma: PRAGMA STRING [STRING]
 
 clause: atom ("," atom)* [IF disjunction] "." [plan]
+      | atom COMPARE atom IF disjunction "." [plan]   -> subsumption
 plan: PLAN plan_order ("," plan_order)*
 plan_order: INT ":" "(" [INT ("," INT)*] ")"
 
@@ -87,10 +91,11 @@ aggregate_atom: atom
 
 DECL: ".decl"
 FUNCTOR_DECL: ".functor"
+CHOICE_DOMAIN.3: /choice-domain(?![A-Za-z0-9_?])/
 STATEFUL.2: /stateful(?![A-Za-z0-9_?])/
 TYPE: ".type"
 IF: ":-"
-DIRECTIVE: ".input" | ".output" | ".printsize"
+DIRECTIVE: ".input" | ".output" | ".printsize" | ".limitsize"
 PRAGMA: ".pragma"
 PLAN: ".plan"
 SUBTYPE: "<:"

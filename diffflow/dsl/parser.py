@@ -70,7 +70,7 @@ def _raise_unexpected(e, source, filename):
 
 _UNSUPPORTED_HINT = "the README's Datalog section lists what diffflow supports"
 _DIRECTIVES = {".comp": "components (.comp)", ".init": "component instantiation (.init)",
-               ".override": "component overrides (.override)", ".limitsize": ".limitsize",
+               ".override": "component overrides (.override)",
                ".lattice": "lattices (.lattice)", ".number_type": ".number_type",
                ".symbol_type": ".symbol_type"}
 
@@ -79,8 +79,8 @@ def _unsupported_feature(source: str, pos: int, text: str) -> str | None:
     """The Soufflé feature diffflow does not support yet that a syntax error at ``pos``
     (the offending ``text``) is the start of, if any.
 
-    >>> _unsupported_feature(".decl r(x: number) choice-domain x", 25, "-")
-    'choice domains (choice-domain)'
+    >>> _unsupported_feature("r([1, 2]).", 2, "[")
+    'records ([a, b])'
     """
     rest = source[pos:]
     for directive, name in _DIRECTIVES.items():
@@ -88,16 +88,12 @@ def _unsupported_feature(source: str, pos: int, text: str) -> str | None:
             return name
     line_start = source.rfind("\n", 0, pos) + 1
     before = source[line_start:pos]
-    if text == "-" and before.rstrip().endswith("choice"):
-        return "choice domains (choice-domain)"
     if text == "[":
         return "records ([a, b])"
     if text == "$":
         return "algebraic data types ($Branch(...))"
     if text == "{" and ".type" in before:
         return "algebraic data types (.type T = A {...} | B {...})"
-    if text == "<=" and ":-" not in source[source.rfind(".", 0, pos) + 1:pos]:
-        return "subsumption (a(x) <= a(y) :- ...)"
     if text == "nil":
         return "records (nil)"
     return None
@@ -233,6 +229,8 @@ class _Builder:
                 directives.extend(self.directive(item))
             elif kind == "pragma":
                 pragmas.append(self.pragma(item))
+            elif kind == "subsumption":
+                rules.append(self.subsumption(item))
             else:
                 rules.extend(self.clause(item))
         return ast.Program(1, 1, self.filename, declarations, types, directives, rules, pragmas,
@@ -254,7 +252,7 @@ class _Builder:
     def declaration(self, tree):
         """One :class:`~.ast.Declaration` per name of ``.decl A, B(...)`` (as in Soufflé)."""
         _decl, *rest = tree.children
-        names, attributes, qualifiers = [], [], []
+        names, attributes, qualifiers, choice = [], [], [], []
         for child in rest:
             if child is None:
                 continue
@@ -264,11 +262,15 @@ class _Builder:
                 attr_name, attr_type = child.children
                 attributes.append(ast.Attribute(attr_name.line, attr_name.column,
                                                 str(attr_name), str(attr_type)))
+            elif child.data == "choice":
+                choice = [ast.ChoiceDomain(d.children[0].line, d.children[0].column,
+                                           [str(t) for t in d.children])
+                          for d in child.children[1:]]
             else:
                 q = child.children[0]
                 qualifiers.append(str(q))
         return [ast.Declaration(name.line, name.column, str(name), list(attributes),
-                                list(qualifiers)) for name in names]
+                                list(qualifiers), list(choice)) for name in names]
 
     def pragma(self, tree):
         _pragma, key, value = tree.children
@@ -305,6 +307,17 @@ class _Builder:
         body = self.disjunction(body_tree) if body_tree is not None else []
         plan = self.plan(plan_tree) if plan_tree is not None else []
         return [ast.Rule(h.line, h.column, h, body, list(plan)) for h in heads]
+
+    def subsumption(self, tree):
+        """``r(a) <= r(b) :- body.``: the dominated tuple first, then the dominating one."""
+        dominated, op, dominating, _if, body_tree, plan_tree = tree.children
+        if str(op) != "<=":
+            raise self.error(f"unexpected {str(op)!r} after a head; a subsumptive rule is "
+                             f"written r(x) <= r(y) :- body.", op)
+        head = self.atom(dominated)
+        plan = self.plan(plan_tree) if plan_tree is not None else []
+        return ast.Rule(head.line, head.column, head, self.disjunction(body_tree), list(plan),
+                        self.atom(dominating))
 
     def plan(self, tree) -> list:
         """``.plan 0: (1, 2), 1: (2, 1)``: one :class:`~.ast.PlanOrder` per version."""

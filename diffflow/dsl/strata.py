@@ -36,8 +36,11 @@ def stratify(relations: dict, error) -> tuple:
     names = list(relations)
     edges = {n: [] for n in names}  # head -> [(body relation, kind, node)]
     for relation in relations.values():
-        for clause in relation.clauses:
+        subsumptive = [False] * len(relation.clauses) + [True] * len(relation.dominated)
+        for clause, dominated in zip(relation.clauses + relation.dominated, subsumptive):
             for lit in clause.literals:
+                if dominated and _reads(lit) == relation.name:
+                    continue  # a subsumptive rule's own relation is its candidates, not a cycle
                 if isinstance(lit, ast.Atom):
                     edges[relation.name].append((lit.relation, "positive", lit))
                 elif isinstance(lit, ast.Negation):
@@ -70,6 +73,12 @@ def stratify(relations: dict, error) -> tuple:
             if kind in ("min", "max"):
                 notes.append(f"{head}: {kind} through recursion via {body} (monotonic "
                              f"aggregation; the fixpoint of iterating from empty)")
+    for name in names:
+        relation = relations[name]
+        if relation.shaped and any(component_of[b] == component_of[name]
+                                   for b, _, _ in edges[name]):
+            notes.append(f"{name}: {_shape(relation)} inside recursion (the fixpoint of "
+                         f"iterating from empty)")
     strata = []
     for comp in components:  # Tarjan yields components in reverse topological order
         ordered = [n for n in names if n in comp]
@@ -146,3 +155,18 @@ def _cycle_through(head, body, edges, component_of):
                     nxt.append(succ)
         frontier = nxt
     return [body, head]
+
+
+def _shape(relation) -> str:
+    """What a relation's declaration adds to its rules, in words."""
+    parts = (["eqrel"] * relation.eqrel + ["subsumption"] * bool(relation.dominated)
+             + ["choice-domain"] * bool(relation.choice)
+             + [".limitsize"] * (relation.limit is not None))
+    return ", ".join(parts)
+
+
+def _reads(literal) -> str | None:
+    """The relation an atom or negation reads."""
+    if isinstance(literal, ast.Negation):
+        literal = literal.atom
+    return literal.relation if isinstance(literal, ast.Atom) else None

@@ -122,6 +122,8 @@ class ReduceOp(Operator):
         super().__init__(node, ctx)
         self.key_width = kk = node.params["key_width"]
         self.reducer = node.params["reducer"]
+        if hasattr(self.reducer, "bind_symbols"):  # a tactic comparing symbols by text
+            self.reducer = self.reducer.bind_symbols(ctx.symbols)
         self.extremum = extremum_of(self.reducer)  # a lone min/max: O(change) shortcut
         # a function of each key's total multiplicity alone, with no value columns
         self.by_totals = hasattr(self.reducer, "from_totals") and self.reducer.out_width == 0
