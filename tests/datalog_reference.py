@@ -42,7 +42,8 @@ def evaluate(source: str, facts: dict, max_rounds: int = 10_000) -> dict:
                 rows = set(base[n])
                 for clause in relation.clauses:
                     rows |= _clause(clause, env, relation)
-                new[n] = _declared(relation, rows, env)
+                new[n] = _declared(relation, rows, env,
+                                   current[n] if stratum.recursive else None)
             if new == current:
                 break
             current = new
@@ -52,11 +53,13 @@ def evaluate(source: str, facts: dict, max_rounds: int = 10_000) -> dict:
     return values
 
 
-def _declared(relation, rows, env) -> set:
+def _declared(relation, rows, env, previous) -> set:
     """What the declaration adds to the rules' rows: eqrel closure, subsumption (a row
     dominated by another row goes), choice domains (a greedy pass in value order),
     .limitsize (the first n in value order).  Value order is Python's tuple order: symbols
-    are str here, compared by code point, which is UTF-8 byte order."""
+    are str here, compared by code point, which is UTF-8 byte order.  Inside recursion
+    (``previous``: the last round's rows) choices made in earlier rounds stay and new ones
+    are made among candidates whose domain values are still free."""
     if relation.eqrel:
         rows = _equivalence_closure(rows)
     if relation.dominated:
@@ -67,8 +70,9 @@ def _declared(relation, rows, env) -> set:
             dominated |= _clause(clause, scope, relation)
         rows = rows - dominated
     if relation.choice:
-        taken = [set() for _ in relation.choice]
-        kept = set()
+        taken = [{tuple(row[i] for i in domain) for row in previous or ()}
+                 for domain in relation.choice]
+        kept = set(previous or ())
         for row in sorted(rows):
             keys = [tuple(row[i] for i in domain) for domain in relation.choice]
             if not any(k in t for k, t in zip(keys, taken)):

@@ -135,15 +135,6 @@ def test_duplicate_attribute():
            "            ^")
 
 
-def test_eqrel_is_rejected():
-    e = _error(".decl same(x: number, y: number) eqrel\n")
-    _check(e, 1, 7,
-           "prog.dl:1:7: error: 'same': eqrel relations are not supported",
-           "    .decl same(x: number, y: number) eqrel",
-           "          ^",
-           "  hint: write the symmetric and transitive rules explicitly")
-
-
 def test_unknown_qualifier():
     e = _error(".decl e(x: number) fancy\n")
     _check(e, 1, 7,
@@ -710,15 +701,11 @@ def test_cli_good_facts_still_work(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("source, feature, at", [
-    (".decl a(x: number, y: number) choice-domain x\n", "choice domains", (1, 37)),
     (".comp C { }\n", "components (.comp)", (1, 1)),
     (".init c = C\n", "component instantiation (.init)", (1, 1)),
-    (".decl a(x: number)\n.limitsize a(n=5)\n", ".limitsize", (2, 1)),
     (".type P = [x: number]\n", "records", (1, 11)),
     (".decl r(x: number)\nr(x) :- x = $A(1).\n", "algebraic data types", (2, 13)),
     (".type T = A {x: number} | B {}\n", "algebraic data types", (1, 13)),
-    (".decl a(x: number)\na(x) <= a(y) :- a(x), a(y), x < y.\n", "subsumption", (2, 6)),
-    (".decl a(x: number) eqrel\n", "eqrel relations are not supported", (1, 7)),
     (".decl r(x: number)\nr(x) :- x = range(1, 9).\n", "range(a, b[, step]) generators", (2, 13)),
 ])
 def test_soufflé_features_not_supported_yet_are_named_where_they_start(source, feature, at):

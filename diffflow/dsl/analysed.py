@@ -31,6 +31,7 @@ class Relation:
     choice: list = field(default_factory=list)     # domains: lists of attribute positions
     limit: int | None = None                       # .limitsize
     dominated: list = field(default_factory=list)  # Clauses of its subsumptive rules
+    takes_facts: bool = False  # an eqrel written as rules (provenance) that takes facts
 
     @property
     def shaped(self) -> bool:
@@ -45,7 +46,8 @@ class Relation:
     @property
     def has_input(self) -> bool:
         """Whether facts can be inserted: ``.input``, facts in the text, or no rules at all."""
-        return bool(self.inputs or self.facts or not (self.clauses or self.ruled))
+        return bool(self.inputs or self.facts or self.takes_facts
+                    or not (self.clauses or self.ruled))
 
 
 @dataclass

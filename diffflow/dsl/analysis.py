@@ -50,20 +50,27 @@ _IO_PARAMS = {"IO", "filename", "delimiter", "headers", "attributeNames", "rfc41
               "compress"}
 
 
-def analyse(program: ast.Program, source: str = "", functors: dict | None = None) -> Analysed:
+def analyse(program: ast.Program, source: str = "", functors: dict | None = None,
+            eqrel_as_rules: bool = False) -> Analysed:
     """Check a parsed program and bring it to the compiler's normal form.
+
+    ``eqrel_as_rules`` writes each eqrel relation as its reflexive, symmetric and
+    transitive rules (provenance mode: so that its facts have proofs); otherwise
+    its closure is computed by :mod:`.relation_value`.
 
     >>> from diffflow.dsl.parser import parse
     >>> a = analyse(parse(".decl e(x: number)\\n.decl r(x: float)\\nr(1.5) :- e(_)."))
     >>> list(a.relations), a.relations["r"].types
     (['e', 'r'], ['float'])
     """
-    return _Analyser(program, source, functors).run()
+    return _Analyser(program, source, functors, eqrel_as_rules).run()
 
 
 class _Analyser(ClauseChecks):
-    def __init__(self, program: ast.Program, source: str, functors: dict | None = None):
+    def __init__(self, program: ast.Program, source: str, functors: dict | None = None,
+                 eqrel_as_rules: bool = False):
         self.program, self.source = program, source
+        self.eqrel_as_rules = eqrel_as_rules
         self.bindings = dict(functors or {})  # user-defined functors' Python callables
         self.types: dict = {}
         self.relations: dict = {}
@@ -82,7 +89,7 @@ class _Analyser(ClauseChecks):
         self.attach_directives()
         pragmas, warnings, pragma_notes = read_pragmas(self.program.pragmas, self.source,
                                                        self.program.filename)
-        for rule in self.program.rules:
+        for rule in self.program.rules + self.closure_rules():
             self.add_rule(rule)
         inline = inlining.select(self, pragmas)
         for relation in self.relations.values():
@@ -143,6 +150,29 @@ class _Analyser(ClauseChecks):
                                  f"equivalence relation cannot also pick one tuple per value",
                                  decl.choice[0])
             self.relations[decl.relation] = relation
+
+    def closure_rules(self) -> list:
+        """With ``eqrel_as_rules``: each eqrel relation's reflexive, symmetric and
+        transitive rules, placed at its declaration."""
+        rules = []
+        for relation in self.relations.values():
+            if not (relation.eqrel and self.eqrel_as_rules):
+                continue
+            relation.eqrel = False
+            # as a relation without rules would: its own rules do not make it derived only
+            relation.takes_facts = not any(r.body and r.head.relation == relation.name
+                                           for r in self.program.rules)
+            at = relation.declaration.line, relation.declaration.column
+
+            def atom(a, b, name=relation.name):
+                return ast.Atom(*at, name, [ast.Wildcard(*at) if v == "_" else ast.Var(*at, v)
+                                            for v in (a, b)])
+
+            for head, *body in [(atom("a", "a"), atom("a", "_")),
+                                (atom("a", "b"), atom("b", "a")),
+                                (atom("a", "c"), atom("a", "b"), atom("b", "c"))]:
+                rules.append(ast.Rule(*at, head, [ast.Conjunction(*at, body)]))
+        return rules
 
     def choice_domains(self, decl, names: list) -> list:
         """``choice-domain x, (y, z)`` as lists of attribute positions, checked."""

@@ -163,15 +163,16 @@ class _Compiler(ClauseCompiler):
             parts = [inp] if inp is not None else []
             for clause in relation.clauses:
                 parts.append(self.compile_clause(clause, env))
-            variables[relation.name].set(self.value_of(relation, parts, env))
+            variables[relation.name].set(self.value_of(relation, parts, env,
+                                                       previous=variables[relation.name]))
         for relation in relations:
             with self.located(relation.declaration.line):
                 self.values[relation.name] = variables[relation.name].leave()
 
-    def value_of(self, relation: Relation, parts: list, env: dict):
+    def value_of(self, relation: Relation, parts: list, env: dict, previous=None):
         """A relation's value: the distinct union of its parts, then what its declaration
         adds (:mod:`.relation_value`); subsumptive rules read the candidates as the
-        relation."""
+        relation; ``previous`` is its loop variable inside recursion."""
         with self.located(relation.declaration.line):
             candidates = parts[0].concat(*parts[1:]).distinct()
         dominated = None
@@ -186,12 +187,13 @@ class _Compiler(ClauseCompiler):
             self.plan.append(f"  {relation.name}: equivalence closure (eqrel)")
         if relation.choice:
             self.plan.append(f"  {relation.name}: one row per choice-domain value, the first "
-                             f"in value order")
+                             f"in value order" + (" among values not chosen in earlier rounds"
+                                                  if previous is not None else ""))
         if relation.limit is not None:
             self.plan.append(f"  {relation.name}: the first {relation.limit} rows in value "
                              f"order (.limitsize)")
         with self.located(relation.declaration.line):
-            return relation_value(relation, candidates, dominated)
+            return relation_value(relation, candidates, dominated, previous)
 
     # -- clauses -----------------------------------------------------------------------------
     def compile_clause(self, clause: Clause, env: dict):

@@ -64,6 +64,7 @@ SIGNATURES = {
     "bnot": (("T",), "T"),
     "land": (("T", "T"), "T"), "lor": (("T", "T"), "T"), "lxor": (("T", "T"), "T"),
     "lnot": (("T",), "T"),
+    "range": (("T", "T", "..."), "T"),  # 2 or 3 arguments (analysis checks); a generator
 }
 INFIX = {"band", "bor", "bxor", "bshl", "bshr", "bshru", "land", "lor", "lxor"}  # x band y
 PREFIX = {"bnot", "lnot"}  # bnot x
@@ -72,7 +73,9 @@ NUMERIC_FUNCTORS = BITWISE | {"min", "max", "abs", "itou", "utoi", "ftoi", "ftou
                               "utof"}  # (computed by numpy, on columns or on one row)
 CONSTRAINTS = ("contains", "match")  # (sub, text) and (regex, text): literals, not terms
 # named in the grammar but not built yet: a located error names the feature
-NOT_YET = {"range": "range(a, b[, step]) generators", "autoinc": "autoinc()"}
+NOT_YET = {"autoinc": "autoinc()"}
+GENERATORS = ("range",)  # one row in, many out: bodies bind them (.analysis, .joins)
+MAX_GENERATED = 50_000_000  # values one range call may make in one batch
 
 
 def parameters(name: str, count: int) -> list:
@@ -449,3 +452,38 @@ def _calls(node):
                 yield node
             stack.extend(getattr(node, f) for f in node.__dataclass_fields__
                          if f not in ("line", "column", "user"))
+
+
+# -- generators ------------------------------------------------------------------------------
+def range_values(start, end, step, kind: str):
+    """``range(start, end[, step])`` of each row: ``(row index, value)`` arrays, as Soufflé
+    (like Python's slices): from ``start`` by ``step`` while before ``end``; the default
+    step is the sign of ``end - start``; a step of 0 gives ``start`` once unless it equals
+    ``end``; a step away from ``end`` gives nothing.  ``step`` is None for the default.
+
+    >>> rows, values = range_values(np.array([0, 5]), np.array([3, 3]), None, "number")
+    >>> rows.tolist(), values.tolist()
+    ([0, 0, 0, 1, 1], [0, 1, 2, 5, 4])
+    >>> range_values(np.array([5.0]), np.array([3.75]), np.array([-0.5]), "float")[1].tolist()
+    [5.0, 4.5, 4.0]
+    """
+    floats = kind == "float"
+    dtype = np.float64 if floats else np.int64
+    start, end = np.asarray(start, dtype), np.asarray(end, dtype)
+    step = np.sign(end - start).astype(dtype) if step is None else np.asarray(step, dtype)
+    span = end - start
+    with np.errstate(divide="ignore", invalid="ignore"):
+        moving = np.where(step != 0, span / np.where(step == 0, 1, step), 0)
+    counts = np.where(step == 0, (start != end).astype(np.int64),
+                      np.ceil(np.maximum(moving, 0)).astype(np.int64)) if floats else \
+        np.where(step == 0, (start != end).astype(np.int64),
+                 np.maximum(-(-span // np.where(step == 0, 1, step)), 0))
+    counts = counts.astype(np.int64)
+    total = int(counts.sum())
+    if total > MAX_GENERATED:
+        raise ExpressionError(f"range(...) would make {total:,} values in one batch (the "
+                              f"limit is {MAX_GENERATED:,}); narrow the bounds or the step")
+    rows = np.repeat(np.arange(len(counts)), counts)
+    offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    values = start[rows] + offsets * step[rows]
+    return rows, (values if floats else _wrap_array(values, kind))

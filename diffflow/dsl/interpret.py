@@ -21,6 +21,7 @@ stays the one :meth:`~.explain.Explanation.check` trusts.
 from __future__ import annotations
 
 from .absent import _NONE, _Evaluator
+from .relation_value import value_of_set
 
 MAX_ROUNDS = 10_000
 MAX_FACTS = 5_000   # larger replays go to the compiled program
@@ -52,10 +53,12 @@ def interpret(program, inputs: dict) -> dict | None:
                 evaluator = _Sets(env)
                 new = {}
                 for name in stratum.relations:
+                    relation = analysed.relations[name]
                     rows = set(base[name])
-                    for clause in analysed.relations[name].clauses:
-                        rows |= _derive(evaluator, clause, analysed.relations[name])
-                    new[name] = rows
+                    for clause in relation.clauses:
+                        rows |= _derive(evaluator, clause, relation)
+                    new[name] = _declared(relation, rows, env, stratum.recursive) \
+                        if relation.shaped else rows
                 if new == current:
                     break
                 current = new
@@ -65,6 +68,18 @@ def interpret(program, inputs: dict) -> dict | None:
     except (KeyError, AttributeError, TypeError, ValueError, ZeroDivisionError):
         return None   # a construct the evaluator does not know: replay compiled
     return values
+
+
+def _declared(relation, candidates: set, env: dict, recursive: bool) -> set:
+    """What the declaration adds (:mod:`.relation_value`); subsumptive rules read the
+    candidates as the relation; inside recursion earlier rounds' choices stay."""
+    dominated = set()
+    if relation.dominated:
+        evaluator = _Sets({**env, relation.name: candidates})
+        for clause in relation.dominated:
+            dominated |= _derive(evaluator, clause, relation)
+    return value_of_set(relation, candidates, dominated,
+                        env[relation.name] if recursive else None)
 
 
 def _derive(evaluator, clause, relation) -> set:

@@ -111,6 +111,10 @@ class Program:
         if provenance is None:  # Soufflé's switch: .pragma "provenance" "explain"
             provenance = "provenance" in self.pragmas
         self.provenance = bool(provenance)
+        if self.provenance and any(r.eqrel for r in self.relations.values()):
+            # an eqrel's facts need proofs: its closure as rules
+            self.analysed = analyse(self.ast, text, functors, eqrel_as_rules=True)
+            self.relations = self.analysed.relations
         if self.provenance:  # explanations read every relation (explain_absent, replays)
             from .provenance import compile_provenance
             self._compiled = compile_provenance(self.analysed, partitions, None, max_rounds,

@@ -43,6 +43,7 @@ from .aggregates import aggregate_variables
 from .columns import (COLUMN_TYPE, UNIT, Frame, relation_columns, term_expression,
                       var_column)
 from .compiler import Compiled, _Compiler
+from .relation_value import relation_value
 from .render import render_clause
 
 HEIGHTS = "#h:"     # env key prefix: a relation with its height column
@@ -149,6 +150,21 @@ class _ProvenanceCompiler(_Compiler):
         h = height_column(relation)
         return parts[0].concat(*parts[1:]).aggregate(by=cols, **{h: agg.min(h)})
 
+    def _declared(self, relation, heights, env, previous=None):
+        """The candidates' heights kept for the rows a choice-domain, .limitsize or
+        subsumptive rules keep (:mod:`.relation_value`; eqrel is written as rules here)."""
+        if not relation.shaped:
+            return heights
+        cols = [c for c, _ in relation_columns(relation)]
+        candidates = heights.select(*cols)
+        dominated = None
+        if relation.dominated:
+            scope = {**env, relation.name: candidates, HEIGHTS + relation.name: heights}
+            found = [self.compile_clause(c, scope).select(*cols) for c in relation.dominated]
+            dominated = found[0].concat(*found[1:])
+        value = relation_value(relation, candidates, dominated, previous)
+        return heights.semijoin(value, on=cols)
+
     @staticmethod
     def _zero(relation, collection):
         return collection.select(*collection.columns, **{height_column(relation): Lit(0)})
@@ -164,9 +180,11 @@ class _ProvenanceCompiler(_Compiler):
             if not parts:
                 empty = self.flow.input(f"_empty_{name}", relation_columns(relation))
                 parts = [self._zero(relation, empty)]
-            heights = self._with_height(relation, parts, only_input)
+            heights = self._declared(relation,
+                                     self._with_height(relation, parts, only_input),
+                                     self.values)
             self.values[HEIGHTS + name] = heights
-            if inp is not None and only_input:
+            if inp is not None and only_input and not relation.shaped:
                 self.values[name] = inp
             else:
                 self.values[name] = heights.select(*[c for c, _ in relation_columns(relation)])
@@ -188,7 +206,9 @@ class _ProvenanceCompiler(_Compiler):
             for clause in relation.clauses:
                 parts.append(self.compile_clause(clause, env))
             with self.located(relation.declaration.line):
-                variables[relation.name].set(self._with_height(relation, parts, False))
+                variables[relation.name].set(
+                    self._declared(relation, self._with_height(relation, parts, False), env,
+                                   previous=env[relation.name]))
         for relation in relations:
             with self.located(relation.declaration.line):
                 heights = variables[relation.name].leave()

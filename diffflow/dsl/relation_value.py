@@ -13,7 +13,12 @@ value is the candidates, then, as declared:
   (below).  With one domain that is a ``reduce`` per domain value, so its cost
   follows the change; with several it is the greedy choice in value order over
   the whole relation (a row is kept when no earlier kept row shares a domain
-  value), which costs the relation's size on each change;
+  value), which costs the relation's size on each change.  Inside recursion a
+  choice, once made, stays: each round keeps the rows chosen so far and chooses
+  only among candidates whose domain values are still free -- so a choice is
+  always founded on rows chosen in earlier rounds, as in Soufflé's evaluation
+  (the first round wins, then value order), never on a cycle of choices that
+  support each other;
 * ``.limitsize r(n=N)``: the first ``N`` rows in value order (a reduce over the
   whole relation).
 
@@ -41,10 +46,11 @@ from ..operators.reducers import Reducer, _segments
 from ..schema import Schema, decode_floats
 
 
-def relation_value(relation, candidates, dominated=None):
+def relation_value(relation, candidates, dominated=None, previous=None):
     """The value of ``relation`` (an analysed :class:`~.analysed.Relation`) from its
     ``candidates`` collection (columns ``c0, c1, ...``); ``dominated`` is the collection
-    of candidates its subsumptive rules dominate, if it has any.
+    of candidates its subsumptive rules dominate, if it has any; ``previous`` is the
+    relation's value in the previous round, inside recursion (its choices stay).
 
     >>> from diffflow.dsl.analysis import analyse
     >>> from diffflow.dsl.parser import parse
@@ -60,11 +66,57 @@ def relation_value(relation, candidates, dominated=None):
         value = equivalence_closure(value)
     if dominated is not None:
         value = value.antijoin(dominated.distinct(), on=list(value.columns))
-    if relation.choice:
+    if relation.choice and previous is not None:
+        free = value
+        for domain in relation.choice:  # candidates whose domain values are not taken yet
+            names = [f"c{i}" for i in domain]
+            free = free.antijoin(previous.select(*names).distinct(), on=names)
+        # distinct, though the two are disjoint: it consolidates what goes round the loop.
+        # The variable's own updates and their retractions may sit on different partitions,
+        # and without it they travelled round the loop until max_rounds (measured)
+        value = previous.concat(choose(free, relation.types, relation.choice)).distinct()
+    elif relation.choice:
         value = choose(value, relation.types, relation.choice)
     if relation.limit is not None:
         value = first_rows(value, relation.types, relation.limit)
     return value
+
+
+def value_of_set(relation, candidates: set, dominated: set = frozenset(),
+                 previous: set | None = None) -> set:
+    """:func:`relation_value` on a set of Python tuples (symbols as ``str``): the plain
+    evaluation explanations replay (:mod:`.interpret`).
+
+    >>> from diffflow.dsl.analysis import analyse
+    >>> from diffflow.dsl.parser import parse
+    >>> a = analyse(parse(".decl c(k: symbol, v: number) choice-domain k"))
+    >>> sorted(value_of_set(a.relations["c"], {("a", 2), ("a", 1), ("b", 5)}))
+    [('a', 1), ('b', 5)]
+    """
+    rows = set(candidates)
+    if relation.eqrel:
+        classes: dict = {}
+        for a, b in rows:
+            merged = classes.get(a, {a}) | classes.get(b, {b})
+            for member in merged:
+                classes[member] = merged
+        rows = {(a, b) for a, members in classes.items() for b in members}
+    rows -= set(dominated)
+    if relation.choice:
+        taken, kept = [set() for _ in relation.choice], set(previous or ())
+        for row in sorted(previous or ()):
+            for domain, seen in zip(relation.choice, taken):
+                seen.add(tuple(row[i] for i in domain))
+        for row in sorted(rows):  # Python's order: numbers by value, str by code point
+            keys = [tuple(row[i] for i in domain) for domain in relation.choice]
+            if not any(key in seen for key, seen in zip(keys, taken)):
+                kept.add(row)
+                for key, seen in zip(keys, taken):
+                    seen.add(key)
+        rows = kept
+    if relation.limit is not None:
+        rows = set(sorted(rows)[:relation.limit])
+    return rows
 
 
 def equivalence_closure(pairs):

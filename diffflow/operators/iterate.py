@@ -78,7 +78,11 @@ class FeedbackOp(Operator):
 
     def step(self, inputs, frontiers):
         out = []
-        for c in inputs[0]:
+        # consolidated: a definition that concatenates the variable itself (x ∪ f(x)) sends
+        # an update and its retraction in separate chunks; unconsolidated they went round
+        # the loop together until max_rounds
+        chunk = self.port_chunks(inputs, 0)
+        for c in [chunk.consolidated()] if len(chunk) else []:
             if not len(c):
                 continue
             times = c.times.copy()

@@ -112,6 +112,12 @@ class FlatMapOp(Operator):
         if not len(chunk):
             return []
         fn = self.node.params["fn"]
+        if self.node.params.get("columnar"):  # a vectorised function (Collection._expand)
+            source, rows = fn(chunk.rows, self.ctx.symbols)
+            if not len(source):
+                return []
+            return [Updates(np.ascontiguousarray(rows, dtype=np.int64), chunk.times[source],
+                            chunk.diffs[source])]
         in_schema, out_schema = self.node.params["input_schema"], self.node.schema
         symbols = self.ctx.symbols
         source, produced = [], []
