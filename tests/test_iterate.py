@@ -194,7 +194,7 @@ def test_a_definition_that_concatenates_its_variable_settles_when_its_value_does
     flow = dd.Dataflow()
     edge, root = flow.input("edge", ["v", "u"]), flow.input("root", ["v"])
     seen = []
-    loop = flow.loop(max_seen=500)
+    loop = flow.loop(max_rounds=500)
     x = loop.variable(columns=["a", "b"])
     x.flat_map(lambda row: seen.append(row) or [])  # sees every update, unconsolidated
     step = root.select(a="v", b="v").concat(
