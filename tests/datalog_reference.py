@@ -175,7 +175,32 @@ def _match(atom, binding, rows):
             yield b
 
 
+def _range(begin, end, step=None):
+    """Soufflé's range(begin, end[, step]) by counting (like Python's slices)."""
+    if step is None:
+        step = (end > begin) - (end < begin)
+    if step == 0:
+        return [begin] if begin != end else []
+    out, k = [], 0
+    while True:
+        value = begin + k * step
+        if (step > 0 and value >= end) or (step < 0 and value <= end):
+            return out
+        out.append(value)
+        k += 1
+
+
 def _apply(lit, binding, env, clause):
+    if isinstance(lit, ast.Boolean):
+        return [binding] if lit.value else []
+    for gen, other in ((lit.left, lit.right), (lit.right, lit.left)):
+        if isinstance(lit, ast.Comparison) and isinstance(gen, ast.Functor) and \
+                gen.name == "range":
+            args = [_term(a, binding, env, clause) for a in gen.args]
+            values = [_convert(v, clause.type_of(gen)) for v in _range(*args)]
+            if isinstance(other, ast.Var) and other.name not in binding:
+                return [{**binding, other.name: v} for v in values]
+            return [binding] if _term(other, binding, env, clause) in values else []
     if isinstance(lit, ast.Boolean):
         return [binding] if lit.value else []
     if isinstance(lit, ast.Negation):

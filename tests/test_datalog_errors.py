@@ -706,7 +706,6 @@ def test_cli_good_facts_still_work(tmp_path, capsys):
     (".type P = [x: number]\n", "records", (1, 11)),
     (".decl r(x: number)\nr(x) :- x = $A(1).\n", "algebraic data types", (2, 13)),
     (".type T = A {x: number} | B {}\n", "algebraic data types", (1, 13)),
-    (".decl r(x: number)\nr(x) :- x = range(1, 9).\n", "range(a, b[, step]) generators", (2, 13)),
 ])
 def test_soufflé_features_not_supported_yet_are_named_where_they_start(source, feature, at):
     """Never a bare syntax error for a Soufflé feature diffflow lacks: its name and place."""

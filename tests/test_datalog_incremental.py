@@ -165,6 +165,25 @@ PROGRAMS = {
         few(a, b) :- w(a, b).
     """, {"edge": [SYM, SYM], "root": [SYM],
           "w": [("sym", ["a", "b", "bé", "ab", ""]), ("num", range(-1, 3))]}),
+    "range": ("""
+        .decl n(x: number)
+        .decl f(x: float)
+        .decl counts(x: number, i: number)
+        .decl down(x: number, i: number)
+        .decl halves(i: float)
+        .decl stepped(x: number, i: number)
+        .decl hit(x: number)
+        .decl shifted(v: number)
+        counts(x, i) :- n(x), i = range(0, x).
+        down(x, i) :- n(x), i = range(x, -2).
+        halves(i) :- f(a), i = range(a, 3.0, 0.75).
+        stepped(x, i) :- n(x), n(s), i = range(x, 9, s).
+        hit(x) :- n(x), x = range(0, 3).
+        shifted(range(1, x) * 10) :- n(x).
+        .decl chain(x: number)
+        chain(x) :- n(x), x < 0.
+        chain(y) :- chain(x), y = range(x + 1, x + 3), y < 4.
+    """, {"n": [("num", range(-3, 6))], "f": [("float", [0.0, 1.5, -0.25, 3.0, 4.5])]}),
     "floats": ("""
         .decl m(x: number, f: float)
         .decl scaled(x: number, g: float)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from . import ast
 from .constants import arithmetic, compare, functor, wrap
+from .functors import GENERATORS, range_values
 from .proof import Leaf, _Inner, format_value, show
 
 HOLDS, FAILS, UNKNOWN = "✓", "x", "?"
@@ -212,12 +213,40 @@ class _Evaluator:
         elif isinstance(lit, ast.Negation):
             if next(self.match(lit.atom, binding), None) is None:
                 yield binding
+        elif isinstance(lit, ast.Comparison) and (generated := self.generated(lit, binding,
+                                                                             clause)):
+            target, values = generated
+            for value in values:
+                if target is None:
+                    yield binding
+                else:
+                    yield {**binding, target: value}
         elif (found := self.assignment(lit, binding)) is not None:
             value = self.term(found[1], binding, clause)
             if value is not _NONE:
                 yield {**binding, found[0].name: value}
         elif self.holds(lit, binding, clause):
             yield binding
+
+    def generated(self, lit, binding, clause):
+        """For ``x = range(...)``: ``(x, its values)`` when ``x`` is unbound, else ``(None,
+        [x] if x is among them)``; None for any other comparison."""
+        generator = next((side for side in (lit.left, lit.right) if isinstance(side, ast.Functor)
+                          and side.name in GENERATORS), None)
+        if generator is None:
+            return None
+        args = [self.term(a, binding, clause) for a in generator.args]
+        if _NONE in args:
+            return None, []
+        kind = clause.term_types[id(generator)]
+        _, values = range_values(*([a] for a in args[:2]),
+                                 [args[2]] if len(args) > 2 else None, kind)
+        values = [float(v) if kind == "float" else int(v) for v in values]
+        other = lit.right if generator is lit.left else lit.left
+        if isinstance(other, ast.Var) and other.name not in binding:
+            return other.name, values
+        value = self.term(other, binding, clause)
+        return None, [value] if value in values else []
 
     def holds(self, lit, binding, clause) -> bool:
         if isinstance(lit, (ast.Atom, ast.Negation, ast.Boolean)):

@@ -27,6 +27,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 from . import ast
@@ -38,7 +39,7 @@ from .errors import DatalogError, did_you_mean
 from .plans import check_plans
 from .pragmas import read_pragmas
 from .strata import stratify
-from .functors import bind_user_functors
+from .functors import GENERATORS, bind_user_functors
 from .types import (BASE_TYPES, NUMBER_RANGE, UNSIGNED_RANGE,  # noqa: F401 (imported from here)
                     base_type, resolve_types)
 
@@ -232,6 +233,9 @@ class _Analyser(ClauseChecks):
         self.check_atom(rule.head)
         if rule.dominating is not None:
             return self.add_subsumption(rule, relation)
+        if not rule.body and _generators(*rule.head.args):  # r(range(1, 5)). makes rows
+            rule = ast.Rule(rule.line, rule.column, rule.head,
+                            [ast.Conjunction(rule.line, rule.column, [])], rule.plan)
         if not rule.body:
             if rule.plan:
                 raise self.error("a fact has no body to plan", rule.plan[0],
@@ -247,7 +251,8 @@ class _Analyser(ClauseChecks):
                                  "body or a constant")
         for alternative in rule.body:
             for literals in self.expand(alternative):
-                relation.clauses.append(Clause(rule.head, self.name_expressions(literals), rule))
+                head, literals = self.lift_generators(rule.head, literals)
+                relation.clauses.append(Clause(head, self.name_expressions(literals), rule))
 
     def add_subsumption(self, rule: ast.Rule, relation):
         """``r(a) <= r(b) :- body.``: clauses deriving the dominated candidates ``r(a)``.
@@ -272,6 +277,60 @@ class _Analyser(ClauseChecks):
                     body = [dominated, dominating, *literals, differ]
                     relation.dominated.append(
                         Clause(dominated, self.name_expressions(body), rule))
+
+    def lift_generators(self, head: ast.Atom, literals: list):
+        """Every ``range(...)`` that is not already the side of ``x = range(...)`` becomes
+        a variable bound by such a literal: a generator makes rows, so the body binds it.
+        Returns the new head and literals."""
+        if not _generators(*head.args, *[t for lit in literals
+                                         for t in ast.literal_terms(lit)]):
+            return head, literals
+        extra = []
+
+        def lift(term, top=False):
+            if isinstance(term, ast.AggregateTerm):
+                inner = _generators(*([term.target] if term.target else []),
+                                    *[t for lit in term.body for t in ast.literal_terms(lit)])
+                if inner:
+                    raise self.error("range(...) inside an aggregate is not supported", inner[0],
+                                     hint="generate the values in a relation of their own "
+                                          "and aggregate over it")
+                return term
+            if isinstance(term, ast.BinaryOp):
+                return dataclasses.replace(term, left=lift(term.left), right=lift(term.right))
+            if isinstance(term, ast.Negative):
+                return dataclasses.replace(term, operand=lift(term.operand))
+            if not isinstance(term, ast.Functor):
+                return term
+            term = dataclasses.replace(term, args=[lift(a) for a in term.args])
+            if term.name not in GENERATORS:
+                return term
+            if not 2 <= len(term.args) <= 3:
+                raise self.error(f"range takes 2 or 3 arguments (begin, end[, step]), got "
+                                 f"{len(term.args)}", term)
+            if top:
+                return term
+            self.fresh += 1
+            var = ast.Var(term.line, term.column, f"#g{self.fresh}")
+            extra.append(ast.Comparison(term.line, term.column, "=", var, term))
+            return var
+
+        out = []
+        for lit in literals:
+            if isinstance(lit, ast.Comparison):
+                direct = lit.op == "=" and any(isinstance(side, ast.Var) for side in
+                                               (lit.left, lit.right))
+                lit = dataclasses.replace(lit, left=lift(lit.left, direct),
+                                          right=lift(lit.right, direct))
+            elif isinstance(lit, ast.Atom):
+                lit = dataclasses.replace(lit, args=[lift(a) for a in lit.args])
+            elif isinstance(lit, ast.Negation) and _generators(*lit.atom.args):
+                raise self.error("range(...) inside a negation is not supported",
+                                 _generators(*lit.atom.args)[0],
+                                 hint="bind it first: x = range(a, b), !r(x)")
+            out.append(lit)
+        head = dataclasses.replace(head, args=[lift(a) for a in head.args])
+        return head, out + extra
 
     def named_wildcards(self, atom: ast.Atom) -> ast.Atom:
         args = []
@@ -317,3 +376,10 @@ class _Analyser(ClauseChecks):
                 options.append([[literal]])
         for combination in itertools.product(*options):
             yield [lit for part in combination for lit in part]
+
+
+def _generators(*terms) -> list:
+    """The generator calls (``range(...)``) among terms and their parts, aggregates
+    included."""
+    return [n for n in ast.walk_terms(*terms, aggregates=True)
+            if isinstance(n, ast.Functor) and n.name in GENERATORS]

@@ -487,3 +487,37 @@ def range_values(start, end, step, kind: str):
     offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
     values = start[rows] + offsets * step[rows]
     return rows, (values if floats else _wrap_array(values, kind))
+
+
+class RangeGenerator:
+    """The vectorised function of a ``range`` call for ``Collection._expand``: the bound
+    argument expressions, evaluated on the input rows, give each row's values, appended as
+    a last column (encoded).
+
+    >>> from diffflow.expr import col
+    >>> from diffflow.schema import Schema
+    >>> g = RangeGenerator([col("a"), 3], Schema.of(["a"]), "number")
+    >>> source, rows = g(np.array([[1], [2]]), None)
+    >>> source.tolist(), rows.tolist()
+    ([0, 0, 1], [[1, 1], [1, 2], [2, 2]])
+    """
+
+    def __init__(self, args: list, schema, kind: str):
+        from ..expr import _as_expr
+
+        self.args, self.schema, self.kind = [_as_expr(a) for a in args], schema, kind
+
+    def __call__(self, rows, symbols):
+        n = len(rows)
+        values = [np.broadcast_to(np.asarray(a._eval(rows, self.schema, symbols)), (n,))
+                  for a in self.args]
+        source, generated = range_values(values[0], values[1],
+                                         values[2] if len(values) > 2 else None, self.kind)
+        if self.kind == "float":
+            from ..schema import encode_floats
+
+            generated = encode_floats(generated)
+        out = np.empty((len(source), rows.shape[1] + 1), np.int64)
+        out[:, :-1] = rows[source]
+        out[:, -1] = generated
+        return source, out

@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..expr import Lit, col
 from . import ast, functors
 from .aggregates import aggregate_variables, compile_aggregate
-from .columns import UNIT, Frame, term_expression, var_column
+from .columns import COLUMN_TYPE, UNIT, Frame, term_expression, var_column
 from .render import render_atom, render_literal, render_term
 
 
@@ -199,7 +199,11 @@ class ClauseCompiler:
                     free = [v for v in _cmp_vars(item) if v not in bound]
                     if target is not None or not free:
                         frame = frame.named()
-                    if target is not None:
+                    generator = _generator_side(item)
+                    if generator is not None and (target is not None or not free):
+                        frame = self.generate(frame, item, generator, target, types,
+                                              aggregates, steps)
+                    elif target is not None:
                         var, expr = target
                         value = term_expression(expr, types, aggregates)
                         collection = frame.collection.select(
@@ -213,6 +217,25 @@ class ClauseCompiler:
                 pending.remove(item)
                 progress = True
         return frame
+
+    def generate(self, frame, c, generator, target, types, aggregates, steps):
+        """``x = range(a, b[, step])``: one row per value, into ``x`` when it is unbound,
+        else into a scratch column compared with ``x`` and dropped."""
+        kind = types[id(generator)]
+        args = [term_expression(a, types, aggregates) for a in generator.args]
+        schema = frame.collection.schema
+        self._generated = getattr(self, "_generated", 0) + 1
+        name = target[0] if target is not None else f"#range{self._generated}"
+        column = var_column(name)
+        out = [*zip(schema.names, schema.types), (column, COLUMN_TYPE[kind])]
+        collection = frame.collection._expand(
+            functors.RangeGenerator(args, schema, kind), out)
+        steps.append(f"generate {name} = {render_term(generator)}")
+        if target is not None:
+            return Frame(collection, frame.variables + [name])
+        other = c.right if generator is c.left else c.left
+        keep = collection.filter(col(column) == term_expression(other, types, aggregates))
+        return Frame(keep.select(*schema.names), frame.variables)
 
     def assignment_target(self, c: ast.Comparison, bound):
         if c.op != "=":
@@ -272,6 +295,14 @@ def _aggregates_of(item) -> list:
     if isinstance(item, ast.Comparison):
         return ast.term_aggregates(item.left, item.right)
     return []
+
+
+def _generator_side(c):
+    """The side of a comparison that is a generator call (``range(...)``), if any."""
+    for side in (c.left, c.right):
+        if isinstance(side, ast.Functor) and side.name in functors.GENERATORS:
+            return side
+    return None
 
 
 def _atom_vars(atom):
