@@ -193,9 +193,10 @@ def _range(begin, end, step=None):
 def _apply(lit, binding, env, clause):
     if isinstance(lit, ast.Boolean):
         return [binding] if lit.value else []
-    for gen, other in ((lit.left, lit.right), (lit.right, lit.left)):
-        if isinstance(lit, ast.Comparison) and isinstance(gen, ast.Functor) and \
-                gen.name == "range":
+    sides = ((lit.left, lit.right), (lit.right, lit.left)) \
+        if isinstance(lit, ast.Comparison) else ()
+    for gen, other in sides:
+        if isinstance(gen, ast.Functor) and gen.name == "range":
             args = [_term(a, binding, env, clause) for a in gen.args]
             values = [_convert(v, clause.type_of(gen)) for v in _range(*args)]
             if isinstance(other, ast.Var) and other.name not in binding:

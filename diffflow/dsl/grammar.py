@@ -4,6 +4,15 @@ GRAMMAR = r"""
 start: _item*
 
 _item: declaration | type_declaration | directive | pragma | clause | functor_declaration
+     | component | init
+
+// .comp Name<T, U> : Base<T>, Other { ... }   and   .init instance = Name<number, symbol>
+component: COMP component_type [":" component_type ("," component_type)*] "{" _component_item* "}"
+_component_item: declaration | type_declaration | directive | clause | component | init
+               | override
+component_type: IDENT ["<" IDENT ("," IDENT)* ">"]
+init: INIT IDENT "=" component_type
+override: OVERRIDE IDENT
 
 // .decl A, B(x: number) declares A and B alike
 declaration: DECL IDENT ("," IDENT)* "(" [attribute ("," attribute)*] ")" qualifier* [choice]
@@ -90,6 +99,9 @@ aggregate_conjunction: _literal ("," _literal)*
 aggregate_atom: atom
 
 DECL: ".decl"
+COMP: ".comp"
+INIT: ".init"
+OVERRIDE: ".override"
 FUNCTOR_DECL: ".functor"
 CHOICE_DOMAIN.3: /choice-domain(?![A-Za-z0-9_?])/
 STATEFUL.2: /stateful(?![A-Za-z0-9_?])/
@@ -128,7 +140,8 @@ TRUE: "true"
 FALSE: "false"
 // a name after a declaration that does not open an atom: btree, brie, inline, ...
 QUALIFIER.2: /[A-Za-z_][A-Za-z0-9_]*(?![A-Za-z0-9_?]|\s*\()/
-IDENT: /[A-Za-z_?][A-Za-z0-9_?]*/
+// a qualified name (instance.relation) is one token: no spaces around its dots
+IDENT: /[A-Za-z_?][A-Za-z0-9_?]*(\.[A-Za-z_?][A-Za-z0-9_?]*)*/
 FLOAT.2: /\d+\.\d+([eE][-+]?\d+)?/ | /\d+[eE][-+]?\d+/
 INT: /0x[0-9A-Fa-f]+u?/ | /0b[01]+u?/ | /\d+u?/
 STRING: /"(\\.|[^"\\\n])*"/
