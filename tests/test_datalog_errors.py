@@ -701,8 +701,6 @@ def test_cli_good_facts_still_work(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("source, feature, at", [
-    (".comp C { }\n", "components (.comp)", (1, 1)),
-    (".init c = C\n", "component instantiation (.init)", (1, 1)),
     (".type P = [x: number]\n", "records", (1, 11)),
     (".decl r(x: number)\nr(x) :- x = $A(1).\n", "algebraic data types", (2, 13)),
     (".type T = A {x: number} | B {}\n", "algebraic data types", (1, 13)),

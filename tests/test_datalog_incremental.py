@@ -184,6 +184,26 @@ PROGRAMS = {
         chain(x) :- n(x), x < 0.
         chain(y) :- chain(x), y = range(x + 1, x + 3), y < 4.
     """, {"n": [("num", range(-3, 6))], "f": [("float", [0.0, 1.5, -0.25, 3.0, 4.5])]}),
+    "soufflé_components": ("""
+        .comp Graph<N> {
+            .decl edge(a: N, b: N)
+            .decl reach(a: N, b: N)
+            reach(a, b) :- edge(a, b).
+            reach(a, c) :- reach(a, b), edge(b, c).
+        }
+        .comp Cycles<N> : Graph<N> {
+            .decl on_cycle(a: N) overridable
+            on_cycle(a) :- reach(a, a).
+        }
+        .comp Loops<N> : Cycles<N> {
+            .override on_cycle
+            on_cycle(a) :- edge(a, a).
+        }
+        .init g = Cycles<number>
+        .init h = Loops<symbol>
+        .decl both(a: number)
+        both(a) :- g.on_cycle(a), g.reach(a, b), b > a.
+    """, {"g.edge": [NODE, NODE], "h.edge": [SYM, SYM]}),
     "floats": ("""
         .decl m(x: number, f: float)
         .decl scaled(x: number, g: float)

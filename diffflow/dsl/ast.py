@@ -217,6 +217,35 @@ class FunctorDeclaration(Node):
 
 
 @dataclass
+class ComponentType(Node):
+    """``Name<number, T>`` in a component's bases or an ``.init``."""
+    name: str
+    args: list = field(default_factory=list)  # type (or component) names
+
+
+@dataclass
+class Component(Node):
+    """``.comp Name<T> : Base<T> { ... }``: its ``type`` (name and parameters), bases and
+    elements, including nested components, ``.init`` and ``.override`` names."""
+    type: ComponentType
+    bases: list
+    declarations: list = field(default_factory=list)
+    types: list = field(default_factory=list)
+    directives: list = field(default_factory=list)
+    rules: list = field(default_factory=list)
+    components: list = field(default_factory=list)
+    inits: list = field(default_factory=list)
+    overrides: list = field(default_factory=list)  # Directive-like: (name, node)
+
+
+@dataclass
+class Init(Node):
+    """``.init instance = Component<args>``."""
+    name: str
+    component: ComponentType
+
+
+@dataclass
 class Program(Node):
     filename: str
     declarations: list
@@ -225,6 +254,8 @@ class Program(Node):
     rules: list
     pragmas: list = field(default_factory=list, metadata={"omit_empty": True})
     functors: list = field(default_factory=list, metadata={"omit_empty": True})
+    components: list = field(default_factory=list, metadata={"omit_empty": True})
+    inits: list = field(default_factory=list, metadata={"omit_empty": True})
 
     def to_data(self):
         data = super().to_data()

@@ -47,7 +47,9 @@ def parse(source: str, filename: str = "<program>") -> ast.Program:
         _raise_unexpected(e, source, filename)
     except UnexpectedCharacters as e:
         _raise_bad_character(e, source, filename)
-    return _Builder(source, filename).program(tree)
+    from .components import expand_components
+
+    return expand_components(_Builder(source, filename).program(tree), source)
 
 
 def _raise_unexpected(e, source, filename):
@@ -69,9 +71,7 @@ def _raise_unexpected(e, source, filename):
 
 
 _UNSUPPORTED_HINT = "the README's Datalog section lists what diffflow supports"
-_DIRECTIVES = {".comp": "components (.comp)", ".init": "component instantiation (.init)",
-               ".override": "component overrides (.override)",
-               ".lattice": "lattices (.lattice)", ".number_type": ".number_type",
+_DIRECTIVES = {".lattice": "lattices (.lattice)", ".number_type": ".number_type",
                ".symbol_type": ".symbol_type"}
 
 
@@ -215,26 +215,63 @@ class _Builder:
         return DatalogError(message, self.source, self.filename, node.line, node.column, hint)
 
     def program(self, tree) -> ast.Program:
-        declarations, types, directives, rules, pragmas = [], [], [], [], []
-        functors = []
-        for item in tree.children:
+        items = self.items(tree.children)
+        return ast.Program(1, 1, self.filename, items["declarations"], items["types"],
+                           items["directives"], items["rules"], items["pragmas"],
+                           items["functors"], items["components"], items["inits"])
+
+    def items(self, children) -> dict:
+        """A program's or a component's elements, by kind."""
+        out = {k: [] for k in ("declarations", "types", "directives", "rules", "pragmas",
+                               "functors", "components", "inits", "overrides")}
+        for item in children:
             kind = item.data
             if kind == "functor_declaration":
-                functors.append(self.functor_declaration(item))
+                out["functors"].append(self.functor_declaration(item))
             elif kind == "declaration":
-                declarations.extend(self.declaration(item))
+                out["declarations"].extend(self.declaration(item))
             elif kind in ("subtype", "type_alias"):
-                types.append(self.type_declaration(item))
+                out["types"].append(self.type_declaration(item))
             elif kind == "directive":
-                directives.extend(self.directive(item))
+                out["directives"].extend(self.directive(item))
             elif kind == "pragma":
-                pragmas.append(self.pragma(item))
+                out["pragmas"].append(self.pragma(item))
             elif kind == "subsumption":
-                rules.append(self.subsumption(item))
+                out["rules"].append(self.subsumption(item))
+            elif kind == "component":
+                out["components"].append(self.component(item))
+            elif kind == "init":
+                _init, name, component_type = item.children
+                out["inits"].append(ast.Init(name.line, name.column, str(name),
+                                             self.component_type(component_type)))
+            elif kind == "override":
+                name = item.children[1]
+                out["overrides"].append(ast.Directive(name.line, name.column, "override",
+                                                      str(name)))
             else:
-                rules.extend(self.clause(item))
-        return ast.Program(1, 1, self.filename, declarations, types, directives, rules, pragmas,
-                           functors)
+                out["rules"].extend(self.clause(item))
+        return out
+
+    def component_type(self, tree) -> ast.ComponentType:
+        name, *args = tree.children
+        return ast.ComponentType(name.line, name.column, str(name),
+                                 [str(a) for a in args if a is not None])
+
+    def component(self, tree) -> ast.Component:
+        _comp, own, *rest = tree.children
+        bases = [self.component_type(c) for c in rest
+                 if c is not None and getattr(c, "data", None) == "component_type"]
+        body = [c for c in rest if c is not None and getattr(c, "data", None) != "component_type"]
+        items = self.items(body)
+        for kind in ("pragmas", "functors"):
+            if items[kind]:
+                raise self.error(f"{kind[:-1]} declarations belong outside components",
+                                 items[kind][0])
+        own_type = self.component_type(own)
+        return ast.Component(own_type.line, own_type.column, own_type, bases,
+                             items["declarations"], items["types"], items["directives"],
+                             items["rules"], items["components"], items["inits"],
+                             items["overrides"])
 
     def functor_declaration(self, tree):
         _decl, name, *rest = tree.children
