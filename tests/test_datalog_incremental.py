@@ -184,7 +184,7 @@ PROGRAMS = {
         chain(x) :- n(x), x < 0.
         chain(y) :- chain(x), y = range(x + 1, x + 3), y < 4.
     """, {"n": [("num", range(-3, 6))], "f": [("float", [0.0, 1.5, -0.25, 3.0, 4.5])]}),
-    "soufflé_components": ("""
+    "component_instances": ("""
         .comp Graph<N> {
             .decl edge(a: N, b: N)
             .decl reach(a: N, b: N)
