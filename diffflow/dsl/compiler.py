@@ -163,8 +163,9 @@ class _Compiler(ClauseCompiler):
             parts = [inp] if inp is not None else []
             for clause in relation.clauses:
                 parts.append(self.compile_clause(clause, env))
-            variables[relation.name].set(self.value_of(relation, parts, env,
-                                                       previous=variables[relation.name]))
+            value = self.value_of(relation, parts, env, previous=variables[relation.name])
+            with self.located(relation.declaration.line):
+                variables[relation.name].set(value)
         for relation in relations:
             with self.located(relation.declaration.line):
                 self.values[relation.name] = variables[relation.name].leave()
