@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 
 from . import ast
 from .constants import arithmetic, compare, functor, wrap
-from .functors import GENERATORS, range_values
+from .functors import GENERATORS
+from .generators import range_values
 from .proof import Leaf, _Inner, format_value, show
 
 HOLDS, FAILS, UNKNOWN = "✓", "x", "?"

@@ -19,6 +19,7 @@ from ..expr import Lit, col
 from . import ast, functors
 from .aggregates import aggregate_variables, compile_aggregate
 from .columns import COLUMN_TYPE, UNIT, Frame, term_expression, var_column
+from .generators import RangeGenerator
 from .render import render_atom, render_literal, render_term
 
 
@@ -229,7 +230,7 @@ class ClauseCompiler:
         column = var_column(name)
         out = [*zip(schema.names, schema.types), (column, COLUMN_TYPE[kind])]
         collection = frame.collection._expand(
-            functors.RangeGenerator(args, schema, kind), out)
+            RangeGenerator(args, schema, kind), out)
         steps.append(f"generate {name} = {render_term(generator)}")
         if target is not None:
             return Frame(collection, frame.variables + [name])
