@@ -35,6 +35,7 @@ as Soufflé's ``<``).
 >>> p = dd.Program(".decl e(x: number, y: number)\\n.decl first(x: number, y: number) "
 ...                "choice-domain x\\nfirst(x, y) :- e(x, y).")
 >>> p.insert("e", [(1, 5), (1, 3), (2, 7)]); p.commit()
+3
 >>> sorted(p.relation("first"))
 [(1, 3), (2, 7)]
 """
