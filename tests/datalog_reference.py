@@ -62,6 +62,8 @@ def _declared(relation, rows, env, previous) -> set:
     are made among candidates whose domain values are still free."""
     if relation.eqrel:
         rows = _equivalence_closure(rows)
+    if relation.dominated and previous is not None:
+        rows = rows | previous  # inside recursion, what was kept stays a candidate
     if relation.dominated:
         scope = dict(env)
         scope[relation.name] = rows
@@ -80,7 +82,9 @@ def _declared(relation, rows, env, previous) -> set:
                 for k, t in zip(keys, taken):
                     t.add(k)
         rows = kept
-    if relation.limit is not None:
+    if relation.limit is not None and previous is not None:
+        rows = previous | set(sorted(rows - previous)[:relation.limit - len(previous)])
+    elif relation.limit is not None:
         rows = set(sorted(rows)[:relation.limit])
     return rows
 

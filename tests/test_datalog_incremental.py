@@ -149,6 +149,14 @@ PROGRAMS = {
         top(_, b1) <= top(_, b2) :- b1 <= b2.
     """, {"edge": [NODE, NODE, WEIGHT], "source": [NODE],
           "pair": [SYM, ("num", range(0, 3))]}),
+    # a row may dominate the row it was derived from: that row goes, what it derived stays
+    "subsumed_support": ("""
+        .decl edge(x: number, y: number)
+        .decl far(a: number, b: number)
+        far(a, b) :- edge(a, b).
+        far(a, b) :- far(a, c), edge(c, b).
+        far(a, b) <= far(a, c) :- c > b.
+    """, {"edge": [NODE, NODE]}),
     "choice": ("""
         .decl edge(v: symbol, u: symbol)
         .decl root(v: symbol)
@@ -163,6 +171,10 @@ PROGRAMS = {
         match(a, b) :- w(a, b).
         pick(a, b, c) :- w(a, b), w(_, c).
         few(a, b) :- w(a, b).
+        .decl lim(v: symbol, u: symbol)
+        .limitsize lim(n=4)
+        lim(v, u) :- edge(v, u).
+        lim(v, w) :- lim(v, u), edge(u, w).
     """, {"edge": [SYM, SYM], "root": [SYM],
           "w": [("sym", ["a", "b", "bé", "ab", ""]), ("num", range(-1, 3))]}),
     "range": ("""

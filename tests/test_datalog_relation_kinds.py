@@ -139,6 +139,34 @@ def test_a_tuple_never_subsumes_itself_and_wildcards_compare_the_rest(tmp_path):
     assert out == {"c": ["1"], "e": ["1\t2"], "f": ["2"], "g": ["3"]}
 
 
+def test_inside_recursion_what_a_dominated_row_derived_stays(tmp_path):
+    # w(1, 4) comes from w(1, 2) and dominates it: Soufflé deletes w(1, 2) and keeps w(1, 4)
+    out = _run(tmp_path, """
+        .decl e(a:number,b:number)
+        e(1,2). e(2,4).
+        .decl w(a:number,b:number)
+        .output w
+        w(a,b) :- e(a,b).
+        w(a,b) :- w(a,c), e(c,b).
+        w(a,b) <= w(a,c) :- c > b.
+    """)
+    assert out["w"] == ["1\t4", "2\t4"]
+
+
+def test_a_recursive_limitsize_keeps_what_it_took_first(tmp_path):
+    # the first round holds (1,0) and (2,1): the limit is reached, (2,0) never comes in
+    out = _run(tmp_path, """
+        .decl edge(x:number, y:number)
+        edge(2,1). edge(1,0).
+        .decl limr(x:number,y:number)
+        .limitsize limr(n=2)
+        .output limr
+        limr(x,y) :- edge(x,y).
+        limr(x,z) :- limr(x,y), edge(y,z).
+    """)
+    assert out["limr"] == ["1\t0", "2\t1"]
+
+
 # -- incremental behaviour -----------------------------------------------------------------
 
 def test_removing_a_link_splits_an_equivalence_class():
@@ -218,6 +246,10 @@ def test_the_plan_says_what_each_declaration_adds():
     (".decl c(x: number, y: number) choice-domain (x, x)\n", "'x' appears twice", (1, 46)),
     (".decl s(x: number, y: number) eqrel choice-domain x\n", "eqrel and has a "
      "choice-domain", (1, 51)),
+    (".decl s(x: number, y: number) eqrel\ns(a, b) <= s(a, c) :- c < b.\n",
+     "cannot also have subsumptive rules or .limitsize", (1, 7)),
+    (".decl s(x: number, y: number) eqrel\n.limitsize s(n=3)\n", "whole equivalence "
+     "closure", (1, 7)),
     (".decl r(x: number)\n.limitsize r(size=3)\n", "needs one parameter n=<count>", (2, 12)),
     (".decl r(x: number)\n.limitsize r(n=lots)\n", "needs one parameter", (2, 12)),
     (".decl r(x: number)\n.limitsize r(n=2)\n.limitsize r(n=3)\n", "given twice", (3, 12)),

@@ -46,7 +46,9 @@ NESTED = ("""
     top(x) :- outs(x, n), n > 1, !stuck(x), node(x).
 """, {"edge": [NODE, NODE], "mark": [NODE]})
 CASES = {**PROGRAMS, "nested_negation": NESTED}
-EXPLAINED = sorted(CASES)
+# subsumed_support keeps rows whose support a subsumptive rule removed (Soufflé's semantics):
+# they have no proof of present facts, so explanations cannot reproduce them
+EXPLAINED = sorted(set(CASES) - {"subsumed_support"})
 
 
 def assert_minimal_heights(tree):

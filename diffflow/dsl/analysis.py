@@ -92,6 +92,12 @@ class _Analyser(ClauseChecks):
                                                        self.program.filename)
         for rule in self.program.rules + self.closure_rules():
             self.add_rule(rule)
+        for relation in self.relations.values():
+            if relation.eqrel and (relation.dominated or relation.limit is not None):
+                raise self.error(f"eqrel relation {relation.name!r} is the whole equivalence "
+                                 f"closure; it cannot also have subsumptive rules or "
+                                 f".limitsize", relation.declaration,
+                                 hint="apply them to a relation computed from it")
         inline = inlining.select(self, pragmas)
         for relation in self.relations.values():
             if relation.name in inline and relation.shaped:

@@ -177,6 +177,9 @@ class _Compiler(ClauseCompiler):
         with self.located(relation.declaration.line):
             candidates = parts[0].concat(*parts[1:]).distinct()
         dominated = None
+        if relation.dominated and previous is not None:  # last round's rows stay candidates
+            with self.located(relation.declaration.line):
+                candidates = candidates.concat(previous).distinct()
         if relation.dominated:
             self.plan.append(f"  {relation.name}: minus the candidates its subsumptive rules "
                              f"dominate")

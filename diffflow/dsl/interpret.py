@@ -74,6 +74,8 @@ def _declared(relation, candidates: set, env: dict, recursive: bool) -> set:
     """What the declaration adds (:mod:`.relation_value`); subsumptive rules read the
     candidates as the relation; inside recursion earlier rounds' choices stay."""
     dominated = set()
+    if relation.dominated and recursive:  # last round's rows stay candidates
+        candidates = candidates | env[relation.name]
     if relation.dominated:
         evaluator = _Sets({**env, relation.name: candidates})
         for clause in relation.dominated:

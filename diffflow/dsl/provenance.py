@@ -156,6 +156,10 @@ class _ProvenanceCompiler(_Compiler):
         if not relation.shaped:
             return heights
         cols = [c for c, _ in relation_columns(relation)]
+        if relation.dominated and previous is not None:  # last round's rows stay candidates
+            h = height_column(relation)
+            heights = heights.concat(env[HEIGHTS + relation.name]).aggregate(
+                by=cols, **{h: agg.min(h)})
         candidates = heights.select(*cols)
         dominated = None
         if relation.dominated:

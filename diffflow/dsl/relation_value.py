@@ -8,7 +8,11 @@ value is the candidates, then, as declared:
   again), then every pair of a component;
 * subsumptive rules ``r(a) <= r(b) :- body.``: minus every candidate that another
   candidate dominates (analysis compiles the rules into :attr:`Relation.dominated`
-  clauses whose ``r`` atoms read the candidates; a row never dominates itself);
+  clauses whose ``r`` atoms read the candidates; a row never dominates itself).  Inside
+  recursion the candidates include the rows kept last round, so what a dominated row
+  derived stays (as in Soufflé, which deletes it but keeps its consequences): without
+  that, a row that dominates the row it was derived from would make both come and go
+  forever;
 * ``choice-domain``: one row per value of each domain -- the first in value order
   (below).  With one domain that is a ``reduce`` per domain value, so its cost
   follows the change; with several it is the greedy choice in value order over
@@ -20,7 +24,8 @@ value is the candidates, then, as declared:
   (the first round wins, then value order), never on a cycle of choices that
   support each other;
 * ``.limitsize r(n=N)``: the first ``N`` rows in value order (a reduce over the
-  whole relation).
+  whole relation); inside recursion rows kept in earlier rounds stay and new ones fill
+  the room left, as Soufflé stops adding at ``N``.
 
 Soufflé keeps whichever row its evaluation meets first; diffflow's choice is
 deterministic, so an incrementally maintained relation always equals a
@@ -44,6 +49,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..operators.reducers import Reducer, _segments
+from ..expr import Lit
 from ..schema import Schema, decode_floats
 
 
@@ -78,7 +84,15 @@ def relation_value(relation, candidates, dominated=None, previous=None):
         value = previous.concat(choose(free, relation.types, relation.choice)).distinct()
     elif relation.choice:
         value = choose(value, relation.types, relation.choice)
-    if relation.limit is not None:
+    if relation.limit is not None and previous is not None:
+        # founded, like a recursive choice: rows kept in earlier rounds stay, new ones fill
+        # the room left in value order (else a row could drop what derived it, and back)
+        names = list(value.columns)
+        new = value.antijoin(previous, on=names)
+        tagged = previous.select(later=Lit(0), **{n: n for n in names}).concat(
+            new.select(later=Lit(1), **{n: n for n in names}))
+        value = first_rows(tagged, ["number", *relation.types], relation.limit).select(*names)
+    elif relation.limit is not None:
         value = first_rows(value, relation.types, relation.limit)
     return value
 
@@ -95,6 +109,8 @@ def value_of_set(relation, candidates: set, dominated: set = frozenset(),
     [('a', 1), ('b', 5)]
     """
     rows = set(candidates)
+    if relation.dominated and previous is not None:
+        rows |= set(previous)  # (the caller computed ``dominated`` over these)
     if relation.eqrel:
         classes: dict = {}
         for a, b in rows:
@@ -115,7 +131,10 @@ def value_of_set(relation, candidates: set, dominated: set = frozenset(),
                 for key, seen in zip(keys, taken):
                     seen.add(key)
         rows = kept
-    if relation.limit is not None:
+    if relation.limit is not None and previous is not None:
+        kept = set(previous)
+        rows = kept | set(sorted(rows - kept)[:relation.limit - len(kept)])
+    elif relation.limit is not None:
         rows = set(sorted(rows)[:relation.limit])
     return rows
 
@@ -171,8 +190,6 @@ def _reduce(rows, keys: list, values: list, reducer):
     from ..arranged import _reduce as reduce_arranged
 
     if not keys:  # one group: a constant key column
-        from ..expr import Lit
-
         rows = rows.select(**{"all_rows": Lit(0)}, **{n: n for n in values})
         keys = ["all_rows"]
     else:
