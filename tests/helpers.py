@@ -104,3 +104,19 @@ def drive(inputs, build, oracle, *, seed, parts, epochs=8, domain=5, batch=6,
         case.advance_and_check(epoch)
     case.close()
     return case
+
+
+def run_datalog(tmp_path, source: str, facts: dict | None = None) -> dict:
+    """``diffflow run`` of ``source`` (fact files from ``facts``: ``{relation: text}``) into
+    ``tmp_path/out``; ``{output relation: its sorted lines}``."""
+    from diffflow.cli import main
+
+    (tmp_path / "facts").mkdir(exist_ok=True)
+    for name, text in (facts or {}).items():
+        (tmp_path / "facts" / f"{name}.facts").write_text(text)
+    program = tmp_path / "prog.dl"
+    program.write_text(source)
+    assert main(["run", str(program), "-F", str(tmp_path / "facts"), "-D",
+                 str(tmp_path / "out")]) == 0
+    return {p.name[:-4]: sorted(p.read_text().splitlines())
+            for p in (tmp_path / "out").iterdir()}

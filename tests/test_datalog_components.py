@@ -4,16 +4,11 @@ point at the component's own text."""
 import pytest
 
 import diffflow as dd
-from diffflow.cli import main
+from helpers import run_datalog
 from diffflow.dsl.parser import parse
 
 
-def _run(tmp_path, source: str) -> dict:
-    program = tmp_path / "prog.dl"
-    program.write_text(source)
-    assert main(["run", str(program), "-D", str(tmp_path / "out")]) == 0
-    return {p.name[:-4]: sorted(p.read_text().splitlines())
-            for p in (tmp_path / "out").iterdir()}
+_run = run_datalog  # diffflow run; {output relation: sorted lines}
 
 
 # -- the examples of souffle-lang.github.io/components ------------------------------------

@@ -8,19 +8,10 @@ evaluator; these tests pin down semantics by hand-computed outcomes.
 import pytest
 
 import diffflow as dd
-from diffflow.cli import main
+from helpers import run_datalog
 
 
-def _run(tmp_path, source: str, facts: dict | None = None) -> dict:
-    """``diffflow run`` of ``source`` with fact files; ``{relation: sorted lines}``."""
-    (tmp_path / "facts").mkdir(exist_ok=True)
-    for name, text in (facts or {}).items():
-        (tmp_path / "facts" / f"{name}.facts").write_text(text)
-    program = tmp_path / "prog.dl"
-    program.write_text(source)
-    assert main(["run", str(program), "-F", str(tmp_path / "facts"), "-D",
-                 str(tmp_path / "out")]) == 0
-    return {p.stem: sorted(p.read_text().splitlines()) for p in (tmp_path / "out").iterdir()}
+_run = run_datalog  # diffflow run; {output relation: sorted lines}
 
 
 # -- the examples of Soufflé's documentation ----------------------------------------------

@@ -172,7 +172,7 @@ class _Expander:
         def type_name(name):
             return prefix + name if name in types else outer_type(name)
 
-        rename = _Rename(relation, type_name)
+        rename = _Rewrite(relation, type_name)
         for d in parts["declarations"]:
             self.out["declarations"].append(rename.declaration(d))
         for t in parts["types"]:
@@ -246,5 +246,3 @@ class _Substitute(_Rewrite):
     def __init__(self, binding: dict):
         super().__init__(lambda name: name, lambda name: binding.get(name, name))
 
-
-_Rename = _Rewrite

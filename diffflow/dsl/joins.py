@@ -33,6 +33,7 @@ class ClauseCompiler:
         self.arrangement_uses: dict = {}
         self._bases: dict = {}
         self._aggregate_count = 0
+        self._generated = 0  # scratch columns of generators compared with bound variables
 
     def conjunction(self, literals, env, types, needed_after, extra_terms=(), start=None,
                     steps=None, plan=None):
@@ -225,7 +226,7 @@ class ClauseCompiler:
         kind = types[id(generator)]
         args = [term_expression(a, types, aggregates) for a in generator.args]
         schema = frame.collection.schema
-        self._generated = getattr(self, "_generated", 0) + 1
+        self._generated += 1
         name = target[0] if target is not None else f"#range{self._generated}"
         column = var_column(name)
         out = [*zip(schema.names, schema.types), (column, COLUMN_TYPE[kind])]
