@@ -393,7 +393,7 @@ def _read_step(program, folder) -> list:
                 except (KeyError, ValueError) as exc:
                     message = exc.args[0] if exc.args else exc
                     raise ValueError(f"{path}: {message}") from None
-                rows = read_facts(path, relation)
+                rows = read_facts(path, relation, structures=program.analysed.structures)
                 batches.append((sign, name, program.encode(name, rows)))
                 break
         else:
@@ -410,7 +410,8 @@ def _apply_step(program, batches) -> int:
 def _output_lines(program, relation, rows, delimiter, extra=None, rfc4180=False):
     from .dsl.facts import format_rows
 
-    lines = format_rows(rows, relation.types, delimiter, rfc4180)
+    lines = format_rows(rows, relation.types, delimiter, rfc4180,
+                        program.analysed.structures)
     if extra is not None:
         lines = [f"{line}{delimiter}{tag}" for line, tag in zip(lines, extra)]
     return lines
@@ -418,10 +419,11 @@ def _output_lines(program, relation, rows, delimiter, extra=None, rfc4180=False)
 
 def _write_outputs(program, out_dir):
     from .dsl.facts import io_options
+    from .dsl.structures import row_order
 
     for relation in program.relations.values():
         for d in relation.outputs:
-            rows = sorted(program.relation(relation.name))
+            rows = sorted(program.relation(relation.name), key=row_order)
             delimiter, headers, rfc4180, compress = io_options(d.params)
             lines = _output_lines(program, relation, rows, delimiter, rfc4180=rfc4180)
             # Soufflé's -D - prints every output to stdout with its attribute names

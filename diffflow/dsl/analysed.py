@@ -115,3 +115,4 @@ class Analysed:
     pragmas: dict = field(default_factory=dict)    # key -> value, see .pragmas
     warnings: list = field(default_factory=list)   # DatalogWarning
     inlined: dict = field(default_factory=dict)    # name -> Relation unfolded, never computed
+    structures: dict = field(default_factory=dict)  # record / ADT type name -> Structure

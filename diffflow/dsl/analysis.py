@@ -39,6 +39,7 @@ from .errors import DatalogError, did_you_mean
 from .plans import check_plans
 from .pragmas import read_pragmas
 from .strata import stratify
+from .structures import resolve_structures
 from .functors import GENERATORS, bind_user_functors
 from .types import (BASE_TYPES, NUMBER_RANGE, UNSIGNED_RANGE,  # noqa: F401 (imported from here)
                     base_type, resolve_types)
@@ -74,6 +75,7 @@ class _Analyser(ClauseChecks):
         self.eqrel_as_rules = eqrel_as_rules
         self.bindings = dict(functors or {})  # user-defined functors' Python callables
         self.types: dict = {}
+        self.structures: dict = {}  # record and ADT types
         self.relations: dict = {}
         self.fresh = 0
         self.synthetic: set = set()  # ids of comparisons made by name_expressions
@@ -85,6 +87,7 @@ class _Analyser(ClauseChecks):
 
     def run(self) -> Analysed:
         self.types = resolve_types(self.program.types, self.error)
+        self.structures = resolve_structures(self.program.types, self.types, self.error)
         bind_user_functors(self, self.program, self.bindings)
         self.declare()
         self.attach_directives()
@@ -120,7 +123,7 @@ class _Analyser(ClauseChecks):
             strata, _ = stratify(self.relations, self.error)
             notes += inline_notes
         return Analysed(self.program, self.source, self.relations, strata,
-                        pragma_notes + notes, pragmas, warnings, inline)
+                        pragma_notes + notes, pragmas, warnings, inline, self.structures)
 
     # -- declarations ----------------------------------------------------------------------
     def declare(self):
@@ -239,7 +242,10 @@ class _Analyser(ClauseChecks):
         self.check_atom(rule.head)
         if rule.dominating is not None:
             return self.add_subsumption(rule, relation)
-        if not rule.body and _generators(*rule.head.args):  # r(range(1, 5)). makes rows
+        if not rule.body and (_generators(*rule.head.args) or any(
+                isinstance(n, (ast.RecordTerm, ast.Nil, ast.BranchTerm))
+                for n in ast.walk_terms(*rule.head.args))):
+            # r(range(1, 5)). makes rows; r([1, nil]). builds records: rules with no body
             rule = ast.Rule(rule.line, rule.column, rule.head,
                             [ast.Conjunction(rule.line, rule.column, [])], rule.plan)
         if not rule.body:
@@ -350,14 +356,14 @@ class _Analyser(ClauseChecks):
     def name_expressions(self, literals):
         """``r(x, y + 1)`` in a body becomes ``r(x, #e1), #e1 = y + 1`` (likewise aggregates)."""
         out, extra = [], []
+        terms = (ast.BinaryOp, ast.Negative, ast.AggregateTerm, ast.Functor, ast.RecordTerm,
+                 ast.Nil, ast.BranchTerm)
         for lit in literals:
             atom = lit.atom if isinstance(lit, ast.Negation) else lit
-            if isinstance(atom, ast.Atom) and any(
-                    isinstance(a, (ast.BinaryOp, ast.Negative, ast.AggregateTerm, ast.Functor))
-                    for a in atom.args):
+            if isinstance(atom, ast.Atom) and any(isinstance(a, terms) for a in atom.args):
                 args = []
                 for a in atom.args:
-                    if isinstance(a, (ast.BinaryOp, ast.Negative, ast.AggregateTerm, ast.Functor)):
+                    if isinstance(a, terms):
                         self.fresh += 1
                         var = ast.Var(a.line, a.column, f"#e{self.fresh}")
                         comparison = ast.Comparison(a.line, a.column, "=", var, a)

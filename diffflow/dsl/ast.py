@@ -98,6 +98,38 @@ class Functor(Node):
 
 
 @dataclass
+class RecordTerm(Node):
+    """A record ``[a, b]``: built from its elements, or taken apart where it is matched."""
+    args: list
+
+
+@dataclass
+class Nil(Node):
+    """``nil``: the empty record of every record type."""
+
+
+@dataclass
+class BranchTerm(Node):
+    """An algebraic data type's branch ``$Name(a, b)`` (``$Name`` when it has no fields)."""
+    branch: str
+    args: list
+    number: int = field(default=-1, compare=False, metadata={"omit": True})  # (set by analysis)
+
+
+@dataclass
+class FieldAccess(Node):
+    """Field ``index`` of the record or ADT value ``record``, matched by a pattern of
+    ``width`` elements -- analysis writes a matched record ``r = [x, y]`` as ``r.-1 = 1,
+    x = r.0, y = r.1``.  Index -1 is the pattern's test: 1 when the value is a record (not
+    nil), or a value of ADT branch ``branch`` (number ``number``), else 0."""
+    record: Node
+    index: int
+    width: int
+    branch: str | None = None
+    number: int = field(default=-1, compare=False, metadata={"omit": True})
+
+
+@dataclass
 class AggregateTerm(Node):
     """``count : {...}``, ``sum x : {...}``, ``min x : {...}``, ``max x : {...}``."""
     function: str
@@ -164,10 +196,21 @@ class Declaration(Node):
 
 @dataclass
 class TypeDeclaration(Node):
-    """``.type T <: base`` (subtype) or ``.type T = base`` (alias)."""
+    """``.type T <: base`` (subtype), ``.type T = base`` (alias, or a union of several),
+    ``.type T = [a: number, b: T]`` (record: ``base`` is ``"record"``) or
+    ``.type T = A {x: number} | B {}`` (algebraic data type: ``base`` is ``"adt"``)."""
     name: str
     base: str
     alternatives: list = field(default_factory=list)  # union members, if any
+    fields: list = field(default_factory=list, metadata={"omit_empty": True})  # Attribute
+    branches: list = field(default_factory=list, metadata={"omit_empty": True})  # Branch
+
+
+@dataclass
+class Branch(Node):
+    """One branch ``Name {x: number, y: T}`` of an algebraic data type."""
+    name: str
+    fields: list  # Attribute
 
 
 @dataclass
@@ -288,8 +331,10 @@ def walk_terms(*terms, aggregates: bool = False):
             stack += [node.right, node.left]
         elif isinstance(node, Negative):
             stack.append(node.operand)
-        elif isinstance(node, Functor):
+        elif isinstance(node, (Functor, RecordTerm, BranchTerm)):
             stack += reversed(node.args)
+        elif isinstance(node, FieldAccess):
+            stack.append(node.record)
         elif aggregates and isinstance(node, AggregateTerm):
             inner = [] if node.target is None else [node.target]
             for lit in node.body:

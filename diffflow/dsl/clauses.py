@@ -19,7 +19,8 @@ from __future__ import annotations
 from . import ast
 from .analysed import Clause, Relation
 from .errors import did_you_mean
-from .types import LITERAL, TermTyping, Unknown, kind_name
+from .patterns import take_apart
+from .types import NIL, RECORD, TermTyping, Unknown, kind_name
 
 _UNKNOWN = "?"  # a side whose type waits for a variable's
 
@@ -65,6 +66,7 @@ class ClauseChecks(TermTyping):
             types[name] = kind
             origin[name] = "declared by an inline relation's attribute"
         self._lenient = lenient
+        take_apart(self, clause)
         try:
             self._check_clause(clause, types, origin)
         finally:
@@ -128,13 +130,22 @@ class ClauseChecks(TermTyping):
 
         pending = list(comparisons)
         progress = True
+        head_vars = {a.name: kind for a, kind in
+                     zip(clause.head.args, self.relations[clause.head.relation].types)
+                     if isinstance(a, ast.Var)}
         while pending and progress:
             progress = False
             for c in list(pending):
                 left, right = attempt(c.left), attempt(c.right)
+                if c.op == "=" and {left, right} & {RECORD, NIL}:
+                    for side, kind in ((c.left, left), (c.right, right)):
+                        if kind is None and isinstance(side, ast.Var) and \
+                                side.name in head_vars:  # a record's type from the head
+                            set_type(side, head_vars[side.name], "an attribute of the head")
+                            left, right = attempt(c.left), attempt(c.right)
                 for target, kind, other in ((c.left, left, right), (c.right, right, left)):
                     if c.op == "=" and kind is None and isinstance(target, ast.Var) and \
-                            other not in (None, _UNKNOWN):
+                            other not in (None, _UNKNOWN, RECORD, NIL):
                         set_type(target, kind_name(other),
                                  f"assigned at line {c.line}")
                         self.check_literal_ranges(c.left, types[target.name])
@@ -155,7 +166,7 @@ class ClauseChecks(TermTyping):
         head = self.relations[clause.head.relation]
         for arg, kind, name in zip(clause.head.args, head.types, head.attributes):
             got = self.expr_type(arg, types)
-            if got != kind and not (got == LITERAL and kind != "symbol"):
+            if not self.fits(got, kind):
                 raise self.error(f"type clash: attribute {name!r} of {head.name} is a {kind}, "
                                  f"but this is a {kind_name(got)}", arg)
             if isinstance(arg, (ast.Number, ast.Float, ast.String)):

@@ -14,10 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..expr import Func, Lit, col, trunc_div, trunc_mod, wrap_int32, wrap_uint32
-from . import ast, functors
+from . import ast, functors, structures
 from .analysed import Relation
 
-COLUMN_TYPE = {"number": "int", "unsigned": "int", "float": "float", "symbol": "str"}
+class _ColumnTypes(dict):
+    def __missing__(self, kind):  # a record type or an ADT: a column of record ids
+        return "int"
+
+
+COLUMN_TYPE = _ColumnTypes(number="int", unsigned="int", float="float", symbol="str")
 UNIT = "_unit"
 
 
@@ -87,6 +92,17 @@ def term_expression(node, types: dict, aggregates: dict):
         return Lit(node.value)
     if isinstance(node, ast.AggregateTerm):
         return col(aggregates[id(node)])
+    if isinstance(node, ast.Nil):
+        return Lit(0)
+    if isinstance(node, (ast.RecordTerm, ast.BranchTerm)):
+        args = [term_expression(a, types, aggregates) for a in node.args]
+        kinds = [types[id(a)] for a in node.args]
+        if isinstance(node, ast.BranchTerm):
+            args, kinds = [Lit(node.number), *args], ["number", *kinds]
+        return structures.pack_column(args, kinds)
+    if isinstance(node, ast.FieldAccess):
+        return structures.field_column(node, term_expression(node.record, types, aggregates),
+                                       kind)
     if isinstance(node, ast.Negative):
         return _wrap(-term_expression(node.operand, types, aggregates), kind)
     if isinstance(node, ast.Functor):

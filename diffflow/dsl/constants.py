@@ -227,7 +227,7 @@ def _check_types(analyser, arg, kind, name, relation):
         if agg.target is not None and analyser.expr_type(agg.target, {}) == "symbol":
             raise analyser.error(f"{agg.function} of a symbol is not supported", agg.target)
     got = analyser.expr_type(arg, {})
-    if got != kind and not (got == LITERAL and kind != "symbol"):
+    if not analyser.fits(got, kind):
         raise analyser.error(f"type clash: attribute {name!r} of {relation.name} is a {kind}, "
                              f"but this is a {kind_name(got)}", arg)
     analyser.check_literal_ranges(arg, kind)

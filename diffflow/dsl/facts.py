@@ -69,8 +69,11 @@ def read_bytes(path) -> bytes:
 
 
 def read_facts(path, relation, delimiter: str = "\t", headers: bool = False, progress=None,
-               rfc4180: bool = False):
+               rfc4180: bool = False, structures=None):
     """Read a facts file into a pyarrow Table with columns ``c0, c1, ...`` (validated types).
+
+    A relation with a record or ADT attribute (a type in ``structures``) gives a list of
+    Python rows instead, records as tuples (:mod:`.structures`).
 
     ``rfc4180`` reads CSV as RFC 4180 has it (Soufflé's ``rfc4180=true``): a field may be
     quoted with ``"``, holding delimiters, line breaks and ``""`` for a quote.
@@ -98,6 +101,9 @@ def read_facts(path, relation, delimiter: str = "\t", headers: bool = False, pro
         fields = _split(data, relation, delimiter, str(path), first_line)
         line_of = first_line.__add__  # every line is a fact
     maybe_hex = b"x" in data or b"X" in data
+    if structures and any(kind in structures for kind in relation.types):
+        return _structured_rows(fields, relation, structures, str(path), line_of, maybe_hex,
+                                delimiter)
     result = pa.table({f"c{j}": _convert(column, kind, relation, j, str(path), line_of,
                                          maybe_hex, delimiter)
                        for j, (column, kind) in enumerate(zip(fields, relation.types))})
@@ -278,6 +284,31 @@ def _field_count_error(relation, fields, path, line, delimiter, raw: bytes, more
 
 # -- values -------------------------------------------------------------------------------------
 
+def _structured_rows(fields, relation, structures, path, line_of, maybe_hex, delimiter) -> list:
+    """Python rows of a relation with record or ADT attributes (read value by value)."""
+    from .structures import ValueSyntaxError, parse_value
+
+    columns = []
+    for j, (column, kind) in enumerate(zip(fields, relation.types)):
+        if kind not in structures:
+            values = _convert(column, kind, relation, j, path, line_of, maybe_hex, delimiter)
+            columns.append(values.to_pylist() if hasattr(values, "to_pylist") else
+                           values.tolist())
+            continue
+        parsed = []
+        for i, text in enumerate(column.to_pylist()):
+            try:
+                parsed.append(parse_value(text, kind, structures))
+            except ValueSyntaxError as exc:
+                raise DatalogError(f"{relation.name}: attribute {relation.attributes[j]!r} "
+                                   f"should be a {kind}: {exc} in {text!r}", filename=path,
+                                   line=line_of(i),
+                                   hint="records are written [1, a], nil, and ADT values "
+                                        "$Branch(1, a) or $Branch") from None
+        columns.append(parsed)
+    return list(zip(*columns))
+
+
 def _convert(column, kind, relation, j, path, line_of, maybe_hex, delimiter):
     """A pyarrow string column as the attribute's values; errors name the line of row ``i``,
     ``line_of(i)``; ``maybe_hex``: the file has an ``x``, so a value may be hexadecimal."""
@@ -363,17 +394,25 @@ def format_value(value, kind: str) -> str:
     return str(value)
 
 
-def format_rows(rows, types, delimiter: str = "\t", rfc4180: bool = False) -> list:
+def format_rows(rows, types, delimiter: str = "\t", rfc4180: bool = False,
+                structures=None) -> list:
     """Output lines (without newlines) for decoded rows of a relation.
 
     With ``rfc4180`` symbols are quoted, a quote inside doubled (RFC 4180, as Soufflé's
-    ``rfc4180=true`` quotes them).
+    ``rfc4180=true`` quotes them).  Record and ADT values (of a type in ``structures``) are
+    written as Soufflé writes them: ``[1, a]``, ``nil``, ``$A(1)``.
 
     >>> format_rows([(1, 'x"y')], ["number", "symbol"], ",", rfc4180=True)
     ['1,"x""y"']
     """
     if not types:
         return ["()"] if rows else []
+    if structures and any(kind in structures for kind in types):
+        from .structures import format_value as structured
+
+        text = [(lambda v, k=k: structured(v, k, structures)) if k in structures else
+                (lambda v, k=k: format_value(v, k)) for k in types]
+        return [delimiter.join(f(v) for f, v in zip(text, row)) for row in rows]
     if rfc4180:
         def cell(value, kind):
             if kind == "symbol":

@@ -28,6 +28,9 @@ functor_param: IDENT [":" IDENT]
 
 type_declaration: TYPE IDENT SUBTYPE IDENT           -> subtype
                 | TYPE IDENT "=" IDENT ("|" IDENT)*   -> type_alias
+                | TYPE IDENT "=" "[" [attribute ("," attribute)*] "]"  -> record_type
+                | TYPE IDENT "=" adt_branch ("|" adt_branch)*         -> adt_type
+adt_branch: IDENT "{" [attribute ("," attribute)*] "}"
 
 directive: DIRECTIVE IDENT ("," IDENT)* [params]
 params: "(" [param ("," param)*] ")"
@@ -91,6 +94,9 @@ atom: IDENT "(" [term ("," term)*] ")"
     | (MIN | MAX) "(" term "," term ("," term)* ")"   -> functor
     | AS "(" term "," IDENT ")"                       -> cast
     | USER_FUNCTOR "(" [term ("," term)*] ")"         -> user_functor
+    | "[" [term ("," term)*] "]"                      -> record
+    | NIL                                             -> nil
+    | BRANCH ["(" [term ("," term)*] ")"]             -> branch
 
 aggregate: COUNT ":" _aggregate_body
          | (SUM | MIN | MAX) term ":" _aggregate_body
@@ -136,6 +142,8 @@ NOT_OP.3: /(bnot|lnot)(?![A-Za-z0-9_?])/
 FUNCTOR.3: /(cat|strlen|substr|ord|to_number|to_unsigned|to_float|to_string|itou|itof|utoi|utof|ftoi|ftou|abs|range|autoinc)(?=\s*\()/
 AS.3: /as(?=\s*\()/
 USER_FUNCTOR: /@[A-Za-z_?][A-Za-z0-9_?]*/
+NIL.3: /nil(?![A-Za-z0-9_?])/
+BRANCH: /\$[A-Za-z_?][A-Za-z0-9_?]*(\.[A-Za-z_?][A-Za-z0-9_?]*)*/
 TRUE: "true"
 FALSE: "false"
 // a name after a declaration that does not open an atom: btree, brie, inline, ...

@@ -79,23 +79,13 @@ def _unsupported_feature(source: str, pos: int, text: str) -> str | None:
     """The Soufflé feature diffflow does not support yet that a syntax error at ``pos``
     (the offending ``text``) is the start of, if any.
 
-    >>> _unsupported_feature("r([1, 2]).", 2, "[")
-    'records ([a, b])'
+    >>> _unsupported_feature(".lattice L<number> {}", 0, ".")
+    'lattices (.lattice)'
     """
     rest = source[pos:]
     for directive, name in _DIRECTIVES.items():
         if rest.startswith(directive) and not rest[len(directive):len(directive) + 1].isalnum():
             return name
-    line_start = source.rfind("\n", 0, pos) + 1
-    before = source[line_start:pos]
-    if text == "[":
-        return "records ([a, b])"
-    if text == "$":
-        return "algebraic data types ($Branch(...))"
-    if text == "{" and ".type" in before:
-        return "algebraic data types (.type T = A {...} | B {...})"
-    if text == "nil":
-        return "records (nil)"
     return None
 
 
@@ -127,7 +117,8 @@ _TOKEN_NAMES = {"IDENT": "a name", "INT": "a number", "FLOAT": "a float", "STRIN
                 "PLUS": "'+'", "TIMES": "'*'", "DIVIDE": "'/'", "MODULO": "'%'",
                 "CARET": "'^'", "DIRECTIVE": "a directive", "COUNT": "'count'",
                 "SUM": "'sum'", "MIN": "'min'", "MAX": "'max'", "EQUAL": "'='",
-                "SUBTYPE": "'<:'", "VBAR": "'|'", "TRUE": "'true'", "FALSE": "'false'",
+                "SUBTYPE": "'<:'", "VBAR": "'|'", "LSQB": "'['", "RSQB": "']'",
+                "NIL": "'nil'", "BRANCH": "a branch ($Name)", "TRUE": "'true'", "FALSE": "'false'",
                 "DECL": "'.decl'", "TYPE": "'.type'", "QUALIFIER": "a qualifier",
                 "PRAGMA": "'.pragma'", "PLAN": "'.plan'", "$END": "the end"}
 # punctuation first: it is what a user most likely forgot
@@ -230,7 +221,7 @@ class _Builder:
                 out["functors"].append(self.functor_declaration(item))
             elif kind == "declaration":
                 out["declarations"].extend(self.declaration(item))
-            elif kind in ("subtype", "type_alias"):
+            elif kind in ("subtype", "type_alias", "record_type", "adt_type"):
                 out["types"].append(self.type_declaration(item))
             elif kind == "directive":
                 out["directives"].extend(self.directive(item))
@@ -318,9 +309,30 @@ class _Builder:
         _type, name, *rest = tree.children
         if tree.data == "subtype":
             return ast.TypeDeclaration(name.line, name.column, str(name), str(rest[1]))
+        if tree.data == "record_type":
+            return ast.TypeDeclaration(name.line, name.column, str(name), "record",
+                                       fields=self.attributes(rest))
+        if tree.data == "adt_type":
+            branches = [ast.Branch(b.children[0].line, b.children[0].column,
+                                   str(b.children[0]), self.attributes(b.children[1:]))
+                        for b in rest]
+            return ast.TypeDeclaration(name.line, name.column, str(name), "adt",
+                                       branches=branches)
         members = [str(t) for t in rest]
         return ast.TypeDeclaration(name.line, name.column, str(name), members[0],
                                    members if len(members) > 1 else [])
+
+    def attributes(self, trees) -> list:
+        """``name: type`` attributes (of a record type or an ADT branch), names unique."""
+        out = []
+        for tree in trees:
+            if tree is None:
+                continue
+            name, kind = tree.children
+            if any(a.name == str(name) for a in out):
+                raise self.error(f"field {str(name)!r} appears twice", _at(name))
+            out.append(ast.Attribute(name.line, name.column, str(name), str(kind)))
+        return out
 
     def directive(self, tree):
         kind_token, *rest = tree.children
@@ -452,6 +464,16 @@ class _Builder:
             if str(name) in NOT_YET:
                 raise self.error(f"{NOT_YET[str(name)]}: not supported yet", _at(name))
             return ast.Functor(name.line, name.column, str(name), args)
+        if kind == "record":
+            return ast.RecordTerm(tree.meta.line, tree.meta.column,
+                                  [self.term(a) for a in tree.children if a is not None])
+        if kind == "nil":
+            token = tree.children[0]
+            return ast.Nil(token.line, token.column)
+        if kind == "branch":
+            name, *args = tree.children
+            return ast.BranchTerm(name.line, name.column, str(name)[1:],
+                                  [self.term(a) for a in args if a is not None])
         if kind == "cast":
             token, operand, type_name = tree.children
             return ast.Functor(token.line, token.column, "as", [self.term(operand)],

@@ -205,6 +205,8 @@ class Program:
                 if tuple(row) != ():
                     raise ValueError(f"{name} is nullary; its only fact is (), got {row!r}")
             return np.zeros((len(rows), 1), np.int64)
+        if self._structured(relation):
+            rows = self._record_ids(relation, rows)
         if isinstance(rows, np.ndarray) and rows.ndim == 2 and rows.dtype.kind in "iu" and \
                 "symbol" not in relation.types and "float" not in relation.types:
             if rows.shape[1] != relation.arity:
@@ -231,6 +233,46 @@ class Program:
                                      f"{int(column[i])} does not fit a 32-bit {kind}")
         return encoded
 
+    def _structured(self, relation) -> list:
+        """The positions of a relation's record and ADT attributes."""
+        return [j for j, kind in enumerate(relation.types) if kind in self.analysed.structures]
+
+    def _record_ids(self, relation, rows) -> list:
+        """Python rows with their records (tuples, None for nil) and ADT values
+        (:class:`~diffflow.dsl.structures.AdtValue`) as ids; raises, changing nothing."""
+        from .structures import encode_value
+
+        if not isinstance(rows, (list, tuple)):
+            raise ValueError(f"{relation.name} has record or ADT attributes: give its facts as "
+                             f"a list of tuples (records as tuples, ADT values as AdtValue)")
+        out = []
+        for i, row in enumerate(rows):
+            row = list(row) if isinstance(row, (tuple, list)) else [row]
+            for j in self._structured(relation):
+                if j < len(row):
+                    try:
+                        row[j] = encode_value(row[j], relation.types[j],
+                                              self.analysed.structures, self.flow.symbols)
+                    except (TypeError, ValueError, IndexError) as exc:
+                        raise ValueError(f"{relation.name}: row {i} attribute "
+                                         f"{relation.attributes[j]!r}: {exc}") from None
+            out.append(tuple(row))
+        return out
+
+    def _record_values(self, name, rows) -> list:
+        """Decoded rows with their record and ADT ids as Python values."""
+        relation = self.relations[name]
+        places = self._structured(relation)
+        if not places or not rows:
+            return rows
+        from .structures import decode_ids
+
+        columns = [list(c) for c in zip(*rows)]
+        for j in places:
+            columns[j] = decode_ids(columns[j], relation.types[j], self.analysed.structures,
+                                    self.flow.symbols)
+        return list(zip(*columns))
+
     @staticmethod
     def _check_python_rows(relation, rows):
         checks = {"number": (int,), "unsigned": (int,), "float": (int, float), "symbol": (str,)}
@@ -245,6 +287,8 @@ class Program:
                 raise ValueError(f"{relation.name} has {relation.arity} attributes, but row {i} "
                                  f"{tuple(row)!r} has {len(row)}")
             for value, kind, attr in zip(row, relation.types, relation.attributes):
+                if kind not in checks:
+                    continue  # (a record or ADT id)
                 if isinstance(value, bool) or not isinstance(value, checks[kind]) and \
                         not (kind != "symbol" and isinstance(value, np.integer)):
                     raise ValueError(f"{relation.name}: row {i} attribute {attr!r} should be a "
@@ -325,7 +369,7 @@ class Program:
         snapshot = self._output(name).snapshot()
         if self.relations[name].arity == 0:
             return {()} if snapshot else set()
-        return set(snapshot)
+        return set(self._record_values(name, list(snapshot)))
 
     def size(self, name: str) -> int:
         """Number of facts in the relation after the last commit (no decoding)."""
@@ -348,7 +392,7 @@ class Program:
         if self.relations[name].arity == 0:
             return [()] if len(rows) else []
         from ..schema import decode_rows
-        return decode_rows(rows, out.node.schema, self.flow.symbols)
+        return self._record_values(name, decode_rows(rows, out.node.schema, self.flow.symbols))
 
     def changes(self, name: str) -> list:
         """Net ``[(fact, +1 or -1)]`` since the previous call (or the start), sorted."""
@@ -358,7 +402,11 @@ class Program:
             net[row] = net.get(row, 0) + diff
         nullary = self.relations[name].arity == 0
         items = [(() if nullary else row, d) for row, d in net.items() if d != 0]
-        return sorted(items, key=lambda item: (item[0], item[1]))
+        if items and not nullary and self._structured(self.relations[name]):
+            rows = self._record_values(name, [row for row, _ in items])
+            items = list(zip(rows, [d for _, d in items]))
+        from .structures import row_order
+        return sorted(items, key=lambda item: (row_order(item[0]), item[1]))
 
     # -- explanations ---------------------------------------------------------------------------
     def explain(self, relation: str, fact):
@@ -479,7 +527,7 @@ class Program:
         for name, (path, delimiter, headers, rfc4180) in self.input_files(facts_dir).items():
             try:
                 loaded[name] = read_facts(path, self.relations[name], delimiter, headers,
-                                          progress, rfc4180)
+                                          progress, rfc4180, self.analysed.structures)
             except OSError as exc:
                 missing = isinstance(exc, FileNotFoundError)
                 if missing_ok and missing:

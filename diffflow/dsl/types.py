@@ -36,6 +36,8 @@ BASE_TYPES = ("number", "unsigned", "float", "symbol")
 NUMBER_RANGE = (-(2**31), 2**31 - 1)
 UNSIGNED_RANGE = (0, 2**32 - 1)
 LITERAL = "literal"  # the inferred type of a plain integer: it fits number, unsigned and float
+RECORD = "[record]"  # the type of [a, b] until its context names the record type
+NIL = "[nil]"  # the type of nil: it fits every record type
 _CONSTANTS = (ast.Number, ast.Float, ast.String)
 _TYPE_HINT = "use number, unsigned, float, symbol or a .type you declare"
 
@@ -66,11 +68,18 @@ def resolve_types(declarations: list, error) -> dict:
         if decl is None:
             raise error(f"unknown type {name!r}{did_you_mean(name, [*BASE_TYPES, *pending])}",
                         node, hint=_TYPE_HINT)
+        if decl.base in ("record", "adt") and not decl.alternatives:
+            resolved[name] = name  # (a record type or an ADT is its own base type)
+            return name
         members = decl.alternatives or [decl.base]
         bases = {resolve(m, decl, (*seen, name)) for m in members}
+        if len(members) > 1 and not bases <= set(BASE_TYPES):
+            raise error(f"union type {name!r} has a record or ADT member; unions are of "
+                        f"subtypes of one base type (as in Soufflé)", decl,
+                        hint="use an algebraic data type (.type T = A {...} | B {...})")
         if len(bases) != 1:
-            raise error(f"union type {name!r} mixes {sorted(bases)}; diffflow supports unions "
-                        f"only of one base type", decl)
+            raise error(f"union type {name!r} mixes {sorted(bases)}; unions are of subtypes "
+                        f"of one base type (as in Soufflé)", decl)
         resolved[name] = bases.pop()
         return resolved[name]
 
@@ -105,6 +114,21 @@ def unify(typing, node, left, right, what="arithmetic"):
     """
     if left is None or right is None:
         raise Unknown()
+    structures = typing.structures
+    if left in (RECORD, NIL) or right in (RECORD, NIL):
+        other = right if left in (RECORD, NIL) else left
+        if other in (RECORD, NIL):
+            return RECORD if RECORD in (left, right) else NIL
+        if other in structures and structures[other].is_record:
+            return other
+        raise typing.error(f"type clash in {what}: a record where {_article(kind_name(other))}"
+                           f" is expected", node,
+                           hint="nil and [...] are values of record types" if other in
+                           structures else None)
+    if (left in structures or right in structures) and left != right:
+        raise typing.error(f"type clash in {what}: {kind_name(left)} and {kind_name(right)}",
+                           node, hint="a record or ADT value compares only with values of "
+                                      "its own type")
     if LITERAL in (left, right) and "symbol" in (left, right):
         raise typing.error(f"type clash in {what}: a number and a symbol", node,
                            hint='write symbols in double quotes, e.g. "a"')
@@ -121,10 +145,10 @@ def unify(typing, node, left, right, what="arithmetic"):
 def kind_name(kind):
     """A type as messages and records name it (a plain integer is a ``number``).
 
-    >>> kind_name(LITERAL), kind_name("float")
-    ('number', 'float')
+    >>> kind_name(LITERAL), kind_name("float"), kind_name(NIL)
+    ('number', 'float', 'record')
     """
-    return "number" if kind == LITERAL else kind
+    return {LITERAL: "number", RECORD: "record", NIL: "record"}.get(kind, kind)
 
 
 def _article(kind: str) -> str:
@@ -144,6 +168,7 @@ class TermTyping:
     'unsigned'
     """
     relations = MappingProxyType({})  # name -> Relation, for the types of atom arguments
+    structures = MappingProxyType({})  # record and ADT type name -> Structure
     synthetic = frozenset()  # ids of comparisons analysis made from expressions in atoms
 
     def error(self, message, node, hint=None):
@@ -167,12 +192,24 @@ class TermTyping:
             return "symbol"
         if isinstance(node, ast.Wildcard):
             raise self.error("'_' is only allowed as an atom argument", node)
+        if isinstance(node, ast.RecordTerm):
+            for arg in node.args:
+                if not isinstance(arg, ast.Wildcard):
+                    self.expr_type(arg, types, strict)
+            return RECORD
+        if isinstance(node, ast.Nil):
+            return NIL
+        if isinstance(node, ast.BranchTerm):
+            return self.branch_type(node, types, strict)
+        if isinstance(node, ast.FieldAccess):
+            return self.field_type(node, types, strict)
         if isinstance(node, ast.AggregateTerm):
             if node.function == "count":
                 return "number"
             return self.expr_type(node.target, types, strict)
         if isinstance(node, ast.Negative):
             kind = self.expr_type(node.operand, types, strict)
+            self.not_structured(kind, node, "unary minus")
             if kind == "symbol":
                 raise self.error("unary minus of a symbol", node)
             if kind == "unsigned":
@@ -181,6 +218,8 @@ class TermTyping:
         if isinstance(node, ast.BinaryOp):
             left = self.expr_type(node.left, types, strict)
             right = self.expr_type(node.right, types, strict)
+            self.not_structured(left, node, f"arithmetic '{node.op}'")
+            self.not_structured(right, node, f"arithmetic '{node.op}'")
             if "symbol" in (left, right):
                 raise self.error(f"arithmetic '{node.op}' on a symbol", node,
                                  hint="symbols support only = and != comparisons")
@@ -188,6 +227,101 @@ class TermTyping:
         if isinstance(node, ast.Functor):
             return self.functor_type(node, types, strict)
         raise AssertionError(node)
+
+    def is_structured(self, kind) -> bool:
+        """Whether ``kind`` is a record type, an ADT, or a record or nil not yet typed."""
+        return kind in (RECORD, NIL) or kind in self.structures
+
+    def not_structured(self, kind, node, what):
+        if self.is_structured(kind):
+            raise self.error(f"{what} of a record or ADT value", node,
+                             hint="take its fields apart first, e.g. [a, b] = r")
+
+    def fits(self, got, kind) -> bool:
+        """Whether a term of type ``got`` can stand where a ``kind`` is expected."""
+        if got == kind:
+            return True
+        if got == LITERAL:
+            return kind in ("number", "unsigned", "float")
+        if got in (RECORD, NIL):
+            return kind in self.structures and self.structures[kind].is_record
+        return False
+
+    def branch_type(self, node: ast.BranchTerm, types, strict=True):
+        """The ADT of ``$B(args)``; its arguments are checked against the branch's fields."""
+        structure = self.owner(node)
+        fields = structure.branches[node.branch]
+        if len(node.args) != len(fields):
+            raise self.error(f"${node.branch} has {len(fields)} field(s) "
+                             f"({', '.join(n for n, _ in fields) or 'none'}), got "
+                             f"{len(node.args)}", node)
+        for arg, (name, kind) in zip(node.args, fields):
+            self.check_part(arg, kind, types, strict, f"field {name!r} of ${node.branch}")
+        node.number = structure.branch_number(node.branch)
+        return structure.name
+
+    def owner(self, node: ast.BranchTerm):
+        owners = {b: s for s in self.structures.values() if not s.is_record
+                  for b in s.branches}
+        if node.branch not in owners:
+            raise self.error(f"unknown branch ${node.branch}"
+                             f"{did_you_mean(node.branch, owners)}", node,
+                             hint="declare it in an algebraic data type, e.g. "
+                                  f".type T = {node.branch} {{x: number}} | Other {{}}")
+        return owners[node.branch]
+
+    def check_part(self, arg, kind, types, strict, where):
+        """An element of a record or ADT term, which must fit the field's type ``kind``."""
+        if isinstance(arg, ast.Wildcard):
+            return
+        if isinstance(arg, ast.RecordTerm):
+            self.check_record(arg, kind, types, strict)
+            return
+        try:
+            got = self.expr_type(arg, types, strict)
+        except Unknown:
+            if strict:
+                raise
+            return
+        if got is not None and not self.fits(got, kind):
+            raise self.error(f"type clash: {where} is {_article(kind_name(kind))}, but this "
+                             f"is {_article(kind_name(got))}", arg)
+        if isinstance(arg, (ast.Number, ast.Float, ast.String)):
+            self.check_constant(arg, kind)
+
+    def check_record(self, node: ast.RecordTerm, kind, types, strict=False):
+        """``[a, b]`` where a ``kind`` is expected: a record type with as many fields, each
+        element fitting its field."""
+        structure = self.structures.get(kind)
+        if structure is None or not structure.is_record:
+            raise self.error(f"type clash: a record where {_article(kind_name(kind))} is "
+                             f"expected", node)
+        if len(node.args) != len(structure.fields):
+            raise self.error(f"record type {kind} has {len(structure.fields)} field(s) "
+                             f"({', '.join(n for n, _ in structure.fields)}), but this record "
+                             f"has {len(node.args)}", node)
+        for arg, (name, field) in zip(node.args, structure.fields):
+            self.check_part(arg, field, types, strict, f"field {name!r} of {kind}")
+
+    def field_type(self, node: ast.FieldAccess, types, strict=True):
+        """The type of field ``index`` of a record or ADT value (analysis makes these)."""
+        kind = self.expr_type(node.record, types, strict)
+        if kind is None:
+            return None
+        structure = self.structures.get(kind)
+        if structure is None or structure.is_record != (node.branch is None):
+            what = "a record" if node.branch is None else f"${node.branch}(...)"
+            raise self.error(f"type clash: {what} matched against "
+                             f"{_article(kind_name(kind))}", node)
+        fields = structure.fields if structure.is_record else structure.branches[node.branch]
+        if node.width != len(fields):
+            what = f"record type {kind}" if structure.is_record else f"${node.branch}"
+            raise self.error(f"{what} has {len(fields)} field(s) "
+                             f"({', '.join(n for n, _ in fields) or 'none'}), but this "
+                             f"pattern has {node.width}", node)
+        if node.index < 0:  # (the pattern's test: 1 or 0)
+            return "number"
+        return fields[node.index][1]
 
     def functor_type(self, node: ast.Functor, types, strict=True):
         """The type of a functor call, its arguments checked against its signature
@@ -210,6 +344,7 @@ class TermTyping:
         common = None  # (the type of the "T" arguments so far)
         for position, (arg, param) in enumerate(zip(node.args, params), 1):
             got = self.expr_type(arg, types, strict)
+            self.not_structured(got, arg, name)
             if param == "T":
                 if got == "symbol" and name not in ("min", "max"):  # (those: by text)
                     raise self.error(f"{name} of a symbol is not supported", arg,
@@ -243,6 +378,11 @@ class TermTyping:
 
     def check_constant(self, node, kind):
         """A constant where a ``kind`` is expected: its type and 32-bit range."""
+        if kind in self.structures:
+            what = {ast.String: "a string", ast.Float: "a float"}.get(type(node), "a number")
+            raise self.error(f"type clash: {what} where {_article(kind)} is expected", node,
+                             hint="write a record as [a, b] (or nil) and an ADT value as "
+                                  "$Branch(...)")
         if isinstance(node, ast.String):
             if kind != "symbol":
                 raise self.error(f"type clash: a string where a {kind} is expected", node)
@@ -281,6 +421,12 @@ class TermTyping:
             raise self.error("cannot infer the type of this comparison", c)
         what = "an expression inside an atom" if id(c) in self.synthetic else "comparison"
         kind = unify(self, c, left, right, what=what)
+        if kind in (RECORD, NIL):
+            raise self.error("cannot infer the record type of this comparison", c,
+                             hint="compare with a variable of the record type")
+        if kind in self.structures and c.op not in ("=", "!="):
+            raise self.error(f"{c.op} of {kind} values: records and ADT values compare only "
+                             f"with = and !=", c)
         self.check_literal_ranges(c.left, kind)
         self.check_literal_ranges(c.right, kind)
         if c.op.lstrip("!") in functors.CONSTRAINTS:
@@ -321,7 +467,7 @@ class TermTyping:
             node, kind = stack.pop()
             if isinstance(node, ast.Var):
                 own = var_types.get(node.name)
-                record[id(node)] = own if own in BASE_TYPES else kind
+                record[id(node)] = own if own in BASE_TYPES or own in self.structures else kind
             elif isinstance(node, ast.AggregateTerm):
                 inner = "number" if node.function == "count" else kind
                 record[id(node)] = inner
@@ -332,6 +478,18 @@ class TermTyping:
             elif isinstance(node, ast.Functor):
                 record[id(node)] = kind  # (the call's type; its arguments have their own)
                 stack += zip(node.args, self.functor_arg_types(node, kind, var_types))
+            elif isinstance(node, ast.RecordTerm):
+                self.check_record(node, kind, var_types)
+                record[id(node)] = kind
+                stack += [(a, t) for a, (_, t) in zip(node.args, self.structures[kind].fields)
+                          if not isinstance(a, ast.Wildcard)]
+            elif isinstance(node, ast.BranchTerm):
+                own = self.owner(node)
+                record[id(node)] = own.name
+                stack += zip(node.args, [t for _, t in own.branches[node.branch]])
+            elif isinstance(node, ast.FieldAccess):
+                record[id(node)] = kind
+                stack.append((node.record, self._own_type(node.record, var_types)))
             else:
                 record[id(node)] = kind
                 if isinstance(node, ast.BinaryOp):
