@@ -14,11 +14,13 @@ that the dataflow computes what the typed rules say.
 from __future__ import annotations
 
 import math
+import operator
 import re
 
 from diffflow.dsl import ast
 from diffflow.dsl.analysis import analyse
 from diffflow.dsl.parser import parse
+from diffflow.dsl.structures import AdtValue
 
 
 def evaluate(source: str, facts: dict, max_rounds: int = 10_000) -> dict:
@@ -228,8 +230,8 @@ def _apply(lit, binding, env, clause):
     elif lit.op.lstrip("!") == "match":
         holds = (re.fullmatch(left, right) is not None) != lit.op.startswith("!")
     else:
-        holds = {"=": left == right, "!=": left != right, "<": left < right,
-                 "<=": left <= right, ">": left > right, ">=": left >= right}[lit.op]
+        holds = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+                 ">": operator.gt, ">=": operator.ge}[lit.op](left, right)
     return [binding] if holds else []
 
 
@@ -249,6 +251,15 @@ def _term(node, binding, env, clause):
             else node.value
     if isinstance(node, ast.AggregateTerm):
         return _aggregate(node, binding, env, clause)
+    if isinstance(node, ast.Nil):
+        return None
+    if isinstance(node, (ast.RecordTerm, ast.BranchTerm)):
+        parts = tuple(_term(a, binding, env, clause) for a in node.args)
+        if _NONE in parts:
+            return _NONE
+        return parts if isinstance(node, ast.RecordTerm) else AdtValue(node.branch, parts)
+    if isinstance(node, ast.FieldAccess):
+        return _field(node, _term(node.record, binding, env, clause))
     if isinstance(node, ast.Negative):
         value = _term(node.operand, binding, env, clause)
         return _NONE if value is _NONE else _fix(-value, kind)
@@ -274,6 +285,19 @@ def _term(node, binding, env, clause):
     if op == "^":
         return _fix(a ** b, kind)
     return _fix({"+": a + b, "-": a - b, "*": a * b}[op], kind)
+
+
+def _field(node, value):
+    """A record is a tuple (nil: None), an ADT value an AdtValue; index -1 tests the shape."""
+    if node.branch is None:
+        matches = value is not None
+        fields = value
+    else:
+        matches = isinstance(value, AdtValue) and value.branch == node.branch
+        fields = value.args if matches else None
+    if node.index == -1:
+        return 1 if matches else 0
+    return fields[node.index] if matches else 0
 
 
 def _functor(name, args, kind, arg_kinds):

@@ -216,6 +216,37 @@ PROGRAMS = {
         .decl both(a: number)
         both(a) :- g.on_cycle(a), g.reach(a, b), b > a.
     """, {"g.edge": [NODE, NODE], "h.edge": [SYM, SYM]}),
+    "records_and_adts": ("""
+        .type Pair = [a: number, b: number]
+        .type Path = [last: number, rest: Path]
+        .type Shape = Dot {x: number} | Seg {p: Pair, n: number} | Nothing {}
+        .decl edge(a: number, b: number)
+        .decl tagged(p: Pair, s: symbol)
+        .decl pair(p: Pair)
+        pair([a, b]) :- edge(a, b).
+        .decl path(p: Path, n: number)
+        path([b, [a, nil]], 1) :- edge(a, b), a < b.
+        path([c, p], n + 1) :- path(p, n), p = [b, _], edge(b, c), b < c.
+        .decl starts(a: number, n: number)
+        starts(a, n) :- path(p, n), p = [_, [_, r]], r = nil, path([_, [a, nil]], 1).
+        .decl labelled(a: number, s: symbol)
+        labelled(a, s) :- tagged([a, b], s), pair([b, a]).
+        .decl untagged(p: Pair)
+        untagged(p) :- pair(p), !tagged(p, "x").
+        .decl nil_tag(s: symbol)
+        nil_tag(s) :- tagged(nil, s).
+        .decl shape(s: Shape)
+        shape($Dot(a)) :- edge(a, a).
+        shape($Seg(p, a + b)) :- pair(p), p = [a, b], a != b.
+        shape($Nothing()) :- edge(_, _), !pair([0, 0]).
+        .decl dots(x: number)
+        dots(x) :- shape($Dot(x)).
+        .decl segs(a: number, n: number)
+        segs(a, n) :- shape($Seg([a, _], n)).
+        .decl nothing()
+        nothing() :- shape($Nothing).
+    """, {"edge": [NODE, NODE],
+          "tagged": [("pair", [(0, 1), (1, 0), (2, 3), (1, 1), None]), SYM]}),
     "floats": ("""
         .decl m(x: number, f: float)
         .decl scaled(x: number, g: float)
@@ -238,7 +269,7 @@ def _schedule(rng, inputs, commits=5):
         ops = []
         for name, columns in inputs.items():
             inserts = [_random_row(rng, columns) for _ in range(rng.randint(0, 6))]
-            removes = [rng.choice(sorted(present[name]))
+            removes = [rng.choice(sorted(present[name], key=repr))
                        for _ in range(rng.randint(0, 3)) if present[name]]
             removes += [_random_row(rng, columns)]  # possibly absent: must change nothing
             ops.append(("insert", name, inserts))
@@ -284,7 +315,7 @@ def check_program_against_reference(name, seed, partitions, steps=None):
             previous[relation] = got
     fresh = dd.Program(source, partitions=partitions)  # local runtime, from scratch
     for relation, rows in facts.items():
-        fresh.insert(relation, sorted(rows))
+        fresh.insert(relation, sorted(rows, key=repr))
     fresh.commit()
     for relation in program.relations:
         assert fresh.relation(relation) == program.relation(relation), relation

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import ast
+from . import ast, structures
 from .constants import arithmetic, compare, functor, wrap
 from .functors import GENERATORS
 from .generators import range_values
@@ -278,6 +278,8 @@ class _Evaluator:
             return float(node.value) if kind == "float" else node.value
         if isinstance(node, ast.AggregateTerm):
             return self.aggregate(node, binding, clause)
+        if isinstance(node, (ast.RecordTerm, ast.Nil, ast.BranchTerm, ast.FieldAccess)):
+            return structures.value(node, lambda part: self.term(part, binding, clause))
         if isinstance(node, ast.Negative):
             value = self.term(node.operand, binding, clause)
             return value if value is _NONE else wrap(-value, kind)

@@ -130,9 +130,12 @@ class ClauseChecks(TermTyping):
 
         pending = list(comparisons)
         progress = True
-        head_vars = {a.name: kind for a, kind in
-                     zip(clause.head.args, self.relations[clause.head.relation].types)
-                     if isinstance(a, ast.Var)}
+        # where [a, b] or nil meets an untyped variable: the attribute the variable fills
+        context = [(clause.head, self.relations[clause.head.relation])] + [
+            (lit.atom, self.relations.get(lit.atom.relation)) for lit in clause.literals
+            if isinstance(lit, ast.Negation)]
+        head_vars = {a.name: kind for atom, relation in context if relation is not None
+                     for a, kind in zip(atom.args, relation.types) if isinstance(a, ast.Var)}
         while pending and progress:
             progress = False
             for c in list(pending):
@@ -141,7 +144,7 @@ class ClauseChecks(TermTyping):
                     for side, kind in ((c.left, left), (c.right, right)):
                         if kind is None and isinstance(side, ast.Var) and \
                                 side.name in head_vars:  # a record's type from the head
-                            set_type(side, head_vars[side.name], "an attribute of the head")
+                            set_type(side, head_vars[side.name], "the attribute it fills")
                             left, right = attempt(c.left), attempt(c.right)
                 for target, kind, other in ((c.left, left, right), (c.right, right, left)):
                     if c.op == "=" and kind is None and isinstance(target, ast.Var) and \

@@ -27,6 +27,8 @@ each part of a term is evaluated in is what analysis records (:mod:`.types`).
 """
 from __future__ import annotations
 
+import operator
+
 from . import ast
 from .errors import DatalogError
 from .types import LITERAL, kind_name
@@ -123,10 +125,12 @@ def compare(op: str, left, right) -> bool:
     from .functors import CONSTRAINTS, holds
 
     if op.lstrip("!") in CONSTRAINTS:
-
         return holds(op.lstrip("!"), left, right) != op.startswith("!")
-    return {"=": left == right, "!=": left != right, "<": left < right, "<=": left <= right,
-            ">": left > right, ">=": left >= right}[op]
+    return _ORDER[op](left, right)  # (records and ADT values only meet = and !=)
+
+
+_ORDER = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+          ">": operator.gt, ">=": operator.ge}
 
 
 def arithmetic(op: str, a, b, kind: str):

@@ -185,6 +185,38 @@ def decode_ids(ids, kind: str, structures: dict, symbols) -> list:
     return [values[i] for i in inverse.ravel().tolist()]
 
 
+# -- one value --------------------------------------------------------------------------------
+def value(node, evaluate):
+    """The Python value of a record, ``nil``, branch or field-access term, its parts
+    evaluated by ``evaluate(part)`` (for evaluators that go row by row); a part without a
+    value (``evaluate`` returns ``none``) makes the term's value ``none``.
+
+    >>> from diffflow.dsl import ast
+    >>> value(ast.RecordTerm(1, 1, [ast.Number(1, 2, 5), ast.Nil(1, 5)]), lambda n: n.value
+    ...       if isinstance(n, ast.Number) else value(n, None))
+    (5, None)
+    """
+    from . import ast
+
+    if isinstance(node, ast.Nil):
+        return None
+    parts = [evaluate(a) for a in node.args] if not isinstance(node, ast.FieldAccess) else \
+        [evaluate(node.record)]
+    if isinstance(node, ast.RecordTerm):
+        return tuple(parts)
+    if isinstance(node, ast.BranchTerm):
+        return AdtValue(node.branch, tuple(parts))
+    (record,) = parts
+    if node.branch is None:
+        fields = record  # (None for nil)
+    else:
+        fields = record.args if isinstance(record, AdtValue) and record.branch == node.branch \
+            else None
+    if node.index < 0:
+        return int(fields is not None)
+    return fields[node.index] if fields is not None else 0
+
+
 # -- whole columns ---------------------------------------------------------------------------
 def pack_column(args: list, kinds: list):
     """The column expression of a record (or ADT value) built from ``args`` of types
