@@ -108,13 +108,25 @@ def _equivalence_closure(pairs) -> set:
 
 
 def _clause(clause, env, relation) -> set:
+    counters = [i for i, arg in enumerate(clause.head.args)
+                if isinstance(arg, ast.Functor) and arg.name == "autoinc"]
     out = set()
     for binding in _solve(clause.literals, [{}], env, clause):
-        values = [_term(arg, binding, env, clause) for arg in clause.head.args]
+        values = [None if i in counters else _term(arg, binding, env, clause)
+                  for i, arg in enumerate(clause.head.args)]
         if any(v is _NONE for v in values):  # min/max over nothing in the head
             continue
-        out.add(tuple(_convert(v, kind) for v, kind in zip(values, relation.types)))
+        out.add(tuple(v if i in counters else _convert(v, kind)
+                      for i, (v, kind) in enumerate(zip(values, relation.types))))
+    if counters:  # autoinc(): the rows' rank in Python's order, times stride plus offset
+        out = {tuple(rank * clause.head.args[i].counter[0] + clause.head.args[i].counter[1]
+                     if i in counters else v for i, v in enumerate(row))
+               for rank, row in enumerate(sorted(out, key=_without(counters)))}
     return out
+
+
+def _without(positions):
+    return lambda row: tuple(v for i, v in enumerate(row) if i not in positions)
 
 
 def _convert(value, kind):

@@ -247,6 +247,19 @@ PROGRAMS = {
         nothing() :- shape($Nothing).
     """, {"edge": [NODE, NODE],
           "tagged": [("pair", [(0, 1), (1, 0), (2, 3), (1, 1), None]), SYM]}),
+    "autoinc": ("""
+        .decl edge(a: number, b: number)
+        .decl name(n: symbol)
+        .decl numbered(n: symbol, i: number)
+        numbered(n, autoinc()) :- name(n).
+        .decl reach(a: number, b: number)
+        reach(a, b) :- edge(a, b).
+        reach(a, c) :- reach(a, b), edge(b, c).
+        .decl hop(id: number, a: number, b: number, again: number)
+        hop(autoinc(), a, b, autoinc()) :- reach(a, b), a < b.
+        .decl pairs(i: number, j: number)
+        pairs(i, j) :- numbered(_, i), hop(j, _, _, _), i = j.
+    """, {"edge": [NODE, NODE], "name": [SYM]}),
     "floats": ("""
         .decl m(x: number, f: float)
         .decl scaled(x: number, g: float)

@@ -35,6 +35,7 @@ from . import inline as inlining
 from .analysed import Analysed, Clause, Relation, Stratum  # noqa: F401 (imported from here)
 from .clauses import ClauseChecks
 from .constants import fold_fact
+from .counters import is_counter, number_counters
 from .errors import DatalogError, did_you_mean
 from .plans import check_plans
 from .pragmas import read_pragmas
@@ -111,6 +112,7 @@ class _Analyser(ClauseChecks):
                 self.check_clause(clause, lenient=relation.name in inline)
         inlining.check_uses(self, inline)
         strata, notes = stratify(self.relations, self.error)
+        number_counters(self, self.relations, strata, inline)
         check_plans(self, self.relations, strata)
         if inline:
             unfolded, inline_notes = inlining.unfold(self, inline)
@@ -249,6 +251,11 @@ class _Analyser(ClauseChecks):
             rule = ast.Rule(rule.line, rule.column, rule.head,
                             [ast.Conjunction(rule.line, rule.column, [])], rule.plan)
         if not rule.body:
+            counter = next((n for n in ast.walk_terms(*rule.head.args) if is_counter(n)), None)
+            if counter is not None:
+                raise self.error("a fact has only constants, but autoinc() numbers a rule's "
+                                 "rows", counter, hint=f"write a rule: "
+                                 f"{rule.head.relation}(..., autoinc()) :- true.")
             if rule.plan:
                 raise self.error("a fact has no body to plan", rule.plan[0],
                                  hint="remove the .plan after the fact")

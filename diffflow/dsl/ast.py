@@ -95,6 +95,9 @@ class Functor(Node):
     # a user-defined functor's (@f) declaration and binding, set by analysis
     user: object = field(default=None, compare=False, repr=False,
                          metadata={"omit_empty": True, "omit": True})
+    # autoinc(): (stride, offset) of its numbers, set by analysis (see .counters)
+    counter: tuple | None = field(default=None, compare=False, repr=False,
+                                  metadata={"omit_empty": True, "omit": True})
 
 
 @dataclass

@@ -37,8 +37,13 @@ from .analysis import Analysed, Clause, Relation
 from .columns import COLUMN_TYPE, UNIT, relation_columns, term_expression, var_column  # noqa: F401
 from .errors import locate
 from .joins import ClauseCompiler
-from .relation_value import relation_value
+from .counters import is_counter
+from .relation_value import number_rows, relation_value
 from .render import render_clause
+
+
+def relation_columns_names(relation: Relation) -> list:
+    return [name for name, _ in relation_columns(relation)]
 
 
 @dataclass
@@ -220,6 +225,18 @@ class _Compiler(ClauseCompiler):
         exprs = {}
         if head.arity == 0:
             exprs[UNIT] = Lit(0)
+        counters = {}
         for i, arg in enumerate(clause.head.args):
-            exprs[f"c{i}"] = term_expression(arg, clause.term_types, aggregates)
-        return frame.collection.select(**exprs)
+            if is_counter(arg):
+                counters[f"c{i}"] = arg.counter
+            else:
+                exprs[f"c{i}"] = term_expression(arg, clause.term_types, aggregates)
+        kinds = [t for i, t in enumerate(head.types) if f"c{i}" not in counters]
+        if not exprs:  # r(autoinc()) :- body: one row to number
+            exprs["_row"], kinds = Lit(0), ["number"]
+        rows = frame.collection.select(**exprs)
+        if counters:
+            self.plan.append("      autoinc(): its distinct rows numbered in value order")
+            rows = number_rows(rows.distinct(), kinds, counters)
+            rows = rows.select(*relation_columns_names(head))
+        return rows

@@ -65,6 +65,7 @@ SIGNATURES = {
     "land": (("T", "T"), "T"), "lor": (("T", "T"), "T"), "lxor": (("T", "T"), "T"),
     "lnot": (("T",), "T"),
     "range": (("T", "T", "..."), "T"),  # 2 or 3 arguments (analysis checks); a generator
+    "autoinc": ((), "number"),
 }
 INFIX = {"band", "bor", "bxor", "bshl", "bshr", "bshru", "land", "lor", "lxor"}  # x band y
 PREFIX = {"bnot", "lnot"}  # bnot x
@@ -73,7 +74,8 @@ NUMERIC_FUNCTORS = BITWISE | {"min", "max", "abs", "itou", "utoi", "ftoi", "ftou
                               "utof"}  # (computed by numpy, on columns or on one row)
 CONSTRAINTS = ("contains", "match")  # (sub, text) and (regex, text): literals, not terms
 # named in the grammar but not built yet: a located error names the feature
-NOT_YET = {"autoinc": "autoinc()"}
+NOT_YET: dict = {}
+COUNTERS = ("autoinc",)  # numbers the rows of its rule (a head argument; see .counters)
 GENERATORS = ("range",)  # one row in, many out (.generators): bodies bind them
 
 
@@ -166,6 +168,8 @@ def scalar(name: str, args: list, kind: str, arg_kinds: list | None = None):
     """
     if name == "cat":
         return "".join(args)
+    if name in COUNTERS:
+        raise ValueError("autoinc() numbers a rule's rows; it has no value of its own")
     if name == "strlen":
         return len(args[0].encode())
     if name == "substr":

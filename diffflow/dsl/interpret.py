@@ -21,6 +21,7 @@ stays the one :meth:`~.explain.Explanation.check` trusts.
 from __future__ import annotations
 
 from .absent import _NONE, _Evaluator
+from .counters import is_counter
 from .relation_value import value_of_set
 
 MAX_ROUNDS = 10_000
@@ -91,13 +92,21 @@ def _derive(evaluator, clause, relation) -> set:
         lit = next((lit for lit in rest if evaluator.ready(lit, bindings[0], clause)), rest[0])
         rest.remove(lit)
         bindings = [b for binding in bindings for b in evaluator.apply(lit, binding, clause)]
+    counters = [i for i, arg in enumerate(clause.head.args) if is_counter(arg)]
     out = set()
     for binding in bindings:
-        values = [evaluator.term(arg, binding, clause) for arg in clause.head.args]
+        values = [0 if i in counters else evaluator.term(arg, binding, clause)
+                  for i, arg in enumerate(clause.head.args)]
         if any(v is _NONE for v in values):
             continue
         out.add(tuple(float(v) if kind == "float" else v
                       for v, kind in zip(values, relation.types)))
+    if counters:  # autoinc(): rank in value order (Python's, for numbers and symbols)
+        if any(kind not in ("number", "unsigned", "float", "symbol") for kind in relation.types):
+            raise TypeError("autoinc() ranks record ids: replay compiled")
+        out = {tuple(rank * clause.head.args[i].counter[0] + clause.head.args[i].counter[1]
+                     if i in counters else v for i, v in enumerate(row))
+               for rank, row in enumerate(sorted(out))}
     return out
 
 

@@ -43,6 +43,8 @@ from .aggregates import aggregate_variables
 from .columns import (COLUMN_TYPE, UNIT, Frame, relation_columns, term_expression,
                       var_column)
 from .compiler import Compiled, _Compiler
+from .counters import is_counter
+from .errors import DatalogError
 from .relation_value import relation_value
 from .render import render_clause
 
@@ -103,6 +105,24 @@ class ProvenanceCompiled(Compiled):
 def compile_provenance(analysed, partitions: int = 1, outputs=None, max_rounds=None,
                        flow_options: dict | None = None) -> ProvenanceCompiled:
     """:func:`~diffflow.dsl.compiler.compile_program` with heights and witness queries."""
+    for relation in analysed.relations.values():
+        structured = [t for t in relation.types if t in analysed.structures]
+        if structured:
+            decl = relation.declaration
+            raise DatalogError(
+                f"explanations (provenance) of relations with record or ADT attributes are not "
+                f"supported yet: {relation.name} has a {structured[0]}", analysed.source,
+                analysed.program.filename, decl.line, decl.column,
+                hint="run the program without provenance (records and ADTs work there)")
+        for clause in relation.clauses:
+            counter = next((a for a in clause.head.args if is_counter(a)), None)
+            if counter is not None:
+                raise DatalogError(
+                    "explanations (provenance) of a program with autoinc() are not supported: "
+                    "its numbers rank the rule's whole result, so every row would be part of "
+                    "each row's proof", analysed.source, analysed.program.filename,
+                    counter.line, counter.column,
+                    hint="explain a program without autoinc(), or number the rows outside it")
     return _ProvenanceCompiler(analysed, partitions, outputs, max_rounds,
                                flow_options or {}).run()
 

@@ -186,6 +186,28 @@ def first_rows(rows, types: list, limit: int):
     return _reduce(rows, [], list(rows.columns), ValueOrder(list(types), keep=limit))
 
 
+def number_rows(rows, types: list, counters: dict):
+    """``rows`` with a column per ``counters`` entry (``name -> (stride, offset)``): each
+    row's rank in value order times ``stride`` plus ``offset`` (:mod:`.counters`).
+
+    >>> import diffflow as dd
+    >>> flow = dd.Dataflow(); c = flow.input("c", ["c0"])
+    >>> out = number_rows(c, ["number"], {"c1": (2, 1)}).output()
+    >>> c.insert([(5,), (-1,), (3,)]); flow.advance(); sorted(out.snapshot())
+    [(-1, 1), (3, 3), (5, 5)]
+    """
+    from ..arranged import _reduce as reduce_arranged
+
+    values = list(rows.columns)
+    reducer = ValueOrder(list(types), number=list(counters.values()))
+    keyed = rows.select(all_rows=Lit(0), **{n: n for n in values})
+    schema = Schema.of([("all_rows", "int"), *zip(keyed.schema.names[1:],
+                                                   keyed.schema.types[1:]),
+                        *((name, "int") for name in counters)])
+    out = reduce_arranged(keyed.arrange(["all_rows"]), reducer, schema, reducer.label)
+    return out.select(*values, *counters)
+
+
 def _reduce(rows, keys: list, values: list, reducer):
     from ..arranged import _reduce as reduce_arranged
 
@@ -214,16 +236,16 @@ class ValueOrder(Reducer):
     """
 
     def __init__(self, types: list, keep: int | None = None, domains: list | None = None,
-                 symbols=None):
+                 symbols=None, number: list | None = None):
         self.types, self.keep, self.domains = list(types), keep, domains
-        self.symbols = symbols
-        self.out_width = len(types)
-        self.label = (f"choice-domain {domains}" if domains else
+        self.symbols, self.number = symbols, number
+        self.out_width = len(types) + len(number or ())
+        self.label = ("autoinc" if number else f"choice-domain {domains}" if domains else
                       "choice-domain" if keep == 1 else f"limitsize {keep}")
 
     def bind_symbols(self, symbols) -> "ValueOrder":
         """This tactic reading symbol texts from ``symbols`` (a worker's table)."""
-        return ValueOrder(self.types, self.keep, self.domains, symbols)
+        return ValueOrder(self.types, self.keep, self.domains, symbols, self.number)
 
     def reduce(self, group, vals, mults):
         keep = mults > 0  # a set's rows; negative multiplicities are absent rows
@@ -233,6 +255,13 @@ class ValueOrder(Reducer):
         keys = [self._order_key(vals[:, j], kind) for j, kind in enumerate(self.types)]
         order = np.lexsort(keys[::-1] + [group])
         group, vals = group[order], vals[order]
+        if self.number:  # every row, with its rank times stride plus offset
+            starts = _segments(group)
+            rank = np.arange(len(group)) - np.repeat(starts, np.diff(np.append(starts,
+                                                                                len(group))))
+            numbers = [rank * stride + offset for stride, offset in self.number]
+            return group, np.column_stack([vals, *numbers]).astype(np.int64), \
+                np.ones(len(group), np.int64)
         if self.domains:
             chosen = _greedy(np.stack([_dense(vals[:, d]) for d in self.domains], axis=1),
                              _segments(group))
