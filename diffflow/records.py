@@ -3,14 +3,16 @@
 A record ``[a, b]`` (and an algebraic data type's value, a record that starts
 with its branch number) is stored in columns as one id: a 64-bit hash of its
 components, so any worker packs a record without asking anyone -- the way
-symbols are content hashes (:mod:`diffflow.schema`).  The components are kept
-in the dataflow's :class:`~diffflow.schema.SymbolTable` under the id, as a
-short text no user string can be mistaken for, so every runtime that ships new
-symbols between workers (cluster, processes, Spark) ships new records with
-them, and hash collisions are detected the same way.  Id 0 is ``nil``.
+symbols are content hashes (:mod:`diffflow.schema`).  Id 0 is ``nil``.
 
-Both directions work on whole columns: :func:`pack` hashes with numpy and
-interns only the distinct rows; :func:`unpack` reads each distinct id once.
+The components live in a columnar store per symbol table (:class:`RecordStore`:
+sorted runs of ids with their component matrices, merged as they grow, read
+with binary searches), so packing and unpacking whole columns is numpy work,
+not a Python step per row.  New records are also written into the
+:class:`~diffflow.schema.SymbolTable`'s texts as one entry per batch, so every
+runtime that ships new symbols between workers (cluster, processes, Spark)
+ships new records with them; a table absorbs the batches it receives on its
+next read.  Hash collisions are detected, as for symbols.
 
 >>> from diffflow.schema import SymbolTable
 >>> table = SymbolTable()
@@ -22,10 +24,12 @@ interns only the distinct rows; :func:`unpack` reads each distinct id once.
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 NIL = 0
-_MARK = "\x00\x01record:"  # (a symbol's text starting so is a record's components)
+_MARK = "\x00\x01records:"  # (a symbol-table text starting so is a batch of records)
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -47,9 +51,82 @@ def record_ids(matrix: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         h = np.full(n, np.uint64(k) * _GOLDEN, dtype=np.uint64)
         for j in range(k):
-            h = _mix(h ^ (matrix[:, j].view(np.uint64) + _GOLDEN))
+            h = _mix(h ^ (np.ascontiguousarray(matrix[:, j]).view(np.uint64) + _GOLDEN))
     ids = h.view(np.int64)
     return np.where(ids == NIL, 1, ids)
+
+
+class RecordStore:
+    """The components of the records a symbol table knows, by arity: sorted runs of ids
+    and their components, a new run per batch, neighbouring runs merged when they grow
+    alike (so a batch costs its own size, amortised, and a read a binary search per run)."""
+
+    def __init__(self):
+        self.runs: dict = {}  # arity -> [(sorted ids, (n, arity) components)]
+        self.seen = 0  # texts of the symbol table read so far
+
+    def absorb(self, text: dict) -> None:
+        """Read the batches added to the symbol table's texts since the last call."""
+        if len(text) == self.seen:
+            return
+        for blob in itertools.islice(text.values(), self.seen, None):
+            if blob.startswith(_MARK):
+                self._add(*_decode_batch(blob))
+        self.seen = len(text)
+
+    def _add(self, ids: np.ndarray, rows: np.ndarray) -> None:
+        runs = self.runs.setdefault(rows.shape[1], [])
+        runs.append((ids, rows))
+        while len(runs) > 1 and len(runs[-2][0]) <= 2 * len(runs[-1][0]):
+            (a, ra), (b, rb) = runs.pop(), runs.pop()
+            ids, first = np.unique(np.concatenate([b, a]), return_index=True)
+            runs.append((ids, np.concatenate([rb, ra])[first]))
+
+    def find(self, ids: np.ndarray, arity: int | None = None):
+        """``(found, arity, rows)``: whether each id is known, its arity (-1 if not) and its
+        components (zero-padded to the widest arity asked)."""
+        found = np.zeros(len(ids), bool)
+        arities = np.full(len(ids), -1, np.int64)
+        wanted = [arity] if arity is not None else sorted(self.runs)
+        width = max(wanted, default=0)
+        rows = np.zeros((len(ids), width), np.int64)
+        for k in wanted:
+            for run_ids, run_rows in self.runs.get(k, ()):
+                at = np.minimum(np.searchsorted(run_ids, ids), len(run_ids) - 1)
+                hit = ~found & (run_ids[at] == ids)
+                if hit.any():
+                    found |= hit
+                    arities[hit] = k
+                    rows[hit, :k] = run_rows[at[hit]]
+        return found, arities, rows
+
+
+def _store(symbols) -> RecordStore:
+    store = getattr(symbols, "_records", None)
+    if store is None:
+        store = symbols._records = RecordStore()
+    store.absorb(symbols._text)
+    return store
+
+
+def _batch_key(ids: np.ndarray) -> int:
+    """A 64-bit hash of a batch's sorted ids (batches with other ids differ by it)."""
+    with np.errstate(over="ignore"):
+        spread = _mix(np.arange(len(ids), dtype=np.uint64) * _GOLDEN + _GOLDEN)
+        h = np.bitwise_xor.reduce(_mix(ids.view(np.uint64) ^ spread))
+        return int(_mix(np.array([h ^ np.uint64(len(ids))], np.uint64)).view(np.int64)[0])
+
+
+def _encode_batch(ids: np.ndarray, rows: np.ndarray) -> str:
+    head = np.array([len(ids), rows.shape[1]], np.int64)
+    raw = head.tobytes() + ids.tobytes() + np.ascontiguousarray(rows).tobytes()
+    return _MARK + raw.decode("latin-1")
+
+
+def _decode_batch(blob: str):
+    raw = np.frombuffer(blob[len(_MARK):].encode("latin-1"), np.int64)
+    n, k = int(raw[0]), int(raw[1])
+    return raw[2:2 + n].copy(), raw[2 + n:2 + n + n * k].reshape(n, k).copy()
 
 
 def pack(symbols, columns: list) -> np.ndarray:
@@ -62,15 +139,17 @@ def pack(symbols, columns: list) -> np.ndarray:
     if n == 0:
         return ids
     unique, first = np.unique(ids, return_index=True)
-    text = symbols._text
-    rows = np.ascontiguousarray(matrix[first])
-    width = rows.shape[1] * 8
-    raw = rows.tobytes()
-    for i, rid in enumerate(unique.tolist()):
-        blob = _MARK + raw[i * width:(i + 1) * width].decode("latin-1")
-        known = text.setdefault(rid, blob)
-        if known != blob:
-            raise RuntimeError(f"record hash collision at id {rid}")
+    rows = matrix[first]
+    store = _store(symbols)
+    found, _, known = store.find(unique, matrix.shape[1])
+    if (known[found] != rows[found]).any():
+        at = int(np.flatnonzero(found & (known != rows).any(axis=1))[0])
+        raise RuntimeError(f"record hash collision at id {int(unique[at])}")
+    if not found.all():
+        fresh_ids, fresh_rows = unique[~found], np.ascontiguousarray(rows[~found])
+        key = _batch_key(fresh_ids)
+        symbols._text.setdefault(key, _encode_batch(fresh_ids, fresh_rows))
+        store.absorb(symbols._text)
     return ids
 
 
@@ -84,10 +163,10 @@ def components(symbols, rid: int) -> tuple:
     """
     if rid == NIL:
         return ()
-    blob = symbols._text.get(rid)
-    if blob is None or not blob.startswith(_MARK):
+    found, arity, rows = _store(symbols).find(np.array([rid], np.int64))
+    if not found[0]:
         raise KeyError(f"{rid} is not a known record id")
-    return tuple(np.frombuffer(blob[len(_MARK):].encode("latin-1"), np.int64).tolist())
+    return tuple(rows[0, :arity[0]].tolist())
 
 
 def unpack(symbols, ids: np.ndarray, width: int) -> np.ndarray:
@@ -97,12 +176,10 @@ def unpack(symbols, ids: np.ndarray, width: int) -> np.ndarray:
     out = np.zeros((len(ids), width), np.int64)
     if len(ids) == 0 or width == 0:
         return out
-    unique, inverse = np.unique(ids, return_inverse=True)
-    rows = np.zeros((len(unique), width), np.int64)
-    text, skip = symbols._text, len(_MARK)
-    for i, rid in enumerate(unique.tolist()):
-        if rid == NIL:
-            continue
-        values = np.frombuffer(text[rid][skip:].encode("latin-1"), np.int64)[:width]
-        rows[i, :len(values)] = values
-    return rows[inverse.ravel()]
+    found, _, rows = _store(symbols).find(ids)
+    missing = ~found & (ids != NIL)
+    if missing.any():
+        raise KeyError(f"{int(ids[missing][0])} is not a known record id")
+    take = min(width, rows.shape[1])
+    out[:, :take] = rows[:, :take]
+    return out
