@@ -70,3 +70,55 @@ def test_aggregates_with_constraints_on_their_results():
     assert got["r2"] == set()
     got = _run("r2(k, n) :- q(k), n = count : { a(k, x), b(x, y), y > 2 }, n > 2.")
     assert got["r2"] == {(1, 3)}
+
+
+# -- mean ---------------------------------------------------------------------------------------
+
+def test_mean_as_soufflés_aggregates7_test_computes_it(tmp_path):
+    from helpers import run_datalog
+
+    out = run_datalog(tmp_path, """
+        .decl C, IndexAggregateMean(m:float, n:float)
+        .output IndexAggregateMean
+        C(1, 1).
+        C(1, (n+1)) :- C(1, n), n < 100.
+        IndexAggregateMean(1, x) :- x = mean y : { C(1, y) }.
+        .decl G, AggregateOverflow(x:float)
+        .output AggregateOverflow
+        G(4).
+        G(6).
+        AggregateOverflow(x) :- x = mean y : G(y).
+    """)
+    assert out == {"IndexAggregateMean": ["1\t50.5"], "AggregateOverflow": ["5"]}
+
+
+def test_mean_of_numbers_is_a_float_and_an_empty_group_has_none():
+    p = dd.Program("""
+        .decl e(k: number, v: number)
+        .decl keys(k: number)
+        .decl avg(k: number, m: float)
+        avg(k, m) :- keys(k), m = mean v : e(k, v).
+    """, partitions=2)
+    p.insert("keys", [(1,), (2,)])
+    p.insert("e", [(1, 1), (1, 2), (1, 4)])
+    p.commit()
+    assert p.relation("avg") == {(1, 7 / 3)}   # key 2 has no members: no mean
+    p.insert("e", [(2, -3)])
+    p.remove("e", [(1, 4)])
+    p.commit()
+    assert p.relation("avg") == {(1, 1.5), (2, -3.0)}
+
+
+@pytest.mark.parametrize("source, message, at", [
+    (".decl e(s: symbol)\n.decl r(m: float)\nr(m) :- m = mean s : e(s).\n",
+     "mean of a symbol is not supported", (3, 18)),
+    (".decl e(x: number)\n.decl r(m: number)\nr(m) :- e(m), m = mean x : e(x).\n",
+     "type clash in comparison: number = float", (3, 17)),
+    (".decl e(x: number)\n.decl r(x: float)\nr(m) :- e(_), m = mean x : r(x).\n",
+     "the mean aggregate of 'r' is in a cycle", (3, 28)),
+])
+def test_mean_errors_are_located(source, message, at):
+    with pytest.raises(dd.DatalogError) as caught:
+        dd.Program(source, filename="m.dl")
+    text = str(caught.value)
+    assert message in text and f"m.dl:{at[0]}:{at[1]}:" in text, text

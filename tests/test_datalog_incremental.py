@@ -260,6 +260,18 @@ PROGRAMS = {
         .decl pairs(i: number, j: number)
         pairs(i, j) :- numbered(_, i), hop(j, _, _, _), i = j.
     """, {"edge": [NODE, NODE], "name": [SYM]}),
+    "mean": ("""
+        .decl e(x: number, y: number)
+        .decl u(x: number, w: unsigned)
+        .decl avg(x: number, m: float)
+        avg(x, m) :- e(x, _), m = mean y : { e(x, y) }.
+        .decl spread(m: float)
+        spread(m) :- m = mean y - x : { e(x, y), x < y }.
+        .decl uavg(x: number, m: float)
+        uavg(x, m) :- u(x, _), m = mean w : u(x, w).
+        .decl above(x: number, y: number)
+        above(x, y) :- avg(x, m), e(x, y), itof(y) > m.
+    """, {"e": [NODE, NUM], "u": [NODE, ("num", range(0, 5))]}),
     "floats": ("""
         .decl m(x: number, f: float)
         .decl scaled(x: number, g: float)

@@ -32,6 +32,7 @@ edge("a", "c") x path("c", "d") x
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from . import ast, structures
@@ -307,6 +308,8 @@ class _Evaluator:
             return wrap(sum(values), clause.term_types.get(id(agg))) if values else 0
         if not values:
             return _NONE
+        if agg.function == "mean":
+            return math.fsum(float(v) for v in values) / len(values)
         return min(values) if agg.function == "min" else max(values)
 
 

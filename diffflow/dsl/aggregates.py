@@ -1,10 +1,11 @@
 """Aggregates in a clause: a correlated sub-plan grouped by the outer variables it shares.
 
-``count``, ``sum``, ``min`` and ``max`` evaluate their body once per binding of
+``count``, ``sum``, ``mean``, ``min`` and ``max`` evaluate their body once per binding of
 the bound outer variables that occur in it (the *correlation*): the body is
 joined starting from those bindings, grouped by them, and the result joined
-back.  An empty group counts and sums to zero; ``min`` and ``max`` of an empty
-group have no value, so the outer rule does not fire.
+back.  An empty group counts and sums to zero; ``mean``, ``min`` and ``max`` of an
+empty group have no value, so the outer rule does not fire.  ``mean`` is a float: the sum
+of its target's values (each as a float) over their number, as Soufflé computes it.
 
 >>> from diffflow.dsl.parser import parse
 >>> (rule,) = parse("r(x, n) :- e(x), n = count : { f(x, y), y > z }.").rules
@@ -74,6 +75,12 @@ def compile_aggregate(clauses, frame, agg, outer, env, types, aggregates, steps,
         body_coll = body_coll.select(*group_cols, _t=0, **extra) if group else \
             body_coll.select(_t=0, **extra)
         spec = c.count()
+    elif agg.function == "mean":  # the sum of the values as floats, over their number
+        value = term_expression(agg.target, types, inner_aggs)
+        if types[id(agg.target)] != "float":
+            value = value * Lit(1.0)
+        body_coll = body_coll.select(*group_cols, _t=value, **extra)
+        spec = None
     else:
         value = term_expression(agg.target, types, inner_aggs)
         body_coll = body_coll.select(*group_cols, _t=value, **extra)
@@ -84,6 +91,12 @@ def compile_aggregate(clauses, frame, agg, outer, env, types, aggregates, steps,
     if height is not None and agg.function in ("min", "max") and \
             types[id(agg)] in ("number", "unsigned"):
         result = _packed_extremum(agg, body_coll, by, column, var_column(height))
+    elif spec is None:  # mean
+        totals = body_coll.aggregate(by=by, _total=c.sum("_t"), _members=c.count())
+        result = totals.select(*by, **{column: col("_total") / col("_members")})
+        if height is not None:
+            result = _with_group_height(agg, body_coll, result, by, column,
+                                        var_column(height))
     else:
         result = body_coll.aggregate(by=by, **{column: spec})
         if height is not None:
@@ -130,7 +143,7 @@ def _packed_extremum(agg, members, by, column, height):
 def _with_group_height(agg, members, result, by, column, height):
     """``result`` (group, value) with the group's proof height: the highest member's for
     ``count``/``sum``, the lowest winning member's for ``min``/``max``."""
-    if agg.function in ("count", "sum"):
+    if agg.function in ("count", "sum", "mean"):
         highest = members.aggregate(by=by, **{height: c.max("_h")})
         return result.join(highest, on=by)
     winners = members.join(result, left_on=[*by, "_t"], right_on=[*by, column])

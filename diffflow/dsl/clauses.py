@@ -239,9 +239,10 @@ class ClauseChecks(TermTyping):
                 self.check_args_against(lit.atom, self.relations[lit.atom.relation], types)
         if agg.target is not None:
             kind = self.expr_type(agg.target, types)
-            if kind == "symbol":
-                raise self.error(f"{agg.function} of a symbol is not supported", agg.target,
-                                 hint="aggregate a number, unsigned or float")
+            if kind == "symbol" or self.is_structured(kind):
+                what = "a symbol" if kind == "symbol" else "a record or ADT value"
+                raise self.error(f"{agg.function} of {what} is not supported", agg.target,
+                                 hint="aggregate a number, unsigned or float (as Soufflé)")
 
     def bind_assignments(self, comparisons, bound: set) -> None:
         """Add to ``bound`` every ``x = expr`` target whose expression is bound (fixpoint)."""

@@ -185,6 +185,8 @@ def _aggregate(agg, types):
         return 1 if holds else 0
     if agg.function == "sum" and not holds:
         return 0.0 if types[id(agg)] == "float" else 0
+    if agg.function == "mean" and holds:
+        return float(evaluate(agg.target, types))
     return evaluate(agg.target, types) if holds else EMPTY
 
 

@@ -99,7 +99,7 @@ atom: IDENT "(" [term ("," term)*] ")"
     | BRANCH ["(" [term ("," term)*] ")"]             -> branch
 
 aggregate: COUNT ":" _aggregate_body
-         | (SUM | MIN | MAX) term ":" _aggregate_body
+         | (SUM | MIN | MAX | MEAN) term ":" _aggregate_body
 _aggregate_body: "{" aggregate_conjunction "}" | aggregate_atom
 aggregate_conjunction: _literal ("," _literal)*
 aggregate_atom: atom
@@ -127,6 +127,7 @@ CARET: "^"
 WILDCARD: "_"
 COUNT: "count"
 SUM: "sum"
+MEAN: "mean"
 MIN: "min"
 MAX: "max"
 // operator and functor names are words only where one can stand (contextual lexer); a

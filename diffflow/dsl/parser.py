@@ -116,7 +116,7 @@ _TOKEN_NAMES = {"IDENT": "a name", "INT": "a number", "FLOAT": "a float", "STRIN
                 "RBRACE": "'}'", "BANG": "'!'", "WILDCARD": "'_'", "MINUS": "'-'",
                 "PLUS": "'+'", "TIMES": "'*'", "DIVIDE": "'/'", "MODULO": "'%'",
                 "CARET": "'^'", "DIRECTIVE": "a directive", "COUNT": "'count'",
-                "SUM": "'sum'", "MIN": "'min'", "MAX": "'max'", "EQUAL": "'='",
+                "SUM": "'sum'", "MEAN": "'mean'", "MIN": "'min'", "MAX": "'max'", "EQUAL": "'='",
                 "SUBTYPE": "'<:'", "VBAR": "'|'", "LSQB": "'['", "RSQB": "']'",
                 "NIL": "'nil'", "BRANCH": "a branch ($Name)", "TRUE": "'true'", "FALSE": "'false'",
                 "DECL": "'.decl'", "TYPE": "'.type'", "QUALIFIER": "a qualifier",

@@ -58,7 +58,7 @@ def stratify(relations: dict, error) -> tuple:
         for body, kind, node in edges[head]:
             if component_of[body] != component_of[head]:
                 continue
-            if kind in ("negation", "count", "sum"):
+            if kind in ("negation", "count", "sum", "mean"):
                 cycle = _cycle_through(head, body, edges, component_of)
                 what = "negation" if kind == "negation" else f"the {kind} aggregate"
                 through = [r for r in cycle if r != body]

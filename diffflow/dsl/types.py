@@ -206,6 +206,9 @@ class TermTyping:
         if isinstance(node, ast.AggregateTerm):
             if node.function == "count":
                 return "number"
+            if node.function == "mean":
+                self.expr_type(node.target, types, strict)
+                return "float"
             return self.expr_type(node.target, types, strict)
         if isinstance(node, ast.Negative):
             kind = self.expr_type(node.operand, types, strict)
@@ -470,7 +473,10 @@ class TermTyping:
                 record[id(node)] = own if own in BASE_TYPES or own in self.structures else kind
             elif isinstance(node, ast.AggregateTerm):
                 inner = "number" if node.function == "count" else kind
-                record[id(node)] = inner
+                if node.function == "mean":  # (a float of a target in its own type)
+                    own = self._own_type(node.target, var_types)
+                    inner = "number" if own in (None, LITERAL) else own
+                record[id(node)] = "float" if node.function == "mean" else inner
                 if node.target is not None:
                     self.record_term(record, node.target, inner, var_types)
                 for lit in node.body:
