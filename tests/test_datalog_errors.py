@@ -319,7 +319,7 @@ def test_sum_of_a_symbol():
     e = _error(".decl s(x: symbol)\n.decl r(n: number)\nr(n) :- n = sum x : s(x).\n")
     assert (e.line, e.column) == (3, 17)
     assert e.message == "sum of a symbol is not supported"
-    assert e.hint == "aggregate a number, unsigned or float"
+    assert e.hint == "aggregate a number, unsigned or float (as Soufflé)"
 
 
 def test_constant_out_of_32_bit_range_in_the_program_text():

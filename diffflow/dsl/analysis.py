@@ -245,8 +245,9 @@ class _Analyser(ClauseChecks):
         if rule.dominating is not None:
             return self.add_subsumption(rule, relation)
         if not rule.body and (_generators(*rule.head.args) or any(
-                isinstance(n, (ast.RecordTerm, ast.Nil, ast.BranchTerm))
-                for n in ast.walk_terms(*rule.head.args))):
+                isinstance(n, (ast.RecordTerm, ast.Nil, ast.BranchTerm)) or
+                isinstance(n, ast.Functor) and n.user is not None and
+                n.user.result in self.structures for n in ast.walk_terms(*rule.head.args))):
             # r(range(1, 5)). makes rows; r([1, nil]). builds records: rules with no body
             rule = ast.Rule(rule.line, rule.column, rule.head,
                             [ast.Conjunction(rule.line, rule.column, [])], rule.plan)

@@ -308,18 +308,25 @@ class _PerValue:
 class UserFunctor:
     """A ``.functor`` declaration bound to a Python callable (``Program(functors=...)``).
 
-    The callable gets one value per argument (``int``, ``float`` or ``str``) and returns
-    the result, called once per distinct combination of arguments; marked with
+    The callable gets one value per argument (``int``, ``float``, ``str``, a record as a
+    tuple or ``None``, an ADT value as an :class:`~diffflow.dsl.structures.AdtValue`) and
+    returns the result, called once per distinct combination of arguments; marked with
     :func:`vectorized`, it gets whole numpy arrays (symbols as arrays of ``str``) and
     returns an array.  Results are converted to the declared type as Soufflé's C++ would:
-    ``number`` wraps to 32 bits, ``unsigned`` too.
+    ``number`` wraps to 32 bits, ``unsigned`` too.  (Soufflé's ``stateful`` functors are
+    C++ given the symbol and record tables; a Python functor gets and returns values, so
+    ``stateful`` changes nothing here.)
     """
 
-    def __init__(self, decl, params: list, result: str, fn):
+    def __init__(self, decl, params: list, result: str, fn, structures=None):
         self.decl, self.params, self.result, self.fn = decl, params, result, fn
         self.name = decl.name
+        self.structures = structures or {}
+        self.structured = any(k in self.structures for k in (*params, result))
 
     def convert(self, value):
+        if self.result in self.structures:  # (checked when it is encoded)
+            return value
         if self.result == "symbol":
             if not isinstance(value, str):
                 raise ExpressionError(f"functor @{self.name} returned {value!r}, not a str "
@@ -356,10 +363,28 @@ class UserFunctor:
             if self.result == "symbol":
                 value = symbols.encode_one(value)
             return np.full(rows or 0, value, np.float64 if self.result == "float" else np.int64)
+        if self.structured:  # records and ADT values in and out, one combination at a time
+            kind = "number" if self.result in self.structures else self.result
+            return _PerValue("@" + self.name, kind, self.params,
+                             lambda row: self._with_records(symbols, row))(symbols, *values)
         if getattr(self.fn, "diffflow_vectorized", False):
             return self._whole(symbols, values)
         return _PerValue("@" + self.name, self.result, self.params, self.scalar)(symbols,
                                                                                  *values)
+
+    def _with_records(self, symbols, row: list):
+        from .structures import decode_value, encode_value
+
+        args = [decode_value(v, k, self.structures, symbols) if k in self.structures else v
+                for v, k in zip(row, self.params)]
+        value = self.scalar(args)
+        if self.result not in self.structures:
+            return value
+        try:
+            return encode_value(value, self.result, self.structures, symbols)
+        except (TypeError, ValueError, IndexError) as e:
+            raise ExpressionError(f"functor @{self.name} returned {value!r}, not a "
+                                  f"{self.result}: {e}") from None
 
     def _whole(self, symbols, values):
         args = []
@@ -421,9 +446,6 @@ def bind_user_functors(analyser, program, bindings: dict) -> None:
             raise analyser.error(f"unknown functor @{name}{did_you_mean(name, list(decls))}",
                                  call, hint=f"declare it: .functor {name}(x: number): number")
         if name not in resolved:
-            if decl.stateful:
-                raise analyser.error(f"functor {name!r} is stateful: stateful functors are "
-                                     f"not supported", decl)
             fn = bindings.get(name)
             if fn is None or not callable(fn):
                 what = "has no Python binding" if fn is None else \
@@ -433,7 +455,7 @@ def bind_user_functors(analyser, program, bindings: dict) -> None:
                     call, hint=f"pass Program(..., functors={{{name!r}: a_callable}})")
             params = [base_type(t, decl, analyser.types, analyser.error) for t in decl.params]
             result = base_type(decl.result, decl, analyser.types, analyser.error)
-            resolved[name] = UserFunctor(decl, params, result, fn)
+            resolved[name] = UserFunctor(decl, params, result, fn, analyser.structures)
         call.user = resolved[name]
     unknown = sorted(set(bindings) - set(decls))
     if unknown:

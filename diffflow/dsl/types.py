@@ -347,7 +347,8 @@ class TermTyping:
         common = None  # (the type of the "T" arguments so far)
         for position, (arg, param) in enumerate(zip(node.args, params), 1):
             got = self.expr_type(arg, types, strict)
-            self.not_structured(got, arg, name)
+            if node.user is None:
+                self.not_structured(got, arg, name)
             if param == "T":
                 if got == "symbol" and name not in ("min", "max"):  # (those: by text)
                     raise self.error(f"{name} of a symbol is not supported", arg,
@@ -360,7 +361,7 @@ class TermTyping:
                 if got == "symbol":
                     raise self.error(f"{name} needs a number, unsigned or float, got a symbol",
                                      arg)
-            elif got is not None and got != param and not (got == LITERAL and param != "symbol"):
+            elif got is not None and not self.fits(got, param):
                 raise self.error(f"argument {position} of {name} must be a {param}, but "
                                  f"this is {_article(kind_name(got))}", arg)
         if result != "T":
