@@ -199,6 +199,10 @@ def _preprocessor_options(command):
     command.add_argument("-M", "--macro", action="append", default=[], metavar="'NAME=VALUE'",
                          help="define macros for the C preprocessor, e.g. -M 'SIZE=10 DEBUG' "
                               "(as Soufflé's -M)")
+    command.add_argument("-l", "--functors", action="append", default=[], metavar="FILE.py",
+                         help="a Python file whose functions of the names the program's "
+                              ".functor declarations give are their bindings (repeatable; "
+                              "Soufflé's -l names a C++ library)")
 
 
 def _jobs(text: str):
@@ -216,7 +220,35 @@ def _program_options(args) -> dict:
     macros = {}
     for option in args.macro:
         macros.update(macros_from_option(option))
-    return dict(include_dirs=args.include_dir or None, macros=macros or None)
+    options = dict(include_dirs=args.include_dir or None, macros=macros or None)
+    if args.functors:
+        options["functors"] = _functor_bindings(args, options)
+    return options
+
+
+def _functor_bindings(args, options) -> dict:
+    """``--functors FILE.py``: the files' functions named by the program's ``.functor``
+    declarations (a file that cannot be run is an error naming it)."""
+    import runpy
+
+    from .dsl.parser import parse
+    from .dsl.preprocess import preprocess
+    from .dsl.program import read_program_text
+
+    text = preprocess(read_program_text(args.program), args.program, options["include_dirs"],
+                      options["macros"])
+    declared = {f.name for f in parse(text, args.program).functors}
+    found: dict = {}
+    for path in args.functors:
+        try:
+            namespace = runpy.run_path(path, run_name="diffflow_functors")
+        except OSError as exc:
+            raise ValueError(f"--functors {path}: {exc.strerror or exc}") from None
+        except Exception as exc:
+            raise ValueError(f"--functors {path}: running it failed: {type(exc).__name__}: "
+                             f"{exc}") from None
+        found.update({name: namespace[name] for name in declared if name in namespace})
+    return found
 
 
 def _read_pragmas(args, options) -> dict:

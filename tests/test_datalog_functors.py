@@ -358,3 +358,23 @@ def test_range_errors_are_located(source, message, at):
         dd.Program(".decl r(x: number)\n" + source + "\n", filename="g.dl")
     text = str(caught.value)
     assert message in text and f"g.dl:{at[0]}:{at[1]}:" in text, text
+
+
+def test_diffflow_run_binds_user_functors_from_a_python_file(tmp_path, capsys):
+    from diffflow.cli import main
+
+    (tmp_path / "lib.py").write_text("def twice(x):\n    return 2 * x\n\n"
+                                     "def shout(s):\n    return s.upper() + '!'\n\n"
+                                     "def unused():\n    return 0\n")
+    (tmp_path / "p.dl").write_text('.functor twice(x: number): number\n'
+                                   '.functor shout(s: symbol): symbol\n'
+                                   '.decl r(x: number, s: symbol)\n'
+                                   'r(@twice(21), @shout("hi")).\n.output r\n')
+    out = tmp_path / "out"
+    assert main(["run", str(tmp_path / "p.dl"), "-D", str(out),
+                 "--functors", str(tmp_path / "lib.py")]) == 0
+    assert (out / "r.csv").read_text() == "42\tHI!\n"
+    assert main(["run", str(tmp_path / "p.dl"), "-D", str(out)]) == 1
+    assert "define twice in a file given to diffflow run --functors" in capsys.readouterr().err
+    assert main(["run", str(tmp_path / "p.dl"), "-D", str(out), "-l", "nope.py"]) == 1
+    assert "--functors nope.py: No such file or directory" in capsys.readouterr().err

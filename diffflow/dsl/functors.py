@@ -452,7 +452,8 @@ def bind_user_functors(analyser, program, bindings: dict) -> None:
                     f"is bound to {type(fn).__name__} {fn!r:.40}, not a callable"
                 raise analyser.error(
                     f"functor {name!r} (declared at line {decl.line}) {what}",
-                    call, hint=f"pass Program(..., functors={{{name!r}: a_callable}})")
+                    call, hint=f"pass Program(..., functors={{{name!r}: a_callable}}), or "
+                               f"define {name} in a file given to diffflow run --functors")
             params = [base_type(t, decl, analyser.types, analyser.error) for t in decl.params]
             result = base_type(decl.result, decl, analyser.types, analyser.error)
             resolved[name] = UserFunctor(decl, params, result, fn, analyser.structures)
