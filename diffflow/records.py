@@ -70,7 +70,7 @@ class RecordStore:
         if len(text) == self.seen:
             return
         for blob in itertools.islice(text.values(), self.seen, None):
-            if blob.startswith(_MARK):
+            if isinstance(blob, str) and blob.startswith(_MARK):
                 self._add(*_decode_batch(blob))
         self.seen = len(text)
 
@@ -168,6 +168,15 @@ def components(symbols, rid: int) -> tuple:
     if not found[0]:
         raise KeyError(f"{rid} is not a known record id")
     return tuple(rows[0, :arity[0]].tolist())
+
+
+def find_components(symbols, keys: np.ndarray):
+    """``(found, arity, components)`` of sorted distinct ids (:meth:`RecordStore.find`);
+    an id the table does not know raises ``KeyError``."""
+    found, arity, rows = _store(symbols).find(np.asarray(keys, np.int64))
+    if not found.all():
+        raise KeyError(f"{int(keys[~found][0])} is not a known record id")
+    return found, arity, rows
 
 
 def unpack(symbols, ids: np.ndarray, width: int) -> np.ndarray:

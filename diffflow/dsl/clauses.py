@@ -67,10 +67,40 @@ class ClauseChecks(TermTyping):
             origin[name] = "declared by an inline relation's attribute"
         self._lenient = lenient
         take_apart(self, clause)
+        self.check_built_records(clause)
         try:
             self._check_clause(clause, types, origin)
         finally:
             self._lenient = False
+
+    def check_built_records(self, clause: Clause) -> None:
+        """A record or branch term that is built, not matched (in a head, a negation, a
+        comparison other than a pattern's ``=``) needs every field: no ``_`` inside."""
+        places = [(f"the head of {clause.head.relation}", clause.head.args)]
+        negated = {a.name: lit.atom.relation for lit in clause.literals
+                   if isinstance(lit, ast.Negation) for a in lit.atom.args
+                   if isinstance(a, ast.Var)}  # (analysis moved terms out of negated atoms)
+        for lit in clause.literals:
+            if isinstance(lit, ast.Negation):
+                places.append((f"the negation !{lit.atom.relation}", lit.atom.args))
+            elif isinstance(lit, ast.Comparison):
+                owner = next((negated[side.name] for side in (lit.left, lit.right)
+                              if isinstance(side, ast.Var) and side.name in negated and
+                              side.name.startswith("#")), None)
+                where = "a comparison" if owner is None else f"the negation !{owner}"
+                places.append((where, [lit.left, lit.right]))
+        for where, terms in places:
+            for term in ast.walk_terms(*terms):
+                if not isinstance(term, (ast.RecordTerm, ast.BranchTerm)):
+                    continue
+                hole = next((a for a in ast.walk_terms(*term.args)
+                             if isinstance(a, ast.Wildcard)), None)
+                if hole is not None:
+                    raise self.error(f"'_' inside a record or ADT value in {where}: there it "
+                                     f"is built, so every field needs a value", hole,
+                                     hint="'_' matches anything only in a pattern, e.g. "
+                                          "r([x, _]) in a positive atom; for a negation, "
+                                          "match in a helper relation and negate that")
 
     def _check_clause(self, clause: Clause, types: dict, origin: dict):
 

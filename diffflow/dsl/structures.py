@@ -22,6 +22,9 @@ AdtValue(branch='A', args=((1, None),))
 """
 from __future__ import annotations
 
+import math
+import re
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,37 +96,76 @@ def branch_owners(structures: dict) -> dict:
 
 
 def row_order(row):
-    """A sort key for rows that may hold records (``nil`` first) and ADT values.
+    """A sort key for rows that may hold records (``nil`` first) and ADT values: each
+    value flattened in pre-order (no recursion, so lists of any length sort).
 
     >>> sorted([((1, None),), (None,), ((0, (2, None)),)], key=row_order)
     [(None,), ((0, (2, None)),), ((1, None),)]
     """
-    def key(value):
+    out = []
+    stack = list(reversed(row))
+    while stack:
+        value = stack.pop()
         if value is None:
-            return (0,)
-        if isinstance(value, tuple):
-            return (1, tuple(key(v) for v in value))
-        if isinstance(value, AdtValue):
-            return (2, value.branch, tuple(key(v) for v in value.args))
-        return (3, value)
-
-    return tuple(key(v) for v in row)
+            out.append((0,))
+        elif isinstance(value, tuple):
+            out.append((1, len(value)))
+            stack.extend(reversed(value))
+        elif isinstance(value, AdtValue):
+            out.append((2, value.branch, len(value.args)))
+            stack.extend(reversed(value.args))
+        else:
+            out.append((3, value))
+    return tuple(out)
 
 
 # -- Python values <-> ids -----------------------------------------------------------------
-def _component(value, kind, structures, symbols) -> int:
-    if kind in structures:
-        return encode_value(value, kind, structures, symbols)
+_LIMITS = {"number": (-2**31, 2**31 - 1), "unsigned": (0, 2**32 - 1)}
+
+
+def _scalar_code(value, kind: str, symbols) -> int:
+    """A field's value as a record stores it, checked as a column's value is."""
     if kind == "symbol":
+        if not isinstance(value, str):
+            raise TypeError(f"{value!r} is not a symbol (a str)")
         return symbols.encode_one(value)
     if kind == "float":
-        return int(np.float64(value).view(np.int64))
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
+                                                              np.floating)):
+            raise TypeError(f"{value!r} is not a float")
+        value = float(value) + 0.0  # (-0.0 is 0.0, as in float columns)
+        return int(np.float64(math.nan if value != value else value).view(np.int64))
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{value!r} is not a {kind} (an int)")
+    low, high = _LIMITS[kind]
+    if not low <= int(value) <= high:
+        raise ValueError(f"{value} does not fit a 32-bit {kind}")
     return int(value)
+
+
+def _children(value, kind: str, structures: dict) -> list:
+    """``[(field value, field type)]`` of a record or ADT value, its shape checked."""
+    structure = structures[kind]
+    if structure.is_record:
+        fields = structure.fields
+        if not isinstance(value, tuple) or len(value) != len(fields):
+            raise TypeError(f"{value!r} is not a {kind}: a tuple of {len(fields)} field(s) "
+                            f"({', '.join(n for n, _ in fields)}), or None for nil")
+        return list(zip(value, (t for _, t in fields)))
+    if not isinstance(value, AdtValue) or value.branch not in structure.branches:
+        raise TypeError(f"{value!r} is not a {kind}: its branches are "
+                        f"{', '.join('$' + b for b in structure.branches)}")
+    fields = structure.branches[value.branch]
+    if not isinstance(value.args, tuple) or len(value.args) != len(fields):
+        raise TypeError(f"${value.branch} has {len(fields)} field(s): give AdtValue("
+                        f"{value.branch!r}, (...)) a tuple of {len(fields)}")
+    return list(zip(value.args, (t for _, t in fields)))
 
 
 def encode_value(value, kind: str, structures: dict, symbols) -> int:
     """The id of a Python record (tuple or None) or ADT value (:class:`AdtValue`) of type
-    ``kind``, interning it and its parts.
+    ``kind``, interning it and its parts; a value of the wrong shape or type raises
+    ``TypeError`` or ``ValueError`` (its strings may stay interned; nothing else changes).
 
     >>> from diffflow.schema import SymbolTable
     >>> s, table = {"P": Structure("P", fields=[("a", "number"), ("b", "symbol")])}, SymbolTable()
@@ -131,58 +173,100 @@ def encode_value(value, kind: str, structures: dict, symbols) -> int:
     >>> decode_value(rid, "P", s, table), encode_value(None, "P", s, table)
     ((1, 'x'), 0)
     """
-    structure = structures[kind]
-    if structure.is_record:
-        if value is None:
-            return records.NIL
-        fields = structure.fields
-        if not isinstance(value, tuple) or len(value) != len(fields):
-            raise TypeError(f"{value!r} is not a {kind}: it has {len(fields)} field(s) "
-                            f"({', '.join(n for n, _ in fields)})")
-        parts = [_component(v, t, structures, symbols) for v, (_, t) in zip(value, fields)]
-    else:
-        if not isinstance(value, AdtValue) or value.branch not in structure.branches:
-            raise TypeError(f"{value!r} is not a {kind}: its branches are "
-                            f"{', '.join('$' + b for b in structure.branches)}")
-        fields = structure.branches[value.branch]
-        if len(value.args) != len(fields):
-            raise TypeError(f"${value.branch} has {len(fields)} field(s), got "
-                            f"{len(value.args)}")
-        parts = [structure.branch_number(value.branch)] + [
-            _component(v, t, structures, symbols) for v, (_, t) in zip(value.args, fields)]
-    return int(records.pack(symbols, [np.array([p], np.int64) for p in parts])[0])
-
-
-def _value(code: int, kind, structures, symbols):
-    if kind in structures:
-        return decode_value(code, kind, structures, symbols)
-    if kind == "symbol":
-        return symbols.decode(np.array([code]))[0]
-    if kind == "float":
-        return float(np.int64(code).view(np.float64))
-    return int(code)
+    codes: list = []
+    stack = [(value, kind, False)]  # (post-order without recursion: lists of any length)
+    while stack:
+        v, k, built = stack.pop()
+        if k not in structures:
+            codes.append(_scalar_code(v, k, symbols))
+            continue
+        structure = structures[k]
+        if not built:
+            if v is None and structure.is_record:
+                codes.append(records.NIL)
+                continue
+            children = _children(v, k, structures)
+            stack.append((v, k, True))
+            stack.extend((cv, ck, False) for cv, ck in reversed(children))
+            continue
+        width = len(v) if structure.is_record else len(v.args)
+        parts = codes[len(codes) - width:]
+        del codes[len(codes) - width:]
+        if not structure.is_record:
+            parts.insert(0, structure.branch_number(v.branch))
+        codes.append(int(records.pack(symbols, [np.array([p], np.int64) for p in parts])[0]))
+    return codes[0]
 
 
 def decode_value(rid: int, kind: str, structures: dict, symbols):
     """The Python value of record id ``rid`` of type ``kind`` (see :func:`encode_value`)."""
-    structure = structures[kind]
-    parts = records.components(symbols, int(rid))
-    if structure.is_record:
-        if int(rid) == records.NIL:
-            return None
-        return tuple(_value(p, t, structures, symbols)
-                     for p, (_, t) in zip(parts, structure.fields))
-    branch = list(structure.branches)[parts[0]]
-    return AdtValue(branch, tuple(_value(p, t, structures, symbols) for p, (_, t) in
-                                  zip(parts[1:], structure.branches[branch])))
+    return decode_ids(np.array([rid], np.int64), kind, structures, symbols)[0]
 
 
 def decode_ids(ids, kind: str, structures: dict, symbols) -> list:
-    """Python values of a column of ids, each distinct id decoded once."""
+    """Python values of a column of ids: the components of each level of nesting read in
+    one batch, the values built without recursion (lists of any length)."""
     ids = np.asarray(ids, np.int64)
-    unique, inverse = np.unique(ids, return_inverse=True)
-    values = [decode_value(i, kind, structures, symbols) for i in unique.tolist()]
-    return [values[i] for i in inverse.ravel().tolist()]
+    parts: dict = {}  # (type, id) -> components
+    frontier = {kind: ids}
+    while frontier:
+        following: dict = {}
+        for k, codes in frontier.items():
+            codes = np.unique(codes)
+            codes = codes[[(k, c) not in parts for c in codes.tolist()]] if parts else codes
+            codes = codes[codes != records.NIL] if structures[k].is_record else codes
+            if not len(codes):
+                continue
+            found, arity, rows = records.find_components(symbols, codes)
+            structure = structures[k]
+            for code, width, row in zip(codes.tolist(), arity.tolist(), rows.tolist()):
+                row = row[:width]
+                parts[(k, code)] = row
+                if structure.is_record:
+                    fields = [t for _, t in structure.fields]
+                else:
+                    fields = [None] + [t for _, t in
+                                       structure.branches[list(structure.branches)[row[0]]]]
+                for part, t in zip(row, fields):
+                    if t in structures:
+                        following.setdefault(t, []).append(part)
+        frontier = {k: np.array(v, np.int64) for k, v in following.items()}
+    values: dict = {}
+
+    def scalar(code, t):
+        if t == "symbol":
+            return symbols.decode(np.array([code]))[0]
+        if t == "float":
+            return float(np.int64(code).view(np.float64))
+        return int(code)
+
+    out = []
+    for top in ids.tolist():
+        stack = [(kind, top, False)]
+        while stack:
+            k, code, ready = stack.pop()
+            key = (k, code)
+            if key in values:
+                continue
+            structure = structures[k]
+            if structure.is_record and code == records.NIL:
+                values[key] = None
+                continue
+            row = parts[key]
+            if structure.is_record:
+                fields, branch, own = [t for _, t in structure.fields], None, row
+            else:
+                branch = list(structure.branches)[row[0]]
+                fields, own = [t for _, t in structure.branches[branch]], row[1:]
+            if not ready:
+                stack.append((k, code, True))
+                stack.extend((t, c, False) for c, t in zip(own, fields) if t in structures)
+                continue
+            args = tuple(values[(t, c)] if t in structures else scalar(c, t)
+                         for c, t in zip(own, fields))
+            values[key] = args if branch is None else AdtValue(branch, args)
+        out.append(values[(kind, top)])
+    return out
 
 
 # -- one value --------------------------------------------------------------------------------
@@ -244,9 +328,15 @@ class _Pack:
         self.kinds = list(kinds)
 
     def __call__(self, symbols, *values):
-        parts = [np.asarray(v, np.float64).view(np.int64) if k == "float"
-                 else np.asarray(v, np.int64) for v, k in zip(values, self.kinds)]
+        parts = [_float_bits(v) if k == "float" else np.asarray(v, np.int64)
+                 for v, k in zip(values, self.kinds)]
         return records.pack(symbols, parts)
+
+
+def _float_bits(values) -> np.ndarray:
+    """Floats as records hold them: -0.0 as 0.0 and one NaN, as float columns have them."""
+    values = np.asarray(values, np.float64) + 0.0
+    return np.where(np.isnan(values), np.nan, values).view(np.int64)
 
 
 class _Field:
@@ -274,23 +364,36 @@ class _IsBranch:
 
 # -- text ------------------------------------------------------------------------------------
 def format_value(value, kind: str, structures: dict) -> str:
-    """Soufflé's text of a record or ADT value: ``[1, [2, nil]]``, ``$A(x)``, ``$B``."""
-    structure = structures[kind]
-
+    """Soufflé's text of a record or ADT value: ``[1, [2, nil]]``, ``$A(x)``, ``$B`` (built
+    without recursion: lists of any length)."""
     from .facts import format_value as scalar
 
-    def part(v, t):
-        return format_value(v, t, structures) if t in structures else scalar(v, t)
-
-    if structure.is_record:
-        if value is None:
-            return "nil"
-        return "[" + ", ".join(part(v, t) for v, (_, t) in zip(value, structure.fields)) + "]"
-    fields = structure.branches[value.branch]
-    if not fields:
-        return "$" + value.branch
-    return f"${value.branch}(" + ", ".join(part(v, t) for v, (_, t) in
-                                           zip(value.args, fields)) + ")"
+    out: list = []
+    stack: list = [(value, kind)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):  # (punctuation queued between the parts)
+            out.append(item)
+            continue
+        v, k = item
+        if k not in structures:
+            out.append(scalar(v, k))
+            continue
+        structure = structures[k]
+        if structure.is_record and v is None:
+            out.append("nil")
+            continue
+        children = _children(v, k, structures)
+        if not structure.is_record and not children:
+            out.append("$" + v.branch)
+            continue
+        opening, closing = ("[", "]") if structure.is_record else (f"${v.branch}(", ")")
+        queued: list = [opening]
+        for i, child in enumerate(children):
+            queued += [", "] * (i > 0) + [child]
+        queued.append(closing)
+        stack.extend(reversed(queued))
+    return "".join(out)
 
 
 class ValueSyntaxError(ValueError):
@@ -305,7 +408,12 @@ def parse_value(text: str, kind: str, structures: dict):
     """The Python value of a record or ADT written as Soufflé writes it; symbols inside
     may be bare (up to ``,`` ``]`` ``)``) or in double quotes."""
     reader = _Reader(text, structures)
-    value = reader.value(kind)
+    limit = sys.getrecursionlimit()  # (nesting is recursion here: room for long lists,
+    sys.setrecursionlimit(max(limit, 20 * len(text) + 1000))  # Python-only frames)
+    try:
+        value = reader.value(kind)
+    finally:
+        sys.setrecursionlimit(limit)
     reader.skip()
     if reader.pos != len(text):
         raise ValueSyntaxError(f"unexpected {text[reader.pos:]!r} after the value", reader.pos)
@@ -385,7 +493,18 @@ class _Reader:
         word = text[start:end].strip()
         if kind == "symbol":
             return word
-        try:
-            return float(word) if kind == "float" else int(word, 0)
-        except ValueError:
-            raise ValueSyntaxError(f"{word!r} is not a {kind}", start) from None
+        # (as a plain column's value: base-10 numbers, unsigned also 0x/0b, 32 bits)
+        if kind == "float":
+            if re.fullmatch(r"[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|inf|"
+                            r"infinity|nan)", word, re.IGNORECASE):
+                return float(word)
+            raise ValueSyntaxError(f"{word!r} is not a float", start)
+        pattern = r"[+-]?[0-9]+" if kind == "number" else r"\+?[0-9]+|0x[0-9a-fA-F]+|0b[01]+"
+        if not re.fullmatch(pattern, word):
+            raise ValueSyntaxError(f"{word!r} is not {'an' if kind == 'unsigned' else 'a'} "
+                                   f"{kind}", start)
+        value = int(word, 0) if word[:2] in ("0x", "0b") else int(word)
+        low, high = _LIMITS[kind]
+        if not low <= value <= high:
+            raise ValueSyntaxError(f"{word} does not fit a 32-bit {kind}", start)
+        return value

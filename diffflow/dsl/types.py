@@ -375,6 +375,9 @@ class TermTyping:
         (same base type), and between number and unsigned (the 32-bit pattern kept)."""
         got = self.expr_type(node.args[0], types, strict)
         target = base_type(node.type_name, node, getattr(self, "types", {}) or {}, self.error)
+        if self.is_structured(got) or target in self.structures:
+            raise self.error(f"as(..., {node.type_name}): records and ADT values are built "
+                             f"with [...] and $Branch(...), not cast", node)
         if got in (None, LITERAL) or got == target or {got, target} == {"number", "unsigned"}:
             return target
         raise self.error(f"as(..., {node.type_name}) of a {kind_name(got)}: diffflow casts "
