@@ -245,6 +245,10 @@ PROGRAMS = {
         segs(a, n) :- shape($Seg([a, _], n)).
         .decl nothing()
         nothing() :- shape($Nothing).
+        .decl firsts(a: number, s: number)
+        firsts(a, s) :- edge(a, _), s = sum b : { pair([a, b]) }.
+        .decl ordered(n: number)
+        ordered(n) :- n = count : { tagged(p, _), p = [a, b], a < b }.
     """, {"edge": [NODE, NODE],
           "tagged": [("pair", [(0, 1), (1, 0), (2, 3), (1, 1), None]), SYM]}),
     "autoinc": ("""

@@ -383,3 +383,32 @@ def test_a_functor_returning_a_wrong_record_names_itself():
     p.insert("sizes", [(3,)])
     with pytest.raises(dd.DiffflowError, match=r"functor @build returned \(2,\), not a List"):
         p.commit()
+
+
+def test_patterns_inside_aggregate_bodies_bind_their_parts():
+    p = dd.Program("""
+        .type L = [h: number, t: L]
+        .type T = A {x: number} | B {}
+        .decl lst(l: L)
+        .decl t(v: T)
+        .decl k(x: number)
+        .input lst, t, k
+        .decl singles(s: number)
+        singles(s) :- s = sum x : { lst([x, nil]) }.
+        .decl heads(h: number, n: number)
+        heads(h, n) :- k(h), n = count : { lst([h, _]) }.
+        .decl big_a(n: number)
+        big_a(n) :- n = count : { t($A(x)), x > 1 }.
+        .decl ground(n: number)
+        ground(n) :- n = count : { lst(l), l = [1, nil] }.
+    """, partitions=2)
+    p.insert("lst", [((1, None),), ((2, (3, None)),), ((5, None),), ((2, None),)])
+    p.insert("t", [(AdtValue("A", (3,)),), (AdtValue("B"),), (AdtValue("A", (1,)),)])
+    p.insert("k", [(2,), (5,), (7,)])
+    p.commit()
+    assert p.relation("singles") == {(1 + 5 + 2,)}
+    assert p.relation("heads") == {(2, 2), (5, 1), (7, 0)}
+    assert p.relation("big_a") == {(1,)} and p.relation("ground") == {(1,)}
+    p.remove("lst", [((2, None),)])
+    p.commit()
+    assert p.relation("singles") == {(6,)} and (2, 1) in p.relation("heads")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from . import ast
 from .analysed import Clause, Relation
 from .errors import did_you_mean
-from .patterns import take_apart
+from .patterns import take_apart, take_apart_literals
 from .types import NIL, RECORD, TermTyping, Unknown, kind_name
 
 _UNKNOWN = "?"  # a side whose type waits for a variable's
@@ -218,6 +218,11 @@ class ClauseChecks(TermTyping):
                 self.check_constant(arg, kind)
 
     def check_aggregate(self, agg: ast.AggregateTerm, outer_bound: set, types: dict):
+        structured = (ast.RecordTerm, ast.Nil, ast.BranchTerm)
+        if any(isinstance(a, structured) for lit in agg.body
+               if isinstance(lit, (ast.Atom, ast.Comparison)) for a in ast.literal_terms(lit)):
+            # records matched in the body: named, then taken apart (as in a rule's body)
+            agg.body = take_apart_literals(self, self.name_expressions(agg.body), outer_bound)
         local_bound = set()
         for lit in agg.body:
             if isinstance(lit, ast.Disjunction):
@@ -253,19 +258,33 @@ class ClauseChecks(TermTyping):
                 self.require_bound([lit.left, lit.right], bound, "a comparison")
         if agg.target is not None:
             self.require_bound([agg.target], bound, f"the {agg.function} target")
-        # body comparisons: types
-        for lit in agg.body:
-            if isinstance(lit, ast.Comparison):
-                left = self.expr_type(lit.left, types, strict=False)
-                right = self.expr_type(lit.right, types, strict=False)
-                if lit.op == "=" and isinstance(lit.left, ast.Var) and lit.left.name not in types:
-                    types[lit.left.name] = right
+        # body comparisons: types (assignments first, in binding order)
+        pending = [lit for lit in agg.body if isinstance(lit, ast.Comparison)]
+        progress = True
+        while pending and progress:
+            progress = False
+            for lit in list(pending):
+                try:
+                    left = self.expr_type(lit.left, types, strict=False)
+                    right = self.expr_type(lit.right, types, strict=False)
+                except Unknown:
+                    continue
+                if lit.op == "=" and isinstance(lit.left, ast.Var) and \
+                        lit.left.name not in types and right not in (None, RECORD, NIL):
+                    types[lit.left.name] = kind_name(right)
                 elif lit.op == "=" and isinstance(lit.right, ast.Var) and \
-                        lit.right.name not in types:
-                    types[lit.right.name] = left
+                        lit.right.name not in types and left not in (None, RECORD, NIL):
+                    types[lit.right.name] = kind_name(left)
+                elif left is None or right is None:
+                    continue
                 else:
                     self.check_comparison(lit, left, right)
-            elif isinstance(lit, ast.Negation):
+                pending.remove(lit)
+                progress = True
+        for lit in pending:
+            raise self.error("cannot infer the type of this comparison", lit)
+        for lit in agg.body:
+            if isinstance(lit, ast.Negation):
                 self.check_args_against(lit.atom, self.relations[lit.atom.relation], types)
         if agg.target is not None:
             kind = self.expr_type(agg.target, types)

@@ -34,17 +34,23 @@ def has_wildcard(term) -> bool:
 
 def take_apart(analyser, clause) -> None:
     """Rewrite the patterns among ``clause.literals`` into field accesses (in place)."""
+    clause.literals = take_apart_literals(analyser, clause.literals)
+
+
+def take_apart_literals(analyser, literals: list, outer=()) -> list:
+    """``literals`` with their patterns written as field accesses; ``outer``: variables
+    bound outside them (an aggregate body's correlation)."""
     if not any(isinstance(lit, ast.Comparison) and
                (isinstance(lit.left, _STRUCTURES) or isinstance(lit.right, _STRUCTURES))
-               for lit in clause.literals):
-        return
-    bound = {v.name for lit in clause.literals if isinstance(lit, ast.Atom)
-             for v in ast.term_variables(*lit.args)}
+               for lit in literals):
+        return literals
+    bound = set(outer) | {v.name for lit in literals if isinstance(lit, ast.Atom)
+                          for v in ast.term_variables(*lit.args)}
 
     def ready(term):
         return not has_wildcard(term) and analyser.bindable(term, bound)
 
-    literals = list(clause.literals)
+    literals = list(literals)
     changed = True
     while changed:
         changed = False
@@ -61,7 +67,7 @@ def take_apart(analyser, clause) -> None:
                     bound.add(source.name)
                     changed = True
                     break
-    clause.literals = literals
+    return literals
 
 
 def _fields(analyser, pattern, source) -> list:

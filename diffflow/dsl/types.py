@@ -456,6 +456,9 @@ class TermTyping:
             right = self.expr_type(c.right, var_types, strict=False)
             return kind_name(unify(self, c, left, right))
         except Unknown:  # only variables of unknown type: integers by default
+            if any(isinstance(side, (ast.RecordTerm, ast.Nil, ast.BranchTerm, ast.FieldAccess))
+                   for side in (c.left, c.right)):
+                return None  # (a record's type is known only with its variables')
             return "number"
 
     def record_term(self, record: dict, term, kind: str, var_types: dict) -> None:
@@ -536,6 +539,8 @@ class TermTyping:
         """Record the types of a literal's terms: atom arguments have their attribute's type."""
         if isinstance(lit, ast.Comparison):
             kind = self.comparison_type(lit, var_types)
+            if kind is None:
+                return
             for side in (lit.left, lit.right):
                 self.record_term(record, side, kind, var_types)
             return
