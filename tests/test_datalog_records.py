@@ -412,3 +412,22 @@ def test_patterns_inside_aggregate_bodies_bind_their_parts():
     p.remove("lst", [((2, None),)])
     p.commit()
     assert p.relation("singles") == {(6,)} and (2, 1) in p.relation("heads")
+
+
+def test_subsumptive_rules_with_records_in_their_atoms():
+    p = dd.Program("""
+        .type P = [a: number, b: number]
+        .decl best(p: P, d: number)
+        best([1, 0], 5). best([1, 0], 3). best([2, 0], 7).
+        best([x, 0], d1) <= best([x, 0], d2) :- d1 > d2.
+        .decl low(k: number, p: P)
+        .input low
+        low(k, [_, b]) <= low(k, [_, c]) :- b > c.
+    """)
+    p.insert("low", [(1, (1, 5)), (1, (2, 2)), (2, (3, 3))])
+    p.commit()
+    assert p.relation("best") == {((1, 0), 3), ((2, 0), 7)}
+    assert p.relation("low") == {(1, (2, 2)), (2, (3, 3))}
+    p.remove("low", [(1, (2, 2))])
+    p.commit()
+    assert p.relation("low") == {(1, (1, 5)), (2, (3, 3))}

@@ -292,11 +292,12 @@ class _Analyser(ClauseChecks):
         dominating = self.named_wildcards(dominating)
         for alternative in rule.body:
             for literals in self.expand(alternative):
-                for a, b in zip(dominated.args, dominating.args):
+                # (expressions and records in the atoms named: the rows compare by them)
+                body = self.name_expressions([dominated, dominating, *literals])
+                low, high = body[0], body[1]
+                for a, b in zip(low.args, high.args):
                     differ = ast.Comparison(a.line, a.column, "!=", a, b)
-                    body = [dominated, dominating, *literals, differ]
-                    relation.dominated.append(
-                        Clause(dominated, self.name_expressions(body), rule))
+                    relation.dominated.append(Clause(low, [*body, differ], rule))
 
     def lift_generators(self, head: ast.Atom, literals: list):
         """Every ``range(...)`` that is not already the side of ``x = range(...)`` becomes
