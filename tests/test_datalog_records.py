@@ -431,3 +431,16 @@ def test_subsumptive_rules_with_records_in_their_atoms():
     p.remove("low", [(1, (2, 2))])
     p.commit()
     assert p.relation("low") == {(1, (1, 5)), (2, (3, 3))}
+
+
+def test_a_comma_delimited_fact_file_with_records(tmp_path):
+    # a delimiter inside [...] or a quoted symbol does not split (as Soufflé reads records)
+    out = _run(tmp_path, """
+        .type P = [a: number, b: symbol]
+        .decl r(p: P, x: number)
+        .input r(delimiter=",")
+        .decl second(b: symbol, x: number)
+        second(b, x) :- r([_, b], x).
+        .output second
+    """, {"r": '[1, a],2\n[2, "x,y"],4\n'})
+    assert out["second"] == ["a\t2", "x,y\t4"]

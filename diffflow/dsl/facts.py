@@ -97,6 +97,11 @@ def read_facts(path, relation, delimiter: str = "\t", headers: bool = False, pro
         rows, starts = split_rfc4180(data, relation, delimiter, str(path), first_line)
         fields = _columns_from_rows(rows, relation.arity)
         line_of = starts.__getitem__
+    elif structures and any(kind in structures for kind in relation.types):
+        # a record's text may hold the delimiter: split outside brackets and quotes
+        rows = _split_nested(data, relation, delimiter, str(path), first_line)
+        fields = _columns_from_rows(rows, relation.arity)
+        line_of = first_line.__add__
     else:
         fields = _split(data, relation, delimiter, str(path), first_line)
         line_of = first_line.__add__  # every line is a fact
@@ -258,6 +263,47 @@ def split_rfc4180(data: bytes, relation, delimiter: str = ",", path: str = "<fac
         number, count, raw = wrong[0]
         _field_count_error(relation, count, path, number, delimiter, raw, [w[0] for w in wrong[1:]])
     return rows, starts
+
+
+def _split_nested(data: bytes, relation, delimiter, path, first_line) -> list:
+    """Fields of a file with record or ADT attributes: a delimiter inside ``[...]``,
+    ``(...)`` or a quoted symbol does not split (as Soufflé reads records)."""
+    text = decode_utf8(data, path, "this line", first_line)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    rows, wrong = [], []
+    for number, line in enumerate(lines, start=first_line):
+        line = line[:-1] if line.endswith("\r") else line
+        fields, depth, quoted, start, i = [], 0, False, 0, 0
+        while i < len(line):
+            c = line[i]
+            if quoted:
+                if c == "\\":
+                    i += 1
+                elif c == '"':
+                    quoted = False
+            elif c == '"':
+                quoted = True
+            elif c in "[(":
+                depth += 1
+            elif c in "])":
+                depth -= 1
+            elif depth == 0 and line.startswith(delimiter, i):
+                fields.append(line[start:i])
+                start = i + len(delimiter)
+                i = start
+                continue
+            i += 1
+        fields.append(line[start:])
+        if len(fields) != relation.arity:
+            wrong.append((number, len(fields), line.encode()))
+        rows.append(tuple(fields))
+    if wrong:
+        number, count, raw = wrong[0]
+        _field_count_error(relation, count, path, number, delimiter, raw,
+                           [w[0] for w in wrong[1:]])
+    return rows
 
 
 def _columns_from_rows(rows, arity):
