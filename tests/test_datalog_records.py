@@ -444,3 +444,34 @@ def test_a_comma_delimited_fact_file_with_records(tmp_path):
         .output second
     """, {"r": '[1, a],2\n[2, "x,y"],4\n'})
     assert out["second"] == ["a\t2", "x,y\t4"]
+
+
+def test_record_and_adt_types_inside_components(tmp_path):
+    # souffle-lang.github.io/types: a branch name is the instance's ($component.Symbol), and
+    # a component's types may use its parameters, its other types and themselves
+    out = _run(tmp_path, """
+        .type OuterType = Number { n: number } | Symbol { s: symbol }
+        .comp MyComponent {
+            .type InnerType = Number { n: number } | Symbol { s: symbol }
+        }
+        .init component = MyComponent
+        .decl Relation(x:component.InnerType)
+        Relation($component.Symbol("x")).
+        .decl Outer(x: OuterType)
+        Outer($Symbol("y")).
+        .comp Lists<T> {
+            .type Id <: number
+            .type L = [x: T, n: L]
+            .type E = A {x: Id} | B {e: E}
+            .decl l(v: L)
+            .decl e(v: E)
+            l([1, nil]).
+            l([x, r]) :- l(r), r = [y, _], x = y + 1, x < 4.
+            e($A(1)). e($B(e)) :- e(e), e = $A(_).
+        }
+        .init N = Lists<number>
+        .output Relation, Outer, N.l, N.e
+    """)
+    assert out["Relation"] == ["$component.Symbol(x)"] and out["Outer"] == ["$Symbol(y)"]
+    assert out["N.l"] == ["[1, nil]", "[2, [1, nil]]", "[3, [2, [1, nil]]]"]
+    assert out["N.e"] == ["$N.A(1)", "$N.B($N.A(1))"]

@@ -172,7 +172,12 @@ class _Expander:
         def type_name(name):
             return prefix + name if name in types else outer_type(name)
 
-        rename = _Rewrite(relation, type_name)
+        branches = {b.name for t in parts["types"] for b in t.branches}
+
+        def branch(name):  # (an ADT's branches are the instance's: $instance.Branch)
+            return prefix + name if name in branches else name
+
+        rename = _Rewrite(relation, type_name, branch)
         for d in parts["declarations"]:
             self.out["declarations"].append(rename.declaration(d))
         for t in parts["types"]:
@@ -188,8 +193,8 @@ class _Expander:
 class _Rewrite:
     """Copies of syntax with relation and type names mapped."""
 
-    def __init__(self, relation, type_name):
-        self.relation, self.type_name = relation, type_name
+    def __init__(self, relation, type_name, branch=lambda name: name):
+        self.relation, self.type_name, self.branch = relation, type_name, branch
 
     def declaration(self, d):
         return dataclasses.replace(
@@ -198,8 +203,16 @@ class _Rewrite:
                         for a in d.attributes])
 
     def type_declaration(self, t):
-        return dataclasses.replace(t, name=self.type_name(t.name), base=self.type_name(t.base),
-                                   alternatives=[self.type_name(a) for a in t.alternatives])
+        return dataclasses.replace(
+            t, name=self.type_name(t.name), base=self.type_name(t.base),
+            alternatives=[self.type_name(a) for a in t.alternatives],
+            fields=[self.attribute(f) for f in t.fields],
+            branches=[dataclasses.replace(b, name=self.branch(b.name),
+                                          fields=[self.attribute(f) for f in b.fields])
+                      for b in t.branches])
+
+    def attribute(self, a):
+        return dataclasses.replace(a, type=self.type_name(a.type))
 
     def rule(self, r):
         return dataclasses.replace(
@@ -237,6 +250,11 @@ class _Rewrite:
             return dataclasses.replace(
                 t, target=self.term(t.target) if t.target is not None else None,
                 body=[self.literal(x) for x in t.body])
+        if isinstance(t, ast.RecordTerm):
+            return dataclasses.replace(t, args=[self.term(a) for a in t.args])
+        if isinstance(t, ast.BranchTerm):
+            return dataclasses.replace(t, branch=self.branch(t.branch),
+                                       args=[self.term(a) for a in t.args])
         return t
 
 
