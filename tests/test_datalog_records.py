@@ -475,3 +475,19 @@ def test_record_and_adt_types_inside_components(tmp_path):
     assert out["Relation"] == ["$component.Symbol(x)"] and out["Outer"] == ["$Symbol(y)"]
     assert out["N.l"] == ["[1, nil]", "[2, [1, nil]]", "[3, [2, [1, nil]]]"]
     assert out["N.e"] == ["$N.A(1)", "$N.B($N.A(1))"]
+
+
+def test_inline_relations_whose_heads_build_records():
+    p = dd.Program("""
+        .type P = [a: number, b: number]
+        .decl e(x: number, y: number)
+        .decl pr(p: P) inline
+        pr([x, y]) :- e(x, y).
+        .decl q(x: number)
+        q(x) :- pr([x, _]).
+        .decl q2(x: number)
+        q2(x) :- pr(p), p = [x, y], x < y.
+    """)
+    p.insert("e", [(1, 2), (3, 3), (2, 1)])
+    p.commit()
+    assert p.relation("q") == {(1,), (2,), (3,)} and p.relation("q2") == {(1,)}

@@ -389,7 +389,16 @@ class _TermMap:
             return ast.Negative(node.line, node.column, self.term(node.operand))
         if isinstance(node, ast.Functor):
             return ast.Functor(node.line, node.column, node.name,
-                               [self.term(a) for a in node.args], node.type_name, node.user)
+                               [self.term(a) for a in node.args], node.type_name, node.user,
+                               node.counter)
+        if isinstance(node, ast.RecordTerm):
+            return ast.RecordTerm(node.line, node.column, [self.term(a) for a in node.args])
+        if isinstance(node, ast.BranchTerm):
+            return ast.BranchTerm(node.line, node.column, node.branch,
+                                  [self.term(a) for a in node.args], node.number)
+        if isinstance(node, ast.FieldAccess):
+            return ast.FieldAccess(node.line, node.column, self.term(node.record), node.index,
+                                   node.width, node.branch, node.number)
         if isinstance(node, ast.AggregateTerm):
             target = self.term(node.target) if node.target is not None else None
             return ast.AggregateTerm(node.line, node.column, node.function, target,
