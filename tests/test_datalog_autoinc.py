@@ -121,3 +121,14 @@ def test_misplaced_autoinc_is_located(source, message, at):
         dd.Program(source, filename="c.dl")
     text = str(caught.value)
     assert message in text and f"c.dl:{at[0]}:{at[1]}:" in text, text
+
+
+def test_each_alternative_of_a_rule_is_a_use_of_its_own():
+    p = dd.Program("""
+        .decl e(x: number)
+        e(5). e(3). e(9).
+        .decl o(a: number, b: number)
+        o(x, autoinc()) :- e(x) ; e(y), x = y + 100.
+    """)
+    p.commit()
+    assert p.relation("o") == {(3, 0), (5, 2), (9, 4), (103, 1), (105, 3), (109, 5)}

@@ -491,3 +491,40 @@ def test_inline_relations_whose_heads_build_records():
     p.insert("e", [(1, 2), (3, 3), (2, 1)])
     p.commit()
     assert p.relation("q") == {(1,), (2,), (3,)} and p.relation("q2") == {(1,)}
+
+
+def test_a_user_type_named_like_a_functor_signature_placeholder_is_a_type():
+    # (intrinsic functors' signatures say "T" for "the numeric type of the call")
+    p = dd.Program("""
+        .type T = A {x: number} | B {}
+        .functor wrap(n: number): T
+        .functor g(t: T): number
+        .decl e(n: number)
+        e(1).
+        .decl o(t: T)
+        o(@wrap(n)) :- e(n).
+        .decl h(x: number)
+        h(@g(t)) :- o(t).
+    """, functors={"wrap": lambda n: AdtValue("A", (n,)), "g": lambda t: t.args[0] + 10})
+    p.commit()
+    assert p.relation("o") == {(AdtValue("A", (1,)),)} and p.relation("h") == {(11,)}
+    with pytest.raises(dd.DatalogError, match="argument 1 of @g must be a T, but this is a "
+                                              "number"):
+        dd.Program(".type T = A {x: number} | B {}\n.functor g(t: T): number\n"
+                   ".decl h(x: number)\nh(@g(5)).", functors={"g": lambda t: 1})
+
+
+def test_plain_symbol_fields_next_to_records_may_hold_brackets_and_quotes(tmp_path):
+    out = _run(tmp_path, """
+        .type L = [x: number, rest: L]
+        .decl g(s: symbol, s2: symbol, l: L)
+        .input g
+        .output g
+    """, {"g": 'a\tb"c\t[1, nil]\nq[\tx]\t[2, [3, nil]]\n'})
+    assert out["g"] == ['a\tb"c\t[1, nil]', "q[\tx]\t[2, [3, nil]]"]
+
+
+def test_an_unbound_variable_inside_a_negated_record_is_named():
+    with pytest.raises(dd.DatalogError, match="variable 'y' in the negation !e is not bound"):
+        dd.Program(".type L = [h: number, t: L]\n.decl e(l: L)\n.decl o(x: number)\n"
+                   "o(1) :- e(_), !e([y, nil]).")

@@ -135,10 +135,14 @@ class ClauseChecks(TermTyping):
                     raise AssertionError(arg)
         comparisons = [l for l in clause.literals if isinstance(l, ast.Comparison)]
         self.bind_assignments(comparisons, bound)
+        named = {c.left.name: c.right for c in comparisons  # (what analysis moved out of atoms)
+                 if id(c) in self.synthetic and isinstance(c.left, ast.Var)}
         for lit in clause.literals:
             if isinstance(lit, ast.Negation):
                 self.check_atom(lit.atom)
-                self.require_bound(lit.atom.args, bound, f"the negation !{lit.atom.relation}")
+                args = [named.get(a.name, a) if isinstance(a, ast.Var) else a
+                        for a in lit.atom.args]
+                self.require_bound(args, bound, f"the negation !{lit.atom.relation}")
             elif isinstance(lit, ast.Comparison):
                 where = "an expression inside an atom" if id(lit) in self.synthetic \
                     else "a comparison"

@@ -28,6 +28,8 @@ as in Soufflé, not in a recursive rule.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from . import ast
 from .functors import COUNTERS
 
@@ -40,9 +42,15 @@ def number_counters(analyser, relations: dict, strata: list, inline=()) -> None:
     """Check every ``autoinc()`` and give each its ``(stride, offset)`` (in place);
     ``inline``: the relations to be unfolded, which cannot number rows."""
     recursive = {name for s in strata if s.recursive for name in s.relations}
-    uses = []
+    uses, seen = [], set()
     for relation in relations.values():
         for clause in relation.clauses + relation.dominated:
+            args = list(clause.head.args)
+            for i, arg in enumerate(args):
+                if is_counter(arg) and id(arg) in seen:  # (a rule's alternatives after ';'
+                    args[i] = dataclasses.replace(arg)   # share its head: a use each)
+                    clause.head = dataclasses.replace(clause.head, args=args)
+                seen.add(id(args[i]))
             for lit in clause.literals:
                 for node in ast.walk_terms(*ast.literal_terms(lit), aggregates=True):
                     if is_counter(node):

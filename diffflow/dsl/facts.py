@@ -99,7 +99,8 @@ def read_facts(path, relation, delimiter: str = "\t", headers: bool = False, pro
         line_of = starts.__getitem__
     elif structures and any(kind in structures for kind in relation.types):
         # a record's text may hold the delimiter: split outside brackets and quotes
-        rows = _split_nested(data, relation, delimiter, str(path), first_line)
+        nested = {j for j, kind in enumerate(relation.types) if kind in structures}
+        rows = _split_nested(data, relation, delimiter, str(path), first_line, nested)
         fields = _columns_from_rows(rows, relation.arity)
         line_of = first_line.__add__
     else:
@@ -265,9 +266,10 @@ def split_rfc4180(data: bytes, relation, delimiter: str = ",", path: str = "<fac
     return rows, starts
 
 
-def _split_nested(data: bytes, relation, delimiter, path, first_line) -> list:
-    """Fields of a file with record or ADT attributes: a delimiter inside ``[...]``,
-    ``(...)`` or a quoted symbol does not split (as Soufflé reads records)."""
+def _split_nested(data: bytes, relation, delimiter, path, first_line, nested: set) -> list:
+    """Fields of a file with record or ADT attributes (at positions ``nested``): in those, a
+    delimiter inside ``[...]``, ``(...)`` or a quoted symbol does not split (as Soufflé
+    reads records); other fields run to the delimiter."""
     text = decode_utf8(data, path, "this line", first_line)
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -278,7 +280,13 @@ def _split_nested(data: bytes, relation, delimiter, path, first_line) -> list:
         fields, depth, quoted, start, i = [], 0, False, 0, 0
         while i < len(line):
             c = line[i]
-            if quoted:
+            if len(fields) not in nested:
+                if line.startswith(delimiter, i):
+                    fields.append(line[start:i])
+                    start = i + len(delimiter)
+                    i = start
+                    continue
+            elif quoted:
                 if c == "\\":
                     i += 1
                 elif c == '"':

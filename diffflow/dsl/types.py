@@ -35,7 +35,7 @@ from .errors import DatalogError, did_you_mean
 BASE_TYPES = ("number", "unsigned", "float", "symbol")
 NUMBER_RANGE = (-(2**31), 2**31 - 1)
 UNSIGNED_RANGE = (0, 2**32 - 1)
-LITERAL = "literal"  # the inferred type of a plain integer: it fits number, unsigned and float
+LITERAL = "[literal]"  # the inferred type of a plain integer: fits number, unsigned and float
 RECORD = "[record]"  # the type of [a, b] until its context names the record type
 NIL = "[nil]"  # the type of nil: it fits every record type
 _CONSTANTS = (ast.Number, ast.Float, ast.String)
@@ -110,7 +110,7 @@ def unify(typing, node, left, right, what="arithmetic"):
     """The type of ``left`` and ``right`` combined at ``node`` (``literal`` gives way).
 
     >>> unify(TermTyping(), None, LITERAL, "float"), unify(TermTyping(), None, LITERAL, LITERAL)
-    ('float', 'literal')
+    ('float', '[literal]')
     """
     if left is None or right is None:
         raise Unknown()
@@ -178,7 +178,7 @@ class TermTyping:
 
     # -- inference and checks ------------------------------------------------------------
     def expr_type(self, node, types, strict=True):
-        """Base type of a term; ``"literal"`` for an untyped integer, None for a free var."""
+        """Base type of a term; ``LITERAL`` for an untyped integer, None for a free var."""
         if isinstance(node, ast.Var):
             kind = types.get(node.name)
             if kind is None and strict:
@@ -345,11 +345,12 @@ class TermTyping:
                                  f"{len(node.args)}", node)
             result = functors.SIGNATURES[name][1]
         common = None  # (the type of the "T" arguments so far)
+        generic = node.user is None  # ("T", "numeric": an intrinsic's; a user's are types)
         for position, (arg, param) in enumerate(zip(node.args, params), 1):
             got = self.expr_type(arg, types, strict)
-            if node.user is None:
+            if generic:
                 self.not_structured(got, arg, name)
-            if param == "T":
+            if generic and param == "T":
                 if got == "symbol" and name not in ("min", "max"):  # (those: by text)
                     raise self.error(f"{name} of a symbol is not supported", arg,
                                      hint=f"{name} takes number, unsigned or float values")
@@ -357,14 +358,14 @@ class TermTyping:
                     raise Unknown()
                 common = got if common is None else \
                     unify(self, node, common, got, what=f"the arguments of {name}")
-            elif param == "numeric":
+            elif generic and param == "numeric":
                 if got == "symbol":
                     raise self.error(f"{name} needs a number, unsigned or float, got a symbol",
                                      arg)
             elif got is not None and not self.fits(got, param):
                 raise self.error(f"argument {position} of {name} must be a {param}, but "
                                  f"this is {_article(kind_name(got))}", arg)
-        if result != "T":
+        if not generic or result != "T":
             return result
         if name in functors.BITWISE and common == "float":
             raise self.error(f"{name} needs number or unsigned values, not float", node)
@@ -522,8 +523,9 @@ class TermTyping:
         if node.name == "as":
             own = self._own_type(node.args[0], var_types)
             return [kind if own in (None, LITERAL) else own]
-        params = node.user.params if node.user is not None else \
-            functors.parameters(node.name, len(node.args)) or []
+        if node.user is not None:  # (a user functor's parameters are types)
+            return list(node.user.params)
+        params = functors.parameters(node.name, len(node.args)) or []
         out = []
         for arg, param in zip(node.args, params):
             if param == "T":
