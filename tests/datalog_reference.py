@@ -23,9 +23,10 @@ from diffflow.dsl.parser import parse
 from diffflow.dsl.structures import AdtValue
 
 
-def evaluate(source: str, facts: dict, max_rounds: int = 10_000) -> dict:
-    """``{relation: set of tuples}`` for ``facts`` (``{relation: iterable of tuples}``)."""
-    analysed = analyse(parse(source), source)
+def evaluate(source: str, facts: dict, max_rounds: int = 10_000, functors=None) -> dict:
+    """``{relation: set of tuples}`` for ``facts`` (``{relation: iterable of tuples}``);
+    ``functors`` binds ``.functor`` declarations (the user's own Python functions)."""
+    analysed = analyse(parse(source), source, functors)
     values: dict = {}
     base = {name: set() for name in analysed.relations}
     for name, relation in analysed.relations.items():
@@ -279,6 +280,8 @@ def _term(node, binding, env, clause):
         args = [_term(a, binding, env, clause) for a in node.args]
         if any(a is _NONE for a in args):
             return _NONE
+        if node.user is not None:  # @f: the user's function, its result in the declared type
+            return node.user.scalar(args)
         return _functor(node.name, args, kind, [clause.type_of(a) for a in node.args])
     a = _term(node.left, binding, env, clause)
     b = _term(node.right, binding, env, clause)

@@ -249,6 +249,12 @@ PROGRAMS = {
         firsts(a, s) :- edge(a, _), s = sum b : { pair([a, b]) }.
         .decl ordered(n: number)
         ordered(n) :- n = count : { tagged(p, _), p = [a, b], a < b }.
+        .functor first(p: Pair): number
+        .functor pair(n: number, m: number): Pair stateful
+        .decl made(p: Pair)
+        made(@pair(b, a)) :- edge(a, b), a != b.
+        .decl heads(y: number)
+        heads(@first(p)) :- made(p).
     """, {"edge": [NODE, NODE],
           "tagged": [("pair", [(0, 1), (1, 0), (2, 3), (1, 1), None]), SYM]}),
     "autoinc": ("""
@@ -276,6 +282,21 @@ PROGRAMS = {
         .decl above(x: number, y: number)
         above(x, y) :- avg(x, m), e(x, y), itof(y) > m.
     """, {"e": [NODE, NUM], "u": [NODE, ("num", range(0, 5))]}),
+    "unions_and_user_functors": ("""
+        .type Small <: number
+        .type Big <: number
+        .type Num = Small | Big
+        .type Name <: symbol
+        .type Label <: symbol
+        .type Tag = Name | Label
+        .functor shout(s: symbol): symbol
+        .functor twice(n: number): number
+        .decl n(x: Num, t: Tag)
+        .decl loud(t: Tag, y: number)
+        loud(@shout(t), @twice(x)) :- n(x, t).
+        .decl small(x: Small, t: Label)
+        small(as(x, Small), as(t, Label)) :- n(x, t), x < 2.
+    """, {"n": [NUM, SYM]}),
     "floats": ("""
         .decl m(x: number, f: float)
         .decl scaled(x: number, g: float)
@@ -284,6 +305,12 @@ PROGRAMS = {
         best(x, g) :- m(x, _), g = max f / 2.0 : { m(x, f) }.
     """, {"m": [NODE, ("float", [0.0, 0.5, 1.25, -2.0, 3.5])]}),
 }
+
+
+# the Python functions of programs with .functor declarations
+FUNCTORS = {"unions_and_user_functors": {"shout": lambda s: s.upper() + "!",
+                                         "twice": lambda n: 2 * n},
+            "records_and_adts": {"first": lambda p: p[0], "pair": lambda n, m: (n, m)}}
 
 
 def _random_row(rng, columns):
@@ -321,7 +348,8 @@ def check_program_against_reference(name, seed, partitions, steps=None):
     """Random commits of ``PROGRAMS[name]`` on the suite's runtime, checked at every commit."""
     source, inputs = PROGRAMS[name]
     rng = random.Random(f"{name}-{seed}")
-    program = dd.Program(source, partitions=partitions, **RUNTIME_OPTIONS)
+    functors = FUNCTORS.get(name)
+    program = dd.Program(source, partitions=partitions, functors=functors, **RUNTIME_OPTIONS)
     facts = {n: set() for n in inputs}
     previous = {r: set() for r in program.relations}
     for step, ops in enumerate(_schedule(rng, inputs, steps or 5)):
@@ -332,7 +360,7 @@ def check_program_against_reference(name, seed, partitions, steps=None):
             else:
                 facts[relation] -= set(rows)
         program.commit()
-        expected = evaluate(source, facts)
+        expected = evaluate(source, facts, functors=functors)
         for relation in program.relations:
             got = program.relation(relation)
             assert got == expected[relation], (name, seed, partitions, step, relation)
@@ -342,7 +370,7 @@ def check_program_against_reference(name, seed, partitions, steps=None):
             assert change == want, (name, step, relation)
             assert program.size(relation) == len(got)
             previous[relation] = got
-    fresh = dd.Program(source, partitions=partitions)  # local runtime, from scratch
+    fresh = dd.Program(source, partitions=partitions, functors=functors)  # local, from scratch
     for relation, rows in facts.items():
         fresh.insert(relation, sorted(rows, key=repr))
     fresh.commit()

@@ -16,7 +16,7 @@ import diffflow as dd
 from datalog_reference import evaluate
 from diffflow.dsl.explain import ExplainError
 from diffflow.dsl.proof import GroupNode, ProofTree
-from test_datalog_incremental import NODE, PROGRAMS, _schedule
+from test_datalog_incremental import FUNCTORS, NODE, PROGRAMS, _schedule
 
 PATH = """
 .decl edge(x: number, y: number)
@@ -118,10 +118,11 @@ def test_closure_explanations_are_shortest_paths_under_updates(seed, partitions)
 def test_explanations_reproduce_their_fact_in_random_programs(name, partitions):
     source, inputs = CASES[name]
     rng = random.Random(name)
-    program = dd.Program(source, partitions=partitions, provenance=True)
+    program = dd.Program(source, partitions=partitions, provenance=True,
+                         functors=FUNCTORS.get(name))
     explained = 0
     for facts in committed(program, rng, inputs, commits=4):
-        expected = evaluate(source, facts)
+        expected = evaluate(source, facts, functors=FUNCTORS.get(name))
         for relation in program.relations:
             assert program.relation(relation) == expected[relation], relation
             derived = sorted(expected[relation])
@@ -427,4 +428,4 @@ def test_a_nullary_atom_in_a_body_is_explained():
 ])
 def test_programs_whose_explanations_are_not_supported_say_so(name, message):
     with pytest.raises(dd.DatalogError, match=re.escape(message)):
-        dd.Program(CASES[name][0], provenance=True)
+        dd.Program(CASES[name][0], provenance=True, functors=FUNCTORS.get(name))

@@ -87,7 +87,8 @@ class Program:
                  checkpoint_dir: str | None = None, include_dirs=None, macros=None, trace=None,
                  provenance: bool | None = None, functors: dict | None = None):
         self.source, self.filename = source, filename
-        self._text_options = {"include_dirs": include_dirs, "macros": macros}
+        self._text_options = {"include_dirs": include_dirs, "macros": macros,
+                              "functors": functors}  # (what a replica is built with)
         text = preprocess(source, filename, include_dirs, macros)
         self.ast = parse(text, filename)
         self.analysed = analyse(self.ast, text, functors)
