@@ -31,7 +31,7 @@ import operator
 
 from . import ast
 from .errors import DatalogError
-from .types import LITERAL, kind_name
+from .types import kind_name
 
 EMPTY = None  # the value of min / max over a body that does not hold
 _CONSTANTS = (ast.Number, ast.Float, ast.String)

@@ -340,7 +340,7 @@ def _field_count_error(relation, fields, path, line, delimiter, raw: bytes, more
 
 def _structured_rows(fields, relation, structures, path, line_of, maybe_hex, delimiter) -> list:
     """Python rows of a relation with record or ADT attributes (read value by value)."""
-    from .structures import ValueSyntaxError, parse_value
+    from .record_text import ValueSyntaxError, parse_value
 
     columns = []
     for j, (column, kind) in enumerate(zip(fields, relation.types)):
@@ -462,7 +462,7 @@ def format_rows(rows, types, delimiter: str = "\t", rfc4180: bool = False,
     if not types:
         return ["()"] if rows else []
     if structures and any(kind in structures for kind in types):
-        from .structures import format_value as structured
+        from .record_text import format_value as structured
 
         text = [(lambda v, k=k: structured(v, k, structures)) if k in structures else
                 (lambda v, k=k: format_value(v, k)) for k in types]
