@@ -255,6 +255,10 @@ PROGRAMS = {
         made(@pair(b, a)) :- edge(a, b), a != b.
         .decl heads(y: number)
         heads(@first(p)) :- made(p).
+        .decl untouched(a: number)
+        untouched(a) :- edge(a, _), !pair([_, a]), !shape($Seg([a, _], _)).
+        .decl lonely(n: number)
+        lonely(n) :- n = count : { edge(a, _), !tagged([a, _], _) }.
     """, {"edge": [NODE, NODE],
           "tagged": [("pair", [(0, 1), (1, 0), (2, 3), (1, 1), None]), SYM]}),
     "autoinc": ("""

@@ -528,3 +528,32 @@ def test_an_unbound_variable_inside_a_negated_record_is_named():
     with pytest.raises(dd.DatalogError, match="variable 'y' in the negation !e is not bound"):
         dd.Program(".type L = [h: number, t: L]\n.decl e(l: L)\n.decl o(x: number)\n"
                    "o(1) :- e(_), !e([y, nil]).")
+
+
+def test_a_negated_pattern_means_no_row_matches_it():
+    p = dd.Program("""
+        .type L = [h: number, t: L]
+        .type T = A {x: number} | B {}
+        .decl lst(l: L)
+        .decl t(v: T)
+        .decl n(x: number)
+        .input lst, t, n
+        .decl no_list(x: number)
+        no_list(x) :- n(x), !lst([x, _]).
+        .decl not_second(x: number)
+        not_second(x) :- n(x), !lst([_, [x, _]]).
+        .decl no_a(x: number)
+        no_a(x) :- n(x), !t($A(x)).
+        .decl free(c: number)
+        free(c) :- c = count : { n(x), !lst([x, _]) }.
+    """, partitions=2)
+    p.insert("n", [(1,), (2,), (3,)])
+    p.insert("lst", [((1, None),), ((5, (3, None)),)])
+    p.insert("t", [(AdtValue("A", (2,)),)])
+    p.commit()
+    assert p.relation("no_list") == {(2,), (3,)} and p.relation("not_second") == {(1,), (2,)}
+    assert p.relation("no_a") == {(1,), (3,)} and p.relation("free") == {(2,)}
+    assert "lst#not1" in p.relations  # (the helper relation of the first negated pattern)
+    p.remove("lst", [((1, None),)])
+    p.commit()
+    assert p.relation("no_list") == {(1,), (2,), (3,)} and p.relation("free") == {(3,)}

@@ -40,6 +40,7 @@ from .errors import DatalogError, did_you_mean
 from .plans import check_plans
 from .pragmas import read_pragmas
 from .strata import stratify
+from .patterns import negated_patterns
 from .structures import resolve_structures
 from .functors import GENERATORS, bind_user_functors
 from .types import (BASE_TYPES, NUMBER_RANGE, UNSIGNED_RANGE,  # noqa: F401 (imported from here)
@@ -271,6 +272,9 @@ class _Analyser(ClauseChecks):
                                  "body or a constant")
         for alternative in rule.body:
             for literals in self.expand(alternative):
+                literals = negated_patterns(self, literals)
+                for agg in ast.term_aggregates(*rule.head.args):
+                    agg.body = negated_patterns(self, agg.body)
                 head, literals = self.lift_generators(rule.head, literals)
                 relation.clauses.append(Clause(head, self.name_expressions(literals), rule))
 

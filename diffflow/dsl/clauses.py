@@ -224,7 +224,8 @@ class ClauseChecks(TermTyping):
     def check_aggregate(self, agg: ast.AggregateTerm, outer_bound: set, types: dict):
         structured = (ast.RecordTerm, ast.Nil, ast.BranchTerm)
         if any(isinstance(a, structured) for lit in agg.body
-               if isinstance(lit, (ast.Atom, ast.Comparison)) for a in ast.literal_terms(lit)):
+               if isinstance(lit, (ast.Atom, ast.Negation, ast.Comparison))
+               for a in ast.literal_terms(lit)):
             # records matched in the body: named, then taken apart (as in a rule's body)
             agg.body = take_apart_literals(self, self.name_expressions(agg.body), outer_bound)
         local_bound = set()
@@ -262,7 +263,13 @@ class ClauseChecks(TermTyping):
                 self.require_bound([lit.left, lit.right], bound, "a comparison")
         if agg.target is not None:
             self.require_bound([agg.target], bound, f"the {agg.function} target")
-        # body comparisons: types (assignments first, in binding order)
+        # body comparisons: types (assignments first, in binding order); a term moved out of
+        # a negated atom has the attribute's type
+        for lit in agg.body:
+            if isinstance(lit, ast.Negation):
+                for arg, kind in zip(lit.atom.args, self.relations[lit.atom.relation].types):
+                    if isinstance(arg, ast.Var) and arg.name.startswith("#"):
+                        types.setdefault(arg.name, kind)
         pending = [lit for lit in agg.body if isinstance(lit, ast.Comparison)]
         progress = True
         while pending and progress:

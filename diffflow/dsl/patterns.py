@@ -92,3 +92,61 @@ def _fields(analyser, pattern, source) -> list:
         field = ast.FieldAccess(arg.line, arg.column, source, index, width, branch, number)
         out.append(ast.Comparison(arg.line, arg.column, "=", arg, field))
     return out
+
+
+def negated_patterns(analyser, literals: list) -> list:
+    """``!r([x, _])`` -- no row of ``r`` matches the pattern -- as the negation of a helper
+    relation of the pattern's variables: ``!r#not1(x)`` with ``r#not1(x) :- r([x, _]).``
+    (a record with ``_`` inside cannot be built, so it cannot be looked up)."""
+    out = []
+    for lit in literals:
+        if isinstance(lit, ast.Negation) and any(
+                isinstance(a, _STRUCTURES) and has_wildcard(a) for a in lit.atom.args):
+            lit = _helper(analyser, lit)
+        out.append(lit)
+    for lit in out:  # (and in aggregate bodies)
+        for agg in ast.term_aggregates(*ast.literal_terms(lit)):
+            agg.body = negated_patterns(analyser, agg.body)
+    return out
+
+
+def _helper(analyser, negation):
+    from .analysed import Relation
+
+    atom = negation.atom
+    relation = analyser.check_atom(atom)
+    names, kinds = [], []
+
+    def visit(term, kind):
+        if isinstance(term, ast.Var):
+            if term.name not in names:
+                names.append(term.name)
+                kinds.append(kind)
+        elif isinstance(term, _STRUCTURES):
+            structure = analyser.structures.get(kind)
+            if isinstance(term, ast.BranchTerm):
+                fields = analyser.owner(term).branches.get(term.branch, [])
+            elif structure is not None and structure.is_record:
+                fields = structure.fields
+            else:
+                fields = []
+            if len(fields) != len(term.args):  # (the helper's rule reports it, located)
+                return
+            for arg, (_, field) in zip(term.args, fields):
+                visit(arg, field)
+        elif not isinstance(term, (ast.Wildcard, ast.Nil, ast.Number, ast.Float, ast.String)):
+            raise analyser.error("an expression inside a record matched in a negation", term,
+                                 hint="bind it to a variable first: x = ..., !r([x, _])")
+
+    for arg, kind in zip(atom.args, relation.types):
+        visit(arg, kind)
+    analyser.fresh += 1
+    name = f"{atom.relation}#not{analyser.fresh}"
+    at = (atom.line, atom.column)
+    attributes = [ast.Attribute(*at, f"a{i}", kind) for i, kind in enumerate(kinds)]
+    analyser.relations[name] = Relation(name, [a.name for a in attributes], list(kinds),
+                                        ast.Declaration(*at, name, attributes))
+    variables = [ast.Var(*at, n) for n in names]
+    analyser.add_rule(ast.Rule(*at, ast.Atom(*at, name, variables),
+                               [ast.Conjunction(*at, [atom])]))
+    return ast.Negation(negation.line, negation.column, ast.Atom(*at, name, variables))
