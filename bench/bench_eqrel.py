@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import argparse
 import random
-import time
 
-import diffflow as dd
+from updates import scratch_and_updates
 
 EQREL = """.decl link(a: number, b: number)
 .decl same(a: number, b: number) eqrel
@@ -41,26 +40,6 @@ def links(size: int, classes: int, rng) -> list:
     return out
 
 
-def run(source: str, facts: list, updates: int, seed: int) -> tuple:
-    rng = random.Random(seed)
-    program = dd.Program(source)
-    program.insert("link", facts)
-    start = time.perf_counter()
-    program.commit()
-    scratch = time.perf_counter() - start
-    pairs = program.size("same")
-    times = []
-    for _ in range(updates):
-        cut = facts[rng.randrange(len(facts))]
-        start = time.perf_counter()
-        program.remove("link", [cut])
-        program.commit()
-        program.insert("link", [cut])
-        program.commit()
-        times.append((time.perf_counter() - start) / 2)
-    return pairs, scratch, sorted(times)[len(times) // 2]
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=50, help="members per class")
@@ -71,7 +50,8 @@ def main(argv=None):
     print(f"{args.classes} classes of {args.size}: {len(facts)} links")
     print(f"{'program':8} {'pairs':>10} {'from scratch':>13} {'update (median)':>16}")
     for name, source in (("eqrel", EQREL), ("rules", RULES)):
-        pairs, scratch, update = run(source, facts, args.updates, seed=1)
+        pairs, scratch, update = scratch_and_updates(source, "link", facts, "same",
+                                                      args.updates, seed=1)
         print(f"{name:8} {pairs:>10,} {scratch:>11.2f} s {update * 1000:>13.0f} ms", flush=True)
 
 

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import time
 
 import numpy as np
 
-import diffflow as dd
 from diffflow import records
 from diffflow.schema import SymbolTable
+from updates import scratch_and_updates
 
 RECORDS = """.type Hop = [a: number, b: number]
 .type Path = [first: Hop, second: Hop]
@@ -42,27 +41,6 @@ path(a, b, b, c) :- hop(a, b), edge(b, c).
 .decl ends(a: number, c: number)
 ends(a, c) :- path(a, _, _, c).
 """
-
-
-def run(source: str, facts: list, updates: int, seed: int) -> tuple:
-    rng = random.Random(seed)
-    program = dd.Program(source)
-    program.insert("edge", facts)
-    start = time.perf_counter()
-    program.commit()
-    scratch = time.perf_counter() - start
-    size = program.size("ends")
-    times = []
-    for _ in range(updates):
-        cut = facts[rng.randrange(len(facts))]
-        start = time.perf_counter()
-        program.remove("edge", [cut])
-        program.commit()
-        program.insert("edge", [cut])
-        program.commit()
-        times.append((time.perf_counter() - start) / 2)
-    program.close()
-    return scratch, statistics.median(times), size
 
 
 def kernels(rows: int) -> tuple:
@@ -94,7 +72,8 @@ def main():
     print(f"{len(facts):,} edges over {args.nodes:,} nodes")
     print(f"{'program':<10}{'from scratch':>14}{'per update':>12}{'ends':>12}")
     for name, source in (("records", RECORDS), ("flat", FLAT)):
-        scratch, update, size = run(source, facts, args.updates, args.seed)
+        size, scratch, update = scratch_and_updates(source, "edge", facts, "ends",
+                                                    args.updates, args.seed)
         print(f"{name:<10}{scratch:>13.2f}s{update * 1000:>10.1f}ms{size:>12,}")
     first, again, read = kernels(1_000_000)
     print(f"kernels per 1M rows: pack new {first:.2f} s, pack known {again:.2f} s, "

@@ -154,22 +154,6 @@ def pack(symbols, columns: list) -> np.ndarray:
     return ids
 
 
-def components(symbols, rid: int) -> tuple:
-    """The components of one record id (``()`` for ``nil``).
-
-    >>> from diffflow.schema import SymbolTable
-    >>> table = SymbolTable()
-    >>> components(table, int(pack(table, [np.array([7]), np.array([-1])])[0]))
-    (7, -1)
-    """
-    if rid == NIL:
-        return ()
-    found, arity, rows = _store(symbols).find(np.array([rid], np.int64))  # (sorted: one)
-    if not found[0]:
-        raise KeyError(f"{rid} is not a known record id")
-    return tuple(rows[0, :arity[0]].tolist())
-
-
 def find_components(symbols, keys: np.ndarray):
     """``(found, arity, components)`` of sorted distinct ids (:meth:`RecordStore.find`);
     an id the table does not know raises ``KeyError``."""

@@ -222,10 +222,7 @@ def split_reference(data: bytes, relation, delimiter: str = "\t", path: str = "<
         if len(fields) != relation.arity:
             wrong.append((number, len(fields), raw))
         rows.append(tuple(fields))
-    if wrong:
-        number, fields, raw = wrong[0]
-        _field_count_error(relation, fields, path, number, delimiter, raw,
-                           [w[0] for w in wrong[1:]])
+    _wrong_lines(relation, wrong, path, delimiter)
     return rows
 
 
@@ -260,9 +257,7 @@ def split_rfc4180(data: bytes, relation, delimiter: str = ",", path: str = "<fac
         raise DatalogError(f"malformed CSV: {exc}", filename=path, line=line,
                            hint='a quoted field ends with " followed by the delimiter or the '
                                 'end of the line; a quote inside it is written ""') from None
-    if wrong:
-        number, count, raw = wrong[0]
-        _field_count_error(relation, count, path, number, delimiter, raw, [w[0] for w in wrong[1:]])
+    _wrong_lines(relation, wrong, path, delimiter)
     return rows, starts
 
 
@@ -279,23 +274,17 @@ def _split_nested(data: bytes, relation, delimiter, path, first_line, nested: se
         line = line[:-1] if line.endswith("\r") else line
         fields, depth, quoted, start, i = [], 0, False, 0, 0
         while i < len(line):
-            c = line[i]
-            if len(fields) not in nested:
-                if line.startswith(delimiter, i):
-                    fields.append(line[start:i])
-                    start = i + len(delimiter)
-                    i = start
-                    continue
-            elif quoted:
+            c, inside = line[i], len(fields) in nested  # (brackets count in records only)
+            if inside and quoted:
                 if c == "\\":
                     i += 1
                 elif c == '"':
                     quoted = False
-            elif c == '"':
+            elif inside and c == '"':
                 quoted = True
-            elif c in "[(":
+            elif inside and c in "[(":
                 depth += 1
-            elif c in "])":
+            elif inside and c in "])":
                 depth -= 1
             elif depth == 0 and line.startswith(delimiter, i):
                 fields.append(line[start:i])
@@ -307,10 +296,7 @@ def _split_nested(data: bytes, relation, delimiter, path, first_line, nested: se
         if len(fields) != relation.arity:
             wrong.append((number, len(fields), line.encode()))
         rows.append(tuple(fields))
-    if wrong:
-        number, count, raw = wrong[0]
-        _field_count_error(relation, count, path, number, delimiter, raw,
-                           [w[0] for w in wrong[1:]])
+    _wrong_lines(relation, wrong, path, delimiter)
     return rows
 
 
@@ -318,6 +304,15 @@ def _columns_from_rows(rows, arity):
     import pyarrow as pa
 
     return [pa.array([row[j] for row in rows], pa.string()) for j in range(arity)]
+
+
+def _wrong_lines(relation, wrong: list, path, delimiter) -> None:
+    """The error for the lines ``(number, field count, bytes)`` whose field count is
+    wrong, if any: the first shown, the others counted."""
+    if wrong:
+        number, count, raw = wrong[0]
+        _field_count_error(relation, count, path, number, delimiter, raw,
+                           [w[0] for w in wrong[1:]])
 
 
 def _field_count_error(relation, fields, path, line, delimiter, raw: bytes, more=()):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from . import ast
 from .errors import did_you_mean
+from .structures import branch_owners
 from .kinds import LITERAL, NIL, RECORD, Unknown, _article, kind_name
 
 
@@ -48,8 +49,7 @@ class RecordTyping:
         return structure.name
 
     def owner(self, node: ast.BranchTerm):
-        owners = {b: s for s in self.structures.values() if not s.is_record
-                  for b in s.branches}
+        owners = branch_owners(self.structures)
         if node.branch not in owners:
             raise self.error(f"unknown branch ${node.branch}"
                              f"{did_you_mean(node.branch, owners)}", node,
