@@ -345,3 +345,83 @@ def test_batches_pickled_before_they_dropped_caches_still_load():
     np.testing.assert_array_equal(restored.rows, batch.rows)
     assert restored._step_index is None and restored.present is None
     assert restored.dead_rows == 0 and restored.since == batch.since
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_imports_join_the_spine_smallest_pair_first_and_the_contents_stay_the_same(seed):
+    """Once no plan runs, every import is merged into the spine's own batches, whatever its
+    size (the geometric rule alone leaves a big import in front for good): imports with
+    each other first, cheapest adjacent pair first, then the last one with the oldest own
+    batch; big merges fuelled.  The spine's contents never change."""
+    from diffflow.arrangements import spine as spine_module
+    from diffflow.arrangements.spine import Spine, is_import
+
+    rng = np.random.default_rng(seed)
+    spine = Spine(2, 1, 1)
+    for t in range(int(rng.integers(1, 4))):  # the spine's own batches, one time each
+        n = int(rng.integers(1, 200))
+        spine.insert_updates(Updates(rng.integers(0, 50, size=(n, 2)), np.full((n, 1), t),
+                                     rng.choice([-1, 1, 2], size=n)), Antichain([(t + 1,)]))
+    since = Antichain([(3,)])  # imports' times are advanced by the trace's since
+    spine.set_compaction(since)
+    nowhere = Antichain.minimum(1)
+    for _ in range(int(rng.integers(1, 6))):
+        imported = random_batch(rng, int(rng.integers(1, 200)))
+        spine.batches.insert(0, Batch.from_updates(
+            Updates(imported.rows, advance_by(imported.times, since), imported.diffs), 1,
+            nowhere, nowhere, since))
+    def contents(spine):  # (times told apart only up to since)
+        u = spine.to_updates()
+        u = Updates(u.rows, advance_by(u.times, since), u.diffs).consolidated()
+        return u.rows.tolist(), u.times.tolist(), u.diffs.tolist()
+
+    want = contents(spine)
+    eager = int(rng.integers(2, 400))
+    calls = 0
+    while True:
+        imports = [b for b in spine.batches if is_import(b)]
+        free = [len(a) + len(b) for a, b in zip(imports, imports[1:])
+                if not (spine.in_merge(a) or spine.in_merge(b))]
+        before = list(spine.merges)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(spine_module, "EAGER_MERGE", eager)
+            left = spine.absorb_imports()
+            started = [m for m in spine.merges if m not in before]
+            if started and is_import(started[0].newer):  # the cheapest free pair of imports
+                assert len(started[0].older) + len(started[0].newer) == min(free)
+            spine.work(int(rng.integers(1, 300)), background=True)
+        spine._check()
+        assert contents(spine) == want
+        calls += 1
+        assert calls < 1000
+        if not left and not spine.merges:
+            break
+    assert not any(is_import(b) for b in spine.batches)
+
+
+def test_after_a_plan_background_work_absorbs_the_imports_and_finishes_merges():
+    """The epochs after a plan keep doing background work until no import is left in any
+    trace and no merge is under way; outputs stay exact meanwhile."""
+    from diffflow.arrangements.spine import is_import
+
+    flow = dd.Dataflow(partitions=2)
+    a = flow.input("a", ["k"])
+    counts = a.aggregate(by=["k"], n=dd.count()).output()
+    a.insert(np.arange(20_000)[:, None] % 5_000)
+    flow.advance()
+    table = flow.routing_table.copy()
+    table[np.flatnonzero(table == 1)[::10]] = 0  # a tenth of partition 1's bins: an import
+    flow.rescale(table=table, strategy="batched", max_rows_per_step=500)  # much smaller
+    # than partition 0's own rows, which the geometric rule alone would never merge it into
+    epochs = 0
+    while flow.migration is not None or flow._rescale_work:
+        a.insert([(7,)])
+        flow.advance()
+        epochs += 1
+        assert epochs < 500
+    spines = [s for e in flow._runtime.engines.values() for _, s in migrate._spines(e)]
+    assert not any(is_import(b) for s in spines for b in s.batches)
+    assert not any(s.merges for s in spines)
+    assert flow._runtime.check_traces() > 0
+    got = counts.snapshot()  # {row: multiplicity}
+    assert len(got) == 5_000 and got[(7, 4 + epochs)] == 1 and got[(8, 4)] == 1

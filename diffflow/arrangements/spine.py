@@ -184,9 +184,50 @@ class Spine:
         for i in range(len(self.batches) - 1, 0, -1):
             self._cascade(min(i, len(self.batches) - 1))
 
-    def work(self, fuel: int) -> None:
+    def absorb_imports(self) -> int:
+        """Start merging rescaling's imports into the spine's own batches, whatever their
+        sizes (fuelled when big), and return how many imports are left.
+
+        The geometric rule leaves an import out of size order for good (an import of 2.4M
+        rows in front of a 5M-row batch never becomes "comparable"), and every read searches
+        it; once no plan runs no import follows, so each is worth merging.  The imports
+        merge with each other first, the smallest adjacent pair first (Huffman's order:
+        every row is rewritten about log(imports) times), and the last one with the oldest
+        own batch: the spine's biggest is rewritten once.
+
+        >>> s = Spine(width=1, key_width=1, dim=1)
+        >>> for x in (1, 2, 3):
+        ...     _ = s.insert_chunks([Updates.from_lists([(x,)], [(0,)], [1])], Antichain([(x,)]))
+        >>> nowhere = Antichain.minimum(1)
+        >>> for x in (9, 8):
+        ...     s.batches.insert(0, Batch.from_updates(Updates.from_lists([(x,)], [(0,)], [1]),
+        ...                                            1, nowhere, nowhere))
+        >>> s.absorb_imports(), [b.rows.ravel().tolist() for b in s.batches]
+        (1, [[8, 9], [1, 2, 3]])
+        >>> s.absorb_imports(), [b.rows.ravel().tolist() for b in s.batches]
+        (0, [[1, 2, 3, 8, 9]])
+        """
+        batches = self.batches
+        imports = 0
+        while imports < len(batches) and is_import(batches[imports]):
+            imports += 1
+        if not imports or imports == len(batches):  # none, or nothing to join yet
+            return 0
+        pairs = range(imports - 1) if imports > 1 else range(1)
+        free = [i for i in pairs if not (self.in_merge(batches[i]) or self.in_merge(batches[i + 1]))]
+        if free:
+            i = min(free, key=lambda j: len(batches[j]) + len(batches[j + 1]))
+            older, newer = batches[i], batches[i + 1]
+            if len(older) + len(newer) >= EAGER_MERGE:
+                self.merges.append(FuelledMerge(older, newer, self.since))
+            else:
+                batches[i:i + 2] = [merge(older, newer, self.since)]
+        return sum(map(is_import, batches))
+
+    def work(self, fuel: int, background: bool = False) -> None:
         """Give every merge under way ``fuel`` rows of work; put finished ones in place of
-        their inputs, and merge on from there as the geometric rule asks.
+        their inputs, and merge on from there as the geometric rule asks.  Merges into
+        rescaling's imports get a quarter of it, unless it is ``background`` work.
 
         >>> import diffflow.arrangements.spine as spine_module
         >>> eager, spine_module.EAGER_MERGE = spine_module.EAGER_MERGE, 2
@@ -206,8 +247,9 @@ class Spine:
                 self.merges.remove(m)
                 continue
             # a merge into rescaling's imports (in front, out of the tail's way) is
-            # background work: a quarter of the fuel, so a migration's epochs stay cheap
-            if m.work(-(-fuel // 4) if is_import(m.older) else fuel):
+            # background work: a quarter of an insert's fuel, so a migration's epochs stay
+            # cheap, and all of the background's
+            if m.work(-(-fuel // 4) if is_import(m.older) and not background else fuel):
                 self._finish(m, at)
                 self._cascade(at + 1)  # the result as the older of a pair, then the newer
                 self._cascade(min(at, len(self.batches) - 1))

@@ -293,11 +293,15 @@ def prepare(engine, budget: int) -> int:
     left = 0
     for _, spine in _spines(engine):
         spine.settle()
+        if engine.rescale_plan is None:  # no import follows: each one joins the spine
+            left += spine.absorb_imports()
         if spine.merges:  # fuelled merges (of imports, among others) go on
-            spine.work(budget // 2)
-            left += sum(is_import(m.older) for m in spine.merges)
-        for i, batch in enumerate(spine.batches):  # half-dead batches: copy the live half
-            if batch.dead is None or 2 * batch.dead_rows < len(batch) or spine.in_merge(batch):
+            spine.work(budget // 2, background=True)
+            # (all of them: imports and copies leave merges bigger than the inserts'
+            # fuel finishes soon, and readers read both inputs meanwhile)
+            left += len(spine.merges)
+        for i, batch in enumerate(spine.batches):  # a quarter dead: copy the live rows
+            if batch.dead is None or 4 * batch.dead_rows < len(batch) or spine.in_merge(batch):
                 continue  # (a merge under way drops the dead rows itself)
             if engine.rescale_plan is not None and len(batch) >= INDEXED:
                 continue  # not while a plan runs: the copy would need indexing again
