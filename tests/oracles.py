@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import heapq
 import os
-import random
 import sys
 from collections import defaultdict, deque
 from dataclasses import dataclass

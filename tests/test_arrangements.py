@@ -1,5 +1,4 @@
 """Batches, spines and partitioned arrangements: invariants, lookups, merging, compaction."""
-import random
 from collections import Counter
 
 import numpy as np

@@ -9,7 +9,7 @@ import pytest
 from both_tactics import tactic  # noqa: F401  (autouse: small tactics and kernels)
 
 import diffflow as dd
-from helpers import Case, check_traces, clean, new_flow
+from helpers import check_traces, clean, new_flow
 from test_graphs import reach_oracle, sssp_oracle
 
 PARTS = [1, 3]

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..arrangements import columnar
 from .analysis import analyse
-from .compiler import UNIT, compile_program, relation_columns
+from .compiler import compile_program, relation_columns
 from .errors import DatalogError, decode_utf8, did_you_mean
 from .parser import parse
 from .pragmas import jobs_value

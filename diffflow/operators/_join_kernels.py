@@ -3,7 +3,6 @@
 Imported lazily by :mod:`diffflow.operators.join` only.  The operator
 validates; the kernel assumes C-contiguous int64 arrays.
 """
-import numpy as np
 from numba import njit
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arrangements.updates import Updates, concat
+from ..arrangements.updates import Updates
 from ..schema import decode_rows, encode_column
 from .base import Operator
 
