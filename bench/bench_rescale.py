@@ -20,8 +20,9 @@ Usage::
   count workload without migrations, alternating runs of each; and the routing kernels'
   throughput.
 
-For each workload and strategy it prints steady-state p50/p99 (epochs before the first
-plan), p99/max of the epochs preparing a plan (from the call to ``rescale`` to its first
+For each workload and strategy it prints steady-state p50/p99 (a control run of the same
+workload, as many epochs as the longest run, with no plan; see :func:`summarize`), the
+p50/p99 of the epochs before the first plan, p99/max of the epochs preparing a plan (from the call to ``rescale`` to its first
 step: they index the state by step in the background), p50/p99/max of the epochs while
 steps run, migration duration (first step's
 scheduled start to the end of the last step's epoch), rows moved, and per-worker peak
@@ -124,13 +125,20 @@ def open_loop(flow, feed, period: float, utilization: float | None) -> OpenLoop:
     return loop
 
 
-def summarize(loop: OpenLoop, plans: list, first_plan_epoch: int) -> dict:
-    """Steady-state figures (epochs before the first plan) and, per plan, the epochs from
-    its first step to its last step plus the queueing after (until latency is back under
-    the steady p99)."""
+def summarize(loop: OpenLoop, plans: list, first_plan_epoch: int, control: np.ndarray) -> dict:
+    """Figures of one strategy's run against ``control``, the latencies (ms) of the same
+    workload run as long with no plan: the steady state.  Per plan, the epochs from its first
+    step to its last, plus the queueing after (until latency is back under the steady p99).
+
+    (Why a control run: epochs right after the bulk load are the cheapest a trace ever has
+    -- one big batch; as updates arrive the trace's smaller batches fill up until they
+    merge, and steady epochs of the count workload drift from ~26 ms to 45-60 ms over a few
+    hundred epochs with no rescaling at all.  The epochs before the first plan are reported
+    too, as "before the plan".)"""
     lat = np.array(loop.latency) * 1000
-    steady = lat[5:first_plan_epoch]
+    steady = control[5:]
     p99 = np.percentile(steady, 99)
+    before = lat[5:first_plan_epoch]
     touched, durations, preparing = [], [], []
     for made, plan in zip(loop.plans_made, plans):
         first = min(s.epoch for s in plan.steps) - loop.base_epoch
@@ -146,6 +154,8 @@ def summarize(loop: OpenLoop, plans: list, first_plan_epoch: int) -> dict:
     return {
         "steady_p50_ms": float(np.percentile(steady, 50)),
         "steady_p99_ms": float(p99),
+        "before_p50_ms": float(np.percentile(before, 50)),
+        "before_p99_ms": float(np.percentile(before, 99)),
         "during_p50_ms": float(np.percentile(during, 50)),
         "during_p99_ms": float(np.percentile(during, 99)),
         "during_max_ms": float(during.max()),
@@ -173,7 +183,8 @@ def count_flow(args):
     return flow, keys, counts, loaded
 
 
-def run_count(args, strategy: str) -> dict:
+def run_count(args, strategy: str | None, epochs: int | None = None):
+    """One run; ``strategy`` None: the control run, ``epochs`` epochs with no plan."""
     flow, keys, _, loaded = count_flow(args)
     rng = np.random.default_rng(1)
     loop = open_loop(flow, lambda: keys.insert(rng.integers(0, args.keys, size=(args.rate, 1))),
@@ -183,6 +194,12 @@ def run_count(args, strategy: str) -> dict:
     tables = [skew_table(args.partitions), np.arange(BINS, dtype=np.int32) % args.partitions]
     plan_seconds = []
     i = 0
+    if strategy is None:
+        while i < epochs:
+            loop.epoch(lambda: keys.insert(rng.integers(0, args.keys, size=(args.rate, 1))))
+            i += 1
+        flow.close()
+        return np.array(loop.latency) * 1000
     # there at 1/3 of the run, back at 2/3 (or once the first plan is done)
     while i < args.epochs or flow.migration is not None or len(plans) < 2:
         if flow.migration is None and len(plans) < 2 and i >= third * (len(plans) + 1):
@@ -194,14 +211,14 @@ def run_count(args, strategy: str) -> dict:
             plan_seconds.append(time.perf_counter() - t0)
         loop.epoch(lambda: keys.insert(rng.integers(0, args.keys, size=(args.rate, 1))))
         i += 1
-    result = summarize(loop, plans, third)
-    result.update(load_s=round(loaded, 2), plan_s=[round(s, 3) for s in plan_seconds],
-                  period_s=round(loop.period, 4))
+    extra = dict(load_s=round(loaded, 2), plan_s=[round(s, 3) for s in plan_seconds],
+                 period_s=round(loop.period, 4))
     flow.close()
-    return result
+    return loop, plans, third, extra
 
 
-def run_graph(args, strategy: str) -> dict:
+def run_graph(args, strategy: str | None, epochs: int | None = None):
+    """One run; ``strategy`` None: the control run, ``epochs`` epochs with no plan."""
     from datasets import load_graph
 
     edges_np = load_graph(args.graph, args.data)
@@ -230,6 +247,11 @@ def run_graph(args, strategy: str) -> dict:
 
     loop = open_loop(flow, feed, args.graph_period, args.utilization)
 
+    if strategy is None:
+        for _ in range(epochs):
+            loop.epoch(feed)
+        flow.close()
+        return np.array(loop.latency) * 1000
     for i in range(args.graph_epochs):
         if i == third:
             loop.plans_made.append(len(loop.latency))
@@ -239,12 +261,11 @@ def run_graph(args, strategy: str) -> dict:
         loop.epoch(feed)
     while flow.migration is not None:
         loop.epoch(feed)
-    result = summarize(loop, plans, third)
-    result.update(load_s=round(loaded, 2), edges=len(edges_np), partitions=flow.partitions,
-                  period_s=round(loop.period, 4),
-                  reach=next(iter(reach.snapshot()))[0], components=next(iter(comps.snapshot()))[0])
+    extra = dict(load_s=round(loaded, 2), edges=len(edges_np), partitions=flow.partitions,
+                 period_s=round(loop.period, 4),
+                 reach=next(iter(reach.snapshot()))[0], components=next(iter(comps.snapshot()))[0])
     flow.close()
-    return result
+    return loop, plans, third, extra
 
 
 def run_routing(args) -> dict:
@@ -291,15 +312,16 @@ def timed(fn) -> float:
 # -- output -----------------------------------------------------------------------------------
 def table(name: str, results: dict) -> str:
     lines = [f"\n### {name}\n",
-             "| strategy | steady p50 / p99 | preparing p99 / max | during p50 / p99 / max | "
-             "worst / steady p99 | steps | migration | longest step | rows moved | "
-             "peak RSS per worker |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| strategy | steady p50 / p99 | before the plan p50 / p99 | preparing p99 / max | "
+             "during p50 / p99 / max | worst / steady p99 | steps | migration | longest step | "
+             "rows moved | peak RSS per worker |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for strategy, r in results.items():
         ratio = r["during_max_ms"] / r["steady_p99_ms"] if r["during_max_ms"] else 0
         lines.append(
             f"| {strategy} ({r['period_s'] * 1000:.0f} ms period) | "
             f"{r['steady_p50_ms']:.1f} / {r['steady_p99_ms']:.1f} ms | "
+            f"{r['before_p50_ms']:.1f} / {r['before_p99_ms']:.1f} ms | "
             f"{r['preparing_p99_ms']:.1f} / {r['preparing_max_ms']:.1f} ms | "
             f"{r['during_p50_ms']:.1f} / {r['during_p99_ms']:.1f} / {r['during_max_ms']:.1f} ms | "
             f"x{ratio:.2f} | {r['steps']} | {' + '.join(f'{d:.2f} s' for d in r['migration_s'])}"
@@ -319,6 +341,10 @@ def plot(results: dict, path: str) -> None:
                              squeeze=False)
     colors = {"all_at_once": "#d62728", "fluid": "#1f77b4", "batched": "#2ca02c"}
     for ax, workload in zip(axes[:, 0], workloads):
+        first = next(iter(results[workload].values()))
+        control = np.array(first["control_latency_ms"])
+        ax.plot(np.arange(len(control)) * first["period_s"], control, label="no plan (steady)",
+                color="#7f7f7f", lw=1)
         for strategy, r in results[workload].items():
             t = np.array(r["timeline"]["t"])
             lat = np.array(r["timeline"]["latency_ms"])
@@ -367,12 +393,19 @@ def main() -> None:
     results, out = {}, {}
     for workload in [w for w in workloads if w in ("count", "graph")]:
         results[workload] = {}
-        for strategy in strategies:
-            run = run_count if workload == "count" else run_graph
-            results[workload][strategy] = run(args, strategy)
-            r = results[workload][strategy]
+        run = run_count if workload == "count" else run_graph
+        runs = {strategy: run(args, strategy) for strategy in strategies}
+        # the steady state: the same workload as long as the longest run, with no plan
+        fixed = argparse.Namespace(**vars(args))  # (at the runs' period, when calibrated)
+        fixed.utilization = None
+        fixed.period = fixed.graph_period = next(iter(runs.values()))[0].period
+        control = run(fixed, None, max(len(loop.latency) for loop, *_ in runs.values()))
+        for strategy, (loop, plans, third, extra) in runs.items():
+            r = results[workload][strategy] = summarize(loop, plans, third, control)
+            r.update(extra, control_latency_ms=control.tolist())
             print(f"{workload} {strategy}: worst during {r['during_max_ms']:.1f} ms, steady p99 "
-                  f"{r['steady_p99_ms']:.1f} ms, migration {r['migration_s']} s", flush=True)
+                  f"{r['steady_p99_ms']:.1f} ms (before the plan {r['before_p99_ms']:.1f} ms), "
+                  f"migration {r['migration_s']} s", flush=True)
         print(table(f"{workload} ({args.runtime}, {args.partitions if workload == 'count' else '2 -> 4'}"
                     f" partitions)", results[workload]), flush=True)
     if "routing" in workloads:
