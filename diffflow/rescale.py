@@ -45,7 +45,8 @@ FLUID_BINS = -(-BINS // 4096)  # fluid's default step: 1/4096 of the bins, as Me
 BATCH_ROWS = 1_000_000         # batched's default budget per partition and step
 BACKGROUND_SHARE = 0.5  # background rescaling work per epoch, as a share of a typical epoch
 PREPARE_SLICE = 100_000  # rows of background work per call (a few milliseconds)
-PREPARE_WAIT = 32        # epochs a due step may wait for its preparation, or for slack
+PREPARE_WAIT = 256  # epochs a due step may wait for its preparation (a safety valve)
+PACE_WAIT = 32  # epochs a due step may wait for slack (a paced caller behind)
 PACED_IDLE = 0.25  # a caller idle this share of a steady epoch between epochs is paced
 BEHIND = 0.1  # a paced caller idle less than this share of a steady epoch is behind
 
@@ -145,8 +146,9 @@ class Background:
     Between steps, and before a plan's first one, every epoch boundary spends about
     :data:`BACKGROUND_SHARE` of a typical epoch (the median of the last steady
     epochs: no plan, no background work; not the epochs the work itself slows) on
-    indexing the state by step, merging imports and
-    copying half-dead batches, a :data:`PREPARE_SLICE` of rows at a time and at
+    indexing the state by step, merging imports (into the traces' own batches once
+    the plan is done, until no merge is under way) and copying batches a quarter dead,
+    a :data:`PREPARE_SLICE` of rows at a time and at
     least one slice: a budget in time, not rows, so the epochs stay within a
     fixed factor of the steady ones on any machine.  A batched or fluid step due
     while more of the state is not indexed yet than it moves waits
@@ -160,7 +162,7 @@ class Background:
     with (almost) no idle time (:attr:`idle`, from the previous
     :meth:`Dataflow.advance`'s end to this one's start, under :data:`BEHIND` of a
     steady epoch), its epochs are already late: a batched or fluid step due then
-    waits an epoch (at most :data:`PREPARE_WAIT` in a row), so steps never pile onto
+    waits an epoch (at most :data:`PACE_WAIT` in a row), so steps never pile onto
     a queue and the epochs between them drain it.  A caller that calls back to back
     (a batch job, a test) is never paced.
 
@@ -224,7 +226,7 @@ class Background:
     def no_room(self, plan: "Plan", due: list) -> bool:
         """Whether the ``due`` steps should wait an epoch because a paced caller came back
         behind (idle under :data:`BEHIND` of a steady epoch)."""
-        if plan.strategy == "all_at_once" or plan.waiting >= PREPARE_WAIT or not self.paced():
+        if plan.strategy == "all_at_once" or plan.waiting >= PACE_WAIT or not self.paced():
             return False
         return (self.idle or 0.0) < BEHIND * self.typical()
 

@@ -255,12 +255,12 @@ def test_a_caller_that_calls_back_to_back_is_not_paced():
 
 
 @pytest.mark.parametrize("strategy", ["batched", "fluid", "all_at_once"])
-def test_steps_of_a_paced_caller_wait_while_it_is_behind_at_most_prepare_wait_epochs(
+def test_steps_of_a_paced_caller_wait_while_it_is_behind_at_most_pace_wait_epochs(
         monkeypatch, strategy):
     """A caller with idle time between epochs that comes back late (no idle time) is behind:
     a step then waits (it would make the next epochs later still), never more than
-    PREPARE_WAIT epochs in a row; with idle time it goes at its epoch.  Outputs stay exact."""
-    monkeypatch.setattr(rescale, "PREPARE_WAIT", 5)
+    PACE_WAIT epochs in a row; with idle time it goes at its epoch.  Outputs stay exact."""
+    monkeypatch.setattr(rescale, "PACE_WAIT", 5)
     flows = [dd.Dataflow(partitions=2) for _ in range(2)]
     outs = []
     for flow in flows:
@@ -294,7 +294,7 @@ def test_steps_of_a_paced_caller_wait_while_it_is_behind_at_most_prepare_wait_ep
         assert plan.waited > 0
         stepped_behind = [i for i, (ahead, stepped, _) in enumerate(applied)
                           if stepped and not ahead]
-        # behind, a step goes only once it has waited PREPARE_WAIT epochs
+        # behind, a step goes only once it has waited PACE_WAIT epochs
         assert all(i > 0 and applied[i - 1][2] == 5 for i in stepped_behind)
         assert any(stepped for ahead, stepped, _ in applied if ahead)
 

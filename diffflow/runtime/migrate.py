@@ -284,19 +284,25 @@ def _place_import(spine, batch: Batch) -> None:
 
 def prepare(engine, budget: int) -> int:
     """Background work of rescaling, about ``budget`` rows of it, at an epoch boundary with
-    no step due: fuel the merges under way (imports' among them) with half of it, copy
-    batches at least half dead without their dead rows (not while a plan runs: the copy
-    would need indexing again), then index big batches by the coming plan's steps
+    no step due: once no plan runs, merge every import into the trace's own batches
+    (:meth:`~diffflow.arrangements.spine.Spine.absorb_imports`); fuel the merges under
+    way with half of it (not while the plan's indexing is behind); copy batches at least a
+    quarter dead without their dead rows (not while a plan runs: the copy would need
+    indexing again), then index big batches by the coming plan's steps
     (:func:`set_plan`; hashing, counting and copying a row cost one each; the inputs of
     a merge under way too: its result keeps their indexes), so steps send slices instead
     of gathering rows.  Returns how many batches still wait for such work (0: none)."""
     left = 0
+    # while a plan's indexing is behind, it has the whole budget: steps wait for it, and
+    # merges go on at the inserts' pace meanwhile
+    indexing = engine.rescale_plan is not None and unprepared(engine) > 0
     for _, spine in _spines(engine):
         spine.settle()
         if engine.rescale_plan is None:  # no import follows: each one joins the spine
             left += spine.absorb_imports()
         if spine.merges:  # fuelled merges (of imports, among others) go on
-            spine.work(budget // 2, background=True)
+            if not indexing:
+                spine.work(budget // 2, background=True)
             # (all of them: imports and copies leave merges bigger than the inserts'
             # fuel finishes soon, and readers read both inputs meanwhile)
             left += len(spine.merges)
