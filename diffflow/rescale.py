@@ -147,7 +147,7 @@ class Background:
     :data:`BACKGROUND_SHARE` of a typical epoch (the median of the last steady
     epochs: no plan, no background work; not the epochs the work itself slows) on
     indexing the state by step, merging imports (into the traces' own batches once
-    the plan is done, until no merge is under way) and copying batches a quarter dead,
+    the plan is done, until none is left) and copying batches a quarter dead,
     a :data:`PREPARE_SLICE` of rows at a time and at
     least one slice: a budget in time, not rows, so the epochs stay within a
     fixed factor of the steady ones on any machine.  A batched or fluid step due
@@ -205,8 +205,11 @@ class Background:
             PACED_IDLE * self.typical()
 
     def work(self, runtime) -> bool:
-        """One epoch boundary's background work; returns whether any is left."""
-        deadline = time.perf_counter() + BACKGROUND_SHARE * self.typical()
+        """One epoch boundary's background work; returns whether any is left.  A paced
+        caller that is behind (:meth:`no_room`'s test) gets one slice only, so that the
+        epochs after drain its queue instead of carrying the whole share on top of it."""
+        share = 0.0 if self.behind() else BACKGROUND_SHARE
+        deadline = time.perf_counter() + share * self.typical()
         while True:
             left = runtime.rescale_prepare(PREPARE_SLICE)
             if not left or time.perf_counter() >= deadline:
@@ -223,12 +226,17 @@ class Background:
         moving = max(sum(s.rows_planned for s in due), 1)
         return runtime.rescale_unprepared() > moving
 
+    def behind(self) -> bool:
+        """Whether a paced caller came back behind: idle under :data:`BEHIND` of a steady
+        epoch since the previous epoch ended (its epochs are late already)."""
+        return self.paced() and (self.idle or 0.0) < BEHIND * self.typical()
+
     def no_room(self, plan: "Plan", due: list) -> bool:
         """Whether the ``due`` steps should wait an epoch because a paced caller came back
-        behind (idle under :data:`BEHIND` of a steady epoch)."""
-        if plan.strategy == "all_at_once" or plan.waiting >= PACE_WAIT or not self.paced():
+        behind (:meth:`behind`)."""
+        if plan.strategy == "all_at_once" or plan.waiting >= PACE_WAIT:
             return False
-        return (self.idle or 0.0) < BEHIND * self.typical()
+        return self.behind()
 
 
 # -- targets --------------------------------------------------------------------------------

@@ -303,9 +303,9 @@ def prepare(engine, budget: int) -> int:
         if spine.merges:  # fuelled merges (of imports, among others) go on
             if not indexing:
                 spine.work(budget // 2, background=True)
-            # (all of them: imports and copies leave merges bigger than the inserts'
-            # fuel finishes soon, and readers read both inputs meanwhile)
-            left += len(spine.merges)
+            # (the imports' only: other merges always go on somewhere, and background
+            # work that never stops would slow every epoch for good)
+            left += sum(is_import(m.older) for m in spine.merges)
         for i, batch in enumerate(spine.batches):  # a quarter dead: copy the live rows
             if batch.dead is None or 4 * batch.dead_rows < len(batch) or spine.in_merge(batch):
                 continue  # (a merge under way drops the dead rows itself)
