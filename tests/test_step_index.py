@@ -416,11 +416,24 @@ def test_imports_join_the_spine_smallest_pair_first_and_the_contents_stay_the_sa
     assert not any(is_import(b) for b in spine.batches)
 
 
-def test_after_a_plan_background_work_absorbs_the_imports():
+def test_after_a_plan_background_work_absorbs_the_imports(monkeypatch):
     """The epochs after a plan keep doing background work until no import is left in any
-    trace, and then stop; outputs stay exact meanwhile."""
-    from diffflow.arrangements.spine import is_import
+    trace, and then stop; outputs stay exact meanwhile.  Not while the plan runs, not even
+    on a partition that only receives (more imports are coming: each would rewrite its
+    biggest batch again)."""
+    from diffflow.arrangements.spine import Spine, is_import
 
+    absorbing = Spine.absorb_imports
+    while_planned = []
+
+    def spy(spine):
+        while_planned.append(flow.migration is not None)
+        return absorbing(spine)
+
+    monkeypatch.setattr(Spine, "absorb_imports", spy)
+    # every step waits two epochs: background work runs between steps, with imports there
+    monkeypatch.setattr(rescale.Background, "must_wait",
+                        staticmethod(lambda plan, due, runtime: plan.waiting < 2))
     flow = dd.Dataflow(partitions=2)
     a = flow.input("a", ["k"])
     counts = a.aggregate(by=["k"], n=dd.count()).output()
@@ -439,6 +452,7 @@ def test_after_a_plan_background_work_absorbs_the_imports():
     spines = [s for e in flow._runtime.engines.values() for _, s in migrate._spines(e)]
     assert not any(is_import(b) for s in spines for b in s.batches)
     assert not any(is_import(m.older) for s in spines for m in s.merges)
+    assert while_planned and not any(while_planned)
     assert flow._runtime.check_traces() > 0
     got = counts.snapshot()  # {row: multiplicity}
     assert len(got) == 5_000 and got[(7, 4 + epochs)] == 1 and got[(8, 4)] == 1

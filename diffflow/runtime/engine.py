@@ -169,7 +169,8 @@ class PartitionEngine:
         self.queues = {n.id: [[] for _ in n.inputs] for n in self.nodes}
         self._held: dict = {}  # node -> (capability array, its frontier): held data rarely moves
         self.log = None  # a tracing.WorkerLog when the dataflow is traced
-        self.rescale_plan = None  # (key, step of each bin) while a rescaling plan runs
+        self.rescale_plan = None  # (key, step of each bin) while a plan runs that it sends in
+        self.rescale_running = False  # whether a rescaling plan runs (sending in it or not)
 
     # -- inputs --------------------------------------------------------------------------
     def stage(self, node_id: int, rows: np.ndarray, diffs: np.ndarray) -> None:

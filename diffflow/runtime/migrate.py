@@ -81,13 +81,14 @@ def set_plan(engine, key, step_of_bin: np.ndarray | None) -> None:
     >>> e0, e1 = flow._runtime.engines[0], flow._runtime.engines[1]
     >>> steps = np.full(BINS, -1, np.int32); steps[e1.routing.lookup() == 1] = 0
     >>> set_plan(e0, 1, steps); set_plan(e1, 1, steps)
-    >>> e0.rescale_plan is None, e1.rescale_plan[0]
-    (True, 1)
+    >>> e0.rescale_plan is None, e1.rescale_plan[0], e0.rescale_running  # (e0 only receives)
+    (True, 1, True)
     >>> set_plan(e1, None, None)
     """
     if engine.rescale_plan is not None:
         step_index.activate(engine.rescale_plan[0], engine, running=False)
     engine.rescale_plan = None
+    engine.rescale_running = step_of_bin is not None  # (imports keep coming meanwhile)
     if step_of_bin is None:
         return
     mine = engine.routing.lookup() == engine.partition if engine.parts > 1 else \
@@ -298,7 +299,7 @@ def prepare(engine, budget: int) -> int:
     indexing = engine.rescale_plan is not None and unprepared(engine) > 0
     for _, spine in _spines(engine):
         spine.settle()
-        if engine.rescale_plan is None:  # no import follows: each one joins the spine
+        if not engine.rescale_running:  # no import follows: each one joins the spine
             left += spine.absorb_imports()
         if spine.merges:  # fuelled merges (of imports, among others) go on
             if not indexing:
