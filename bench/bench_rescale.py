@@ -136,9 +136,9 @@ def summarize(loop: OpenLoop, plans: list, first_plan_epoch: int, control: np.nd
     hundred epochs with no rescaling at all.  The epochs before the first plan are reported
     too, as "before the plan".)"""
     lat = np.array(loop.latency) * 1000
-    steady = control[5:]
+    steady = control[5:] if len(control) > 5 else control
     p99 = np.percentile(steady, 99)
-    before = lat[5:first_plan_epoch]
+    before = lat[5:first_plan_epoch] if first_plan_epoch > 5 else lat[:max(first_plan_epoch, 1)]
     touched, durations, preparing = [], [], []
     for made, plan in zip(loop.plans_made, plans):
         first = min(s.epoch for s in plan.steps) - loop.base_epoch
