@@ -186,7 +186,8 @@ class Spine:
 
     def absorb_imports(self) -> int:
         """Start merging rescaling's imports into the spine's own batches, whatever their
-        sizes (fuelled when big), and return how many imports are left.
+        sizes (fuelled when big), and return how many imports are left (0 while the spine
+        has no own batch for them to join).
 
         The geometric rule leaves an import out of size order for good (an import of 2.4M
         rows in front of a 5M-row batch never becomes "comparable"), and every read searches
@@ -208,13 +209,11 @@ class Spine:
         (0, [[1, 2, 3, 8, 9]])
         """
         batches = self.batches
-        imports = 0
-        while imports < len(batches) and is_import(batches[imports]):
-            imports += 1
+        imports = self.imports_in_front()
         if not imports or imports == len(batches):  # none, or nothing to join yet
             return 0
-        pairs = range(imports - 1) if imports > 1 else range(1)
-        free = [i for i in pairs if not (self.in_merge(batches[i]) or self.in_merge(batches[i + 1]))]
+        free = [i for i in range(max(imports - 1, 1))  # (import pairs, or the last + own)
+                if not (self.in_merge(batches[i]) or self.in_merge(batches[i + 1]))]
         if free:
             i = min(free, key=lambda j: len(batches[j]) + len(batches[j + 1]))
             older, newer = batches[i], batches[i + 1]
@@ -222,7 +221,18 @@ class Spine:
                 self.merges.append(FuelledMerge(older, newer, self.since))
             else:
                 batches[i:i + 2] = [merge(older, newer, self.since)]
-        return sum(map(is_import, batches))
+        return self.imports_in_front()
+
+    def imports_in_front(self) -> int:
+        """How many of rescaling's imports lead the spine (imports are always in front).
+
+        >>> Spine(width=1, key_width=1, dim=1).imports_in_front()
+        0
+        """
+        n = 0
+        while n < len(self.batches) and is_import(self.batches[n]):
+            n += 1
+        return n
 
     def work(self, fuel: int, background: bool = False) -> None:
         """Give every merge under way ``fuel`` rows of work; put finished ones in place of

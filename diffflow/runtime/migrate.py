@@ -270,9 +270,7 @@ def _place_import(spine, batch: Batch) -> None:
     imports for a later boundary to merge in one go."""
     minimum = Antichain.minimum(spine.dim)
     batches = spine.batches
-    n = 0
-    while n < len(batches) and is_import(batches[n]):
-        n += 1
+    n = spine.imports_in_front()
     if 0 < n < len(batches) and any(m.holds(batches[n - 1]) and m.holds(batches[n])
                                     for m in spine.merges):
         n -= 1  # not between the inputs of a merge under way (imports are in any order)
