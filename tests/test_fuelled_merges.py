@@ -19,7 +19,7 @@ from helpers import drive
 
 import diffflow as dd
 from diffflow import graphs
-from diffflow.arrangements import merging
+from diffflow.arrangements import columnar, merging
 from diffflow.arrangements import spine as spine_module
 from diffflow.arrangements.batch import Batch, merge
 from diffflow.arrangements.merging import FuelledMerge
@@ -113,6 +113,27 @@ def test_bins_dying_mid_merge_are_dead_in_the_result(seed, tiny_merges):
     expected = merge(older, newer, frontier)  # reads the final masks: no dead rows
     same(got.live(), expected)
     assert got.dead_rows == len(got) - len(expected)
+    # (the inputs' bins were read: the result's were hashed slice by slice as it was written)
+    assert got.bins_ready(BINS)
+    fresh = np.empty(len(got), np.int32)
+    columnar.bin_of_prefix(got.rows, got.key_width, BINS, fresh)
+    np.testing.assert_array_equal(got._bins[1], fresh)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_live_mask_of_a_slice_hashes_only_the_slice_and_agrees(seed):
+    """A merge or a copy asks a long batch for a slice's live rows: with its bins not
+    hashed yet, only the slice's are (and none are cached); the answer is the same."""
+    rng = np.random.default_rng(seed)
+    batch = random_batch(rng, 500, 2, 1, 1, 0, 5, 400)
+    twin = Batch(batch.rows, batch.times, batch.diffs, 1, batch.lower, batch.upper)
+    dead = rng.random(BINS) < 0.3
+    batch.dead = twin.dead = dead
+    lo = int(rng.integers(0, 400))
+    positions = np.arange(lo, lo + int(rng.integers(1, 100)))
+    sliced = batch.live_mask(positions)
+    assert batch._bins is None  # (nothing hashed for the whole batch)
+    np.testing.assert_array_equal(sliced, twin.live_mask()[positions])
 
 
 def test_a_merge_reading_the_newest_batch_follows_its_extension(tiny_merges):

@@ -148,7 +148,13 @@ class Batch:
         when the batch has no dead bins."""
         if self.dead is None:
             return None
-        bins = self.bins(len(self.dead))
+        count = len(self.dead)
+        if positions is not None and not self.bins_ready(count):  # (hash only those: a
+            # merge or a copy reads a long batch a slice at a time)
+            bins = np.empty(len(positions), np.int32)
+            columnar.bin_of_prefix(self.rows[positions], self.key_width, count, bins)
+            return ~self.dead[bins]
+        bins = self.bins(count)
         return ~self.dead[bins if positions is None else bins[positions]]
 
     def live(self) -> "Batch":

@@ -46,7 +46,7 @@ class FuelledMerge:
     ([[1], [2], [3], [3]], [[0], [1], [0], [1]])
     """
 
-    __slots__ = ("older", "newer", "frontier", "_dead", "_out", "_at", "_written")
+    __slots__ = ("older", "newer", "frontier", "_dead", "_out", "_at", "_written", "_bins")
 
     def __init__(self, older: Batch, newer: Batch, frontier: Antichain):
         self.older, self.newer, self.frontier = older, newer, frontier
@@ -54,6 +54,12 @@ class FuelledMerge:
         cap = len(older) + len(newer)
         self._out = (np.empty((cap, older.width), np.int64),
                      np.empty((cap, older.dim), np.int64), np.empty(cap, np.int64))
+        # while rescaling reads the inputs' bins (bins that die during the merge are dead
+        # in its result), the result's bins are hashed a slice at a time as it is written,
+        # not all at once when it is done
+        count = next((len(b.dead) if b.dead is not None else b._bins[0] for b in (older, newer)
+                      if b.dead is not None or b._bins is not None), None)
+        self._bins = None if count is None else (count, np.empty(cap, np.int32))
         self._at = [0, 0]  # next row of each input
         self._written = 0
 
@@ -112,6 +118,9 @@ class FuelledMerge:
         w = self._written
         self._written += columnar._k().merge_consolidated(ra, ta, da, rb, tb, db, out_r[w:],
                                                           out_t[w:], out_d[w:])
+        if self._bins is not None and self._written > w:
+            columnar.bin_of_prefix(out_r, self.older.key_width, self._bins[0], self._bins[1],
+                                   w, self._written)
         self._at = list(stops)
 
     def result(self, lower: Antichain, upper: Antichain) -> Batch:
@@ -122,6 +131,9 @@ class FuelledMerge:
         self._out = None
         merged = inherit(Batch(rows, times, diffs, self.older.key_width, lower, upper,
                                self.frontier), self.older, self.newer)
+        if self._bins is not None:
+            count, bins = self._bins
+            merged._bins, self._bins = (count, columnar._trim(bins, len(merged)), len(merged)), None
         died = [died_since(before, batch.dead)
                 for batch, before in zip((self.older, self.newer), self._dead)]
         died = [d for d in died if d is not None]

@@ -346,8 +346,8 @@ def _copy_live(batch: Batch, budget: int):
     """Copy up to ``budget`` rows of ``batch`` without its dead rows (readers keep the batch
     until the copy is whole); returns ``(the copy or None, budget left)``."""
     rows_state = batch._live_copy
-    if rows_state is None:
-        n = int(np.count_nonzero(batch.live_mask()))  # (dead_rows may be an estimate)
+    if rows_state is None:  # room for every row, trimmed at the end (counting the live
+        n = len(batch)       # rows first would read the whole batch in one call)
         rows_state = batch._live_copy = [  # (dead bins at the start: more may die meanwhile)
             batch.dead, 0, 0, np.empty((n, batch.rows.shape[1]), np.int64),
             np.empty((n, batch.times.shape[1]), np.int64), np.empty(n, np.int64)]
@@ -363,9 +363,9 @@ def _copy_live(batch: Batch, budget: int):
     if stop < len(batch):
         return None, budget
     batch._live_copy = None
-    n = out + k
-    copy = Batch(rows[:n], times[:n], diffs[:n], batch.key_width, batch.lower, batch.upper,
-                 batch.since)
+    n = out + k  # (trimmed in place: the dead rows' room goes back, nothing is copied)
+    copy = Batch(columnar._trim(rows, n), columnar._trim(times, n), columnar._trim(diffs, n),
+                 batch.key_width, batch.lower, batch.upper, batch.since)
     copy.present = batch.present
     return copy.mark_died(died_since(dead_at_start, batch.dead)), budget
 

@@ -19,7 +19,7 @@ valid for the batch's life; it is rebuilt only for a new plan.
 >>> batch = Batch(rows, np.zeros((8, 1), np.int64), np.ones(8, np.int64), 1, t, t)
 >>> step_of_bin = np.full(BINS, -1, np.int32); step_of_bin[batch.bins(BINS)[:3]] = 0
 >>> index = build(batch, (1, step_of_bin))
->>> index.group(0)[0].ravel().tolist(), work_done(batch, (1, step_of_bin)) == 3 * 8
+>>> index.group(0)[0].ravel().tolist(), work_done(batch, (1, step_of_bin)) == 3 * 8 + 3
 ([0, 1, 2], True)
 """
 from __future__ import annotations
@@ -41,7 +41,8 @@ _ACTIVE: dict = {}  # plan key -> the engines of this process running it (weak: 
 
 class StepIndex:
     """The moving rows of one batch for one plan, grouped by step: built a slice at a time
-    (``phase``: hashing is the batch's, then ``"count"``, ``"scatter"``, ``"done"``), or,
+    (``phase``: hashing is the batch's, then ``"count"``, ``"touch"``, ``"scatter"``,
+    ``"done"``), or,
     for a merged batch, the ``parts`` of its inputs' indexes (:func:`merged`)."""
 
     __slots__ = ("key", "phase", "at", "counts", "offsets", "cursor", "rows", "times",
@@ -96,7 +97,8 @@ _MOVED_ALREADY: dict = {}  # plan key -> its shared empty index, the latest plan
 def build(batch: Batch, plan, budget: int | None = None) -> StepIndex | None:
     """``batch``'s :class:`StepIndex` for ``plan`` (``(key, step_of_bin)``), built once per
     batch and plan.  With ``budget``, at most about that many rows of work now (hashing,
-    counting and copying a row cost one each); ``None`` until the index is complete."""
+    counting, touching and copying a row cost one each: :func:`work_done`); ``None`` until
+    the index is complete."""
     key, step_of_bin = plan
     index = batch._step_index
     if index is None or index.key != key:
@@ -105,12 +107,22 @@ def build(batch: Batch, plan, budget: int | None = None) -> StepIndex | None:
     if index.phase == "done":
         return index
     n = len(batch)
-    budget = 3 * n if budget is None else budget
+    budget = 4 * n + 1 if budget is None else budget  # (at most 4 per row: work_done)
     budget -= batch.fill_bins(BINS, budget)
     if not batch.bins_ready(BINS):
         return None
     kernels, bins = columnar._k(), batch._bins[1]
     while budget > 0 and index.phase != "done":
+        if index.phase == "touch":  # the fresh arrays' pages, a slice at a time (below)
+            m = len(index.diffs)
+            stop = min(m, index.at + budget)
+            for array in (index.rows, index.times, index.diffs, index.bins):
+                array[index.at:stop] = 0
+            budget -= stop - index.at
+            index.at = stop
+            if stop == m:
+                index.phase, index.at = "scatter", 0
+            continue
         stop = min(n, index.at + budget)
         if index.phase == "count":
             kernels.count_groups(bins, step_of_bin, index.at, stop, index.counts)
@@ -130,7 +142,9 @@ def build(batch: Batch, plan, budget: int | None = None) -> StepIndex | None:
             index.times = np.empty((m, batch.times.shape[1]), np.int64)
             index.diffs = np.empty(m, np.int64)
             index.bins = np.empty(m, np.int32)
-            index.phase, index.at = "scatter", 0
+            # (the scatter writes all over them at once: their first touch, which maps
+            # and zeroes every page -- 2 MB ones here -- would land on one call)
+            index.phase, index.at = "touch", 0
         else:
             index.phase, index.cursor = "done", None
     return index if index.phase == "done" else None
@@ -221,13 +235,16 @@ def warm_up() -> None:
 
 
 def work_done(batch: Batch, plan) -> int:
-    """Rows of indexing work done on ``batch`` for ``plan`` (of ``3 * len(batch)``)."""
+    """Rows of indexing work done on ``batch`` for ``plan``: of ``3 * len(batch)`` plus the
+    moving rows (hashing, counting and scattering a row, touching a moving row's place)."""
     hashed = batch._bins[2] if batch._bins is not None and batch._bins[0] == BINS else 0
     index = batch._step_index
     if index is None or index.key != plan[0]:
         return hashed
-    return hashed + {"count": index.at, "scatter": len(batch) + index.at}.get(
-        index.phase, 2 * len(batch))
+    n = len(batch)
+    moving = 0 if index.offsets is None else int(index.offsets[-1])
+    return hashed + {"count": index.at, "touch": n + index.at,
+                     "scatter": n + moving + index.at}.get(index.phase, 2 * n + moving)
 
 
 def is_built(batch: Batch, plan) -> bool:
