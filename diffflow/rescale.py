@@ -49,6 +49,7 @@ PREPARE_WAIT = 256  # epochs a due step may wait for its preparation (a safety v
 PACE_WAIT = 32  # epochs a due step may wait for slack (a paced caller behind)
 PACED_IDLE = 0.25  # a caller idle this share of a steady epoch between epochs is paced
 BEHIND = 0.1  # a paced caller idle less than this share of a steady epoch is behind
+SLACK_SHARE = 0.5  # a paced caller's background work: at most this share of its idle time
 
 
 @dataclass(eq=False)  # steps are told apart by identity (their bins are arrays)
@@ -68,7 +69,8 @@ class Step:
     def __repr__(self) -> str:
         state = f"moved {self.rows_moved} rows in {self.seconds:.3f} s" if self.applied \
             else "pending"
-        return f"Step(epoch={self.epoch}, {len(self.bins)} bins, ~{self.rows_planned} rows, {state})"
+        return (f"Step(epoch={self.epoch}, {len(self.bins)} bins, ~{self.rows_planned} rows, "
+                f"{state})")
 
 
 @dataclass
@@ -163,7 +165,9 @@ class Background:
     :meth:`Dataflow.advance`'s end to this one's start, under :data:`BEHIND` of a
     steady epoch), its epochs are already late: a batched or fluid step due then
     waits an epoch (at most :data:`PACE_WAIT` in a row), so steps never pile onto
-    a queue and the epochs between them drain it.  A caller that calls back to back
+    a queue and the epochs between them drain it.  Its background work takes at most
+    :data:`SLACK_SHARE` of the idle time it left before the epoch: near saturation the
+    work slows down instead of queueing epochs.  A caller that calls back to back
     (a batch job, a test) is never paced.
 
     >>> pace = Background(); pace.record(0.04); pace.record(0.02); pace.typical()
@@ -206,10 +210,14 @@ class Background:
 
     def work(self, runtime) -> bool:
         """One epoch boundary's background work; returns whether any is left.  A paced
-        caller that is behind (:meth:`no_room`'s test) gets one slice only, so that the
-        epochs after drain its queue instead of carrying the whole share on top of it."""
-        share = 0.0 if self.behind() else BACKGROUND_SHARE
-        deadline = time.perf_counter() + share * self.typical()
+        caller gets at most :data:`SLACK_SHARE` of the time it left the dataflow idle
+        before this epoch (so the work never fills its slack and queues epochs), and one
+        slice only when it is behind (:meth:`no_room`'s test), so that the epochs after
+        drain its queue instead of carrying the whole share on top of it."""
+        seconds = 0.0 if self.behind() else BACKGROUND_SHARE * self.typical()
+        if self.paced():  # (what the caller left idle before this epoch: its slack now)
+            seconds = min(seconds, SLACK_SHARE * (self.idle or 0.0))
+        deadline = time.perf_counter() + seconds
         while True:
             left = runtime.rescale_prepare(PREPARE_SLICE)
             if not left or time.perf_counter() >= deadline:

@@ -260,6 +260,22 @@ def test_a_paced_caller_that_is_behind_gets_one_slice_of_background_work():
     assert pace.work(idle) and idle.calls >= 3
 
 
+def test_a_paced_caller_s_background_work_takes_at_most_half_of_its_idle_time():
+    """Near saturation (a little idle time, not behind) the share would fill the slack and
+    queue the epochs after: the work takes at most SLACK_SHARE of the idle time."""
+    pace = rescale.Background()
+    _paced(pace, typical=0.2, idle=0.1)
+    pace._ended = time.perf_counter() - 0.03  # (0.03 s idle: not behind, 0.015 s of work)
+    pace.begin()
+    assert not pace.behind()
+    tight = _Runtime(0.01, 10_000)
+    assert pace.work(tight) and 1 <= tight.calls <= 2
+    pace._ended = time.perf_counter() - 1.0  # (idle for a second: the whole share, 0.1 s)
+    pace.begin()
+    roomy = _Runtime(0.01, 10_000)
+    assert pace.work(roomy) and roomy.calls >= 3
+
+
 def _paced(pace, typical: float = 10.0, idle: float = 5.0):
     """Make ``pace`` look like a caller with a period: steady epochs of ``typical`` seconds
     with ``idle`` seconds between them."""
