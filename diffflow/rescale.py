@@ -209,11 +209,13 @@ class Background:
             PACED_IDLE * self.typical()
 
     def work(self, runtime) -> bool:
-        """One epoch boundary's background work; returns whether any is left.  A paced
-        caller gets at most :data:`SLACK_SHARE` of the time it left the dataflow idle
-        before this epoch (so the work never fills its slack and queues epochs), and one
-        slice only when it is behind (:meth:`no_room`'s test), so that the epochs after
-        drain its queue instead of carrying the whole share on top of it."""
+        """One epoch boundary's background work, a slice at a time until a deadline (the
+        last slice may overrun it; at least one slice runs); returns whether any is left.
+        A paced caller's deadline is at most :data:`SLACK_SHARE` of the time it left the
+        dataflow idle before this epoch (so the work does not fill its slack and queue
+        epochs), and it gets one slice only when it is behind (:meth:`no_room`'s test), so
+        that the epochs after drain its queue instead of carrying the whole share on top
+        of it."""
         seconds = 0.0 if self.behind() else BACKGROUND_SHARE * self.typical()
         if self.paced():  # (what the caller left idle before this epoch: its slack now)
             seconds = min(seconds, SLACK_SHARE * (self.idle or 0.0))

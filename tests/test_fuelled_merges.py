@@ -74,6 +74,7 @@ def test_a_fuelled_merge_is_the_reference_merge(seed, tiny_merges):
     got = m.result(older.lower, newer.upper)
     got._check()
     same(got, merge(older, newer, frontier))
+    assert got._bins is None  # (no dead bins in either input: no bins hashed)
 
 
 def kill_bins(batch: Batch, bins) -> None:
@@ -123,7 +124,7 @@ def test_bins_dying_mid_merge_are_dead_in_the_result(seed, tiny_merges):
 @pytest.mark.parametrize("seed", range(6))
 def test_live_mask_of_a_slice_hashes_only_the_slice_and_agrees(seed):
     """A merge or a copy asks a long batch for a slice's live rows: with its bins not
-    hashed yet, only the slice's are (and none are cached); the answer is the same."""
+    hashed yet, they are hashed up to the slice's end only; the answer is the same."""
     rng = np.random.default_rng(seed)
     batch = random_batch(rng, 500, 2, 1, 1, 0, 5, 400)
     twin = Batch(batch.rows, batch.times, batch.diffs, 1, batch.lower, batch.upper)
@@ -132,8 +133,10 @@ def test_live_mask_of_a_slice_hashes_only_the_slice_and_agrees(seed):
     lo = int(rng.integers(0, 400))
     positions = np.arange(lo, lo + int(rng.integers(1, 100)))
     sliced = batch.live_mask(positions)
-    assert batch._bins is None  # (nothing hashed for the whole batch)
+    assert batch._bins[2] == positions[-1] + 1  # (hashed up to the slice's end, no further)
     np.testing.assert_array_equal(sliced, twin.live_mask()[positions])
+    np.testing.assert_array_equal(batch.live_mask(positions[:3]), sliced[:3])  # (cached)
+    assert len(batch.live_mask(positions[:0])) == 0
 
 
 def test_a_merge_reading_the_newest_batch_follows_its_extension(tiny_merges):

@@ -602,3 +602,5 @@ def test_bins_leaving_while_a_live_copy_is_half_done_stay_dead_in_the_copy():
     copy._check()
     assert np.array_equal(copy.live().rows, batch.live().rows)
     assert copy.dead_rows == len(copy) - len(batch.live()) == 5
+    assert copy.bins_ready(BINS)  # (carried over from the batch's, slice by slice)
+    np.testing.assert_array_equal(copy._bins[1], bins[np.isin(rows[:, 0], copy.rows[:, 0])])

@@ -149,13 +149,13 @@ class Batch:
         if self.dead is None:
             return None
         count = len(self.dead)
-        if positions is not None and not self.bins_ready(count):  # (hash only those: a
-            # merge or a copy reads a long batch a slice at a time)
-            bins = np.empty(len(positions), np.int32)
-            columnar.bin_of_prefix(self.rows[positions], self.key_width, count, bins)
-            return ~self.dead[bins]
-        bins = self.bins(count)
-        return ~self.dead[bins if positions is None else bins[positions]]
+        if positions is None:
+            return ~self.dead[self.bins(count)]
+        if len(positions):  # hash up to the last position only: a merge or a copy reads a
+            # long batch a slice at a time, so its bins are hashed as the slices go
+            filled = self._bins[2] if self._bins is not None and self._bins[0] == count else 0
+            self.fill_bins(count, max(int(positions.max()) + 1 - filled, 0))
+        return ~self.dead[self._bins[1][positions]] if len(positions) else np.ones(0, bool)
 
     def live(self) -> "Batch":
         """The batch without the updates of dead bins (itself when it has none)."""

@@ -54,12 +54,7 @@ class FuelledMerge:
         cap = len(older) + len(newer)
         self._out = (np.empty((cap, older.width), np.int64),
                      np.empty((cap, older.dim), np.int64), np.empty(cap, np.int64))
-        # while rescaling reads the inputs' bins (bins that die during the merge are dead
-        # in its result), the result's bins are hashed a slice at a time as it is written,
-        # not all at once when it is done
-        count = next((len(b.dead) if b.dead is not None else b._bins[0] for b in (older, newer)
-                      if b.dead is not None or b._bins is not None), None)
-        self._bins = None if count is None else (count, np.empty(cap, np.int32))
+        self._bins = None  # (bin count, the result's bins, how many are hashed): see below
         self._at = [0, 0]  # next row of each input
         self._written = 0
 
@@ -118,21 +113,38 @@ class FuelledMerge:
         w = self._written
         self._written += columnar._k().merge_consolidated(ra, ta, da, rb, tb, db, out_r[w:],
                                                           out_t[w:], out_d[w:])
-        if self._bins is not None and self._written > w:
-            columnar.bin_of_prefix(out_r, self.older.key_width, self._bins[0], self._bins[1],
-                                   w, self._written)
+        self._hash_bins(2 * (self._written - w))
         self._at = list(stops)
+
+    def _hash_bins(self, budget: int) -> None:
+        """Once an input has dead bins (rescaling moves bins away), hash up to ``budget`` of
+        the result's rows written so far: bins that die during the merge are dead in the
+        result, and counting its rows of them needs every row's bin -- hashed along with the
+        slices (twice their pace, to catch up with rows written before), not all at once
+        when the merge is done."""
+        if self._bins is None:
+            dead = next((b.dead for b in (self.older, self.newer) if b.dead is not None), None)
+            if dead is None:
+                return
+            self._bins = (len(dead), np.empty(len(self), np.int32), 0)
+        count, bins, hashed = self._bins
+        stop = min(self._written, hashed + budget)
+        if stop > hashed:
+            columnar.bin_of_prefix(self._out[0], self.older.key_width, count, bins, hashed,
+                                   stop)
+            self._bins = (count, bins, stop)
 
     def result(self, lower: Antichain, upper: Antichain) -> Batch:
         """The merged batch, described ``[lower, upper)`` (call once :meth:`work` is done).
         Bins that died in an input while the merge ran are dead in the result."""
         assert not self.left, "the merge is not done"
+        self._hash_bins(self._written)  # (what the slices left: rows written early)
         rows, times, diffs = columnar._finish(self._out, self._written)
         self._out = None
         merged = inherit(Batch(rows, times, diffs, self.older.key_width, lower, upper,
                                self.frontier), self.older, self.newer)
         if self._bins is not None:
-            count, bins = self._bins
+            count, bins, _ = self._bins
             merged._bins, self._bins = (count, columnar._trim(bins, len(merged)), len(merged)), None
         died = [died_since(before, batch.dead)
                 for batch, before in zip((self.older, self.newer), self._dead)]

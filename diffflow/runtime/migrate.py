@@ -350,14 +350,17 @@ def _copy_live(batch: Batch, budget: int):
         n = len(batch)       # rows first would read the whole batch in one call)
         rows_state = batch._live_copy = [  # (dead bins at the start: more may die meanwhile)
             batch.dead, 0, 0, np.empty((n, batch.rows.shape[1]), np.int64),
-            np.empty((n, batch.times.shape[1]), np.int64), np.empty(n, np.int64)]
-    dead_at_start, at, out, rows, times, diffs = rows_state
+            np.empty((n, batch.times.shape[1]), np.int64), np.empty(n, np.int64),
+            np.empty(n, np.int32)]
+    dead_at_start, at, out, rows, times, diffs, bins = rows_state
     stop = min(len(batch), at + budget)
-    keep = batch.live_mask(np.arange(at, stop))
+    keep = batch.live_mask(np.arange(at, stop))  # (hashes the batch's bins up to stop)
     k = int(keep.sum())
     rows[out:out + k] = batch.rows[at:stop][keep]
     times[out:out + k] = batch.times[at:stop][keep]
     diffs[out:out + k] = batch.diffs[at:stop][keep]
+    bins[out:out + k] = batch._bins[1][at:stop][keep]  # (the copy's: marking bins that
+    # die meanwhile dead in it needs them)
     rows_state[1:3] = [stop, out + k]
     budget -= stop - at
     if stop < len(batch):
@@ -366,7 +369,7 @@ def _copy_live(batch: Batch, budget: int):
     n = out + k  # (trimmed in place: the dead rows' room goes back, nothing is copied)
     copy = Batch(columnar._trim(rows, n), columnar._trim(times, n), columnar._trim(diffs, n),
                  batch.key_width, batch.lower, batch.upper, batch.since)
-    copy.present = batch.present
+    copy.present, copy._bins = batch.present, (len(dead_at_start), columnar._trim(bins, n), n)
     return copy.mark_died(died_since(dead_at_start, batch.dead)), budget
 
 
