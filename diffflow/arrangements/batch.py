@@ -116,16 +116,18 @@ class Batch:
                 np.full(self.times.shape[1], np.iinfo(np.int64).min, np.int64)
         return self._max_time
 
-    def bins(self, count: int) -> np.ndarray:
+    def bins(self, count: int, upto: int | None = None) -> np.ndarray:
         """The bin of each update's key (``hash % count``, int32; cached: rescaling reads it
-        once per step and batches are immutable).
+        once per step and batches are immutable); with ``upto``, only the first ``upto``
+        entries are sure to be computed (a long batch read a slice at a time).
 
         >>> u = Updates.from_lists([(1,), (2,)], [(0,), (0,)], [1, 1])
         >>> Batch.from_updates(u, 1, None, None).bins(2).tolist() == columnar.partition_of(
         ...     np.array([[1], [2]]), 2).tolist()
         True
         """
-        self.fill_bins(count, len(self))
+        filled = self._bins[2] if self._bins is not None and self._bins[0] == count else 0
+        self.fill_bins(count, (len(self) if upto is None else upto) - filled)
         return self._bins[1]
 
     def fill_bins(self, count: int, budget: int) -> int:
@@ -148,14 +150,13 @@ class Batch:
         when the batch has no dead bins."""
         if self.dead is None:
             return None
-        count = len(self.dead)
         if positions is None:
-            return ~self.dead[self.bins(count)]
-        if len(positions):  # hash up to the last position only: a merge or a copy reads a
-            # long batch a slice at a time, so its bins are hashed as the slices go
-            filled = self._bins[2] if self._bins is not None and self._bins[0] == count else 0
-            self.fill_bins(count, max(int(positions.max()) + 1 - filled, 0))
-        return ~self.dead[self._bins[1][positions]] if len(positions) else np.ones(0, bool)
+            return ~self.dead[self.bins(len(self.dead))]
+        if not len(positions):
+            return np.ones(0, bool)
+        # hashed up to the last position only: a merge or a copy reads a long batch a slice
+        # at a time, so its bins are hashed as the slices go
+        return ~self.dead[self.bins(len(self.dead), int(positions.max()) + 1)[positions]]
 
     def live(self) -> "Batch":
         """The batch without the updates of dead bins (itself when it has none)."""

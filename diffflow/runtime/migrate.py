@@ -359,8 +359,8 @@ def _copy_live(batch: Batch, budget: int):
     rows[out:out + k] = batch.rows[at:stop][keep]
     times[out:out + k] = batch.times[at:stop][keep]
     diffs[out:out + k] = batch.diffs[at:stop][keep]
-    if k:  # (the copy's bins: marking bins that die meanwhile dead in it needs them)
-        bins[out:out + k] = batch._bins[1][at:stop][keep]
+    # the copy's bins: marking bins that die meanwhile dead in it needs them
+    bins[out:out + k] = batch.bins(len(batch.dead), stop)[at:stop][keep]
     rows_state[1:3] = [stop, out + k]
     budget -= stop - at
     if stop < len(batch):
