@@ -195,7 +195,9 @@ class ReduceOp(Operator):
         loop's first epoch are all like this.  When every batch of both traces
         lies below the new times (their ``max_time``), no key's history times
         need reading, and a min/max aggregate reads only the changed values
-        (:mod:`.reduce_extremum`).  Returns ``(corrections or None, other
+        (:mod:`.reduce_extremum`), and a built-in tactic learns such a key's previous output
+        by applying itself to the key's input without this delta, so the output trace is not
+        read at all (Differential Dataflow's ``count_total`` reads one trace likewise).  Returns ``(corrections or None, other
         keys' new (key, time) pairs, their history as (query, times))``; the
         history is read once, for both.
         """
@@ -221,8 +223,13 @@ class ReduceOp(Operator):
             if handled.any():
                 todo = np.flatnonzero(~handled)
                 sub_keys, sub_t, simple = keys[todo], first_t[todo], simple[todo]
+        # a repeatable tactic's previous output is f(previous input): the output trace needs
+        # reading only for the keys that are not simple (their history times)
+        derive = below and self.fed and getattr(self.reducer, "repeatable", False)
         if self.fed:
-            got_in, got_out = self.in_spine.gather(sub_keys), self.out_spine.gather(sub_keys)
+            got_in = self.in_spine.gather(sub_keys)
+            got_out = self._gather_out(sub_keys, ~simple) if derive else \
+                self.out_spine.gather(sub_keys)
         else:  # the first input ever: the input trace holds exactly this delta, no output yet
             got_in, got_out = self._first_delta(delta, keys, todo), self.out_spine.gather(keys[:0])
         self.fed = True
@@ -232,16 +239,23 @@ class ReduceOp(Operator):
             for q, t in ((got_in[0], t_in), (got_out[0], t_out)):
                 simple[q[~rows_less_equal(t, sub_t[q])]] = False
         if simple.any():
-            sel_in, sel_out = simple[got_in[0]], simple[got_out[0]]
-            if below and self.by_totals:  # every history row counts: sum, no consolidation
-                found = self._from_totals(got_in[0][sel_in], got_in[3][sel_in],
-                                          got_out[0][sel_out], got_out[3][sel_out], sub_keys,
-                                          sub_t)
+            sel_in = simple[got_in[0]]
+            q_in, rows_in, d_in = got_in[0][sel_in], got_in[1][sel_in], got_in[3][sel_in]
+            if derive:  # the previous input: the input trace without this delta
+                q_was, rows_was, d_was = self._without_delta(q_in, rows_in, d_in, delta,
+                                                             sub_keys, simple)
             else:
-                desired = self.reducer.reduce(*self._groups(
-                    got_in[0][sel_in], got_in[1][sel_in], got_in[3][sel_in]))
-                current = self._groups(got_out[0][sel_out], got_out[1][sel_out],
-                                       got_out[3][sel_out])
+                sel_out = simple[got_out[0]]
+                q_was, rows_was, d_was = got_out[0][sel_out], got_out[1][sel_out], \
+                    got_out[3][sel_out]
+            if below and self.by_totals:  # every history row counts: sum, no consolidation
+                found = self._from_totals(q_in, d_in, q_was, d_was, sub_keys, sub_t,
+                                          previous_input=derive)
+            else:
+                desired = self.reducer.reduce(*self._groups(q_in, rows_in, d_in))
+                current = self._groups(q_was, rows_was, d_was)
+                if derive:
+                    current = self.reducer.reduce(*current)
                 found = self._difference(desired, current, sub_keys, sub_t)
             if found is not None:
                 made.append(found)
@@ -274,10 +288,30 @@ class ReduceOp(Operator):
         mine = q >= 0
         return q[mine], delta.rows[mine], delta.times[mine], delta.diffs[mine]
 
-    def _from_totals(self, q_in, d_in, q_out, d_out, keys, times):
-        """Corrections of a reducer of the key's total multiplicity (distinct, threshold)."""
+    def _gather_out(self, keys, wanted):
+        """``out_spine.gather(keys[wanted])`` with query indices into ``keys``."""
+        at = np.flatnonzero(wanted)
+        q, rows, times, diffs = self.out_spine.gather(keys[at])
+        return at[q], rows, times, diffs
+
+    def _without_delta(self, q, rows, diffs, delta, keys, simple):
+        """Gathered input rows ``(q, rows, diffs)`` with ``delta``'s rows of the simple
+        ``keys`` taken away: each such key's input before this step (``q`` indexes ``keys``)."""
+        lo, hi = columnar.key_ranges(keys, np.ascontiguousarray(delta.rows[:, :self.key_width]))
+        mine = hi > lo
+        mine[mine] = simple[lo[mine]]
+        return (np.concatenate([q, lo[mine]]), np.concatenate([rows, delta.rows[mine]]),
+                np.concatenate([diffs, -delta.diffs[mine]]))
+
+    def _from_totals(self, q_in, d_in, q_out, d_out, keys, times, previous_input=False):
+        """Corrections of a reducer of the key's total multiplicity (distinct, threshold).
+
+        ``(q_out, d_out)`` are the output trace's rows or, with ``previous_input``, the
+        input's rows before this step (whose totals give the previous output)."""
         n = len(keys)
         total_in, total_out = _sums(q_in, d_in, n), _sums(q_out, d_out, n)
+        if previous_input:
+            total_out = self.reducer.from_totals(total_out)
         change = self.reducer.from_totals(total_in) - total_out
         at = np.flatnonzero(change)
         if not len(at):

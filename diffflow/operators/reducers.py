@@ -32,6 +32,9 @@ class Reducer:
     """Base class of tactics; ``out_width`` is the number of output value columns."""
 
     out_width = 0
+    # cheap and pure enough that the reduce driver may apply it to a group's previous input
+    # to learn the group's previous output, instead of reading its output trace
+    repeatable = False
 
     def reduce(self, group, vals, mults):
         raise NotImplementedError
@@ -43,6 +46,8 @@ class DistinctReducer(Reducer):
     >>> DistinctReducer().reduce(np.array([0, 1]), np.zeros((2, 0), np.int64), np.array([2, -1]))[0].tolist()
     [0]
     """
+
+    repeatable = True
 
     def reduce(self, group, vals, mults):
         starts = _segments(group)
@@ -69,6 +74,8 @@ class ThresholdReducer(Reducer):
     ...                                          np.array([5, 1]))[2].tolist()
     [2]
     """
+
+    repeatable = True
 
     def __init__(self, fn):
         self.fn = fn
@@ -116,6 +123,8 @@ class AggregateReducer(Reducer):
     >>> g.tolist(), v.tolist(), m.tolist()
     ([0, 1], [[3, 7], [1, 1]], [1, 1])
     """
+
+    repeatable = True
 
     def __init__(self, aggs):
         self.aggs = list(aggs)
