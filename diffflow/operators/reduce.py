@@ -194,12 +194,13 @@ class ReduceOp(Operator):
         correction is ``f(all input) - all output``.  Semi-naive rounds of a
         loop's first epoch are all like this.  When every batch of both traces
         lies below the new times (their ``max_time``), no key's history times
-        need reading, and a min/max aggregate reads only the changed values
-        (:mod:`.reduce_extremum`), and a built-in tactic learns such a key's previous output
-        by applying itself to the key's input without this delta, so the output trace is not
-        read at all (Differential Dataflow's ``count_total`` reads one trace likewise).  Returns ``(corrections or None, other
-        keys' new (key, time) pairs, their history as (query, times))``; the
-        history is read once, for both.
+        need reading; a min/max aggregate then reads only the changed values
+        (:mod:`.reduce_extremum`), and a built-in tactic learns a key's previous
+        output by applying itself to the key's input without this delta, so the
+        output trace is not read (as Differential Dataflow's ``count_total``
+        reads one trace).  Returns ``(corrections or None, other keys' new
+        (key, time) pairs, their history as (query, times))``; the history is
+        read once, for both.
         """
         starts = columnar.group_starts(new_k)
         keys = new_k[starts[:-1]]
