@@ -492,3 +492,32 @@ def test_gather_prefix_matches_a_scan_for_sorted_and_unsorted_queries(data, keys
                 if rows[i, 0] == queries[j, 0]]
     got = list(zip(q.tolist(), map(tuple, r.tolist()), t[:, 0].tolist(), d.tolist()))
     assert got == expected
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 3)), max_size=200),
+       st.lists(st.tuples(st.integers(-1, 11), st.integers(-1, 4)), max_size=90),
+       st.integers(1, 2), st.sampled_from(["sorted", "unsorted", "swapped"]))
+def test_grouped_lower_bounds_and_gather_match_a_scan(data, keys, width, order):
+    # the kernel searches sorted queries 16 at a time in lockstep and falls back to the whole
+    # batch for a group out of order: many groups, duplicates, queries outside the batch
+    import bisect
+
+    from diffflow.arrangements import _search
+    rows = np.array(sorted(data), dtype=np.int64).reshape(-1, 2)
+    keys = sorted(keys) if order != "unsorted" else keys
+    if order == "swapped" and len(keys) > 20:  # sorted but for one swap in the second group
+        keys[17], keys[3] = keys[3], keys[17]
+    queries = np.array(keys, dtype=np.int64).reshape(-1, 2)[:, :width].copy()
+    prefixes = [tuple(r[:width]) for r in rows.tolist()]
+    lower = np.empty(len(queries), np.int64)
+    _search.prefix_lower_bounds(rows, queries, width, lower)
+    assert lower.tolist() == [bisect.bisect_left(prefixes, tuple(q)) for q in queries.tolist()]
+    times = np.arange(len(rows), dtype=np.int64).reshape(-1, 1)
+    diffs = np.arange(1, len(rows) + 1, dtype=np.int64)
+    q, r, t, d = _search.gather_prefix(rows, times, diffs, width, queries)
+    expected = [(j, i) for j in range(len(queries)) for i in range(len(rows))
+                if prefixes[i] == tuple(queries[j])]
+    assert list(zip(q.tolist(), (t[:, 0]).tolist())) == expected
+    assert r.tolist() == [rows[i].tolist() for _, i in expected]
+    assert d.tolist() == [int(diffs[i]) for _, i in expected]
