@@ -15,7 +15,9 @@ call) for
   matching 2 right rows);
 * hash partitioning into 8 parts (partition_of + group_by_partition), and the
   numpy hash + stable argsort baseline;
-* key_ranges of 1000 random keys into N sorted rows (and np.searchsorted).
+* key_ranges of 1000 random keys into N sorted rows (and np.searchsorted);
+* gather_prefix of 1000 and N/1000 sorted keys (every update of each) from those N rows,
+  and a numpy baseline (searchsorted x2 + one fancy-index copy).
 
 Not collected by pytest (no ``test_`` prefix; everything runs under
 ``if __name__ == "__main__"``).
@@ -115,6 +117,26 @@ def run(n, repeat, rng):
     t_np = best_of(lambda: (np.searchsorted(sk, qq), np.searchsorted(sk, qq, side="right")), repeat)
     print(f"  {'key_ranges (np.searchsorted x2 baseline)':<48s} {t_np * 1e6:9.1f} us  "
           f"{1000 / t_np / 1e6:8.2f} Mqueries/s")
+
+    # a step's lookups: sorted keys, every update of each (sorted queries are searched in
+    # lockstep groups), against searchsorted x2 and one fancy-index copy
+    rows_c, times_c, diffs_c = cons
+    for m in (1000, max(n // 1000, 1000)):
+        qs = np.sort(rng.integers(0, n, m))[:, None]
+        t_g = best_of(lambda: C.gather_prefix(rows_c, times_c, diffs_c, 1, qs), repeat)
+        print(f"  {'gather_prefix (%s sorted keys)' % f'{m:,}':<48s} {t_g * 1e6:9.1f} us  "
+              f"{m / t_g / 1e6:8.2f} Mqueries/s")
+        qk = qs[:, 0].copy()
+
+        def numpy_gather():
+            lo, hi = np.searchsorted(sk, qk), np.searchsorted(sk, qk, side="right")
+            at = np.repeat(lo, hi - lo) + np.arange(int((hi - lo).sum())) - \
+                np.repeat(np.cumsum(hi - lo) - (hi - lo), hi - lo)
+            return np.repeat(np.arange(m), hi - lo), rows_c[at], times_c[at], diffs_c[at]
+
+        t_ng = best_of(numpy_gather, repeat)
+        print(f"  {'gather_prefix (numpy searchsorted baseline)':<48s} {t_ng * 1e6:9.1f} us  "
+              f"{m / t_ng / 1e6:8.2f} Mqueries/s")
 
 
 if __name__ == "__main__":
