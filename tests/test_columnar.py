@@ -503,7 +503,7 @@ def test_grouped_lower_bounds_and_gather_match_a_scan(data, keys, width, order):
     # batch for a group out of order: many groups, duplicates, queries outside the batch
     import bisect
 
-    from diffflow.arrangements import _search
+    from diffflow.arrangements import _kernels as K
     rows = np.array(sorted(data), dtype=np.int64).reshape(-1, 2)
     keys = sorted(keys) if order != "unsorted" else keys
     if order == "swapped" and len(keys) > 20:  # sorted but for one swap in the second group
@@ -511,11 +511,11 @@ def test_grouped_lower_bounds_and_gather_match_a_scan(data, keys, width, order):
     queries = np.array(keys, dtype=np.int64).reshape(-1, 2)[:, :width].copy()
     prefixes = [tuple(r[:width]) for r in rows.tolist()]
     lower = np.empty(len(queries), np.int64)
-    _search.prefix_lower_bounds(rows, queries, width, lower)
+    K.prefix_lower_bounds(rows, queries, width, lower)
     assert lower.tolist() == [bisect.bisect_left(prefixes, tuple(q)) for q in queries.tolist()]
     times = np.arange(len(rows), dtype=np.int64).reshape(-1, 1)
     diffs = np.arange(1, len(rows) + 1, dtype=np.int64)
-    q, r, t, d = _search.gather_prefix(rows, times, diffs, width, queries)
+    q, r, t, d = K.gather_prefix(rows, times, diffs, width, queries)
     expected = [(j, i) for j in range(len(queries)) for i in range(len(rows))
                 if prefixes[i] == tuple(queries[j])]
     assert list(zip(q.tolist(), (t[:, 0]).tolist())) == expected

@@ -580,9 +580,7 @@ def gather_prefix_unchecked(rows, times, diffs, width: int, queries):
     """:func:`gather_prefix` on arrays known valid (a spine's batches): no checks."""
     if small.prefer(rows.shape[0] * queries.shape[0], small.SMALL_PAIRS):
         return small.gather_prefix(rows, times, diffs, width, queries)
-    _k()  # (marks the kernels loaded for the small-input tactics)
-    from . import _search
-    return _search.gather_prefix(rows, times, diffs, width, queries)
+    return _k().gather_prefix(rows, times, diffs, width, queries)
 
 
 def searchsorted_rows(sorted_rows, query_rows, side: str = "left") -> np.ndarray:
