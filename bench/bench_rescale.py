@@ -64,9 +64,14 @@ def worker_pids(flow) -> list:
     return pids or [os.getpid()]
 
 
+def default_table(parts: int) -> np.ndarray:
+    """The routing table a dataflow starts with: bin ``b`` on partition ``b % parts``."""
+    return np.arange(BINS, dtype=np.int32) % parts
+
+
 def skew_table(parts: int) -> np.ndarray:
     """Megaphone's uniform -> skew: the first half of the bins on partition 0."""
-    table = np.arange(BINS, dtype=np.int32) % parts
+    table = default_table(parts)
     table[: BINS // 2] = 0
     return table
 
@@ -177,7 +182,7 @@ def warm_up(args, strategies) -> None:
     small.keys, small.batch_rows = 20_000, 2_000
     flow, keys, _, _ = count_flow(small)
     rng = np.random.default_rng(0)
-    tables = [skew_table(args.partitions), np.arange(BINS, dtype=np.int32) % args.partitions]
+    tables = [skew_table(args.partitions), default_table(args.partitions)]
     for strategy in strategies:
         for table in tables:
             flow.rescale(table=table, partitions=args.partitions, strategy=strategy,
@@ -209,7 +214,7 @@ def run_count(args, strategy: str | None, epochs: int | None = None):
                      args.period, args.utilization)
     plans = []
     third = args.epochs // 3
-    tables = [skew_table(args.partitions), np.arange(BINS, dtype=np.int32) % args.partitions]
+    tables = [skew_table(args.partitions), default_table(args.partitions)]
     plan_seconds = []
     i = 0
     if strategy is None:
@@ -295,7 +300,7 @@ def run_routing(args) -> dict:
     from diffflow.arrangements import columnar
 
     keys = np.random.default_rng(3).integers(0, 2**62, size=(1_000_000, 1))
-    table = np.arange(BINS, dtype=np.int32) % args.partitions
+    table = default_table(args.partitions)
     table[[0, 1]] = table[[1, 0]]
     columnar.partition_of(keys, args.partitions)
     columnar.owner_by_table(keys, table)
@@ -307,7 +312,7 @@ def run_routing(args) -> dict:
     flow, key_input, _, _ = count_flow(args)
     rng = np.random.default_rng(4)
     lat = {"default": [], "table": [], "unmeasured": []}
-    default = np.arange(BINS, dtype=np.int32) % args.partitions
+    default = default_table(args.partitions)
     order = [("unmeasured", table), ("unmeasured", default)]
     for rnd in range(args.routing_rounds):
         pair = [("default", default), ("table", table)]

@@ -358,7 +358,7 @@ class Spine:
                              f"key width {width}")
         parts = []
         query_bins = None  # (a found row's key is its query's: one hash per query, at most)
-        for batch in self.batches if len(query_keys) else ():
+        for batch in self.batches if len(query_keys) else ():  # (no query: search nothing)
             if not len(batch):
                 continue
             queries, picked = query_keys, None
