@@ -44,7 +44,7 @@ _SLOW_SECONDS = 2.0
 
 def main(argv=None) -> int:
     """Entry point of the ``diffflow`` console script; returns the exit status."""
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         with _interrupts_noticed() as interrupts:
@@ -142,7 +142,12 @@ def _dispatch(parser, args, interrupts=()) -> int:
         return 1
 
 
-def _parser():
+def build_parser() -> argparse.ArgumentParser:
+    """The `diffflow` command's argument parser, with every sub-command.
+
+    >>> build_parser().parse_args(["run", "prog.dl", "-j", "2"]).jobs
+    2
+    """
     parser = argparse.ArgumentParser(prog="diffflow",
                                      description="Incremental Datalog (Soufflé-compatible).")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
