@@ -5,7 +5,7 @@
 
 Each class is a random path of links (so it is connected and a cut splits it).  Both
 programs compute the same relation (every ordered pair of one class); ``eqrel`` computes it
-as connected components (diffflow.dsl.relation_value), the rules version with the
+as connected components (diffflow.datalog.lower.relation_value), the rules version with the
 transitive rule ``same(a, c) :- same(a, b), same(b, c)``.  An update removes one random
 link (splitting a class) and commits, then puts it back and commits; the figure is the
 median of the two commits' mean over ``--updates`` links.  Soufflé is not installed here,

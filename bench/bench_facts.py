@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 import diffflow as dd
-from diffflow.dsl.facts import read_facts
+from diffflow.datalog.values.facts import read_facts
 
 
 def best(fn, repeat):

@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from diffflow.pag.critical import critical_participation  # noqa: E402
 from diffflow.pag.edges import Edges  # noqa: E402
 from diffflow.pag.epochs import build_epochs  # noqa: E402
-from diffflow.pag.events import Events, read_events  # noqa: E402
+from diffflow.runtime.events import Events, read_events  # noqa: E402
 from diffflow.pag.checks import violations  # noqa: E402
 from diffflow.pag.activity_metrics import metrics  # noqa: E402
 from diffflow.pag.st2 import read_st2  # noqa: E402

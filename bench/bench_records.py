@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 
-from diffflow import records
-from diffflow.schema import SymbolTable
+from diffflow.common import records
+from diffflow.common.schema import SymbolTable
 from updates import scratch_and_updates
 
 RECORDS = """.type Hop = [a: number, b: number]

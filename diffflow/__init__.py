@@ -25,39 +25,45 @@ Importing diffflow imports neither pyspark nor numba: kernels compile on first u
 """
 import importlib as _importlib
 
-from .aggregates import Aggregate, count, max, min, sum
-from .arranged import Arranged
-from .collection import Collection
-from .custom_reducers import per_group
-from .errors import (DatalogError, DatalogWarning, DiffflowError, ExplainError, ExpressionError,
-                     GraphError, NonConvergenceError, OperatorError, WorkerLost)
-from .expr import col, lit
-from .flow import Dataflow
-from .inputs import InputCollection
-from .iteration import Loop, Variable
-from .outputs import Output
-from .schema import Schema
-from .streaming import StreamingView
+from diffflow import _aliases
+from diffflow.api.aggregates import Aggregate, count, max, min, sum
+from diffflow.api.arranged import Arranged
+from diffflow.api.collection import Collection
+from diffflow.api.custom_reducers import per_group
+from diffflow.api.flow import Dataflow
+from diffflow.api.inputs import InputCollection
+from diffflow.api.iteration import Loop, Variable
+from diffflow.api.outputs import Output
+from diffflow.common.errors import (DatalogError, DatalogWarning, DiffflowError, ExplainError,
+                                    ExpressionError, GraphError, NonConvergenceError,
+                                    OperatorError, WorkerLost)
+from diffflow.common.schema import Schema
+from diffflow.dataflow.expr import col, lit
+from diffflow.streaming import StreamingView
 
 __all__ = ["Dataflow", "Collection", "InputCollection", "Arranged", "Output", "Aggregate",
-           "Loop", "Variable", "DiffflowError", "GraphError", "ExpressionError", "ExplainError", "WorkerLost", "OperatorError", "NonConvergenceError", "Schema",
-           "Program", "DatalogError", "DatalogWarning", "StreamingView", "col", "lit", "count", "sum", "min", "max",
-           "per_group", "vectorized"]
+           "Loop", "Variable", "DiffflowError", "GraphError", "ExpressionError", "ExplainError",
+           "WorkerLost", "OperatorError", "NonConvergenceError", "Schema", "Program",
+           "DatalogError", "DatalogWarning", "StreamingView", "col", "lit", "count", "sum",
+           "min", "max", "per_group", "vectorized"]
 __version__ = "0.1.0"
 
-# loaded by ``dd.<name>`` on first use (PEP 562), so ``import diffflow`` stays cheap
-_SUBMODULES = {"aggregates", "arranged", "arrangements", "cli", "collection", "custom_reducers",
-               "dataflow", "dsl",
-               "errors", "expr", "flow", "graphs", "inputs", "iteration", "lattice", "operators",
-               "outputs", "runtime", "schema", "streaming"}
+_aliases.install()  # module paths from before the layered layout, deprecated
+
+# loaded by ``dd.<name>`` on first use (PEP 562), so ``import diffflow`` stays cheap; the
+# names after the packages are old module paths (deprecated: see diffflow._aliases)
+_SUBMODULES = {"algorithms", "api", "arrangements", "cli", "common", "dataflow", "datalog",
+               "explain", "graphs", "lattice", "operators", "pag", "runtime", "streaming",
+               "aggregates", "arranged", "collection", "custom_reducers", "dsl", "errors", "expr",
+               "flow", "inputs", "iteration", "outputs", "schema"}
 
 
 def __getattr__(name):
     if name == "Program":  # the Datalog front end (parser, analysis) loads on first use
-        from .dsl import Program
+        from diffflow.datalog.program import Program
         return Program
     if name == "vectorized":  # marks a user-defined functor's callable as taking arrays
-        from .dsl.functors import vectorized
+        from diffflow.datalog.values.functors import vectorized
         return vectorized
     if name in _SUBMODULES:
         return _importlib.import_module(f".{name}", __name__)

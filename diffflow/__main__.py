@@ -3,7 +3,7 @@ import sys
 
 if __name__ == "__main__":
     try:
-        from .cli import main  # Ctrl-C while importing is as quiet as Ctrl-C while running
+        from diffflow.cli import main  # Ctrl-C while importing is as quiet as Ctrl-C while running
         status = main()
     except KeyboardInterrupt:
         print("diffflow: interrupted", file=sys.stderr)

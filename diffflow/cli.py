@@ -109,14 +109,14 @@ def _interrupts_noticed():
 
 def _dispatch(parser, args, interrupts=()) -> int:
     if args.version:
-        from . import __version__
+        from diffflow import __version__
         print(f"diffflow {__version__}", flush=True)
         return 0
     if args.command is None:
         parser.print_help()
         return 2
-    from .dsl.errors import DatalogError
-    from .errors import NonConvergenceError
+    from diffflow.datalog.syntax.errors import DatalogError
+    from diffflow.common.errors import NonConvergenceError
 
     try:
         try:
@@ -189,8 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("-w", "--no-warn", action="store_true", help="no warnings")
     _preprocessor_options(plan)
     plan.set_defaults(handler=_explain)
-    from .dsl.explain_cli import add_commands as add_explain
-    from .pag.cli import add_commands
+    from diffflow.datalog.cli.explain import add_commands as add_explain
+    from diffflow.pag.cli import add_commands
 
     add_explain(commands)
     add_commands(commands)
@@ -220,7 +220,7 @@ def _jobs(text: str):
 
 
 def _program_options(args) -> dict:
-    from .dsl.preprocess import macros_from_option
+    from diffflow.datalog.syntax.preprocess import macros_from_option
 
     macros = {}
     for option in args.macro:
@@ -236,9 +236,9 @@ def _functor_bindings(args, options) -> dict:
     declarations (a file that cannot be run is an error naming it)."""
     import runpy
 
-    from .dsl.parser import parse
-    from .dsl.preprocess import preprocess
-    from .dsl.program import read_program_text
+    from diffflow.datalog.syntax.parser import parse
+    from diffflow.datalog.syntax.preprocess import preprocess
+    from diffflow.datalog.program import read_program_text
 
     text = preprocess(read_program_text(args.program), args.program, options["include_dirs"],
                       options["macros"])
@@ -258,10 +258,10 @@ def _functor_bindings(args, options) -> dict:
 
 def _read_pragmas(args, options) -> dict:
     """The program's pragmas, read and checked before anything slow starts."""
-    from .dsl.parser import parse
-    from .dsl.pragmas import read_pragmas
-    from .dsl.preprocess import preprocess
-    from .dsl.program import read_program_text
+    from diffflow.datalog.syntax.parser import parse
+    from diffflow.datalog.analysis.pragmas import read_pragmas
+    from diffflow.datalog.syntax.preprocess import preprocess
+    from diffflow.datalog.program import read_program_text
 
     source = read_program_text(args.program)
     text = preprocess(source, args.program, options["include_dirs"], options["macros"])
@@ -294,8 +294,8 @@ def _compile(args, **options):
     """``Program.from_file`` with its Datalog warnings printed (unless -w or no-warn)."""
     import warnings
 
-    from .dsl.errors import DatalogWarning
-    from .dsl.program import Program
+    from diffflow.datalog.syntax.errors import DatalogWarning
+    from diffflow.datalog.program import Program
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -326,7 +326,7 @@ class _Reporter:
 
 
 def _run(args) -> int:
-    from .dsl.pragmas import jobs_value
+    from diffflow.datalog.analysis.pragmas import jobs_value
 
     report = _Reporter(args.verbose)
     options = _program_options(args)
@@ -336,7 +336,7 @@ def _run(args) -> int:
         raise ValueError(f"--max-rounds must be at least 1, got {args.max_rounds}")
     jobs = args.jobs  # None: .pragma "jobs", else 1 (Program decides)
     if args.trace is not None:
-        from .runtime.trace_sink import open_trace
+        from diffflow.runtime.trace_sink import open_trace
 
         # an unwritable --trace fails before anything slow starts
         options["trace"] = open_trace(args.trace, option="--trace ")
@@ -347,7 +347,7 @@ def _run(args) -> int:
         _check_output_dir(_option(args.output_dir, pragmas, "output-dir"))
         if jobs is None:
             jobs = jobs_value(pragmas.get("jobs")) or 2
-        from .runtime.spark import local_session  # the only module that imports pyspark
+        from diffflow.runtime.spark import local_session  # the only module that imports pyspark
 
         options.update(runtime="spark", spark=local_session(args.spark))
         report.timed(f"started Spark ({args.spark})", time.perf_counter() - started)
@@ -387,7 +387,7 @@ def _run(args) -> int:
             _write_changes(program, output_dir, number)
             _print_sizes(program)
         if args.provenance:
-            from .dsl.explain_shell import ExplainShell
+            from diffflow.datalog.cli.shell import ExplainShell
 
             ExplainShell(program, interactive=sys.stdin.isatty()).run(sys.stdin)
     finally:
@@ -415,7 +415,7 @@ def _steps(folder):
 
 def _read_step(program, folder) -> list:
     """``[(sign, relation, encoded rows)]`` of one update step, removals first."""
-    from .dsl.facts import read_facts
+    from diffflow.datalog.values.facts import read_facts
 
     suffixes = {".insert.facts": +1, ".remove.facts": -1}
     batches = []
@@ -445,7 +445,7 @@ def _apply_step(program, batches) -> int:
 
 
 def _output_lines(program, relation, rows, delimiter, extra=None, rfc4180=False):
-    from .dsl.facts import format_rows
+    from diffflow.datalog.values.facts import format_rows
 
     lines = format_rows(rows, relation.types, delimiter, rfc4180,
                         program.analysed.structures)
@@ -455,8 +455,8 @@ def _output_lines(program, relation, rows, delimiter, extra=None, rfc4180=False)
 
 
 def _write_outputs(program, out_dir):
-    from .dsl.facts import io_options
-    from .dsl.structures import row_order
+    from diffflow.datalog.values.facts import io_options
+    from diffflow.datalog.values.structures import row_order
 
     for relation in program.relations.values():
         for d in relation.outputs:
@@ -473,7 +473,7 @@ def _write_outputs(program, out_dir):
 
 
 def _write_changes(program, out_dir, number):
-    from .dsl.facts import io_options
+    from diffflow.datalog.values.facts import io_options
 
     for relation in program.relations.values():
         if not relation.outputs:

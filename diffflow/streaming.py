@@ -34,8 +34,8 @@ class StreamingView:
     """
 
     def __init__(self, target, relation: str | None = None):
-        from .inputs import InputCollection
-        from .dsl.program import Program
+        from diffflow.api.inputs import InputCollection
+        from diffflow.datalog.program import Program
 
         if isinstance(target, Program):
             if relation is None:
@@ -57,7 +57,7 @@ class StreamingView:
         """``foreachBatch`` callback: apply one micro-batch and compute its epoch."""
         if self.last_batch is not None and batch_id <= self.last_batch:
             return  # a replayed micro-batch: already applied
-        from .inputs import InputCollection
+        from diffflow.api.inputs import InputCollection
 
         target = self.target
         if isinstance(target, InputCollection) and target.flow.runtime_name == "spark" \
@@ -78,7 +78,7 @@ class StreamingView:
         row_columns = [c for c in columns if c != "diff"]
         diffs = frame["diff"].to_numpy()
         target = self.target
-        from .inputs import InputCollection
+        from diffflow.api.inputs import InputCollection
 
         if isinstance(target, InputCollection):
             target.update(frame[row_columns], diffs.astype(np.int64))

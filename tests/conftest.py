@@ -30,7 +30,7 @@ def _every_dataflow_on_the_test_runtime(request, monkeypatch):
     if TEST_RUNTIME == "local" or request.node.get_closest_marker("local_runtime"):
         yield
         return
-    from diffflow.flow import Dataflow
+    from diffflow.api.flow import Dataflow
 
     session = request.getfixturevalue("spark") if TEST_RUNTIME == "spark" else None
     original = Dataflow.__init__

@@ -17,10 +17,10 @@ import math
 import operator
 import re
 
-from diffflow.dsl import ast
-from diffflow.dsl.analysis import analyse
-from diffflow.dsl.parser import parse
-from diffflow.dsl.structures import AdtValue
+from diffflow.datalog.syntax import ast
+from diffflow.datalog.analysis.analyser import analyse
+from diffflow.datalog.syntax.parser import parse
+from diffflow.datalog.values.structures import AdtValue
 
 
 def evaluate(source: str, facts: dict, max_rounds: int = 10_000, functors=None) -> dict:

@@ -228,8 +228,8 @@ def test_closing_a_big_dataflow_frees_its_operators_at_once(monkeypatch):
 
     import numpy as np
 
-    from diffflow import flow as flow_module
-    from diffflow import memory
+    from diffflow.api import flow as flow_module
+    from diffflow.common import memory
 
     released = []
     monkeypatch.setattr(memory, "release", lambda: (released.append(1), gc.collect()))

@@ -21,7 +21,7 @@ from diffflow.dataflow.graph import Node
 from diffflow.lattice import Antichain
 from diffflow.operators.arrange import ArrangeOp
 from diffflow.operators.base import OperatorContext
-from diffflow.schema import Schema, SymbolTable
+from diffflow.common.schema import Schema, SymbolTable
 
 
 def same(a, b):

@@ -15,7 +15,7 @@ import pytest
 
 import custom_reducer_fns as fns
 import diffflow as dd
-from diffflow.errors import GraphError, OperatorError
+from diffflow.common.errors import GraphError, OperatorError
 from helpers import drive
 
 SEEDS = range(8)

@@ -15,7 +15,7 @@ import pytest
 
 import custom_reducer_fns as fns
 import diffflow as dd
-from diffflow.errors import OperatorError
+from diffflow.common.errors import OperatorError
 from test_custom_reducers import apply_oracle, grouped
 
 NUMBA = fns.numba_kernels()

@@ -1,5 +1,5 @@
 """``autoinc()``: a rule's distinct rows numbered by rank in value order, exact under
-updates (diffflow.dsl.counters).  The random differential program "autoinc"
+updates (diffflow.datalog.transform.counters).  The random differential program "autoinc"
 (tests/test_datalog_incremental.py) checks every commit against the reference evaluator."""
 import pytest
 

@@ -5,7 +5,7 @@ import pytest
 
 import diffflow as dd
 from helpers import run_datalog
-from diffflow.dsl.parser import parse
+from diffflow.datalog.syntax.parser import parse
 
 
 _run = run_datalog  # diffflow run; {output relation: sorted lines}

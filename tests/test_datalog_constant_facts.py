@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 import diffflow as dd
-from diffflow.dsl.analysis import analyse
-from diffflow.dsl.errors import DatalogError
-from diffflow.dsl.parser import parse
+from diffflow.datalog.analysis.analyser import analyse
+from diffflow.datalog.syntax.errors import DatalogError
+from diffflow.datalog.syntax.parser import parse
 
 
 def _facts(decl: str, *facts: str) -> set:

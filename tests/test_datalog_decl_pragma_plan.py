@@ -10,9 +10,9 @@ import warnings
 import pytest
 
 import diffflow as dd
-from diffflow.dsl.analysis import analyse
-from diffflow.dsl.errors import DatalogError, DatalogWarning
-from diffflow.dsl.parser import parse
+from diffflow.datalog.analysis.analyser import analyse
+from diffflow.datalog.syntax.errors import DatalogError, DatalogWarning
+from diffflow.datalog.syntax.parser import parse
 
 
 def _error(source: str) -> DatalogError:

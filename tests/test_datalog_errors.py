@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import diffflow as dd
-from diffflow.dsl.analysis import analyse
-from diffflow.dsl.errors import DatalogError
-from diffflow.dsl.parser import parse
+from diffflow.datalog.analysis.analyser import analyse
+from diffflow.datalog.syntax.errors import DatalogError
+from diffflow.datalog.syntax.parser import parse
 
 
 def _error(source: str, filename: str = "prog.dl") -> DatalogError:
@@ -483,7 +483,7 @@ def test_unexpected_characters_with_hints():
     e = _error('#define N 3\n.decl e(x: number)\n')
     assert (e.line, e.column) == (1, 1)
     assert e.hint == ("a C preprocessor directive: dd.Program runs the preprocessor; call "
-                      "diffflow.dsl.preprocess.preprocess() on text given to parse()")
+                      "diffflow.datalog.syntax.preprocess.preprocess() on text given to parse()")
 
 
 def test_caret_under_the_column_after_tabs():

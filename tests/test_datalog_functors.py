@@ -8,9 +8,9 @@ import pytest
 
 import diffflow as dd
 from diffflow.cli import main
-from diffflow.dsl import ast
-from diffflow.dsl.parser import parse
-from diffflow.dsl.render import render_term
+from diffflow.datalog.syntax import ast
+from diffflow.datalog.syntax.parser import parse
+from diffflow.datalog.syntax.render import render_term
 
 
 def _head(source: str):

@@ -16,9 +16,9 @@ import pytest
 
 import diffflow as dd
 from datalog_reference import evaluate
-from diffflow.dsl.analysis import analyse
-from diffflow.dsl.errors import DatalogError
-from diffflow.dsl.parser import parse
+from diffflow.datalog.analysis.analyser import analyse
+from diffflow.datalog.syntax.errors import DatalogError
+from diffflow.datalog.syntax.parser import parse
 
 NODE = range(0, 6)
 

@@ -1,4 +1,4 @@
-"""The Python replay evaluator (diffflow.dsl.interpret) computes what the tests' reference
+"""The Python replay evaluator (diffflow.datalog.explain.interpret) computes what the tests' reference
 evaluator computes, on every program of the incremental and explanation suites and random
 inputs; constructs it cannot evaluate make it decline (``None``), never answer wrongly."""
 import random
@@ -9,7 +9,7 @@ from test_datalog_incremental import FUNCTORS, PROGRAMS, _random_row
 from test_explain_datalog import CASES
 
 import diffflow as dd
-from diffflow.dsl.interpret import interpret
+from diffflow.datalog.explain.interpret import interpret
 
 
 @pytest.mark.parametrize("name", sorted({**PROGRAMS, **CASES}))   # components among them

@@ -4,7 +4,7 @@ Every ``tests/fixtures/datalog/*.dl`` is parsed with its base name as the file n
 
 * ``NN_name.dl`` must parse; ``parse(text, name).to_data()`` is compared with
   ``NN_name.ast.json`` (pretty-printed JSON, ``at`` = "line:col" of each node), and
-  the program must also pass :func:`~diffflow.dsl.analysis.analyse`;
+  the program must also pass :func:`~diffflow.datalog.analysis.analyser.analyse`;
 * ``err_name.dl`` must fail; ``str(DatalogError)`` is compared with ``err_name.error.txt``.
 
 Regenerate the expected files with ``DIFFFLOW_UPDATE_GOLDEN=1 pytest tests/test_datalog_parser.py``
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from diffflow.dsl import ast
-from diffflow.dsl.analysis import analyse
-from diffflow.dsl.errors import DatalogError
-from diffflow.dsl.parser import parse
+from diffflow.datalog.syntax import ast
+from diffflow.datalog.analysis.analyser import analyse
+from diffflow.datalog.syntax.errors import DatalogError
+from diffflow.datalog.syntax.parser import parse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "datalog"
 QUERIES = Path(__file__).parent.parent / "queries"

@@ -12,8 +12,8 @@ import sys
 import pytest
 
 import diffflow as dd
-from diffflow.dsl.errors import DatalogError, DatalogWarning
-from diffflow.dsl.preprocess import preprocess
+from diffflow.datalog.syntax.errors import DatalogError, DatalogWarning
+from diffflow.datalog.syntax.preprocess import preprocess
 
 
 def _write(path, text):

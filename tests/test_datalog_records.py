@@ -9,7 +9,7 @@ hand-computed outcomes.
 import pytest
 
 import diffflow as dd
-from diffflow.dsl.structures import AdtValue
+from diffflow.datalog.values.structures import AdtValue
 from helpers import RUNTIME_OPTIONS, run_datalog
 
 _run = run_datalog  # diffflow run; {output relation: sorted lines}

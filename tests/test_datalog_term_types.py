@@ -4,7 +4,7 @@ Before, the compiler, the folding of constant facts and the reference evaluator 
 derived the type of a term again, and not alike: an aggregate's target such as
 ``(1 + 2) + x`` over floats was computed as an integer by the compiler (compiling failed
 with "wrap32 needs an int, got float"), and ``sum 3 : {...}`` in a float head gave
-integers.  Now :mod:`diffflow.dsl.types` decides, analysis records it in
+integers.  Now :mod:`diffflow.datalog.analysis.types` decides, analysis records it in
 ``Clause.term_types``, and the compiler and the reference evaluator read it.
 """
 from __future__ import annotations
@@ -16,10 +16,10 @@ import pytest
 
 import diffflow as dd
 from datalog_reference import evaluate
-from diffflow.dsl import ast
-from diffflow.dsl.analysis import analyse
-from diffflow.dsl.parser import parse
-from diffflow.dsl.preprocess import preprocess
+from diffflow.datalog.syntax import ast
+from diffflow.datalog.analysis.analyser import analyse
+from diffflow.datalog.syntax.parser import parse
+from diffflow.datalog.syntax.preprocess import preprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAMS = sorted(glob.glob(os.path.join(ROOT, "queries", "*", "prog.dl")) +

@@ -2,8 +2,8 @@
 import pytest
 
 import diffflow as dd
-from diffflow.collection import GraphError
-from diffflow.errors import OperatorError
+from diffflow.api.collection import GraphError
+from diffflow.common.errors import OperatorError
 
 
 def make():

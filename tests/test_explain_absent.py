@@ -9,7 +9,7 @@ import pytest
 import diffflow as dd
 from datalog_reference import evaluate
 from diffflow.cli import main
-from diffflow.dsl.explain import ExplainError
+from diffflow.datalog.explain.derived import ExplainError
 from test_explain_datalog import CASES, committed
 
 PATH = """

@@ -11,7 +11,7 @@ import pytest
 
 import diffflow as dd
 from diffflow import graphs
-from diffflow.provenance.search import ExplainError
+from diffflow.explain.search import ExplainError
 
 
 def bfs(edges, sources, undirected=False) -> dict:
@@ -299,7 +299,7 @@ def test_a_difference_inside_a_loop_is_corrected_too(partitions):
 
 
 def test_a_difference_the_rounds_cannot_reach_falls_back_to_the_whole_input(monkeypatch):
-    from diffflow.provenance.correct import Differences
+    from diffflow.explain.correct import Differences
     monkeypatch.setattr(Differences, "correct", lambda self, provenance, ex: False)
     flow = dd.Dataflow(explain=True)
     a, d = flow.input("a", ["x"]), flow.input("d", ["x"])

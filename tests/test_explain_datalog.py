@@ -14,8 +14,8 @@ import pytest
 
 import diffflow as dd
 from datalog_reference import evaluate
-from diffflow.dsl.explain import ExplainError
-from diffflow.dsl.proof import GroupNode, ProofTree
+from diffflow.datalog.explain.derived import ExplainError
+from diffflow.datalog.explain.proof import GroupNode, ProofTree
 from test_datalog_incremental import FUNCTORS, NODE, PROGRAMS, _schedule
 
 PATH = """

@@ -5,7 +5,7 @@ import sys
 
 def test_import_does_not_load_pyspark_or_compile_kernels():
     code = (
-        "import sys, diffflow, diffflow.collection, diffflow.arrangements.columnar, "
+        "import sys, diffflow, diffflow.api.collection, diffflow.arrangements.columnar, "
         "diffflow.runtime.local, diffflow.operators.reduce\n"
         "assert 'pyspark' not in sys.modules, 'pyspark was imported'\n"
         "assert 'numba' not in sys.modules, 'numba was imported (kernels must compile lazily)'\n"

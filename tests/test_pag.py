@@ -18,7 +18,7 @@ from diffflow.pag.api import PAG, cp_json
 from diffflow.pag.critical import critical_participation
 from diffflow.pag.edges import Edges
 from diffflow.pag.epochs import build_epochs
-from diffflow.pag.events import ACTIVITIES, Events, TraceError, read_events, write_events
+from diffflow.runtime.events import ACTIVITIES, Events, TraceError, read_events, write_events
 from diffflow.pag.checks import violations
 from diffflow.pag.activity_metrics import metrics
 from diffflow.pag.st2 import read_st2

@@ -19,7 +19,7 @@ import pag_reference as ref
 import pytest
 from test_pag import _events
 
-from diffflow.pag.events import write_events
+from diffflow.runtime.events import write_events
 
 
 def free_port() -> int:

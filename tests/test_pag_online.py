@@ -10,7 +10,7 @@ import pytest
 import pag_reference as ref
 from diffflow.pag.critical import critical_participation
 from diffflow.pag.epochs import build_epochs, chain_edges, message_edges
-from diffflow.pag.events import Events
+from diffflow.runtime.events import Events
 from diffflow.pag.checks import violations
 from diffflow.pag.activity_metrics import metrics
 from diffflow.pag.online import PagFlow
@@ -94,7 +94,7 @@ def test_cli_follow_reports_epochs_while_the_trace_grows(tmp_path):
     import time
 
     from diffflow.pag.api import PAG, cp_json
-    from diffflow.pag.events import write_events
+    from diffflow.runtime.events import write_events
 
     ev = _events(ref.random_events(random.Random(11), workers=2, epochs=4, steps=6, messages=6))
     trace = tmp_path / "live.trace"

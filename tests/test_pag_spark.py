@@ -11,7 +11,7 @@ import pytest
 
 from diffflow.cli import main
 from diffflow.pag.api import PAG, cp_json, load
-from diffflow.pag.events import ACTIVITIES, KINDS, TraceError
+from diffflow.runtime.events import ACTIVITIES, KINDS, TraceError
 from diffflow.pag.spark import read_spark, stage_wall_clock
 from diffflow.pag.windows import build_windows, check_windows
 

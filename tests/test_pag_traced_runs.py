@@ -69,7 +69,7 @@ def test_the_pag_of_a_trace_equals_the_one_built_from_its_callback_events(tmp_pa
         graphs.connected_components(links).output()
         links.insert(edges)
         flow.advance()
-    from diffflow.pag.events import Events
+    from diffflow.runtime.events import Events
 
     pag = build_epochs(Events.concat(batches))
     assert len(pag) > 0 and cp_json(PAG(pag, epochs=True))[0]["paths"] >= 1

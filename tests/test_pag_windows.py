@@ -11,7 +11,7 @@ import pytest
 import pag_reference as ref
 import pag_windows_reference as wref
 from diffflow.pag.api import PAG, cp_json, load
-from diffflow.pag.events import write_events
+from diffflow.runtime.events import write_events
 from diffflow.pag.windows import build_windows, check_windows
 from test_pag import _events
 
@@ -50,7 +50,7 @@ def test_windows_match_the_plain_reference_and_are_well_formed(seed):
 
 
 def test_a_send_received_in_the_next_window_is_projected_to_both_boundaries():
-    from diffflow.pag.events import Events
+    from diffflow.runtime.events import Events
 
     ev = Events.from_rows([(0, -1, 50, "Sent", "DataMessage", -1, 0, 7, 1, 3),
                            (1, -1, 130, "Received", "DataMessage", -1, 0, 7, 0, 3)])

@@ -101,9 +101,9 @@ def surface() -> dict:
     import diffflow as dd
     from diffflow import graphs, pag
 
-    graph_functions = [n for n, v in vars(graphs).items()
-                       if not n.startswith("_") and inspect.isfunction(v)
-                       and v.__module__ == graphs.__name__]
+    graph_functions = getattr(graphs, "__all__", None) or [
+        n for n, v in vars(graphs).items()
+        if not n.startswith("_") and inspect.isfunction(v) and v.__module__ == graphs.__name__]
     return {
         "diffflow": {"__all__": sorted(dd.__all__), "__version__": dd.__version__,
                      "names": _module_surface(dd, dd.__all__)},

@@ -21,7 +21,7 @@ from diffflow.operators.base import OperatorContext
 from diffflow.operators.reduce import ReduceOp, join_closure
 from diffflow.operators.reduce_reference import reduce_reference
 from diffflow.operators.reducers import AggregateReducer, DistinctReducer
-from diffflow.schema import Schema, SymbolTable
+from diffflow.common.schema import Schema, SymbolTable
 
 AGG = [("count", None, "int"), ("sum", 0, "int"), ("min", 0, "int"), ("max", 0, "int")]
 

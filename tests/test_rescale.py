@@ -185,7 +185,7 @@ def batches(request, monkeypatch):
     ``fuelled`` also makes merges of 24 rows or more fuelled (a slice at a time, so steps
     mark bins dead in batches that merges are reading)."""
     from diffflow.arrangements import merging, spine
-    from diffflow.runtime import migrate
+    from diffflow.runtime.rescale import migrate
 
     monkeypatch.setattr(migrate, "DEAD_MARKED", 1 if request.param == "marked" else 1 << 40)
     if request.param in ("indexed", "fuelled"):
@@ -411,7 +411,7 @@ def test_bins_that_leave_and_come_back_do_not_revive_dead_rows(monkeypatch, stra
     """Big batches keep a departed bin's rows as dead rows; when the bin returns (with its
     rows, from the other partition) joins, aggregates and lookups must read the returned
     rows once, never the dead copies."""
-    from diffflow.runtime import migrate
+    from diffflow.runtime.rescale import migrate
 
     monkeypatch.setattr(migrate, "INDEXED", 64)
     monkeypatch.setattr(migrate, "DEAD_MARKED", 64)
@@ -461,8 +461,8 @@ def test_half_dead_batches_are_copied_live_a_slice_at_a_time(monkeypatch):
     """Growing 1 -> 4 leaves three quarters of each old batch dead; epochs after the steps
     copy those batches without their dead rows, a budget of rows at a time, outputs exact
     throughout."""
-    from diffflow import rescale
-    from diffflow.runtime import migrate
+    from diffflow.runtime.rescale import plans as rescale
+    from diffflow.runtime.rescale import migrate
 
     monkeypatch.setattr(migrate, "INDEXED", 64)
     monkeypatch.setattr(migrate, "DEAD_MARKED", 64)
@@ -554,7 +554,7 @@ def test_every_plan_indexes_batches_under_its_own_key(monkeypatch):
     Keys once came from ``id(plan)``, which a later plan reused after the first was freed;
     that plan read rows through a stale index and left them on the wrong partition.  Here
     every object has the same address: keys must still differ."""
-    from diffflow import flow as flow_module
+    from diffflow.api import flow as flow_module
 
     monkeypatch.setattr(flow_module, "id", lambda obj: 7, raising=False)
     flow = dd.Dataflow(partitions=2)
@@ -580,7 +580,7 @@ def test_bins_leaving_while_a_live_copy_is_half_done_stay_dead_in_the_copy():
     from diffflow.arrangements.batch import Batch
     from diffflow.arrangements.updates import Updates
     from diffflow.lattice import Antichain
-    from diffflow.runtime import migrate
+    from diffflow.runtime.rescale import migrate
 
     rows = np.arange(100, dtype=np.int64).reshape(-1, 1)
     batch = Batch.from_updates(Updates(rows, np.zeros((100, 1), np.int64),

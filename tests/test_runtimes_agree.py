@@ -13,8 +13,8 @@ import re
 import pytest
 
 import diffflow as dd
-from diffflow.dsl import Program
-from diffflow.errors import (DatalogError, DiffflowError, ExpressionError, GraphError,
+from diffflow.datalog import Program
+from diffflow.common.errors import (DatalogError, DiffflowError, ExpressionError, GraphError,
                              NonConvergenceError, OperatorError, WorkerLost)
 
 RUNTIMES = [("local", 1), ("local", 3), ("cluster", 1), ("cluster", 3), ("processes", 2)]

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 import diffflow as dd
 from diffflow.cli import main
-from diffflow.dsl.analysis import Relation
-from diffflow.dsl.facts import read_facts, split_reference
+from diffflow.datalog.analysis.analyser import Relation
+from diffflow.datalog.values.facts import read_facts, split_reference
 
 
 def _write(path, text, mode="w"):

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import diffflow as dd
-from diffflow import rescale
+from diffflow.runtime.rescale import plans as rescale
 from diffflow.arrangements.batch import Batch, merge
 from diffflow.arrangements.merging import FuelledMerge
 from diffflow.arrangements.updates import Updates
 from diffflow.lattice import Antichain, advance_by
-from diffflow.runtime import migrate, step_index
+from diffflow.runtime.rescale import migrate, step_index
 from diffflow.runtime.routing import BINS
 
 

@@ -31,7 +31,7 @@ import diffflow as dd
 from diffflow import graphs
 from diffflow.arrangements.arrangement import split_by_partition
 from diffflow.arrangements.updates import Updates
-from diffflow.pag.events import (ACTIVITY, END, RECEIVED, SENT, START, Events, read_events,
+from diffflow.runtime.events import (ACTIVITY, END, RECEIVED, SENT, START, Events, read_events,
                                  write_events)
 from diffflow.runtime.engine import partition_rows
 from diffflow.runtime.trace_sink import format_events

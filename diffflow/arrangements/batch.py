@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..lattice import Antichain, advance_by
-from . import columnar
-from .chunked import consolidate_chunks
-from .updates import Updates
+from diffflow.lattice import Antichain, advance_by
+from diffflow.arrangements import columnar
+from diffflow.arrangements.chunked import consolidate_chunks
+from diffflow.arrangements.updates import Updates
 
 
 class Batch:
@@ -44,7 +44,7 @@ class Batch:
         self._keys = None
         self._max_time = None
         self._bins = None        # (bin count, bins, how many are filled)
-        self._step_index = None  # the moving rows by plan step: diffflow.runtime.step_index
+        self._step_index = None  # the moving rows by plan step: diffflow.runtime.rescale.step_index
         # rescaling: bins whose rows left this partition but are still stored here (a
         # bool array over the bins, or None); readers skip them (see live())
         self.dead = None
@@ -260,7 +260,7 @@ def merge(older: Batch, newer: Batch, frontier: Antichain) -> Batch:
 def inherit(merged: Batch, older: Batch, newer: Batch) -> Batch:
     """What the merge of two batches keeps of their rescaling state: the step index they
     share, if they share one (the empty index of batches a rescaling plan imported,
-    :mod:`diffflow.runtime.step_index`, true of their merge too), else one made of the
+    :mod:`diffflow.runtime.rescale.step_index`, true of their merge too), else one made of the
     parts of theirs (``StepIndex.merged``), and the union of the bins present in each
     (when both know theirs).  Returns ``merged``."""
     if older._step_index is not None and older._step_index is newer._step_index:

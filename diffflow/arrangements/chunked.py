@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import columnar, layout, small
+from diffflow.arrangements import columnar, layout, small
 
 
 def _concat(parts):

@@ -79,7 +79,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import layout, small
+from diffflow.arrangements import layout, small
 
 __all__ = [
     "sort_permutation",

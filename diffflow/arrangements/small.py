@@ -118,7 +118,7 @@ def gather_prefix(rows, times, diffs, width: int, queries):
     >>> q.tolist(), d.tolist()
     ([0, 0], [1, 2])
     """
-    from .spine import expand_ranges  # spine imports this module: import on use
+    from diffflow.arrangements.spine import expand_ranges  # spine imports this module: import on use
 
     query, position = expand_ranges(*key_ranges(np.ascontiguousarray(rows[:, :width]), queries))
     return (query, np.ascontiguousarray(rows[position]), np.ascontiguousarray(times[position]),

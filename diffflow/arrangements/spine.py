@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..lattice import Antichain
-from . import columnar
-from .batch import Batch, merge
-from .merging import FuelledMerge
-from .updates import Updates, concat
+from diffflow.lattice import Antichain
+from diffflow.arrangements import columnar
+from diffflow.arrangements.batch import Batch, merge
+from diffflow.arrangements.merging import FuelledMerge
+from diffflow.arrangements.updates import Updates, concat
 
 
 # Batches below this many updates are merged with the next one regardless of the
@@ -60,7 +60,7 @@ MAX_BATCHES = 64
 
 
 def is_import(batch: Batch) -> bool:
-    """Rows imported by rescaling (diffflow.runtime.migrate): described ``[minimum, minimum)``.
+    """Rows imported by rescaling (diffflow.runtime.rescale.migrate): described ``[minimum, minimum)``.
 
     >>> m = Antichain.minimum(1)
     >>> is_import(Batch.from_updates(Updates.from_lists([(1,)], [(0,)], [1]), 1, m, m))

@@ -11,7 +11,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from . import columnar
+from diffflow.arrangements import columnar
 
 
 class Updates(NamedTuple):

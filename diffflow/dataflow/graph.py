@@ -15,7 +15,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from ..schema import Schema
+from diffflow.common.schema import Schema
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -22,10 +22,10 @@ This package depends on numpy only.
 [0, 3]
 """
 
-from .antichain import Antichain
-from .frontiers import (ADVANCE, ENTER, IDENTITY, LEAVE, antichain_of, minimal_tuples,
+from diffflow.lattice.antichain import Antichain
+from diffflow.lattice.frontiers import (ADVANCE, ENTER, IDENTITY, LEAVE, antichain_of, minimal_tuples,
                         times_frontier)
-from .times import (
+from diffflow.lattice.times import (
     advance_by,
     as_times,
     join,

@@ -20,7 +20,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .times import _dominated, as_times, lex_order, minimal
+from diffflow.lattice.times import _dominated, as_times, lex_order, minimal
 
 __all__ = ["Antichain"]
 

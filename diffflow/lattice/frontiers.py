@@ -27,8 +27,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .antichain import Antichain
-from .times import minimal
+from diffflow.lattice.antichain import Antichain
+from diffflow.lattice.times import minimal
 
 
 def minimal_tuples(points) -> tuple:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arrangements.spine import Spine
-from ..arrangements.updates import Updates, concat
-from .base import Operator
+from diffflow.arrangements.spine import Spine
+from diffflow.arrangements.updates import Updates, concat
+from diffflow.operators.base import Operator
 
 
 class ArrangeOp(Operator):

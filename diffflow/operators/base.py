@@ -48,8 +48,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..arrangements.updates import Updates, concat
-from ..lattice.frontiers import IDENTITY
+from diffflow.arrangements.updates import Updates, concat
+from diffflow.lattice.frontiers import IDENTITY
 
 REGISTRY: dict = {}  # graph node kind -> Operator subclass (see operators.registry)
 
@@ -101,7 +101,7 @@ class Operator:
         """Epochs cut at the loop's round limit since the last call (``round_limit`` only)."""
         return set()
 
-    # -- rescaling (diffflow.runtime.migrate): between runs, nothing queued or pending ----
+    # -- rescaling (diffflow.runtime.rescale.migrate): between runs, nothing queued or pending ----
     def start_at(self, epoch: int) -> None:
         """This operator joins a running dataflow whose open epoch is ``epoch``."""
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arrangements.updates import Updates
-from ..lattice.frontiers import ADVANCE, ENTER, LEAVE
-from .base import Operator
-from .output import Accumulator
+from diffflow.arrangements.updates import Updates
+from diffflow.lattice.frontiers import ADVANCE, ENTER, LEAVE
+from diffflow.operators.base import Operator
+from diffflow.operators.output import Accumulator
 
 
 class EnterOp(Operator):

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arrangements import columnar, small
-from ..arrangements.spine import expand_ranges
-from ..arrangements.batch import Batch
-from ..arrangements.updates import Updates, concat
-from .base import Operator
+from diffflow.arrangements import columnar, small
+from diffflow.arrangements.spine import expand_ranges
+from diffflow.arrangements.batch import Batch
+from diffflow.arrangements.updates import Updates, concat
+from diffflow.operators.base import Operator
 
 
 def matching_pairs(probe_keys: np.ndarray, batch_keys: np.ndarray):
@@ -54,7 +54,7 @@ def _kernels():
     """The numba kernel, imported (and compiled) on first use."""
     global _KERNELS
     if _KERNELS is None:
-        from . import _join_kernels
+        from diffflow.operators import _join_kernels
         _KERNELS = _join_kernels
     return _KERNELS
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arrangements.updates import Updates
-from ..schema import decode_rows, encode_column
-from .base import Operator
+from diffflow.arrangements.updates import Updates
+from diffflow.common.schema import decode_rows, encode_column
+from diffflow.operators.base import Operator
 
 
 class SelectOp(Operator):

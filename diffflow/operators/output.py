@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arrangements.spine import Spine
-from ..arrangements.updates import Updates, concat
-from ..lattice import Antichain, minimal
-from ..schema import decode_rows
-from .base import Operator
+from diffflow.arrangements.spine import Spine
+from diffflow.arrangements.updates import Updates, concat
+from diffflow.lattice import Antichain, minimal
+from diffflow.common.schema import decode_rows
+from diffflow.operators.base import Operator
 
 
 class Accumulator:

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arrangements import columnar, small
-from ..arrangements.batch import Batch
-from ..arrangements.spine import Spine, expand_ranges
-from ..arrangements.updates import Updates, concat
-from ..lattice.times import advance_by, minimal, rows_less_equal
-from .base import Operator
-from .reduce_extremum import extremum_corrections, extremum_of
-from .reducers import _segments
+from diffflow.arrangements import columnar, small
+from diffflow.arrangements.batch import Batch
+from diffflow.arrangements.spine import Spine, expand_ranges
+from diffflow.arrangements.updates import Updates, concat
+from diffflow.lattice.times import advance_by, minimal, rows_less_equal
+from diffflow.operators.base import Operator
+from diffflow.operators.reduce_extremum import extremum_corrections, extremum_of
+from diffflow.operators.reducers import _segments
 
 
 _KERNELS = None
@@ -47,7 +47,7 @@ def _kernels():
     """The numba kernels, imported (and compiled) on first use."""
     global _KERNELS
     if _KERNELS is None:
-        from . import _reduce_kernels
+        from diffflow.operators import _reduce_kernels
         _KERNELS = _reduce_kernels
     return _KERNELS
 

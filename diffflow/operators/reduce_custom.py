@@ -48,9 +48,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arrangements import columnar
-from ..schema import decode_floats, encode_floats
-from .reducers import Reducer, _segments
+from diffflow.arrangements import columnar
+from diffflow.common.schema import decode_floats, encode_floats
+from diffflow.operators.reducers import Reducer, _segments
 
 NEGATIVE = ("drop", "error", "keep")
 
@@ -75,7 +75,7 @@ class CustomReducer(Reducer):
 
     >>> first = lambda starts, cols, mults: (np.arange(len(starts) - 1), (cols[0][starts[:-1]],))
     >>> r = CustomReducer(first, ("x",), ("float",), ("lo",), ("float",))
-    >>> from diffflow.schema import encode_floats, decode_floats
+    >>> from diffflow.common.schema import encode_floats, decode_floats
     >>> g, vals, m = r.reduce(np.array([0, 0]), encode_floats(np.array([[-1.5], [2.0]])),
     ...                       np.array([1, 1]))
     >>> decode_floats(vals).tolist()

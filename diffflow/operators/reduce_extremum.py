@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arrangements import columnar
-from ..arrangements.updates import Updates
-from .reducers import AggregateReducer
+from diffflow.arrangements import columnar
+from diffflow.arrangements.updates import Updates
+from diffflow.operators.reducers import AggregateReducer
 
 _MAX = np.iinfo(np.int64).max
 _MIN = np.iinfo(np.int64).min

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..schema import decode_floats, encode_floats
+from diffflow.common.schema import decode_floats, encode_floats
 
 _MAX = np.iinfo(np.int64).max
 _MIN = np.iinfo(np.int64).min

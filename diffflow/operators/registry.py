@@ -10,8 +10,8 @@ one class with its declared traits, and its module in the import below.
 """
 from __future__ import annotations
 
-from . import arrange, iterate, join, linear, output, reduce  # noqa: F401 - classes register
-from .base import REGISTRY, Operator
+from diffflow.operators import arrange, iterate, join, linear, output, reduce  # noqa: F401 - classes register
+from diffflow.operators.base import REGISTRY, Operator
 
 
 def operator_class(kind: str) -> type[Operator]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .edges import Edges
-from .events import ACTIVITIES
+from diffflow.pag.edges import Edges
+from diffflow.runtime.events import ACTIVITIES
 
 
 def metrics(edges: Edges, *, epochs: bool = True):

@@ -2,7 +2,7 @@
 
 Three trace formats:
 
-* ``"diffflow"`` -- diffflow's own raw events (:mod:`diffflow.pag.events`,
+* ``"diffflow"`` -- diffflow's own raw events (:mod:`diffflow.runtime.events`,
   written by ``Dataflow(trace=...)``); snapshots are epochs (construction B),
   or time windows of ``window`` ns (construction A);
 * ``"st2"`` -- a PAG exported by ST2 (:mod:`diffflow.pag.st2`); snapshots are its epochs;
@@ -20,9 +20,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .critical import critical_participation
-from .edges import Edges
-from .events import TraceError
+from diffflow.pag.critical import critical_participation
+from diffflow.pag.edges import Edges
+from diffflow.runtime.events import TraceError
 
 FORMATS = ("diffflow", "st2", "spark")
 AUTO = "auto"
@@ -114,16 +114,16 @@ def load(source, format: str = AUTO, *, window=None, name: str | None = None) ->
     if format == "st2":
         if window_ns is not None:
             raise ValueError("an ST2 PAG comes cut into epochs; --window applies to diffflow and Spark traces")
-        from .st2 import read_st2
+        from diffflow.pag.st2 import read_st2
 
         return PAG(read_st2(source, name=name), epochs=True)
     if format == "spark":
-        from .spark import read_spark
+        from diffflow.pag.spark import read_spark
 
         events = read_spark(source)
         window_ns = window_ns or SPARK_WINDOW_NS
     else:
-        from .events import read_events
+        from diffflow.runtime.events import read_events
 
         events = read_events(source, name=name)
     return from_events(events, window_ns)
@@ -132,17 +132,17 @@ def load(source, format: str = AUTO, *, window=None, name: str | None = None) ->
 def from_events(events, window_ns=None) -> PAG:
     """The PAG of raw events: per epoch, or per time window of ``window_ns``.
 
-    >>> from diffflow.pag.events import Events
+    >>> from diffflow.runtime.events import Events
     >>> from_events(Events.empty()).epochs
     True
     """
     if window_ns is None:
-        from .epochs import build_epochs
+        from diffflow.pag.epochs import build_epochs
 
         return PAG(build_epochs(events), epochs=True)
     if window_ns <= 0:
         raise ValueError(f"a window must be positive, got {window_ns} ns")
-    from .windows import build_windows
+    from diffflow.pag.windows import build_windows
 
     return PAG(build_windows(events, window_ns), epochs=False, window_ns=window_ns)
 
@@ -202,7 +202,7 @@ def metrics(trace, format: str = AUTO, window=None):  # noqa: A002
     >>> metrics(Edges.from_rows([(1, 0, 0, 0, 0, 4, 0, "Busy")]))["duration_ns"].tolist()
     [4]
     """
-    from .activity_metrics import metrics as compute
+    from diffflow.pag.activity_metrics import metrics as compute
 
     pag = as_pag(trace, format, window)
     return compute(pag.edges, epochs=pag.epochs)
@@ -215,7 +215,7 @@ def invariants(trace, format: str = AUTO, window=None, *, progress: bool = True,
     >>> invariants(Edges.from_rows([(1, 0, 0, 0, 0, 4_000_000, 0, "Busy")]), epoch_max_ms=1)["kind"].tolist()
     ['epoch']
     """
-    from .checks import violations
+    from diffflow.pag.checks import violations
 
     ns = lambda ms: None if ms is None else int(ms * 1e6)  # noqa: E731
     return violations(as_pag(trace, format, window).edges, progress=progress, epoch_max_ns=ns(epoch_max_ms),

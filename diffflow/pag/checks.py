@@ -23,8 +23,8 @@ from collections import Counter
 
 import numpy as np
 
-from .edges import Edges
-from .events import ACTIVITIES, ACTIVITY
+from diffflow.pag.edges import Edges
+from diffflow.runtime.events import ACTIVITIES, ACTIVITY
 
 COLUMNS = ["kind", "snapshot", "worker", "peer", "operator", "start", "end", "duration_ns", "detail"]
 _CONTROL = ACTIVITY["ControlMessage"]

@@ -83,8 +83,8 @@ def _common(command) -> None:
 def _reports(args, **thresholds):
     """What to report: one PagReport for a finished trace; with --follow, one per batch of closed
     snapshots (a diffflow trace's epochs are maintained by a PagFlow dataflow as events arrive)."""
-    from .api import detect_format, load
-    from .follow import PagReport
+    from diffflow.pag.api import detect_format, load
+    from diffflow.pag.follow import PagReport
 
     if args.epochs and (args.format == "spark" or (args.format == "auto" and not args.follow
                                                     and detect_format(args.trace) == "spark")):
@@ -92,7 +92,7 @@ def _reports(args, **thresholds):
     if not args.follow:
         yield PagReport(load(args.trace, args.format, window=args.window), **thresholds)
         return
-    from .follow import follow, follow_flow
+    from diffflow.pag.follow import follow, follow_flow
 
     fmt = args.format
     if fmt == "auto":  # a trace being written may still be empty: wait for its first line
@@ -192,8 +192,8 @@ def _invariants(args) -> int:
 
 
 def _match(args) -> int:
-    from ..dsl.program import read_program_text
-    from .relations import match
+    from diffflow.datalog.program import read_program_text
+    from diffflow.pag.relations import match
 
     text = read_program_text(args.pattern)
     macros = dict(m.split("=", 1) if "=" in m else (m, "1") for m in args.macro)
@@ -208,8 +208,8 @@ def _match(args) -> int:
 def _serve(args) -> int:
     """``pag serve``: check what can be checked, then read (or follow) the trace in a thread
     and serve the dashboard until Ctrl-C."""
-    from .api import load, parse_duration
-    from .dashboard.server import Dashboard, check_port, read_trace, serve
+    from diffflow.pag.api import load, parse_duration
+    from diffflow.pag.dashboard.server import Dashboard, check_port, read_trace, serve
 
     if args.window is not None:
         parse_duration(args.window)   # a bad duration fails here, before any serving
@@ -234,8 +234,8 @@ def _serve(args) -> int:
 
 def _static(args) -> int:
     """``pag report`` / ``pag plot``: the dashboard's views of a finished trace, to a file."""
-    from .api import load
-    from .dashboard.report import write_plot, write_report
+    from diffflow.pag.api import load
+    from diffflow.pag.dashboard.report import write_plot, write_report
 
     if args.follow:
         raise ValueError(f"pag {args.pag_command} reads a finished trace: drop --follow "

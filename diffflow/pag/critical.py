@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .edges import Edges
-from .events import ACTIVITIES, ACTIVITY
+from diffflow.pag.edges import Edges
+from diffflow.runtime.events import ACTIVITIES, ACTIVITY
 
 _FIRST, _LAST = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 
@@ -63,7 +63,7 @@ def pad_snapshots(edges: Edges) -> Edges:
     >>> p = pad_snapshots(pag); len(p), sorted(zip(p.src_t.tolist(), p.dst_t.tolist()))[:3]
     (6, [(0, 0), (0, 2), (0, 9)])
     """
-    from ._kernels import chain_ends
+    from diffflow.pag._kernels import chain_ends
 
     if not len(edges):
         return edges
@@ -153,7 +153,7 @@ def _in_chunks(edges: Edges, pad, epochs, windows) -> CriticalParticipation:
 
 
 def _one_chunk(edges: Edges, pad, epochs, windows) -> CriticalParticipation:
-    from ._kernels import path_counts
+    from diffflow.pag._kernels import path_counts
 
     if pad:
         edges = pad_snapshots(edges)
@@ -194,7 +194,7 @@ def _one_chunk(edges: Edges, pad, epochs, windows) -> CriticalParticipation:
 
 def _small_ids(a: np.ndarray, b: np.ndarray):
     """Dense ids of the pairs ``(a, b)`` (snapshot, worker: few distinct values) and a row of each."""
-    from ._kernels import dense_ids
+    from diffflow.pag._kernels import dense_ids
 
     alow, blow = int(a.min()), int(b.min())
     aspan, bspan = int(a.max()) - alow + 1, int(b.max()) - blow + 1
@@ -224,7 +224,7 @@ def _snapshot_index(snap: np.ndarray):
 
 def _vertex_ids(edges: Edges):
     """Dense ids of the vertices ``(snap, w, t, k)``: sources first, then destinations."""
-    from ._kernels import dense_ids
+    from diffflow.pag._kernels import dense_ids
 
     snap = np.concatenate([edges.snap, edges.snap])
     w = np.concatenate([edges.src_w, edges.dst_w])

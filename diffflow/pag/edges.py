@@ -3,7 +3,7 @@
 An edge runs from vertex ``(src_w, src_t, src_k)`` to ``(dst_w, dst_t,
 dst_k)``: worker, timestamp (ns) and a tie-breaking ordinal for events of one
 worker at the same instant (0 where the source format has none).  ``type``
-is a code into :data:`~diffflow.pag.events.ACTIVITIES`; ``op`` the operator
+is a code into :data:`~diffflow.runtime.events.ACTIVITIES`; ``op`` the operator
 (-1: none); ``n`` the record count (-1: none); ``block`` marks edges no
 critical path may use (waiting).  ``snap`` is the snapshot: the epoch for
 epoch snapshots, the window index for time windows.  Local edges have
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .events import ACTIVITIES, ACTIVITY
+from diffflow.runtime.events import ACTIVITIES, ACTIVITY
 
 
 @dataclass

@@ -10,7 +10,7 @@ epoch: the same sender, correlator and channel, and the same receiver unless
 the send is a broadcast (no ``peer``).  Waiting edges are ``block``: no
 critical path may use them.  Vertices are events: ``(w, t, seq)``.
 
->>> from diffflow.pag.events import Events
+>>> from diffflow.runtime.events import Events
 >>> ev = Events.from_rows([
 ...     (0, 1, 0, "Start", "Scheduling", 7, -1, -1, -1, -1),
 ...     (0, 1, 4, "Sent", "DataMessage", -1, 7, 1, 1, 10),
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .edges import Edges
-from .events import ACTIVITY, MESSAGES, RECEIVED, SENT, Events
+from diffflow.pag.edges import Edges
+from diffflow.runtime.events import ACTIVITY, MESSAGES, RECEIVED, SENT, Events
 
 
 def build_epochs(events: Events) -> Edges:
@@ -76,7 +76,7 @@ def chain_edges(events: Events) -> Edges:
     >>> chain_edges(ev).type_names()
     ['Spinning']
     """
-    from ._kernels import local_edge_types
+    from diffflow.pag._kernels import local_edge_types
 
     ev = events.take(_chain_order(events))
     group = _group_ids(ev.w, ev.e)

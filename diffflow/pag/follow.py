@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from .api import PAG, from_events, parse_duration
-from .events import TraceError
+from diffflow.pag.api import PAG, from_events, parse_duration
+from diffflow.runtime.events import TraceError
 
 
 def follow(path, format: str = "diffflow", *, window=None, until_idle=None, poll=0.1,  # noqa: A002
@@ -108,10 +108,10 @@ def _parse(chunk: bytes, first_line: int, name: str, format, on_error=None):  # 
 
 def _read_one(data: bytes, format, name):  # noqa: A002
     if format == "st2":
-        from .st2 import read_st2
+        from diffflow.pag.st2 import read_st2
 
         return read_st2(io.BytesIO(data), name=name)
-    from .events import read_events
+    from diffflow.runtime.events import read_events
 
     return read_events(io.BytesIO(data), name=name)
 
@@ -159,7 +159,7 @@ def follow_flow(path, *, window=None, until_idle=None, poll=0.1, partitions=1, *
     >>> [[s["epoch"] for s in r.cp()] for r in follow_flow(p, until_idle=0.2)]
     [[1], []]
     """
-    from .online import PagFlow
+    from diffflow.pag.online import PagFlow
 
     window_ns = None if window is None else parse_duration(window)
     reader = _Lines(path)
@@ -238,19 +238,19 @@ class PagReport:
 
     def cp(self) -> list:
         """CP summaries of every snapshot."""
-        from .api import cp_json
+        from diffflow.pag.api import cp_json
 
         return cp_json(self.pag)
 
     def metrics(self):
         """ST2's metrics of every snapshot."""
-        from .activity_metrics import metrics
+        from diffflow.pag.activity_metrics import metrics
 
         return metrics(self.pag.edges, epochs=self.pag.epochs)
 
     def violations(self):
         """The invariants the PAG violates, with the thresholds given."""
-        from .checks import violations
+        from diffflow.pag.checks import violations
 
         options = dict(self.thresholds)
         if options.get("well_formed"):
@@ -265,6 +265,6 @@ def _build(table, format, window_ns) -> PAG:
 
 
 def _empty(format, window_ns) -> PAG:
-    from .edges import Edges
+    from diffflow.pag.edges import Edges
 
     return PAG(Edges.empty(), epochs=window_ns is None, window_ns=window_ns)

@@ -20,7 +20,7 @@ and the spans of its epoch snapshots as incrementally maintained collections:
 ``retire(before)`` removes the rows of old snapshots, so a long-running
 analysis keeps only the snapshots it still reports.
 
->>> from diffflow.pag.events import Events
+>>> from diffflow.runtime.events import Events
 >>> flow = PagFlow(message_max_ns=3, progress=False)
 >>> flow.feed(Events.from_rows([(0, 1, 0, "Sent", "DataMessage", -1, 1, 7, 1, 5)]))
 >>> flow.advance(); len(flow.edges())
@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .edges import Edges
-from .epochs import chain_edges
-from .events import ACTIVITIES, ACTIVITY, MESSAGES, RECEIVED, SENT, Events
-from .checks import COLUMNS as VIOLATION_COLUMNS
-from .checks import _records, invocations
+from diffflow.pag.edges import Edges
+from diffflow.pag.epochs import chain_edges
+from diffflow.runtime.events import ACTIVITIES, ACTIVITY, MESSAGES, RECEIVED, SENT, Events
+from diffflow.pag.checks import COLUMNS as VIOLATION_COLUMNS
+from diffflow.pag.checks import _records, invocations
 
 EDGE_COLUMNS = ["snap", "src_w", "src_t", "src_k", "dst_w", "dst_t", "dst_k", "type", "op", "n", "block"]
 _KEY = ["snap", "sw", "corr", "ch", "act"]
@@ -138,7 +138,7 @@ class PagFlow:
 
     def _insert_windows(self, done: np.ndarray) -> None:
         """Build the PAG of complete windows (construction A: messages paired within the window)."""
-        from .windows import build_windows
+        from diffflow.pag.windows import build_windows
 
         if not done.any():
             return
@@ -262,7 +262,7 @@ def critical_rows(starts, cols, mults):
     >>> kind.tolist(), key.tolist(), cp.tolist(), paths.tolist(), end.tolist()
     ([0, 0, 1], [0, 13, 0], [0.0, 1.0, 1.0], [1.0, 1.0, 1.0], [5, 5, 5])
     """
-    from .critical import _grouped, critical_participation
+    from diffflow.pag.critical import _grouped, critical_participation
 
     groups = len(starts) - 1
     snap = np.repeat(np.arange(groups), np.diff(starts))

@@ -21,8 +21,8 @@ import os
 
 import numpy as np
 
-from .edges import Edges
-from .events import ACTIVITIES
+from diffflow.pag.edges import Edges
+from diffflow.runtime.events import ACTIVITIES
 
 PRELUDE_DIR = os.path.join(os.path.dirname(__file__), "datalog")
 
@@ -39,9 +39,9 @@ def relations(pag) -> dict:
     >>> r["edge"], r["snapshot"], r["cp"][0]
     ([(0, 1, 0, 0.0, 0, 5.0, 'Busy', -1, -1)], [(1, 0.0, 5.0)], (0, 1.0))
     """
-    from .critical import critical_participation
-    from .checks import invocations
-    from .activity_metrics import metrics
+    from diffflow.pag.critical import critical_participation
+    from diffflow.pag.checks import invocations
+    from diffflow.pag.activity_metrics import metrics
 
     e: Edges = pag.edges
     origin = int(min(e.src_t.min(), e.dst_t.min())) if len(e) else 0
@@ -81,8 +81,8 @@ def match(pag, pattern: str, *, filename: str = "<pattern>", partitions: int = 1
     """
     import pandas as pd
 
-    from ..dsl.program import Program
-    from .api import as_pag
+    from diffflow.datalog.program import Program
+    from diffflow.pag.api import as_pag
 
     pag = as_pag(pag)
     program = Program(pattern, filename=filename, partitions=partitions,

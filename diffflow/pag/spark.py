@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .events import ACTIVITY, KIND, Events, TraceError, _read_bytes
+from diffflow.runtime.events import ACTIVITY, KIND, Events, TraceError, _read_bytes
 
 _MS = 1_000_000
 
@@ -180,7 +180,7 @@ def read_spark(source, *, name: str | None = None, delay_split: float = 0.33, sh
     >>> read_spark(io.StringIO('{"Event": "SparkListenerLogStart"}\\n'), name="app.log")
     Traceback (most recent call last):
     ...
-    diffflow.pag.events.TraceError: app.log: the log has no finished tasks (an application that ran no job, or a log cut short); there is no activity to analyse
+    diffflow.runtime.events.TraceError: app.log: the log has no finished tasks (an application that ran no job, or a log cut short); there is no activity to analyse
     """
     name, executors, stage_names, parents, submitted, completed, tasks = _tasks(source, name)
     tasks.sort(key=lambda task: (task.launch, task.id))

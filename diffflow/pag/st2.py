@@ -16,8 +16,8 @@ import json
 
 import numpy as np
 
-from .edges import Edges
-from .events import ACTIVITY, TraceError, _read_bytes
+from diffflow.pag.edges import Edges
+from diffflow.runtime.events import ACTIVITY, TraceError, _read_bytes
 
 _TYPES = ("Processing", "Spinning", "Busy", "Waiting", "ControlMessage", "DataMessage")
 
@@ -29,7 +29,7 @@ def read_st2(source, *, name: str | None = None) -> Edges:
     >>> read_st2(io.StringIO('{"src": {"t": 1}}\\n'), name="pag.jsonl")
     Traceback (most recent call last):
     ...
-    diffflow.pag.events.TraceError: pag.jsonl:1: missing field 'src.w' of an ST2 PAG edge
+    diffflow.runtime.events.TraceError: pag.jsonl:1: missing field 'src.w' of an ST2 PAG edge
     """
     data, name = _read_bytes(source, name)
     rows = []

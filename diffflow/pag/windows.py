@@ -20,7 +20,7 @@ Usage: ``build_windows(events, window_ns)`` (or ``diffflow pag cp TRACE
 Every worker with a record in a window gets one gap-free chain from ``kW - 1``
 to ``(k+1)W``.  Vertices are ``(t, w)``; ``snap`` is the window index ``k``.
 
->>> from diffflow.pag.events import Events
+>>> from diffflow.runtime.events import Events
 >>> ev = Events.from_rows([(0, -1, 100, "Start", "Processing", 1), (0, -1, 300, "End", "Processing", 1),
 ...                        (0, -1, 320, "Sent", "DataMessage", -1, 0, 5, 1, 9),
 ...                        (1, -1, 400, "Received", "DataMessage", -1, 0, 5, 0, 9)])
@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .edges import Edges
-from .events import ACTIVITY, MESSAGES, RECEIVED, SENT, Events
+from diffflow.pag.edges import Edges
+from diffflow.runtime.events import ACTIVITY, MESSAGES, RECEIVED, SENT, Events
 
 _BOGUS = 4
 
@@ -83,7 +83,7 @@ CHUNK_EVENTS = 1 << 16
 
 def _build(events: Events, window_ns: int, *, gap_ns, insert_waiting, message_delay_ns,
            delayed_message_ns) -> Edges:
-    from ._window_kernels import window_chains
+    from diffflow.pag._window_kernels import window_chains
 
     ev = events
     if message_delay_ns is not None:
@@ -211,6 +211,6 @@ def check_windows(edges: Edges, window_ns: int) -> list:
     >>> check_windows(Edges.from_rows([(0, 0, 5, 0, 0, 9, 0, "Busy")]), 10)
     ['window 0 worker 0: the chain runs 5..9, not -1..10']
     """
-    from .checks import well_formedness
+    from diffflow.pag.checks import well_formedness
 
     return [f"window {snap} worker {w}: {message}" for snap, w, _, _, message in well_formedness(edges, window_ns)]

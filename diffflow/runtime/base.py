@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arrangements import columnar
+from diffflow.arrangements import columnar
 
 
 class Runtime:
@@ -60,7 +60,7 @@ class Runtime:
         """Updates held by each trace of each partition, after merging its batches."""
         raise NotImplementedError
 
-    # -- rescaling (diffflow.rescale) -----------------------------------------------------
+    # -- rescaling (diffflow.runtime.rescale.plans) -----------------------------------------------------
     routing: object  # a routing.Routing: the table in force
 
     def rescale_step(self, routing, step: int | None = None) -> int:
@@ -84,7 +84,7 @@ class Runtime:
 
     def rescale_prepare(self, budget: int) -> int:
         """Rescaling's background work, about ``budget`` rows of it per partition (see
-        :func:`diffflow.runtime.migrate.prepare`); returns how many batches wait for more."""
+        :func:`diffflow.runtime.rescale.migrate.prepare`); returns how many batches wait for more."""
         raise NotImplementedError
 
     def rescale_unprepared(self) -> int:

@@ -40,14 +40,14 @@ import weakref
 
 import numpy as np
 
-from ..arrangements.updates import Updates
-from ..errors import WorkerLost, loop_overflow_error
-from .base import Runtime
-from .engine import Topology, merge_pointstamps, partition_rows
-from .routing import Routing
-from .trace_sink import operator_names
-from .tracing import BARRIER, ProgressExchange, WorkerLog
-from .transports import InMemoryTransport, SocketTransport, process_pool
+from diffflow.arrangements.updates import Updates
+from diffflow.common.errors import WorkerLost, loop_overflow_error
+from diffflow.runtime.base import Runtime
+from diffflow.runtime.engine import Topology, merge_pointstamps, partition_rows
+from diffflow.runtime.routing import Routing
+from diffflow.runtime.trace_sink import operator_names
+from diffflow.runtime.tracing import BARRIER, ProgressExchange, WorkerLog
+from diffflow.runtime.transports import InMemoryTransport, SocketTransport, process_pool
 
 
 class ClusterRuntime(Runtime):

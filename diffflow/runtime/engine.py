@@ -42,14 +42,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arrangements.updates import Updates
-from ..dataflow.progress import global_frontiers, node_out_frontier
-from ..errors import OperatorError, caused_by_interrupt
-from ..lattice.frontiers import antichain_of, minimal_tuples, times_frontier
-from ..operators.base import OperatorContext
-from ..operators.registry import operator_class
-from .routing import Routing
-from .tracing import log_handover
+from diffflow.arrangements.updates import Updates
+from diffflow.dataflow.progress import global_frontiers, node_out_frontier
+from diffflow.common.errors import OperatorError, caused_by_interrupt
+from diffflow.lattice.frontiers import antichain_of, minimal_tuples, times_frontier
+from diffflow.operators.base import OperatorContext
+from diffflow.operators.registry import operator_class
+from diffflow.runtime.routing import Routing
+from diffflow.runtime.tracing import log_handover
 
 # attributes rebuilt from the graph when an engine is restored (never checkpointed)
 _REBUILT = frozenset({"node", "ctx", "reducer"})

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import loop_overflow_error
-from .base import Runtime
-from . import migrate, step_index
-from .engine import PartitionEngine, Sweeper, Topology, merge_pointstamps, partition_rows
-from .routing import Routing
-from .trace_sink import operator_names
-from .tracing import WorkerLog
+from diffflow.common.errors import loop_overflow_error
+from diffflow.runtime.base import Runtime
+from diffflow.runtime.rescale import migrate, step_index
+from diffflow.runtime.engine import PartitionEngine, Sweeper, Topology, merge_pointstamps, partition_rows
+from diffflow.runtime.routing import Routing
+from diffflow.runtime.trace_sink import operator_names
+from diffflow.runtime.tracing import WorkerLog
 
 
 class LocalRuntime(Runtime):

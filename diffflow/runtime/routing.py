@@ -5,7 +5,7 @@ Every key (the columns an exchange routes by) hashes into one of
 maps each bin to its partition.  One table serves every exchange, so equal
 keys meet on one partition whatever collection they come from: joins stay
 co-partitioned through every change of the table.  Rescaling
-(:mod:`diffflow.rescale`) moves state a bin at a time by changing the table.
+(:mod:`diffflow.runtime.rescale.plans`) moves state a bin at a time by changing the table.
 
 ``BINS = 720720 = lcm(1..16)``: the default table ``bin % P`` then routes
 exactly like ``hash % P`` for every ``P <= 16`` (and every other divisor of
@@ -24,9 +24,9 @@ import functools
 
 import numpy as np
 
-from ..arrangements import columnar
-from ..arrangements.arrangement import split_by_owner
-from ..arrangements.updates import Updates
+from diffflow.arrangements import columnar
+from diffflow.arrangements.arrangement import split_by_owner
+from diffflow.arrangements.updates import Updates
 
 BINS = 720_720  # lcm(1..16): the default table reproduces hash % P for P <= 16
 

@@ -61,8 +61,8 @@ import uuid
 
 import numpy as np
 
-from .cluster import ClusterRuntime
-from .transports import SocketTransport, WorkerPool
+from diffflow.runtime.cluster import ClusterRuntime
+from diffflow.runtime.transports import SocketTransport, WorkerPool
 
 _POOLS: dict = {}
 
@@ -263,9 +263,9 @@ def _push_batches(setup, batches):
     import pyarrow as pa
     from multiprocessing.connection import Client
 
-    from ..arrangements.updates import Updates
-    from ..schema import SymbolTable, encode_column
-    from .wire import encode_arrays
+    from diffflow.arrangements.updates import Updates
+    from diffflow.common.schema import SymbolTable, encode_column
+    from diffflow.runtime.wire import encode_arrays
 
     addresses, authkey, token, node_id, names, kinds, sign, where, routing = setup
     conns: dict = {}

@@ -3,12 +3,12 @@
 :func:`open_trace` checks the target when the dataflow is built (a path
 that cannot be written fails then, naming the fix); a :class:`TraceSink`
 takes every worker's events after each run, orders them by time and writes
-them (:func:`format_events`: the lines :func:`~diffflow.pag.events.write_events`
+them (:func:`format_events`: the lines :func:`~diffflow.runtime.events.write_events`
 writes, with ``name`` on ``Start`` lines only) or passes them to the function.
 The conventions are in :mod:`diffflow.runtime.tracing`.
 
 >>> import io
->>> from diffflow.pag.events import Events, read_events
+>>> from diffflow.runtime.events import Events, read_events
 >>> ev = Events.from_rows([(0, 1, 5, "Start", "Scheduling", 3), (0, 1, 9, "End", "Scheduling", 3,
 ...                         -1, -1, -1, 4, 2)], names={3: "distinct"})
 >>> print(format_events(ev), end="")
@@ -26,8 +26,8 @@ from time import perf_counter_ns
 
 import numpy as np
 
-from ..pag.events import ACTIVITIES, KINDS, START, Events
-from .tracing import clock_reference, events_of_block
+from diffflow.runtime.events import ACTIVITIES, KINDS, START, Events
+from diffflow.runtime.tracing import clock_reference, events_of_block
 
 _OPTIONAL = ("e", "seq", "op", "ch", "corr", "peer", "n", "out")
 

@@ -8,10 +8,10 @@ and ``diffflow run prog.dl --trace run.trace`` -- records, on every runtime
 (local, cluster, processes, Spark), what each partition worker did: operator
 steps, chunks of rows sent between partitions, progress messages to and from
 the coordinator, and waits.  The file is diffflow's raw-event format (JSON
-lines, one event per line, :mod:`diffflow.pag.events`), created (emptied) when
+lines, one event per line, :mod:`diffflow.runtime.events`), created (emptied) when
 the dataflow is and appended to after every computed epoch; read it with
-:func:`diffflow.pag.events.read_events`.  ``trace=callable`` instead calls
-``callable(events)`` with an :class:`~diffflow.pag.events.Events` table after
+:func:`diffflow.runtime.events.read_events`.  ``trace=callable`` instead calls
+``callable(events)`` with an :class:`~diffflow.runtime.events.Events` table after
 every run (every ``advance()`` that computes).  A path that cannot be written
 fails at once, before anything runs.  Tracing is off by default, and off it
 costs one ``if`` per operator step.
@@ -95,7 +95,7 @@ from time import perf_counter_ns
 
 import numpy as np
 
-from ..pag.events import ACTIVITY, END, RECEIVED, SENT, START, Events
+from diffflow.runtime.events import ACTIVITY, END, RECEIVED, SENT, START, Events
 
 SCHEDULING = ACTIVITY["Scheduling"]
 WAITING = ACTIVITY["Waiting"]

@@ -25,9 +25,9 @@ import subprocess
 import sys
 import time
 
-from ..errors import DiffflowError, WorkerLost
-from .wire import no_delay
-from .worker import WorkerCommands
+from diffflow.common.errors import DiffflowError, WorkerLost
+from diffflow.runtime.wire import no_delay
+from diffflow.runtime.worker import WorkerCommands
 
 
 class InMemoryTransport:

@@ -18,7 +18,7 @@ import socket
 import numpy as np
 import pyarrow as pa
 
-from ..arrangements.updates import Updates
+from diffflow.arrangements.updates import Updates
 
 
 def encode_arrays(columns: list) -> pa.Buffer:

@@ -31,11 +31,11 @@ import traceback
 
 import numpy as np
 
-from ..schema import SymbolTable, decode_array
-from . import migrate, step_index
-from .engine import PartitionEngine, Sweeper, merge_pointstamps
-from .tracing import WorkerLog, WorkerSide, aligned_origin
-from .wire import decode_arrays, no_delay, recv_header, recv_pieces, send_chunks
+from diffflow.common.schema import SymbolTable, decode_array
+from diffflow.runtime.rescale import migrate, step_index
+from diffflow.runtime.engine import PartitionEngine, Sweeper, merge_pointstamps
+from diffflow.runtime.tracing import WorkerLog, WorkerSide, aligned_origin
+from diffflow.runtime.wire import decode_arrays, no_delay, recv_header, recv_pieces, send_chunks
 
 
 def error_reply(exc: Exception, trace: str) -> tuple:
@@ -45,7 +45,7 @@ def error_reply(exc: Exception, trace: str) -> tuple:
     round trip, so the driver raises it by type; otherwise ``None`` and the
     description stand in for it.
 
-    >>> from diffflow.errors import OperatorError
+    >>> from diffflow.common.errors import OperatorError
     >>> error_reply(OperatorError("operator x failed"), "")[1:3]
     (OperatorError('operator x failed'), 'OperatorError: operator x failed')
     """
@@ -192,7 +192,7 @@ class WorkerCommands:
             migrate.restore_rebinned(engine, states)
         self.sweeper = Sweeper(engine.topology, {engine.partition: engine}, engine.parts)
 
-    # -- rescaling (diffflow.runtime.migrate) ---------------------------------------------
+    # -- rescaling (diffflow.runtime.rescale.migrate) ---------------------------------------------
     def cmd_routing(self, routing) -> None:
         """Route by ``routing`` from now on (its partition count included)."""
         self.engine.set_routing(routing)
@@ -270,7 +270,7 @@ class WorkerCommands:
             else:
                 chunks = self.engine.take_changes(node_id)
                 width, dim = schema.width, self.engine.nodes[node_id].dim
-                from ..arrangements.updates import concat
+                from diffflow.arrangements.updates import concat
                 merged = concat(chunks, width, dim).consolidated()
                 rows, diffs, epochs = merged.rows, merged.diffs, merged.times[:, 0].copy()
             columns = [decode_array(rows[:, j], kind, self.symbols)

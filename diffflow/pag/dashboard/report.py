@@ -16,9 +16,9 @@ import json
 
 import numpy as np
 
-from ..api import PAG
-from .server import STATIC, _plotly_script
-from .views import khop, overview, timeline
+from diffflow.pag.api import PAG
+from diffflow.pag.dashboard.server import STATIC, _plotly_script
+from diffflow.pag.dashboard.views import khop, overview, timeline
 
 KHOPS = range(1, 6)   # the k a report's k-hop charts offer
 KHOP_SNAPSHOTS = 20   # reports of more snapshots leave the k-hop charts out (the page says so)
@@ -26,7 +26,7 @@ KHOP_SNAPSHOTS = 20   # reports of more snapshots leave the k-hop charts out (th
 
 def write_report(pag: PAG, path, **thresholds) -> None:
     """The dashboard of a finished trace as one HTML file that needs nothing else."""
-    from .colors import COLORS
+    from diffflow.pag.dashboard.colors import COLORS
 
     state = {"version": 1, **overview(pag, **thresholds), "errors": [], "colors": COLORS}
     snaps = sorted({int(s) for s in np.unique(pag.edges.snap).tolist()})
@@ -55,8 +55,8 @@ def write_plot(pag: PAG, path) -> None:
     matplotlib.use("Agg")   # no screen needed
     import matplotlib.pyplot as plt
 
-    from ..events import ACTIVITIES
-    from .colors import COLORS
+    from diffflow.runtime.events import ACTIVITIES
+    from diffflow.pag.dashboard.colors import COLORS
 
     if not len(pag.edges):
         raise ValueError("the trace holds no activity (no two events of a worker, no "

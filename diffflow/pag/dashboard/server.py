@@ -26,11 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..api import PAG
-from ..edges import Edges
-from ..events import TraceError
-from .colors import COLORS
-from .views import khop, overview, timeline
+from diffflow.pag.api import PAG
+from diffflow.pag.edges import Edges
+from diffflow.runtime.events import TraceError
+from diffflow.pag.dashboard.colors import COLORS
+from diffflow.pag.dashboard.views import khop, overview, timeline
 
 STATIC = Path(__file__).with_name("static")
 
@@ -128,7 +128,7 @@ def read_trace(dashboard: Dashboard, path, format: str, window=None,  # noqa: A0
     def run():
         try:
             if follow:
-                from ..follow import follow as follow_trace
+                from diffflow.pag.follow import follow as follow_trace
 
                 fmt = _wait_for_trace(path, format, poll, stop)
                 if fmt is None:
@@ -142,7 +142,7 @@ def read_trace(dashboard: Dashboard, path, format: str, window=None,  # noqa: A0
                     if len(pag.edges):
                         dashboard.add(pag)
             else:
-                from ..api import load
+                from diffflow.pag.api import load
 
                 dashboard.add(load(path, format, window=window))
         except TraceError as exc:   # the page says what went wrong; the server stays up
@@ -159,7 +159,7 @@ def _wait_for_trace(path, format, poll, stop):   # noqa: A002
     up meanwhile, and stderr says what it waits for."""
     import os
 
-    from ..api import detect_format
+    from diffflow.pag.api import detect_format
 
     said = False
     while not os.path.exists(path) or os.path.getsize(path) == 0:

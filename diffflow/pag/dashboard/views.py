@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..api import PAG, cp_json
-from ..events import ACTIVITIES
+from diffflow.pag.api import PAG, cp_json
+from diffflow.runtime.events import ACTIVITIES
 
 MAX_EDGES = 20_000   # a timeline shows at most this many edges of one snapshot (the longest)
 
@@ -60,7 +60,7 @@ def khop(pag: PAG, snapshot: int, k: int = 3) -> dict:
     >>> khop(pag, 1, 2)["rows"]
     [{'hops': 1, 'type': 'DataMessage', 'count': 1, 'total_ns': 7.0}]
     """
-    from ..relations import match
+    from diffflow.pag.relations import match
 
     edges = pag.edges.take(np.flatnonzero(pag.edges.snap == snapshot))
     if not len(edges):
@@ -78,8 +78,8 @@ def overview(pag: PAG, **thresholds) -> dict:
     """Every snapshot's critical participation (``snapshots``, as ``diffflow pag cp
     --json`` gives it), ST2's metrics (``metrics``: per snapshot, worker pair and activity)
     and the invariant violations, longest first (``violations``)."""
-    from ..activity_metrics import metrics
-    from ..checks import violations
+    from diffflow.pag.activity_metrics import metrics
+    from diffflow.pag.checks import violations
 
     snapshots = [_jsonable(s) for s in cp_json(pag)] if len(pag.edges) else []
     table = metrics(pag.edges, epochs=pag.epochs)

@@ -1,0 +1,160 @@
+"""Module paths from before the layered layout, kept importable with a ``DeprecationWarning``.
+
+``import diffflow.dsl.parser`` or ``from diffflow.collection import Dataflow`` keep working:
+the old name is a thin module that forwards every attribute to the module's new home (and,
+where the old module re-exported names, to those names' homes).  The warning names the new
+path.  ``docs/ARCHITECTURE.md`` shows where everything lives now.
+
+>>> import importlib, sys, warnings
+>>> _ = sys.modules.pop("diffflow.flow", None)     # (as in a fresh interpreter)
+>>> with warnings.catch_warnings(record=True) as caught:
+...     warnings.simplefilter("always")
+...     old = importlib.import_module("diffflow.flow")
+>>> old.Dataflow.__module__, str(caught[0].message).split(";")[0]
+('diffflow.api.flow', 'diffflow.flow moved to diffflow.api.flow')
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import types
+import warnings
+
+#: old module path -> its new home, then the homes of names the old module also exported
+MOVED = {
+    "diffflow.aggregates": ("diffflow.api.aggregates",),
+    "diffflow.arranged": ("diffflow.api.arranged",),
+    "diffflow.collection": ("diffflow.api.collection", "diffflow.api.flow", "diffflow"),
+    "diffflow.custom_reducers": ("diffflow.api.custom_reducers",),
+    "diffflow.errors": ("diffflow.common.errors",),
+    "diffflow.expr": ("diffflow.dataflow.expr",),
+    "diffflow.flow": ("diffflow.api.flow",),
+    "diffflow.inputs": ("diffflow.api.inputs",),
+    "diffflow.iteration": ("diffflow.api.iteration",),
+    "diffflow.memory": ("diffflow.common.memory",),
+    "diffflow.outputs": ("diffflow.api.outputs",),
+    "diffflow.records": ("diffflow.common.records",),
+    "diffflow.schema": ("diffflow.common.schema",),
+    "diffflow.rescale": ("diffflow.runtime.rescale.plans", "diffflow.runtime.rescale.pacing"),
+    "diffflow.runtime.migrate": ("diffflow.runtime.rescale.migrate",),
+    "diffflow.runtime.step_index": ("diffflow.runtime.rescale.step_index",),
+    "diffflow.pag.events": ("diffflow.runtime.events",),
+    "diffflow.provenance": ("diffflow.explain",),
+    "diffflow.provenance.correct": ("diffflow.explain.correct",),
+    "diffflow.provenance.heights": ("diffflow.explain.heights",),
+    "diffflow.provenance.live": ("diffflow.explain.live",),
+    "diffflow.provenance.queries": ("diffflow.explain.queries",),
+    "diffflow.provenance.replay": ("diffflow.explain.replay",),
+    "diffflow.provenance.search": ("diffflow.explain.search",),
+    "diffflow.dsl": ("diffflow.datalog",),
+    "diffflow.dsl._choice_kernel": ("diffflow.datalog.lower._choice_kernel",),
+    "diffflow.dsl.absent": ("diffflow.datalog.explain.absent",
+                            "diffflow.datalog.explain.evaluate"),
+    "diffflow.dsl.aggregates": ("diffflow.datalog.lower.aggregates",),
+    "diffflow.dsl.analysed": ("diffflow.datalog.analysis.analysed",),
+    "diffflow.dsl.analysis": ("diffflow.datalog.passes", "diffflow.datalog.analysis.analyser",
+                              "diffflow.datalog.analysis.analysed",
+                              "diffflow.datalog.syntax.builtins"),
+    "diffflow.dsl.ast": ("diffflow.datalog.syntax.ast",),
+    "diffflow.dsl.clauses": ("diffflow.datalog.analysis.clauses",),
+    "diffflow.dsl.columns": ("diffflow.datalog.lower.columns",),
+    "diffflow.dsl.compiler": ("diffflow.datalog.lower.compiler",),
+    "diffflow.dsl.components": ("diffflow.datalog.transform.components",),
+    "diffflow.dsl.constants": ("diffflow.datalog.transform.constants",),
+    "diffflow.dsl.correct": ("diffflow.datalog.explain.correct",),
+    "diffflow.dsl.counters": ("diffflow.datalog.transform.counters",),
+    "diffflow.dsl.errors": ("diffflow.datalog.syntax.errors",),
+    "diffflow.dsl.explain": ("diffflow.datalog.explain.derived",),
+    "diffflow.dsl.explain_cli": ("diffflow.datalog.cli.explain",),
+    "diffflow.dsl.explain_shell": ("diffflow.datalog.cli.shell",),
+    "diffflow.dsl.facts": ("diffflow.datalog.values.facts",),
+    "diffflow.dsl.functors": ("diffflow.datalog.values.functors",
+                              "diffflow.datalog.syntax.builtins",
+                              "diffflow.datalog.analysis.user_functors"),
+    "diffflow.dsl.generators": ("diffflow.datalog.values.generators",),
+    "diffflow.dsl.grammar": ("diffflow.datalog.syntax.grammar",),
+    "diffflow.dsl.inline": ("diffflow.datalog.transform.inline",),
+    "diffflow.dsl.interpret": ("diffflow.datalog.explain.interpret",),
+    "diffflow.dsl.joins": ("diffflow.datalog.lower.joins",),
+    "diffflow.dsl.kinds": ("diffflow.datalog.analysis.kinds",),
+    "diffflow.dsl.parser": ("diffflow.datalog.syntax.parser",),
+    "diffflow.dsl.patterns": ("diffflow.datalog.analysis.patterns",),
+    "diffflow.dsl.plans": ("diffflow.datalog.analysis.plans",),
+    "diffflow.dsl.pragmas": ("diffflow.datalog.analysis.pragmas",),
+    "diffflow.dsl.preprocess": ("diffflow.datalog.syntax.preprocess",),
+    "diffflow.dsl.program": ("diffflow.datalog.program",),
+    "diffflow.dsl.proof": ("diffflow.datalog.explain.proof",),
+    "diffflow.dsl.provenance": ("diffflow.datalog.lower.provenance",),
+    "diffflow.dsl.record_text": ("diffflow.datalog.values.record_text",),
+    "diffflow.dsl.record_types": ("diffflow.datalog.analysis.record_types",),
+    "diffflow.dsl.relation_value": ("diffflow.datalog.lower.relation_value",),
+    "diffflow.dsl.render": ("diffflow.datalog.syntax.render",),
+    "diffflow.dsl.strata": ("diffflow.datalog.analysis.strata",),
+    "diffflow.dsl.structures": ("diffflow.datalog.values.structures",
+                                "diffflow.datalog.analysis.structures"),
+    "diffflow.dsl.types": ("diffflow.datalog.analysis.types",
+                           "diffflow.datalog.syntax.builtins"),
+    "diffflow.dsl.watch": ("diffflow.datalog.explain.watch",),
+    "diffflow.dsl.witness": ("diffflow.datalog.explain.witness",),
+}
+_PACKAGES = {"diffflow.dsl", "diffflow.provenance"}
+
+
+class _Forwarding(types.ModuleType):
+    """An old module path: attributes come from the new homes, first found first."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        for home in MOVED[self.__name__]:
+            module = importlib.import_module(home)
+            if name in vars(module) or hasattr(module, name):
+                return getattr(module, name)
+        raise AttributeError(f"module {self.__name__!r} (now {MOVED[self.__name__][0]!r}) "
+                             f"has no attribute {name!r}")
+
+    def __dir__(self):
+        names = set()
+        for home in MOVED[self.__name__]:
+            names |= set(dir(importlib.import_module(home)))
+        return sorted(names)
+
+
+class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds the old paths of :data:`MOVED` (and only those)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in MOVED:
+            return None
+        return importlib.util.spec_from_loader(fullname, self,
+                                               is_package=fullname in _PACKAGES)
+
+    def create_module(self, spec):
+        module = _Forwarding(spec.name)
+        module.__doc__ = f"Moved: see {MOVED[spec.name][0]} (this name is deprecated)."
+        if spec.name in _PACKAGES:
+            module.__path__ = []  # submodules are found by this finder, by name
+        return module
+
+    def exec_module(self, module):
+        new = MOVED[module.__name__][0]
+        warnings.warn(f"{module.__name__} moved to {new}; import it from there (the old path "
+                      f"is kept for now and will be removed)", DeprecationWarning,
+                      stacklevel=_importer_level())
+
+
+def _importer_level() -> int:
+    """The stack level of the code that imported the old path (past importlib's frames)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and ("importlib" in frame.f_code.co_filename
+                                 or frame.f_code.co_filename == __file__):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def install() -> None:
+    """Make the old paths importable (idempotent; the package does it on import)."""
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.append(_Finder())

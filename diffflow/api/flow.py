@@ -1,0 +1,493 @@
+"""The dataflow: a graph of operators with its inputs, symbol table and runtime.
+
+A :class:`Dataflow` hands out inputs (:meth:`Dataflow.input`) and loops, and
+starts its runtime -- one of :data:`RUNTIMES` -- at the first
+:meth:`Dataflow.advance`; after that the graph is fixed.  Each ``advance``
+closes an epoch of every input and, unless ``run=False``, computes it.
+
+>>> import diffflow as dd
+>>> flow = dd.Dataflow()
+>>> nums = flow.input("nums", ["x"]); total = nums.aggregate(s=dd.sum("x")).output()
+>>> nums.insert([1, 2]); flow.advance(run=False); nums.insert([3]); flow.advance(run=False)
+>>> flow.epoch, total.snapshot()
+(2, {})
+>>> flow.run(); total.snapshot()
+{(6,): 1}
+"""
+from __future__ import annotations
+
+import itertools
+import time
+import weakref
+
+import numpy as np
+from typing import TYPE_CHECKING
+
+from diffflow.common import memory
+from diffflow.dataflow.graph import Graph
+from diffflow.common.errors import GraphError
+from diffflow.common.schema import Schema, SymbolTable
+
+if TYPE_CHECKING:
+    from diffflow.api.inputs import InputCollection
+    from diffflow.api.iteration import Loop
+
+RUNTIMES = ("local", "processes", "spark", "cluster")
+
+# Freeing a dataflow's memory takes a collection (see memory.py).  Before a
+# dataflow starts, if the dataflows still open have moved many input rows since
+# the last collection, some may have been dropped: collect.  A closing dataflow
+# that moved many rows collects too.
+_OPEN = weakref.WeakSet()  # dataflows started and not closed
+_COLLECT_AFTER_ROWS = 500_000
+_rows_since_collect = [0]
+
+
+def _free_dropped_dataflows() -> None:
+    """Collect dropped dataflows when enough input has moved for them to matter."""
+    if _rows_since_collect[0] >= _COLLECT_AFTER_ROWS and len(_OPEN):
+        memory.release()
+        _rows_since_collect[0] = 0
+
+
+# batches keep a plan's step index under its key; never id(plan), which a later plan may reuse
+_PLAN_KEYS = itertools.count(1)
+
+
+def _make_runtime(flow):
+    """The runtime a :class:`Dataflow` asked for (``cluster``: in-process workers, for tests)."""
+    kw = dict(checkpoint_every=flow.checkpoint_every, checkpoint_dir=flow.checkpoint_dir)
+    kw["trace"] = getattr(flow, "_trace", None)  # a Dataflow pickled before tracing existed
+    if flow.runtime_name == "local":
+        from diffflow.runtime.local import LocalRuntime
+        return LocalRuntime(flow.graph, flow.partitions, flow.symbols, trace=kw["trace"])
+    if flow.runtime_name == "spark":
+        from diffflow.runtime.spark import SparkRuntime  # the only module that imports pyspark
+        return SparkRuntime(flow.graph, flow.partitions, flow.symbols, flow.spark, **kw)
+    from diffflow.runtime.cluster import ClusterRuntime
+    if flow.runtime_name == "processes":
+        return ClusterRuntime.processes(flow.graph, flow.partitions, flow.symbols, **kw)
+    return ClusterRuntime.in_memory(flow.graph, flow.partitions, flow.symbols, **kw)
+
+
+class Dataflow:
+    """A dataflow graph with its inputs, outputs and runtime.
+
+    ``partitions`` splits every arrangement by key hash into that many
+    partitions (results are identical for every value).  ``runtime`` picks
+    where the partitions run: ``"local"`` (this process, the default),
+    ``"processes"`` (one worker process per partition on this machine) or
+    ``"spark"`` (partition workers placed by Spark; pass ``spark=session``,
+    see :mod:`diffflow.runtime.spark`).  Multi-process runtimes write a
+    checkpoint every ``checkpoint_every`` epochs (into ``checkpoint_dir``, a
+    temporary folder by default) and recover from a lost worker by restoring
+    it and replaying the inputs since.  ``trace`` records what every
+    partition worker does: a file path (JSON lines of raw events, see
+    :mod:`diffflow.runtime.tracing`) or a function called with the
+    :class:`~diffflow.runtime.events.Events` of every run; off by default.
+    ``explain=True`` keeps what :meth:`Output.explain` needs to say why a row
+    is in an output (:mod:`diffflow.explain`; local runtime).  With a
+    trace file, ``dashboard=PORT`` serves its live dashboard on
+    ``127.0.0.1:PORT`` while the dataflow runs (``diffflow pag serve``), until
+    :meth:`close`.
+
+    >>> from diffflow import col
+    >>> flow = Dataflow(partitions=2)
+    >>> nums = flow.input("nums", ["x"])
+    >>> big = nums.filter(col("x") > 1).output()
+    >>> nums.insert([(1,), (5,)]); flow.advance()
+    >>> big.snapshot()
+    {(5,): 1}
+    """
+
+    _rows_moved = 0  # a Dataflow pickled before this counter existed
+
+    explain = False     # a Dataflow pickled before explanations existed
+    _provenance = None
+    _dashboard = None
+    _unrun = False      # epochs closed by advance(run=False) and not computed yet
+    _migration = None   # the rescaling plan in progress
+    _rescale_work = False  # background work left by rescaling steps (merging imports)
+    _pace = None        # rescaling's background work, paced by recent epochs
+    _live: list = []
+
+    def __init__(self, partitions: int = 1, runtime: str = "local", spark=None, *,
+                 checkpoint_every: int | None = None, checkpoint_dir: str | None = None,
+                 trace=None, explain: bool = False, dashboard: int | None = None):
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
+            raise ValueError(f"partitions must be a positive int, got {partitions!r}")
+        if runtime not in RUNTIMES:
+            raise ValueError(f"unknown runtime {runtime!r}; choose one of {', '.join(RUNTIMES)}")
+        if runtime == "spark" and spark is None:
+            raise ValueError("runtime='spark' needs spark=<a SparkSession>, e.g. "
+                             "diffflow.runtime.spark.local_session() for local[2]")
+        if runtime != "spark" and spark is not None:
+            raise ValueError(f"spark= is only used with runtime='spark' (got runtime={runtime!r})")
+        if checkpoint_every is not None and (not isinstance(checkpoint_every, int)
+                                             or checkpoint_every < 1):
+            raise ValueError(f"checkpoint_every must be a positive int or None, "
+                             f"got {checkpoint_every!r}")
+        if explain and runtime != "local":
+            raise ValueError("explain=True runs on the local runtime (any partitions=); "
+                             f"explanations of runtime={runtime!r} dataflows are not built yet")
+        self.explain = bool(explain)
+        self._live: list = []          # live explanations, refreshed after every advance
+        self._trace = None
+        if trace is not None:
+            from diffflow.runtime.trace_sink import open_trace
+            self._trace = open_trace(trace)  # an unwritable path fails here, before any work
+        self._dashboard = None
+        if dashboard is not None:
+            import os
+
+            if not isinstance(trace, (str, os.PathLike)):
+                raise ValueError("dashboard= shows the trace file as it is written: give "
+                                 "trace= a file path too, e.g. Dataflow(trace='run.trace', "
+                                 "dashboard=8765)")
+            from diffflow.pag.dashboard.server import Background
+            self._dashboard = Background(trace, int(dashboard))
+        self.runtime_name, self.spark = runtime, spark
+        self._closed = False
+        self._rows_moved = 0  # input rows staged, to decide whether closing collects
+        self.checkpoint_every, self.checkpoint_dir = checkpoint_every, checkpoint_dir
+        self.partitions = partitions
+        self.graph = Graph()
+        self.symbols = SymbolTable()
+        self.epoch = 0
+        self._inputs: list[InputCollection] = []
+        self._runtime = None
+        self._arrangements: dict = {}
+        self._entered: dict = {}
+        self._loops: list = []
+
+    def input(self, name: str, columns) -> "InputCollection":
+        """Declare an input collection: ``columns`` are names (int) or ``(name, type)`` pairs."""
+        self._check_building("input")
+        if not isinstance(name, str):
+            raise TypeError(f"input name must be a str, got {name!r}")
+        if any(i.name == name for i in self._inputs):
+            raise GraphError(f"an input named {name!r} already exists")
+        # function-local: inputs.py builds on collection.py, which imports this module
+        from diffflow.api.inputs import InputCollection
+
+        schema = Schema.of(columns)
+        node = self.graph.add("input", [], schema, label=f"input {name!r}")
+        handle = InputCollection(self, node, name)
+        self._inputs.append(handle)
+        return handle
+
+    def loop(self, name: str | None = None, max_rounds: int | None = 10_000) -> "Loop":
+        """A loop scope for mutually recursive variables (see :mod:`diffflow.api.iteration`).
+
+        ``max_rounds=None`` lets the loop run as many rounds as it needs.
+
+        >>> flow = Dataflow(); loop = flow.loop("fix", max_rounds=100)
+        >>> loop.scope.dim
+        2
+        """
+        from diffflow.api.iteration import Loop
+
+        return Loop(self, self.graph.root, name, max_rounds)
+
+    def advance(self, run: bool = True) -> None:
+        """Close the current epoch; with ``run`` compute until outputs are exact for it.
+
+        With ``run=False`` several epochs can be closed and then computed
+        together by one :meth:`run` (many epochs in flight at once).
+        """
+        self._check_not_failed()
+        runtime = self._ensure_runtime()
+        pace = self._background_pace()
+        pace.begin()
+        if self._migration is not None or self._rescale_work:
+            self._migrate_due(runtime)
+        for handle in self._inputs:
+            for rows, diffs in handle._staged:
+                runtime.stage(handle.node.id, rows, diffs)
+                _rows_since_collect[0] += len(diffs)
+                self._rows_moved += len(diffs)
+            handle._staged = []
+        runtime.close_epoch([h.node.id for h in self._inputs])
+        self.epoch += 1
+        self._unrun = not run
+        if self._provenance is not None:
+            self._provenance.record_changes(bool(self._live))
+        if run:
+            started = time.perf_counter()
+            self._run_checked(runtime)
+            steady = self._migration is None and not self._rescale_work
+            pace.end(time.perf_counter() - started if steady else None)  # the pace
+            self._refresh_live()
+
+    def explanations(self, output):
+        """Live explanations of rows of ``output``, kept current by every :meth:`advance`
+        (:class:`~diffflow.explain.live.LiveExplanations`: ``ask(rows)``, index by row,
+        ``changes()``).  Needs ``Dataflow(explain=True)``.
+
+        >>> flow = Dataflow(explain=True); a = flow.input("a", ["x"]); out = a.output()
+        >>> a.insert([1]); flow.advance(); live = flow.explanations(out); live.ask([(1,)])
+        >>> a.remove([1]); flow.advance(); [(c.input, c.row, c.diff) for c in live.changes()]
+        [('a', (1,), 1), (None, None, -1), ('a', (1,), -1)]
+        """
+        from diffflow.common.errors import ExplainError
+        from diffflow.explain.live import LiveExplanations
+
+        if getattr(output, "flow", None) is not self:
+            raise ExplainError("explanations(output) needs an output of this dataflow (one "
+                               "made by .output() on its collections)")
+        return LiveExplanations(output)
+
+    # -- rescaling (diffflow.runtime.rescale.plans) --------------------------------------------------------
+    def rescale(self, partitions: int | None = None, strategy: str = "batched", *, table=None,
+                bins_per_step: int | None = None, max_rows_per_step: int | None = None,
+                start_epoch: int | None = None, steps_per_epoch: int = 1,
+                replace: bool = False):
+        """Move the dataflow to ``partitions`` partitions (or to routing ``table``) while it
+        runs; returns the :class:`~diffflow.runtime.rescale.plans.Plan`, applied one step per epoch
+        boundary from ``start_epoch`` (default: the next :meth:`advance`).
+
+        ``strategy``: ``"batched"`` (each step sends and receives at most
+        ``max_rows_per_step`` rows per partition), ``"fluid"`` (``bins_per_step`` bins
+        per step) or ``"all_at_once"``; on the processes and Spark runtimes also
+        ``"restart"`` (checkpoint, new workers, restore re-binned: done at once).
+        Outputs are exactly those of a dataflow that never rescaled.  A batched or fluid
+        step whose state is not indexed yet (big batches, :mod:`diffflow.runtime.rescale.step_index`)
+        waits for it an epoch at a time (``plan.waited``; see
+        :class:`~diffflow.runtime.rescale.plans.Background`).
+
+        >>> flow = Dataflow(partitions=2); a = flow.input("a", ["x"]); out = a.output()
+        >>> a.insert([1, 2, 3]); flow.advance()
+        >>> plan = flow.rescale(partitions=4, strategy="all_at_once"); flow.advance()
+        >>> flow.partitions, plan.done, sorted(out.snapshot())
+        (4, True, [(1,), (2,), (3,)])
+        """
+        from diffflow.runtime.rescale.plans import check_start, estimated_sizes, make_plan
+
+        runtime = self._check_rescale(replace)
+        start = check_start(start_epoch, self.epoch)
+        if strategy == "restart":
+            return self._restart_at(partitions, table, runtime)
+        sizes = estimated_sizes(runtime.routing.table(), runtime.partition_rows())
+        plan = make_plan(runtime.routing, sizes, partitions=partitions, table=table,
+                         strategy=strategy, bins_per_step=bins_per_step,
+                         max_rows_per_step=max_rows_per_step, start_epoch=start,
+                         steps_per_epoch=steps_per_epoch)
+        self._start_plan(plan, runtime)
+        return plan
+
+    def rebalance(self, strategy: str = "batched", *, bins_per_step: int | None = None,
+                  max_rows_per_step: int | None = None, start_epoch: int | None = None,
+                  steps_per_epoch: int = 1, replace: bool = False):
+        """Even out the rows per partition (same partition count) by moving bins: a
+        :meth:`rescale` to a table balanced on the measured :meth:`bin_sizes`.
+
+        >>> flow = Dataflow(partitions=2); a = flow.input("a", ["x"]); _ = a.distinct().output()
+        >>> a.insert(range(1000)); flow.advance()
+        >>> skewed = np.zeros(720720, np.int32)   # every bin on partition 0
+        >>> _ = flow.rescale(table=skewed, partitions=2, strategy="all_at_once"); flow.advance()
+        >>> _ = flow.rebalance(strategy="all_at_once"); flow.advance()
+        >>> np.bincount(flow.routing_table, flow.bin_sizes()).tolist()
+        [1000.0, 1000.0]
+        """
+        from diffflow.runtime.rescale.plans import check_start, make_plan
+
+        runtime = self._check_rescale(replace)
+        plan = make_plan(runtime.routing, runtime.bin_sizes(), partitions=None, table=None,
+                         strategy=strategy, bins_per_step=bins_per_step,
+                         max_rows_per_step=max_rows_per_step,
+                         start_epoch=check_start(start_epoch, self.epoch),
+                         steps_per_epoch=steps_per_epoch, rebalance=True)
+        self._start_plan(plan, runtime)
+        return plan
+
+    def _check_rescale(self, replace: bool):
+        """The runtime, when a new plan may start now (else a clear error)."""
+        if self._migration is not None and not replace:
+            raise GraphError(f"a rescaling plan is running ({self._migration.bins_left} bins "
+                             f"left); wait for it, or pass replace=True to plan from here")
+        runtime = self._ensure_runtime()
+        if getattr(runtime, "trace_log", None) is not None:
+            raise GraphError("rescaling a traced dataflow on a cluster runtime is not "
+                             "supported (its trace names a fixed set of workers)")
+        return runtime
+
+    def _start_plan(self, plan, runtime) -> None:
+        self._migration = plan if plan.steps else None
+        if plan.steps:
+            runtime.rescale_plan(next(_PLAN_KEYS), plan.step_of_bin())
+        else:
+            runtime.rescale_plan(None, None)
+
+    def _restart_at(self, partitions, table, runtime):
+        import time
+
+        from diffflow.runtime.rescale.plans import Plan, Step, target_of
+        from diffflow.runtime.routing import Routing
+
+        if not hasattr(runtime, "restart_at") or runtime.transport.pids == []:
+            raise GraphError("strategy='restart' needs worker processes (runtime='processes' "
+                             "or 'spark'); other runtimes rescale live with 'all_at_once'")
+        parts, target = target_of(runtime.routing, partitions, table)
+        if self._unrun:
+            self.run()
+        now = runtime.routing.table()
+        moving = np.flatnonzero(now != target)
+        plan = Plan("restart", runtime.parts, parts, target,
+                    [Step(self.epoch, moving, now[moving], target[moving], parts, 0)])
+        self._migration = None  # a restart replaces any plan under way
+        runtime.rescale_plan(None, None)
+        started = time.perf_counter()
+        runtime.restart_at(Routing(parts, target))
+        plan.steps[0].seconds = time.perf_counter() - started
+        plan.steps[0].applied = True
+        self.partitions = runtime.parts
+        return plan
+
+    def _migrate_due(self, runtime) -> None:
+        """Apply the plan's steps due at the open epoch: first compute every closed epoch
+        (a step moves complete state), then move the bins."""
+        plan = self._migration
+        due = [] if plan is None else plan.due(self.epoch)
+        pace = self._background_pace()
+        no_room = bool(due) and pace.no_room(plan, due)  # a paced caller has no slack now
+        if not due or no_room or pace.must_wait(plan, due, runtime):
+            # background work: index for coming steps, merge what steps imported
+            self._rescale_work = pace.work(runtime)
+            if not due:
+                return
+            if no_room or pace.must_wait(plan, due, runtime):  # still: the steps wait an epoch
+                plan.postpone()
+                return
+        if self._unrun:
+            self.run()
+        for step in due:
+            plan.apply(step, runtime)
+        self.partitions = runtime.parts
+        if plan.done:
+            self._migration = None
+            runtime.rescale_plan(None, None)
+        self._rescale_work = True  # imports to merge in the epochs after
+
+    def _background_pace(self):
+        from diffflow.runtime.rescale.plans import Background
+
+        if self._pace is None:
+            self._pace = Background()
+        return self._pace
+
+    @property
+    def migration(self):
+        """The rescaling :class:`~diffflow.runtime.rescale.plans.Plan` in progress, or ``None``."""
+        return self._migration
+
+    @property
+    def routing_table(self) -> np.ndarray:
+        """The bin -> partition table in force (a read-only int32 array)."""
+        table = self._ensure_runtime().routing.table()
+        table.setflags(write=False)
+        return table
+
+    def bin_sizes(self) -> np.ndarray:
+        """Trace rows per bin over every arrangement and partition (for planning and skew)."""
+        return self._ensure_runtime().bin_sizes()
+
+    def run(self) -> None:
+        """Compute every closed epoch (see :meth:`advance`)."""
+        self._check_not_failed()
+        self._run_checked(self._ensure_runtime())
+        self._unrun = False
+        self._refresh_live()
+
+    _failed = None  # the OperatorError that stopped this dataflow part-way through an epoch
+
+    def _run_checked(self, runtime) -> None:
+        """Run ``runtime``; an operator that fails leaves the epoch half computed (some
+        operators took their input, others did not), so the dataflow refuses to go on
+        rather than give silently incomplete results."""
+        from diffflow.common.errors import OperatorError
+
+        try:
+            runtime.run()
+        except OperatorError as exc:
+            self._failed = exc
+            raise
+
+    def _check_not_failed(self) -> None:
+        if self._failed is not None:
+            from diffflow.common.errors import DiffflowError
+
+            raise DiffflowError(
+                f"this dataflow stopped when an operator failed, part-way through epoch "
+                f"{self.epoch - 1}, so its state is incomplete and it computes nothing more: "
+                f"build it again (with the input that failed corrected). The failure was: "
+                f"{str(self._failed).splitlines()[0]}")
+
+    def _refresh_live(self) -> None:
+        if self._provenance is None or not self._live:
+            return
+        changes = self._provenance.take_changes()
+        for live in list(self._live):   # live explanations read what the epochs changed
+            live.refresh(changes=changes)
+
+    def _ensure_runtime(self):
+        if self._runtime is None:
+            if self._closed:
+                raise GraphError("this dataflow was closed; build a new Dataflow")
+            for loop in self._loops:
+                loop._check_complete()
+            if self.explain and self._provenance is None:
+                from diffflow.explain.search import Provenance  # builds onto the graph, once
+
+                self._provenance = Provenance(self)
+            _free_dropped_dataflows()
+            self._runtime = _make_runtime(self)
+            _OPEN.add(self)
+        return self._runtime
+
+    def close(self) -> None:
+        """Stop the partition workers of a multi-process or Spark runtime (idempotent).
+
+        The results go with them: read outputs before closing (afterwards they
+        read as empty), and inputs refuse new rows.
+
+        >>> flow = Dataflow(); flow.close()
+        """
+        runtime, self._runtime = self._runtime, None
+        if runtime is not None:
+            runtime.close()
+        if self._dashboard is not None:
+            self._dashboard.stop()
+            self._dashboard = None
+        self._closed = True
+        _OPEN.discard(self)
+        if runtime is not None and self._rows_moved >= _COLLECT_AFTER_ROWS:
+            del runtime
+            memory.release()
+            _rows_since_collect[0] = 0
+
+    def __enter__(self) -> "Dataflow":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """``with Dataflow() as flow:`` closes the dataflow (and frees its memory) at the end.
+
+        Read results inside the block: after it outputs read as empty.
+
+        >>> with Dataflow() as flow:
+        ...     a = flow.input("a", ["x"]); out = a.output(); a.insert([1]); flow.advance()
+        ...     sorted(out.snapshot())
+        [(1,)]
+        """
+        self.close()
+
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise GraphError(f"cannot {what}: this dataflow was closed (its workers and results "
+                             f"went with it); read results before close(), or build a new "
+                             f"Dataflow")
+
+    def _check_building(self, what: str) -> None:
+        if self._runtime is not None:
+            raise GraphError(
+                f"cannot add {what}: this dataflow has already started running; build every "
+                f"operator before the first advance() (or use a new Dataflow)")

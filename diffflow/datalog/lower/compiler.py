@@ -1,0 +1,242 @@
+"""Analysed Datalog to a dataflow built with the public collection API.
+
+Translation, stratum by stratum (dependencies first):
+
+* every relation is a collection with columns ``c0, c1, ...`` (a nullary
+  relation has the single column ``_unit``, always 0);
+* a relation that may receive facts (``.input``, facts in the text, or no
+  rules) has an input collection; the :class:`~diffflow.datalog.program.Program`
+  keeps it a set;
+* a clause becomes a join plan over its positive atoms (:mod:`.joins`, with
+  aggregates in :mod:`.aggregates`), every term computed in the type analysis
+  recorded for it (:mod:`.columns`, :mod:`~diffflow.datalog.analysis.types`);
+* a relation's value is ``distinct`` of its input and all its clauses;
+* a recursive stratum is one loop with one variable per relation;
+* a relation joined on the same columns by several clauses is arranged once
+  (the collection API caches arrangements per collection and key).
+
+Numbers follow Soufflé: ``number`` arithmetic wraps to 32-bit signed,
+``unsigned`` to 32-bit unsigned, ``/`` and ``%`` truncate toward zero.
+
+>>> from diffflow.datalog.analysis.analyser import analyse
+>>> from diffflow.datalog.syntax.parser import parse
+>>> a = analyse(parse(".decl e(x: number)\\n.decl r(x: number)\\nr(x + 1) :- e(x)."))
+>>> compile_program(a).plan[2:]
+['stratum r', '  r((x + 1)) :- e(x).', '      scan e(x)']
+"""
+from __future__ import annotations
+
+import contextlib
+
+from dataclasses import dataclass, field
+
+from diffflow.api import collection as coll
+from diffflow.dataflow.expr import Lit
+from diffflow.datalog.syntax import ast
+from diffflow.datalog.analysis.analyser import Analysed, Clause, Relation
+from diffflow.datalog.lower.columns import COLUMN_TYPE, UNIT, relation_columns, term_expression, var_column  # noqa: F401
+from diffflow.datalog.syntax.errors import locate
+from diffflow.datalog.lower.joins import ClauseCompiler
+from diffflow.datalog.transform.counters import is_counter
+from diffflow.datalog.lower.relation_value import number_rows, relation_value
+from diffflow.datalog.syntax.render import render_clause
+
+
+def relation_columns_names(relation: Relation) -> list:
+    return [name for name, _ in relation_columns(relation)]
+
+
+@dataclass
+class Compiled:
+    flow: object
+    inputs: dict            # relation name -> InputCollection
+    collections: dict       # relation name -> Collection (its value)
+    outputs: dict           # relation name -> Output
+    unit: object            # one-row input collection, or None
+    plan: list = field(default_factory=list)   # text lines
+
+
+def compile_program(analysed: Analysed, partitions: int = 1, outputs=None,
+                    max_rounds: int | None = None, flow_options: dict | None = None) -> Compiled:
+    """Build the dataflow; ``outputs`` names relations to observe (default: all).
+
+    ``flow_options`` go to :class:`~diffflow.Dataflow` (runtime, spark, checkpoints).
+
+    >>> from diffflow.datalog.analysis.analyser import analyse
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> compiled = compile_program(analyse(parse(".decl e(x: number)\\n.decl r(x: number)\\n"
+    ...                                          "r(x) :- e(x), !e(x + 1).")))
+    >>> sorted(compiled.inputs), sorted(compiled.outputs)
+    (['e'], ['e', 'r'])
+    """
+    return _Compiler(analysed, partitions, outputs, max_rounds, flow_options or {}).run()
+
+
+class _Compiler(ClauseCompiler):
+    def __init__(self, analysed: Analysed, partitions: int, outputs, max_rounds: int | None,
+                 flow_options: dict):
+        super().__init__(coll.Dataflow(partitions=partitions, **flow_options))
+        self.analysed, self.max_rounds = analysed, max_rounds
+        self.inputs, self.values, self.outputs = {}, {}, {}
+        self.wanted = set(analysed.relations) if outputs is None else set(outputs)
+
+    def run(self) -> Compiled:
+        relations = self.analysed.relations
+        for stratum in self.analysed.strata:
+            names = stratum.relations
+            if stratum.recursive:
+                self.plan.append(f"stratum {', '.join(names)} (recursive: one loop, "
+                                 f"{len(names)} variable(s))")
+                self.compile_recursive([relations[n] for n in names])
+            else:
+                self.plan.append(f"stratum {names[0]}")
+                self.compile_plain(relations[names[0]])
+        for name in relations:
+            if name in self.wanted:
+                self.outputs[name] = self.values[name].output(name)
+        shared = {k: n for k, n in self.arrangement_uses.items() if n > 1}
+        if shared:
+            self.plan.append("shared arrangements:")
+            for (rel, keys, scope), n in sorted(shared.items()):
+                where = f" in loop {scope!r}" if scope else ""
+                self.plan.append(f"  {rel} by ({', '.join(keys)}){where}: one index read by "
+                                 f"{n} join inputs")
+        for note in self.analysed.notes:
+            self.plan.append(f"note: {note}")
+        return Compiled(self.flow, self.inputs, self.values, self.outputs, self.unit, self.plan)
+
+    def where(self, line: int) -> str:
+        """``file:line`` of a program line as the user wrote it (before preprocessing)."""
+        filename, line, _, _ = locate(self.analysed.source, self.analysed.program.filename, line)
+        return f"{filename}:{line}"
+
+    # -- strata ------------------------------------------------------------------------------
+    def input_of(self, relation: Relation):
+        if not relation.has_input:
+            return None
+        with self.located(relation.declaration.line):
+            inp = self.flow.input(relation.name, relation_columns(relation))
+        self.inputs[relation.name] = inp
+        return inp
+
+    def compile_plain(self, relation: Relation):
+        inp = self.input_of(relation)
+        parts = [inp] if inp is not None else []
+        for clause in relation.clauses:
+            parts.append(self.compile_clause(clause, self.values))
+        if inp is not None and len(parts) == 1 and not relation.shaped:
+            self.plan.append(f"  {relation.name}: input facts only")
+            self.values[relation.name] = inp
+            return
+        if not parts:  # every rule was unfolded away (inline clauses that never hold)
+            self.plan.append(f"  {relation.name}: always empty")
+            with self.located(relation.declaration.line):
+                self.values[relation.name] = self.flow.input(f"_empty_{relation.name}",
+                                                             relation_columns(relation))
+            return
+        self.values[relation.name] = self.value_of(relation, parts, self.values)
+
+    @contextlib.contextmanager
+    def located(self, line: int):
+        """Nodes built inside are reported at this program line (runtime errors, loops)."""
+        graph = self.flow.graph
+        outer, graph.location_override = graph.location_override, self.where(line)
+        try:
+            yield
+        finally:
+            graph.location_override = outer
+
+    def stratum_loop(self, relations: list):
+        """The loop of a recursive stratum, located where the recursion is written: the
+        stratum's first rule."""
+        first = min((c.rule.line for r in relations for c in r.clauses),
+                    default=relations[0].declaration.line)
+        with self.located(first):
+            return self.flow.loop(name="stratum " + ",".join(r.name for r in relations),
+                                  max_rounds=self.max_rounds)
+
+    def compile_recursive(self, relations: list):
+        loop = self.stratum_loop(relations)
+        variables = {}
+        for relation in relations:
+            with self.located(relation.declaration.line):
+                variables[relation.name] = loop.variable(columns=relation_columns(relation))
+        env = dict(self.values)
+        env.update(variables)
+        for relation in relations:
+            inp = self.input_of(relation)
+            parts = [inp] if inp is not None else []
+            for clause in relation.clauses:
+                parts.append(self.compile_clause(clause, env))
+            value = self.value_of(relation, parts, env, previous=variables[relation.name])
+            with self.located(relation.declaration.line):
+                variables[relation.name].set(value)
+        for relation in relations:
+            with self.located(relation.declaration.line):
+                self.values[relation.name] = variables[relation.name].leave()
+
+    def value_of(self, relation: Relation, parts: list, env: dict, previous=None):
+        """A relation's value: the distinct union of its parts, then what its declaration
+        adds (:mod:`.relation_value`); subsumptive rules read the candidates as the
+        relation; ``previous`` is its loop variable inside recursion."""
+        with self.located(relation.declaration.line):
+            candidates = parts[0].concat(*parts[1:]).distinct()
+        dominated = None
+        if relation.dominated and previous is not None:  # last round's rows stay candidates
+            with self.located(relation.declaration.line):
+                candidates = candidates.concat(previous).distinct()
+        if relation.dominated:
+            self.plan.append(f"  {relation.name}: minus the candidates its subsumptive rules "
+                             f"dominate")
+            scope = dict(env)
+            scope[relation.name] = candidates
+            found = [self.compile_clause(c, scope) for c in relation.dominated]
+            dominated = found[0].concat(*found[1:])
+        if relation.eqrel:
+            self.plan.append(f"  {relation.name}: equivalence closure (eqrel)")
+        if relation.choice:
+            self.plan.append(f"  {relation.name}: one row per choice-domain value, the first "
+                             f"in value order" + (" among values not chosen in earlier rounds"
+                                                  if previous is not None else ""))
+        if relation.limit is not None:
+            self.plan.append(f"  {relation.name}: the first {relation.limit} rows in value "
+                             f"order (.limitsize)")
+        with self.located(relation.declaration.line):
+            return relation_value(relation, candidates, dominated, previous)
+
+    # -- clauses -----------------------------------------------------------------------------
+    def compile_clause(self, clause: Clause, env: dict):
+        with self.located(clause.rule.line):
+            return self._compile_clause(clause, env)
+
+    def _compile_clause(self, clause: Clause, env: dict):
+        head = self.analysed.relations[clause.head.relation]
+        self.plan.append(f"  {render_clause(clause)}")
+        needed_by_head = {v.name for v in ast.term_variables(*clause.head.args)}
+        if clause.plan is not None:
+            self.plan.append(f"      (.plan version {clause.plan_version}: join order "
+                             f"{', '.join(str(i + 1) for i in clause.plan)})")
+        elif clause.rule.plan:
+            self.plan.append("      (.plan not applied: inline relations were unfolded into "
+                             "this clause)")
+        frame, aggregates = self.conjunction(clause.literals, env, clause.term_types,
+                                             needed_by_head, extra_terms=clause.head.args,
+                                             plan=clause.plan)
+        exprs = {}
+        if head.arity == 0:
+            exprs[UNIT] = Lit(0)
+        counters = {}
+        for i, arg in enumerate(clause.head.args):
+            if is_counter(arg):
+                counters[f"c{i}"] = arg.counter
+            else:
+                exprs[f"c{i}"] = term_expression(arg, clause.term_types, aggregates)
+        kinds = [t for i, t in enumerate(head.types) if f"c{i}" not in counters]
+        if not exprs:  # r(autoinc()) :- body: one row to number
+            exprs["_row"], kinds = Lit(0), ["number"]
+        rows = frame.collection.select(**exprs)
+        if counters:
+            self.plan.append("      autoinc(): its distinct rows numbered in value order")
+            rows = number_rows(rows.distinct(), kinds, counters)
+            rows = rows.select(*relation_columns_names(head))
+        return rows

@@ -1,0 +1,363 @@
+"""A conjunction as a join plan over its positive atoms.
+
+The positive atoms are joined in a greedy order (most shared bound variables,
+then most constants), or in a ``.plan``'s; comparisons, assignments,
+negations (antijoin) and aggregates (:mod:`.aggregates`) are applied as soon
+as their variables are bound, and columns no later step needs are projected
+away right after each join.  A relation joined on the same columns by several
+clauses is arranged once (the collection API caches arrangements per
+collection and key); ``arrangement_uses`` counts the join inputs that share one.
+
+>>> from diffflow.datalog.syntax.parser import parse
+>>> atoms = parse("r(x) :- a(x, y), b(y, 1), c(z).").rules[0].body[0].literals
+>>> [a.relation for a in order_atoms(atoms, {"y"})]
+['b', 'a', 'c']
+"""
+from __future__ import annotations
+
+from diffflow.dataflow.expr import Lit, col
+from diffflow.datalog.syntax import ast
+from diffflow.datalog.values import functors
+from diffflow.datalog.lower.aggregates import aggregate_variables, compile_aggregate
+from diffflow.datalog.lower.columns import COLUMN_TYPE, UNIT, Frame, term_expression, var_column
+from diffflow.datalog.values.generators import RangeGenerator
+from diffflow.datalog.syntax.render import render_atom, render_literal, render_term
+
+
+class ClauseCompiler:
+    """Builds the join plans of clauses into ``flow``; ``plan`` collects their text."""
+
+    def __init__(self, flow):
+        self.flow = flow
+        self.plan: list = []
+        self.unit = None  # the one-row input collection, once a plan needs it
+        self.arrangement_uses: dict = {}
+        self._bases: dict = {}
+        self._aggregate_count = 0
+        self._generated = 0  # scratch columns of generators compared with bound variables
+
+    def conjunction(self, literals, env, types, needed_after, extra_terms=(), start=None,
+                    steps=None, plan=None):
+        """Join plan for a conjunction; returns the frame and the aggregate column names.
+
+        ``start`` is an initial frame (for correlated aggregate bodies).
+        ``needed_after`` are variables the caller still needs from the frame.
+        ``plan`` is a ``.plan`` order of the positive atoms (0-based), if any.
+        """
+        atoms = [l for l in literals if isinstance(l, ast.Atom)]
+        pending = [l for l in literals if not isinstance(l, ast.Atom)]
+        aggregates: dict = {}  # id(AggregateTerm) -> column
+        # an aggregate's result is a variable of the frame (named now, bound when it is
+        # computed), so later joins keep it for the comparisons and head terms that use it
+        names: dict = {}  # id(AggregateTerm) -> variable name
+        comparisons = [lit for lit in pending if isinstance(lit, ast.Comparison)]
+        for term in [*(t for c in comparisons for t in ast.literal_terms(c)), *extra_terms]:
+            for agg in ast.term_aggregates(term):
+                pending.append(agg)
+                self._aggregate_count += 1
+                names[id(agg)] = f"#a{self._aggregate_count}"
+        needed_after = set(needed_after) | \
+            {names[id(a)] for a in ast.term_aggregates(*extra_terms)}
+
+        def item_vars(item):
+            inner = _aggregates_of(item) if not isinstance(item, ast.AggregateTerm) else []
+            return [*_item_vars(item), *(names[id(a)] for a in inner)]
+
+        frame = start
+        bound = set(frame.variables) if frame is not None else set()
+        order = order_atoms(atoms, bound, plan)
+        record = steps is None
+        steps = [] if steps is None else steps
+        for index, atom in enumerate(order):
+            later = order[index + 1:]
+            needed = needed_after | {v for a in later for v in _atom_vars(a)} | \
+                {v for item in pending for v in item_vars(item)}
+            frame = self.join_atom(frame, atom, env, needed, steps)
+            bound = set(frame.variables)
+            frame = self.apply_ready(frame, pending, env, types, aggregates, steps, later, names)
+        if frame is None:  # no positive atom: start from the one-row unit collection
+            frame = Frame(self.unit_collection(), [])
+        if pending:  # no positive atom, or a start frame that binds what they need
+            frame = self.apply_ready(frame, pending, env, types, aggregates, steps, [], names)
+        frame = frame.named()
+        if pending:  # analysis guarantees this cannot happen; fail loudly if it does
+            raise AssertionError(f"unplaced literals {pending}")
+        if record:
+            self.plan.append("      " + " → ".join(steps))
+        return frame, aggregates
+
+    def unit_collection(self):
+        if self.unit is None:
+            self.unit = self.flow.input("_unit", [(UNIT, "int")])
+        return self.unit
+
+    def base(self, atom: ast.Atom, env) -> object:
+        """The relation's collection, filtered by the atom's constants and repeated variables."""
+        relation = env[atom.relation]
+        conditions = []
+        first = {}
+        for i, arg in enumerate(atom.args):
+            if isinstance(arg, (ast.Number, ast.Float, ast.String)):
+                conditions.append((f"c{i}", "=", arg.value))
+            elif isinstance(arg, ast.Var):
+                if arg.name in first:
+                    conditions.append((f"c{i}", "==col", first[arg.name]))
+                else:
+                    first[arg.name] = f"c{i}"
+        if not conditions:
+            return relation
+        key = (relation.node.id, tuple((c, op, repr(v)) for c, op, v in conditions))
+        cached = self._bases.get(key)
+        if cached is None:
+            predicate = None
+            for column, op, value in conditions:
+                term = col(column) == (col(value) if op == "==col" else Lit(value))
+                predicate = term if predicate is None else predicate & term
+            cached = self._bases[key] = relation.filter(predicate)
+        return cached
+
+    def join_atom(self, frame, atom, env, needed, steps):
+        base = self.base(atom, env)
+        arity = len(atom.args)
+        positions = {}
+        for i, arg in enumerate(atom.args):
+            if isinstance(arg, ast.Var) and arg.name not in positions:
+                positions[arg.name] = i
+        label = render_atom(atom)
+        if frame is None:
+            keep = [v for v in positions if v in needed]
+            steps.append(f"scan {label}")
+            return Frame(base, keep, {v: f"c{positions[v]}" for v in keep}, atom.relation)
+        shared = [v for v in positions if v in frame.variables]
+        left = frame.collection
+        if shared:
+            left_on = [frame.column(v) for v in shared]
+            right_on = [f"c{positions[v]}" for v in shared]
+        else:  # a cross product: join on a constant column
+            frame = frame.named()
+            left = frame.collection
+            if UNIT not in left.columns:
+                left = left.select(*left.columns, **{UNIT: 0})
+            if arity == 0 or UNIT in base.columns:   # a nullary relation (with its height)
+                right_base = base
+            else:
+                right_base = base.select(*base.columns, **{UNIT: 0})
+            left_on = right_on = [UNIT]
+            base = right_base
+        rest = [c for c in base.columns if c not in right_on]
+        joined = left.join(base, left_on=left_on, right_on=right_on,
+                           rename={c: f"_r{c}" for c in rest})
+        scope = joined.scope.label if joined.scope.parent is not None else ""
+        uses = [(atom.relation, tuple(right_on), scope)]
+        if frame.raw is not None and shared:
+            uses.append((frame.source, tuple(left_on), scope))
+        for use in uses:
+            self.arrangement_uses[use] = self.arrangement_uses.get(use, 0) + 1
+        steps.append(f"join {label} on ({', '.join(shared) or 'nothing: cross product'})")
+        variables = [v for v in frame.variables if v in needed]
+        names = {var_column(v): frame.column(v) for v in variables}
+        for v, i in positions.items():
+            if v not in frame.variables and v in needed:
+                names[var_column(v)] = f"_rc{i}"
+                variables.append(v)
+        if not names:
+            names = {UNIT: 0}
+        return Frame(joined.select(**names), variables)
+
+    def apply_ready(self, frame, pending, env, types, aggregates, steps, later_atoms, names):
+        """Apply every pending literal whose variables are bound, until none is."""
+        progress = True
+        while progress:
+            progress = False
+            # cheap filters first, then antijoins, assignments and aggregates
+            pending.sort(key=lambda item: _PRIORITY.get(type(item).__name__, 0) +
+                         (1 if isinstance(item, ast.Comparison) and
+                          self.assignment_target(item, set(frame.variables)) else 0))
+            for item in list(pending):
+                bound = set(frame.variables)
+                if isinstance(item, ast.AggregateTerm):
+                    correlated = aggregate_variables(item) & \
+                        _all_vars_of(pending, later_atoms, exclude=item)
+                    outer = {v for v in aggregate_variables(item) if v in bound}
+                    # wait until every correlated variable the outer rule binds is bound
+                    if not correlated <= bound and later_atoms:
+                        continue
+                    frame = compile_aggregate(self, frame.named(), item, outer, env, types,
+                                              aggregates, steps, names[id(item)])
+                elif isinstance(item, ast.Negation):
+                    if not set(_atom_vars(item.atom)) <= bound:
+                        continue
+                    frame = self.negate(frame.named(), item.atom, env, steps)
+                elif isinstance(item, ast.Boolean):
+                    if not item.value:
+                        frame = frame.named()
+                        frame = Frame(frame.collection.filter(Lit(False) == Lit(True)),
+                                      frame.variables)
+                        steps.append("false")
+                elif isinstance(item, ast.Comparison):
+                    if any(id(a) not in aggregates
+                           for a in ast.term_aggregates(item.left, item.right)):
+                        continue
+                    target = self.assignment_target(item, bound)
+                    free = [v for v in _cmp_vars(item) if v not in bound]
+                    if target is not None or not free:
+                        frame = frame.named()
+                    generator = _generator_side(item)
+                    if generator is not None and (target is not None or not free):
+                        frame = self.generate(frame, item, generator, target, types,
+                                              aggregates, steps)
+                    elif target is not None:
+                        var, expr = target
+                        value = term_expression(expr, types, aggregates)
+                        collection = frame.collection.select(
+                            *frame.collection.columns, **{var_column(var): value})
+                        frame = Frame(collection, frame.variables + [var])
+                        steps.append(f"assign {var} = {render_term(expr)}")
+                    elif free:
+                        continue
+                    else:
+                        frame = self.compare(frame, item, types, aggregates, steps)
+                pending.remove(item)
+                progress = True
+        return frame
+
+    def generate(self, frame, c, generator, target, types, aggregates, steps):
+        """``x = range(a, b[, step])``: one row per value, into ``x`` when it is unbound,
+        else into a scratch column compared with ``x`` and dropped."""
+        kind = types[id(generator)]
+        args = [term_expression(a, types, aggregates) for a in generator.args]
+        schema = frame.collection.schema
+        self._generated += 1
+        name = target[0] if target is not None else f"#range{self._generated}"
+        column = var_column(name)
+        out = [*zip(schema.names, schema.types), (column, COLUMN_TYPE[kind])]
+        collection = frame.collection._expand(
+            RangeGenerator(args, schema, kind), out)
+        steps.append(f"generate {name} = {render_term(generator)}")
+        if target is not None:
+            return Frame(collection, frame.variables + [name])
+        other = c.right if generator is c.left else c.left
+        keep = collection.filter(col(column) == term_expression(other, types, aggregates))
+        return Frame(keep.select(*schema.names), frame.variables)
+
+    def assignment_target(self, c: ast.Comparison, bound):
+        if c.op != "=":
+            return None
+        for target, expr in ((c.left, c.right), (c.right, c.left)):
+            if isinstance(target, ast.Var) and target.name not in bound and \
+                    all(v.name in bound for v in ast.term_variables(expr)):
+                return target.name, expr
+        return None
+
+    def compare(self, frame, c, types, aggregates, steps):
+        left = term_expression(c.left, types, aggregates)
+        right = term_expression(c.right, types, aggregates)
+        op = "==" if c.op == "=" else c.op
+        if op.lstrip("!") in functors.CONSTRAINTS or (  # contains(sub, s), match(regex, s)
+                op in ("<", "<=", ">", ">=") and types[id(c.left)] == "symbol"):  # text order
+            predicate = functors.constraint(op.lstrip("!"), left, right)
+            if op.startswith("!"):
+                predicate = ~predicate
+            steps.append(f"filter {render_literal(c)}")
+        else:
+            predicate = {"==": left.__eq__, "!=": left.__ne__, "<": left.__lt__,
+                         "<=": left.__le__, ">": left.__gt__, ">=": left.__ge__}[op](right)
+            steps.append(f"filter {render_term(c.left)} {c.op} {render_term(c.right)}")
+        return Frame(frame.collection.filter(predicate), frame.variables)
+
+    def negate(self, frame, atom, env, steps):
+        base = self.base(atom, env)
+        positions = {}
+        for i, arg in enumerate(atom.args):
+            if isinstance(arg, ast.Var) and arg.name not in positions:
+                positions[arg.name] = i
+        left = frame.collection
+        if positions:
+            left_on = [var_column(v) for v in positions]
+            right_on = [f"c{i}" for i in positions.values()]
+        else:
+            if UNIT not in left.columns:
+                left = left.select(*left.columns, **{UNIT: 0})
+            base = base.select(**{UNIT: 0})
+            left_on = right_on = [UNIT]
+        steps.append(f"antijoin {render_atom(atom)}")
+        result = left.antijoin(base, left_on=left_on, right_on=right_on)
+        if UNIT in result.columns and UNIT not in frame.collection.columns:
+            result = result.select(*frame.collection.columns)
+        return Frame(result, frame.variables)
+
+
+_PRIORITY = {"Boolean": 0, "Comparison": 0, "Negation": 2, "AggregateTerm": 3}
+
+
+# -- variable bookkeeping ----------------------------------------------------------------------
+
+def _aggregates_of(item) -> list:
+    """Aggregates inside a pending literal's terms (comparisons only: analysis names the
+    expressions of atoms)."""
+    if isinstance(item, ast.Comparison):
+        return ast.term_aggregates(item.left, item.right)
+    return []
+
+
+def _generator_side(c):
+    """The side of a comparison that is a generator call (``range(...)``), if any."""
+    for side in (c.left, c.right):
+        if isinstance(side, ast.Functor) and side.name in functors.GENERATORS:
+            return side
+    return None
+
+
+def _atom_vars(atom):
+    return [a.name for a in atom.args if isinstance(a, ast.Var)]
+
+
+def _cmp_vars(c):
+    return [v.name for v in ast.term_variables(c.left, c.right)]
+
+
+def _item_vars(item):
+    if isinstance(item, ast.Negation):
+        return _atom_vars(item.atom)
+    if isinstance(item, ast.Comparison):
+        return _cmp_vars(item)
+    if isinstance(item, ast.AggregateTerm):
+        return sorted(aggregate_variables(item))
+    return []
+
+
+def _all_vars_of(pending, atoms, exclude):
+    names = {v for a in atoms for v in _atom_vars(a)}
+    for item in pending:
+        if item is not exclude and not isinstance(item, ast.AggregateTerm):
+            names |= set(_item_vars(item))
+    return names
+
+
+def order_atoms(atoms, bound, plan=None):
+    """Join order: a ``.plan``'s if given, else greedy (most shared bound variables, then
+    most constants, then leftmost).
+
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> atoms = parse("r(x) :- a(x, y), b(y, 1), c(z).").rules[0].body[0].literals
+    >>> [a.relation for a in order_atoms(atoms, set())]
+    ['b', 'a', 'c']
+    >>> [a.relation for a in order_atoms(atoms, set(), plan=[2, 0, 1])]
+    ['c', 'a', 'b']
+    """
+    if plan is not None:
+        return [atoms[i] for i in plan]
+    remaining = list(atoms)
+    bound = set(bound)
+    order = []
+    while remaining:
+        def score(item):
+            index, atom = item
+            shared = len(set(_atom_vars(atom)) & bound)
+            constants = sum(isinstance(a, (ast.Number, ast.Float, ast.String)) for a in atom.args)
+            return (shared, constants, -index)
+        index, best = max(enumerate(remaining), key=score)
+        order.append(best)
+        bound |= set(_atom_vars(best))
+        remaining.pop(index)
+    return order

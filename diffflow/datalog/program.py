@@ -1,0 +1,550 @@
+"""``dd.Program``: a Datalog program kept up to date as facts are inserted and removed.
+
+>>> import diffflow as dd
+>>> p = dd.Program('''
+...     .decl edge(x: number, y: number)
+...     .decl path(x: number, y: number)
+...     path(x, y) :- edge(x, y).
+...     path(x, z) :- path(x, y), edge(y, z).
+... ''')
+>>> new = p.insert("edge", [(1, 2), (2, 3)]); p.commit()
+>>> sorted(p.relation("path"))
+[(1, 2), (1, 3), (2, 3)]
+>>> p.changes("path")
+[((1, 2), 1), ((1, 3), 1), ((2, 3), 1)]
+>>> gone = p.remove("edge", [(2, 3)]); p.commit(); p.changes("path")
+[((1, 3), -1), ((2, 3), -1)]
+"""
+from __future__ import annotations
+
+import os
+import warnings as _warnings
+
+import numpy as np
+
+from diffflow.arrangements import columnar
+from diffflow.datalog.analysis.analyser import analyse
+from diffflow.datalog.lower.compiler import compile_program, relation_columns
+from diffflow.datalog.syntax.errors import DatalogError, decode_utf8, did_you_mean
+from diffflow.datalog.syntax.parser import parse
+from diffflow.datalog.analysis.pragmas import jobs_value
+from diffflow.datalog.syntax.preprocess import preprocess
+from diffflow.datalog.analysis.types import NUMBER_RANGE, UNSIGNED_RANGE
+
+
+def read_program_text(path) -> str:
+    """A ``.dl`` file's text; a file that cannot be read or is not UTF-8 is a DatalogError.
+
+    >>> read_program_text("no/such.dl")
+    Traceback (most recent call last):
+    ...
+    diffflow.common.errors.DatalogError: no/such.dl: error: cannot read the program: No such file or directory
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise DatalogError(f"cannot read the program: {exc.strerror or exc}",
+                           filename=str(path)) from None
+    return decode_utf8(data, str(path), "the program")
+
+
+class Program:
+    """A compiled Datalog program over the local runtime.
+
+    ``source`` is Soufflé-style Datalog text.  Input relations (``.input``,
+    relations with facts in the text, and relations without rules) accept
+    :meth:`insert` and :meth:`remove`; every relation can be read after
+    :meth:`commit` with :meth:`relation`, :meth:`size` and :meth:`changes`.
+    Relations are sets: inserting a present fact or removing an absent one
+    changes nothing.  ``outputs`` limits which relations can be read (all by
+    default; fewer saves the memory of their result copies; ``"directives"``
+    means those with ``.output`` or ``.printsize``).  A recursive stratum has no
+    round limit by default, as in Soufflé (a recursion may need millions of
+    rounds); with ``max_rounds=N`` one still changing after ``N`` rounds raises
+    :class:`~diffflow.NonConvergenceError`.  ``partitions`` splits the state
+    (default: ``.pragma "jobs"``, else 1).
+    ``runtime``, ``spark``, ``checkpoint_every`` and ``checkpoint_dir`` choose
+    where it runs, as for :class:`~diffflow.Dataflow` (``runtime="spark"``
+    needs ``spark=session``); ``trace`` (a file path or a function) records
+    what every partition worker does in each commit (see
+    :mod:`diffflow.runtime.tracing`).
+
+    Text with ``#include``, ``#define``, ``#if``... goes through the C
+    preprocessor first, as in Soufflé (see :mod:`~diffflow.datalog.syntax.preprocess`):
+    ``include_dirs`` and ``macros`` are Soufflé's ``-I DIR`` and
+    ``-M "NAME=VALUE"``.  ``pragmas`` holds the program's ``.pragma`` settings
+    (``.pragma "max-rounds" "N"`` applies when ``max_rounds`` is not given);
+    ``warnings`` the :class:`~diffflow.datalog.syntax.errors.DatalogWarning` s found, which
+    are also issued with :func:`warnings.warn` unless ``.pragma "no-warn"``.
+    Relations declared ``inline`` are unfolded into the rules that use them
+    and cannot be read.
+    """
+
+    def __init__(self, source: str, partitions: int | None = None, filename: str = "<program>",
+                 outputs=None, max_rounds: int | None = None, *, runtime: str = "local",
+                 spark=None, checkpoint_every: int | None = None,
+                 checkpoint_dir: str | None = None, include_dirs=None, macros=None, trace=None,
+                 provenance: bool | None = None, functors: dict | None = None):
+        self.source, self.filename = source, filename
+        self._text_options = {"include_dirs": include_dirs, "macros": macros,
+                              "functors": functors}  # (what a replica is built with)
+        text = preprocess(source, filename, include_dirs, macros)
+        self.ast = parse(text, filename)
+        self.analysed = analyse(self.ast, text, functors)
+        self.relations = self.analysed.relations
+        self.pragmas = dict(self.analysed.pragmas)
+        self.warnings = [*getattr(text, "warnings", []), *self.analysed.warnings]
+        if "no-warn" not in self.pragmas:
+            for warning in self.warnings:
+                _warnings.warn(warning, stacklevel=2)
+        if "max-rounds" in self.pragmas and max_rounds is None:
+            max_rounds = int(self.pragmas["max-rounds"])  # the caller's value wins
+        if partitions is None:  # likewise .pragma "jobs"
+            partitions = jobs_value(self.pragmas.get("jobs")) or 1
+        if isinstance(outputs, str) and outputs == "directives":
+            outputs = [r.name for r in self.relations.values() if r.outputs or r.printsize]
+        if outputs is not None:
+            for name in outputs:
+                self._relation(name)
+        options = dict(runtime=runtime, spark=spark, checkpoint_every=checkpoint_every,
+                       checkpoint_dir=checkpoint_dir, trace=trace)
+        if provenance is None:  # Soufflé's switch: .pragma "provenance" "explain"
+            provenance = "provenance" in self.pragmas
+        self.provenance = bool(provenance)
+        if self.provenance and any(r.eqrel for r in self.relations.values()):
+            # an eqrel's facts need proofs: its closure as rules
+            self.analysed = analyse(self.ast, text, functors, eqrel_as_rules=True)
+            self.relations = self.analysed.relations
+        if self.provenance:  # explanations read every relation (explain_absent, replays)
+            from diffflow.datalog.lower.provenance import compile_provenance
+            self._compiled = compile_provenance(self.analysed, partitions, None, max_rounds,
+                                                options)
+        else:
+            self._compiled = compile_program(self.analysed, partitions, outputs, max_rounds,
+                                             options)
+        self.flow = self._compiled.flow
+        self._watches: list = []   # live explanations, refreshed by every commit
+        self._present = {name: np.zeros((0, inp.schema.width), np.int64)
+                         for name, inp in self._compiled.inputs.items()}
+        self._change_marks: dict = {}
+        if self._compiled.unit is not None:
+            self._compiled.unit.insert([0])
+        for relation in self.relations.values():
+            if relation.facts:
+                rows = [tuple(arg.value for arg in rule.head.args) for rule in relation.facts]
+                self.insert(relation.name, rows)
+
+    @classmethod
+    def from_file(cls, path, partitions: int | None = None, outputs=None,
+                  max_rounds: int | None = None, **runtime_options) -> "Program":
+        """Read and compile a ``.dl`` file (errors name the file; ``#include`` looks next
+        to it first; ``include_dirs`` and ``macros`` as for :class:`Program`)."""
+        return cls(read_program_text(path), partitions=partitions, filename=str(path),
+                   outputs=outputs, max_rounds=max_rounds, **runtime_options)
+
+    def close(self) -> None:
+        """Stop the workers of a multi-process or Spark runtime (see :meth:`Dataflow.close`).
+
+        >>> Program(".decl e(x: number)").close()
+        """
+        self.flow.close()
+
+    # -- rescaling (see Dataflow.rescale) -----------------------------------------------------
+    def rescale(self, partitions: int | None = None, strategy: str = "batched", **kw):
+        """Move the program to ``partitions`` partitions while facts keep changing, a step
+        per :meth:`commit` (:meth:`Dataflow.rescale`; relations stay exact).
+
+        >>> p = Program(".decl e(x: number)\\n.decl r(x: number)\\nr(x) :- e(x).", partitions=2)
+        >>> _ = p.insert("e", [(1,), (2,)]); p.commit()
+        >>> plan = p.rescale(partitions=3, strategy="all_at_once"); p.commit()
+        >>> p.partitions, plan.done, sorted(p.relation("r"))
+        (3, True, [(1,), (2,)])
+        """
+        return self.flow.rescale(partitions, strategy, **kw)
+
+    def rebalance(self, strategy: str = "batched", **kw):
+        """Even out the rows per partition by moving bins (:meth:`Dataflow.rebalance`)."""
+        return self.flow.rebalance(strategy, **kw)
+
+    @property
+    def partitions(self) -> int:
+        """The partitions the program runs on now."""
+        return self.flow.partitions
+
+    @property
+    def migration(self):
+        """The rescaling plan in progress, or ``None`` (:attr:`Dataflow.migration`)."""
+        return self.flow.migration
+
+    # -- facts in -------------------------------------------------------------------------
+    def _relation(self, name):
+        relation = self.relations.get(name)
+        if relation is None and name in self.analysed.inlined:
+            raise ValueError(f"relation {name!r} is declared inline: it is unfolded into the "
+                             f"rules that use it and never computed, so it has no facts to "
+                             f"read or change; remove 'inline' from its .decl to use it")
+        if relation is None:
+            raise KeyError(f"unknown relation {name!r}{did_you_mean(name, self.relations)}; "
+                           f"relations: {', '.join(self.relations)}")
+        return relation
+
+    def _input(self, name):
+        relation = self._relation(name)
+        inp = self._compiled.inputs.get(name)
+        if inp is None:
+            raise ValueError(f"relation {name!r} is computed by rules and takes no facts; "
+                             f"declare it .input to add facts to it as well")
+        return relation, inp
+
+    def encode(self, name: str, rows) -> np.ndarray:
+        """Validate and encode rows for an input relation (raises, changing nothing)."""
+        relation, inp = self._input(name)
+        if relation.arity == 0:
+            rows = list(rows)
+            for row in rows:
+                if tuple(row) != ():
+                    raise ValueError(f"{name} is nullary; its only fact is (), got {row!r}")
+            return np.zeros((len(rows), 1), np.int64)
+        if self._structured(relation):
+            rows = self._record_ids(relation, rows)
+        if isinstance(rows, np.ndarray) and rows.ndim == 2 and rows.dtype.kind in "iu" and \
+                "symbol" not in relation.types and "float" not in relation.types:
+            if rows.shape[1] != relation.arity:
+                raise ValueError(f"{name} has {relation.arity} attributes, got rows of width "
+                                 f"{rows.shape[1]}")
+            encoded = rows.astype(np.int64, copy=False)
+        else:
+            if type(rows).__module__.split(".")[0] == "pandas" and hasattr(rows, "columns"):
+                if len(rows.columns) != relation.arity:
+                    raise ValueError(f"{name} has {relation.arity} attributes, got a DataFrame "
+                                     f"with {len(rows.columns)} columns")
+                rows = rows.set_axis([c for c, _ in relation_columns(relation)], axis=1)
+            if isinstance(rows, (list, tuple)):
+                self._check_python_rows(relation, rows)
+            encoded = inp._encode(rows, [f"{name}: attribute {a!r}" for a in relation.attributes])
+        for j, kind in enumerate(relation.types):
+            if kind in ("number", "unsigned"):
+                low, high = NUMBER_RANGE if kind == "number" else UNSIGNED_RANGE
+                column = encoded[:, j]
+                bad = (column < low) | (column > high)
+                if bad.any():
+                    i = int(np.flatnonzero(bad)[0])
+                    raise ValueError(f"{name}: row {i} attribute {relation.attributes[j]!r} = "
+                                     f"{int(column[i])} does not fit a 32-bit {kind}")
+        return encoded
+
+    def _structured(self, relation) -> list:
+        """The positions of a relation's record and ADT attributes."""
+        return [j for j, kind in enumerate(relation.types) if kind in self.analysed.structures]
+
+    def _record_ids(self, relation, rows) -> list:
+        """Python rows with their records (tuples, None for nil) and ADT values
+        (:class:`~diffflow.datalog.values.structures.AdtValue`) as ids; raises, changing nothing."""
+        from diffflow.datalog.values.structures import encode_value
+
+        if not isinstance(rows, (list, tuple)):
+            raise ValueError(f"{relation.name} has record or ADT attributes: give its facts as "
+                             f"a list of tuples (records as tuples, ADT values as AdtValue)")
+        out = []
+        for i, row in enumerate(rows):
+            row = list(row) if isinstance(row, (tuple, list)) else [row]
+            for j in self._structured(relation):
+                if j < len(row):
+                    try:
+                        row[j] = encode_value(row[j], relation.types[j],
+                                              self.analysed.structures, self.flow.symbols)
+                    except (TypeError, ValueError, IndexError) as exc:
+                        raise ValueError(f"{relation.name}: row {i} attribute "
+                                         f"{relation.attributes[j]!r}: {exc}") from None
+            out.append(tuple(row))
+        return out
+
+    def _record_values(self, name, rows) -> list:
+        """Decoded rows with their record and ADT ids as Python values."""
+        relation = self.relations[name]
+        places = self._structured(relation)
+        if not places or not rows:
+            return rows
+        from diffflow.datalog.values.structures import decode_ids
+
+        columns = [list(c) for c in zip(*rows)]
+        for j in places:
+            columns[j] = decode_ids(columns[j], relation.types[j], self.analysed.structures,
+                                    self.flow.symbols)
+        return list(zip(*columns))
+
+    @staticmethod
+    def _check_python_rows(relation, rows):
+        checks = {"number": (int,), "unsigned": (int,), "float": (int, float), "symbol": (str,)}
+        for i, row in enumerate(rows):
+            if not isinstance(row, (tuple, list)):
+                if relation.arity == 1:
+                    row = (row,)
+                else:
+                    raise ValueError(f"{relation.name}: row {i} is {row!r}, not a tuple of "
+                                     f"{relation.arity} values")
+            if len(row) != relation.arity:
+                raise ValueError(f"{relation.name} has {relation.arity} attributes, but row {i} "
+                                 f"{tuple(row)!r} has {len(row)}")
+            for value, kind, attr in zip(row, relation.types, relation.attributes):
+                if kind not in checks:
+                    continue  # (a record or ADT id)
+                if isinstance(value, bool) or not isinstance(value, checks[kind]) and \
+                        not (kind != "symbol" and isinstance(value, np.integer)):
+                    raise ValueError(f"{relation.name}: row {i} attribute {attr!r} should be a "
+                                     f"{kind}, got {value!r}")
+
+    def insert(self, name: str, rows) -> int:
+        """Add facts (tuples, a 2-D int array, or a DataFrame); returns how many were new.
+
+        >>> p = Program(".decl e(x: number)")
+        >>> p.insert("e", [(1,), (1,), (2,)])
+        2
+        """
+        return self._change(name, self.encode(name, rows), +1)
+
+    def remove(self, name: str, rows) -> int:
+        """Remove facts; absent ones are ignored.  Returns how many were present.
+
+        >>> p = Program(".decl e(x: number)"); p.insert("e", [(1,)])
+        1
+        >>> p.remove("e", [(1,), (5,)])
+        1
+        """
+        return self._change(name, self.encode(name, rows), -1)
+
+    def _change(self, name, encoded, sign) -> int:
+        if len(encoded) == 0:
+            return 0
+        zeros = np.zeros((len(encoded), 1), np.int64)
+        unique, _, _ = columnar.consolidate(encoded, zeros, np.ones(len(encoded), np.int64))
+        present = self._present[name]
+        member = np.zeros(len(unique), bool)
+        if len(present):
+            at = columnar.searchsorted_rows(present, unique)
+            inside = at < len(present)
+            member[inside] = np.all(present[at[inside]] == unique[inside], axis=1)
+        changed = unique[~member] if sign > 0 else unique[member]
+        if len(changed) == 0:
+            return 0
+        diffs = np.full(len(changed), sign, np.int64)
+        merged = columnar.merge_consolidated(present, np.zeros((len(present), 1), np.int64),
+                                             np.ones(len(present), np.int64),
+                                             changed, np.zeros((len(changed), 1), np.int64), diffs)
+        self._present[name] = merged[0]
+        self._compiled.inputs[name]._stage_encoded(changed, diffs)
+        return len(changed)
+
+    def commit(self) -> None:
+        """Compute every relation for the facts inserted and removed so far."""
+        from diffflow.common.errors import NonConvergenceError
+
+        try:
+            self.flow.advance()
+        except NonConvergenceError as exc:
+            if exc.scope is None:
+                raise
+            stratum = exc.scope.label.removeprefix("stratum ")
+            raise NonConvergenceError(
+                f"{exc.scope.location}: error: the recursion of {stratum} was still deriving "
+                f"new facts "
+                f"after {exc.scope.max_rounds} rounds (the max-rounds limit), so its relations "
+                f"are cut at that round. If it needs more rounds, raise the limit (diffflow run "
+                f"--max-rounds N, .pragma \"max-rounds\" \"N\", Program(max_rounds=N)); if it "
+                f"never stops (min through a negative cycle, arithmetic that keeps making new "
+                f"values), change the rules.", exc.scope, exc.epochs) from None
+        for watch in list(self._watches):
+            watch.refresh()
+
+    # -- results out ---------------------------------------------------------------------------
+    def _output(self, name):
+        self._relation(name)
+        out = self._compiled.outputs.get(name)
+        if out is None:
+            raise ValueError(f"relation {name!r} is not observed; pass it in outputs=[...]")
+        return out
+
+    def relation(self, name: str) -> set:
+        """The relation's facts after the last commit, as a set of tuples."""
+        snapshot = self._output(name).snapshot()
+        if self.relations[name].arity == 0:
+            return {()} if snapshot else set()
+        return set(self._record_values(name, list(snapshot)))
+
+    def size(self, name: str) -> int:
+        """Number of facts in the relation after the last commit (no decoding)."""
+        rows = self._encoded(name)
+        return len(rows)
+
+    def _encoded(self, name):
+        out = self._output(name)
+        runtime = self.flow._runtime
+        if runtime is None:
+            return np.zeros((0, out.node.schema.width), np.int64)
+        rows, diffs = runtime.output_contents(out.node.id)
+        rows = rows[diffs > 0]
+        return rows
+
+    def rows(self, name: str) -> list:
+        """The relation's facts as a list of tuples in a stable order (sorted encoded rows)."""
+        out = self._output(name)
+        rows = self._encoded(name)
+        if self.relations[name].arity == 0:
+            return [()] if len(rows) else []
+        from diffflow.common.schema import decode_rows
+        return self._record_values(name, decode_rows(rows, out.node.schema, self.flow.symbols))
+
+    def changes(self, name: str) -> list:
+        """Net ``[(fact, +1 or -1)]`` since the previous call (or the start), sorted."""
+        changes = self._output(name).changes()
+        net: dict = {}
+        for row, _epoch, diff in changes:
+            net[row] = net.get(row, 0) + diff
+        nullary = self.relations[name].arity == 0
+        items = [(() if nullary else row, d) for row, d in net.items() if d != 0]
+        if items and not nullary and self._structured(self.relations[name]):
+            rows = self._record_values(name, [row for row, _ in items])
+            items = list(zip(rows, [d for _, d in items]))
+        from diffflow.datalog.values.structures import row_order
+        return sorted(items, key=lambda item: (row_order(item[0]), item[1]))
+
+    # -- explanations ---------------------------------------------------------------------------
+    def explain(self, relation: str, fact):
+        """Why ``fact`` is in ``relation``: an :class:`~diffflow.datalog.explain.derived.Explanation` with
+        a proof tree of minimal height (``.tree``; ``print`` it for Soufflé's layout) and the
+        input facts it rests on (``.inputs``), as of the last commit.  Needs a program built
+        with ``provenance=True`` (or ``.pragma "provenance" "explain"``).
+
+        >>> p = Program(".decl e(x: number)\\n.decl r(x: number)\\nr(x + 1) :- e(x).",
+        ...             provenance=True)
+        >>> _ = p.insert("e", [(1,), (5,)]); p.commit()
+        >>> p.explain("r", (2,)).inputs
+        {'e': {(1,)}}
+        """
+        from diffflow.datalog.explain.derived import explain
+        return explain(self, relation, fact)
+
+    def watch(self, relation: str, facts):
+        """Live explanations of ``facts`` of ``relation``, kept current by every
+        :meth:`commit` (:class:`~diffflow.datalog.explain.watch.LiveExplanations`: index it by fact;
+        ``changes()`` lists input facts entering and leaving each explanation).
+
+        >>> p = Program(".decl e(x: number)\\n.decl r(x: number)\\nr(x) :- e(x).",
+        ...             provenance=True)
+        >>> _ = p.insert("e", [(1,)]); p.commit()
+        >>> live = p.watch("r", [(1,)]); _ = p.remove("e", [(1,)]); p.commit()
+        >>> live.changes()
+        [Change(target=(1,), relation='e', fact=(1,), diff=1), Change(target=(1,), relation=None, fact=None, diff=-1), Change(target=(1,), relation='e', fact=(1,), diff=-1)]
+        """
+        from diffflow.datalog.explain.watch import LiveExplanations
+
+        return LiveExplanations(self, relation, facts)
+
+    def explain_absent(self, relation: str, fact, rule: int | None = None,
+                       bindings: dict | None = None):
+        """Why ``fact`` is *not* in ``relation``: for each rule that could derive it, the
+        body literal that fails (an :class:`~diffflow.datalog.explain.absent.Absence`; ``print`` it for
+        Soufflé's ``explainnegation`` layout).  ``rule=`` with ``bindings=`` (a value for
+        every body variable) marks each literal of that rule instead.
+
+        >>> p = Program(".decl e(x: number)\\n.decl r(x: number)\\nr(x) :- e(x), x > 1.")
+        >>> _ = p.insert("e", [(1,)]); p.commit()
+        >>> [c.failing for c in p.explain_absent("r", (1,)).checks]
+        [['1 > 1']]
+        """
+        from diffflow.datalog.explain.absent import explain_absent
+        from diffflow.datalog.explain.derived import ExplainError, _target
+
+        fact = _target(self, relation, fact)
+        if fact in self.relation(relation):
+            raise ExplainError(f"{relation}{fact!r} is in {relation}: use explain() to see "
+                               f"why it holds")
+        return explain_absent(self, relation, fact, rule, bindings)
+
+    def rules(self) -> dict:
+        """``relation -> {rule number: rule text}``, numbered as in proofs (Soufflé's
+        numbering: a relation's facts and rules from 1 in source order).
+
+        >>> Program(".decl e(x: number)\\ne(1).\\ne(x + 1) :- e(x), x < 5.").rules()
+        {'e': {2: 'e((x + 1)) :- e(x), x < 5.'}}
+        """
+        from diffflow.datalog.lower.provenance import rule_numbers
+        from diffflow.datalog.syntax.render import render_clause
+
+        numbered = {}
+        for name, relation in self.relations.items():
+            numbers = rule_numbers(relation)
+            numbered[name] = {numbers[id(c)]: render_clause(c) for c in relation.clauses}
+        return numbered
+
+    def _replica(self, provenance: bool = False) -> "Program":
+        """The same program, compiled afresh with no facts committed (the replay of
+        :meth:`Explanation.check` and of the correction loop)."""
+        return Program(self.source, filename=self.filename, provenance=provenance,
+                       **self._text_options)
+
+    def plan(self) -> str:
+        """The compiled plan: strata, join orders, shared arrangements.
+
+        >>> print(Program(".decl e(x: number, y: number)\\n.decl p(x: number)\\n"
+        ...               "p(y) :- e(x, y), x > 2.").plan())
+        stratum e
+          e: input facts only
+        stratum p
+          p(y) :- e(x, y), x > 2.
+              scan e(x, y) → filter x > 2
+        """
+        return "\n".join(self._compiled.plan)
+
+    # -- Soufflé-style files ---------------------------------------------------------------------
+    def input_files(self, facts_dir) -> dict:
+        """``{relation: (path, delimiter, headers, rfc4180)}`` for every ``.input`` directive."""
+        from diffflow.datalog.values.facts import fact_file_path, io_options
+
+        files = {}
+        for relation in self.relations.values():
+            for d in relation.inputs:
+                delimiter, headers, rfc4180, _compress = io_options(d.params)
+                files[relation.name] = (fact_file_path(facts_dir, relation, d), delimiter,
+                                        headers, rfc4180)
+        return files
+
+    def load_facts(self, facts_dir, progress=None, missing_ok: bool = False) -> dict:
+        """Insert every ``.input`` relation's file, as Soufflé's ``-F facts_dir`` reads them.
+
+        A file that cannot be opened is an error (Soufflé: "Cannot open fact file"), unless
+        ``missing_ok`` (Soufflé's ``-w``), which reads it as an empty relation.  Every file
+        is read and checked before any fact is inserted, so bad input changes nothing.
+        Returns ``{relation: facts read}``; ``progress(message)`` is told about large files.
+
+        >>> p = Program(".decl e(x: number)\\n.input e")
+        >>> p.load_facts("no/such/folder", missing_ok=True)
+        {'e': 0}
+        """
+        from diffflow.datalog.values.facts import read_facts
+
+        loaded = {}
+        for name, (path, delimiter, headers, rfc4180) in self.input_files(facts_dir).items():
+            try:
+                loaded[name] = read_facts(path, self.relations[name], delimiter, headers,
+                                          progress, rfc4180, self.analysed.structures)
+            except OSError as exc:
+                missing = isinstance(exc, FileNotFoundError)
+                if missing_ok and missing:
+                    loaded[name] = []
+                    continue
+                directive = self.relations[name].inputs[0]
+                fix = ("create the file (it may be empty), point -F at the folder holding it, "
+                       "or read missing files as empty relations (diffflow run -w; "
+                       "load_facts(..., missing_ok=True))" if missing else
+                       "make it a readable file of facts")
+                raise DatalogError(
+                    f"cannot open fact file {os.path.basename(path)} for input relation {name!r}: "
+                    f"{exc.strerror or exc}", filename=str(path),
+                    hint=f"the program reads it for .input {name} ({self.filename}:"
+                         f"{directive.line}); {fix}") from None
+        encoded = {name: self.encode(name, rows) for name, rows in loaded.items()}
+        for name, rows in encoded.items():
+            self._change(name, rows, +1)
+        return {name: len(rows) for name, rows in loaded.items()}

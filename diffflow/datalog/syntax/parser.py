@@ -1,0 +1,499 @@
+"""Text to syntax tree: lark (LALR) parsing plus a transformer building :mod:`.ast` nodes.
+
+>>> program = parse('.decl edge(x: number, y: number)\\nedge(1, 2).')
+>>> program.declarations[0].relation, program.rules[0].head.args[1].value
+('edge', 2)
+"""
+from __future__ import annotations
+
+import functools
+
+from diffflow.datalog.syntax import ast
+from diffflow.datalog.syntax.errors import DatalogError
+from diffflow.datalog.values.functors import CONSTRAINTS, NOT_YET  # (string constraints Soufflé writes as atoms)
+from diffflow.datalog.syntax.grammar import GRAMMAR
+
+
+@functools.lru_cache(maxsize=1)
+def _parser():
+    from lark import Lark  # imported lazily: importing diffflow stays cheap
+
+    return Lark(GRAMMAR, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+def parse(source: str, filename: str = "<program>") -> ast.Program:
+    """Parse Datalog text into an :class:`~diffflow.datalog.syntax.ast.Program`.
+
+    Syntax errors raise :class:`DatalogError` with the position and what was expected.
+
+    >>> parse("p(x) :- q(x)").rules
+    Traceback (most recent call last):
+    ...
+    diffflow.common.errors.DatalogError: <program>:1:13: error: unexpected end of the program ...
+    """
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+
+    try:
+        tree = _parser().parse(source)
+    except UnexpectedEOF:
+        line, col = _end_of_text(source)
+        raise DatalogError("unexpected end of the program (is a '.' missing at the end of a "
+                           "rule?)", source, filename, line, col) from None
+    except UnexpectedToken as e:
+        if e.token.type == "$END" and source.rstrip().endswith(".pragma"):
+            line, col = _end_of_text(source)
+            raise DatalogError("'.pragma' without a key", source, filename, line, col - 7,
+                               hint=_PRAGMA_HINT) from None
+        _raise_unexpected(e, source, filename)
+    except UnexpectedCharacters as e:
+        _raise_bad_character(e, source, filename)
+    from diffflow.datalog.transform.components import expand_components
+
+    return expand_components(_Builder(source, filename).program(tree), source)
+
+
+def _raise_unexpected(e, source, filename):
+    """A parse error for an unexpected token, with what was expected and a hint."""
+    token = e.token
+    if token.type == "$END":
+        line, col = _end_of_text(source)
+        raise DatalogError("unexpected end of the program (is a '.' missing at the end of "
+                           "a rule?)", source, filename, line, col) from None
+    feature = _unsupported_feature(source, token.start_pos, token.value)
+    if feature is not None:
+        raise DatalogError(f"{feature}: not supported yet", source, filename, token.line,
+                           token.column, hint=_UNSUPPORTED_HINT) from None
+    accepts = getattr(e, "accepts", None) or e.expected
+    expected = _describe_expected(accepts)
+    raise DatalogError(f"unexpected {token.value!r}; expected {expected}", source, filename,
+                       token.line, token.column,
+                       hint=_syntax_hint(token, accepts, source)) from None
+
+
+_UNSUPPORTED_HINT = "the README's Datalog section lists what diffflow supports"
+_DIRECTIVES = {".lattice": "lattices (.lattice)", ".number_type": ".number_type",
+               ".symbol_type": ".symbol_type"}
+
+
+def _unsupported_feature(source: str, pos: int, text: str) -> str | None:
+    """The Soufflé feature diffflow does not support yet that a syntax error at ``pos``
+    (the offending ``text``) is the start of, if any.
+
+    >>> _unsupported_feature(".lattice L<number> {}", 0, ".")
+    'lattices (.lattice)'
+    """
+    rest = source[pos:]
+    for directive, name in _DIRECTIVES.items():
+        if rest.startswith(directive) and not rest[len(directive):len(directive) + 1].isalnum():
+            return name
+    return None
+
+
+def _raise_bad_character(e, source, filename):
+    """A parse error for a character no token starts with."""
+    char = source[e.pos_in_stream] if e.pos_in_stream < len(source) else ""
+    feature = _unsupported_feature(source, e.pos_in_stream, char)
+    if feature is not None:
+        raise DatalogError(f"{feature}: not supported yet", source, filename, e.line, e.column,
+                           hint=_UNSUPPORTED_HINT) from None
+    hint = None
+    if char == "#":
+        hint = ("a C preprocessor directive: dd.Program runs the preprocessor; call "
+                "diffflow.datalog.syntax.preprocess.preprocess() on text given to parse()")
+    elif char == "'":
+        hint = "strings use double quotes: \"text\""
+    elif char == '"':
+        hint = "unterminated string: a string ends with '\"' on the same line"
+    elif source.startswith("/*", e.pos_in_stream):
+        hint = "unterminated comment: close it with */"
+    raise DatalogError(f"unexpected character {char!r}", source, filename, e.line, e.column,
+                       hint=hint) from None
+
+
+_TOKEN_NAMES = {"IDENT": "a name", "INT": "a number", "FLOAT": "a float", "STRING": "a string",
+                "DOT": "'.'", "COMMA": "','", "LPAR": "'('", "RPAR": "')'", "COLON": "':'",
+                "IF": "':-'", "SEMICOLON": "';'", "COMPARE": "a comparison", "LBRACE": "'{'",
+                "RBRACE": "'}'", "BANG": "'!'", "WILDCARD": "'_'", "MINUS": "'-'",
+                "PLUS": "'+'", "TIMES": "'*'", "DIVIDE": "'/'", "MODULO": "'%'",
+                "CARET": "'^'", "DIRECTIVE": "a directive", "COUNT": "'count'",
+                "SUM": "'sum'", "MEAN": "'mean'", "MIN": "'min'", "MAX": "'max'", "EQUAL": "'='",
+                "SUBTYPE": "'<:'", "VBAR": "'|'", "LSQB": "'['", "RSQB": "']'",
+                "NIL": "'nil'", "BRANCH": "a branch ($Name)", "TRUE": "'true'", "FALSE": "'false'",
+                "DECL": "'.decl'", "TYPE": "'.type'", "QUALIFIER": "a qualifier",
+                "PRAGMA": "'.pragma'", "PLAN": "'.plan'", "$END": "the end"}
+# punctuation first: it is what a user most likely forgot
+_ORDER = {"'.'": 0, "','": 1, "';'": 2, "')'": 3, "':-'": 4}
+
+
+def _end_of_text(source: str) -> tuple:
+    """Line and column just after the last non-blank character."""
+    text = source.rstrip()
+    line = text.count("\n") + 1
+    return line, len(text.rsplit("\n", 1)[-1]) + 1
+
+
+def _describe_expected(expected) -> str:
+    names = sorted({_TOKEN_NAMES.get(t, t.lower()) for t in expected},
+                   key=lambda n: (_ORDER.get(n, 9), n))
+    if len(names) > 6:
+        names = names[:6] + ["..."]
+    return " or ".join(names) if len(names) <= 2 else ", ".join(names)
+
+
+_PRAGMA_HINT = 'a pragma is .pragma "key" "value" or .pragma "key", in double quotes'
+
+
+def _syntax_hint(token, expected, source) -> str | None:
+    if source.startswith("/*", token.start_pos or 0):
+        return "unterminated comment: close it with */"
+    before = source[:token.start_pos or 0].rstrip()
+    if before.endswith(".pragma") or (token.type == "STRING" and
+                                      before.rsplit(".pragma", 1)[-1].count('"') == 4):
+        return _PRAGMA_HINT
+    if "DOT" in expected and token.column == 1 and token.line > 1:
+        return "is a '.' missing at the end of the previous rule?"
+    if token.value == ":-" and "IF" not in expected:
+        return "remove the ',' before ':-'" if "IDENT" in expected else None
+    return None
+
+
+def _open_paren(source: str, token) -> tuple:
+    """Line and column of the first '(' after ``token`` (the '(' of a plan order)."""
+    at = source.index("(", token.end_pos)
+    line = source.count("\n", 0, at) + 1
+    return line, at - (source.rfind("\n", 0, at) + 1) + 1
+
+
+def _at(token):
+    """A position-only node at a token (for errors)."""
+    return ast.Node(token.line, token.column)
+
+
+def _int(text: str) -> tuple:
+    unsigned = text.endswith("u")
+    body = text[:-1] if unsigned else text
+    if body.startswith("0x"):
+        return int(body, 16), unsigned
+    if body.startswith("0b"):
+        return int(body, 2), unsigned
+    return int(body), unsigned
+
+
+def _unescape(text: str) -> str:
+    body = text[1:-1]
+    if "\\" not in body:
+        return body
+    out, i = [], 0
+    escapes = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            out.append(escapes.get(body[i + 1], "\\" + body[i + 1]))
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+class _Builder:
+    """Walks the lark tree into AST dataclasses (explicit, so positions are exact)."""
+
+    def __init__(self, source, filename):
+        self.source, self.filename = source, filename
+
+    def error(self, message, node, hint=None):
+        return DatalogError(message, self.source, self.filename, node.line, node.column, hint)
+
+    def program(self, tree) -> ast.Program:
+        items = self.items(tree.children)
+        return ast.Program(1, 1, self.filename, items["declarations"], items["types"],
+                           items["directives"], items["rules"], items["pragmas"],
+                           items["functors"], items["components"], items["inits"])
+
+    def items(self, children) -> dict:
+        """A program's or a component's elements, by kind."""
+        out = {k: [] for k in ("declarations", "types", "directives", "rules", "pragmas",
+                               "functors", "components", "inits", "overrides")}
+        for item in children:
+            kind = item.data
+            if kind == "functor_declaration":
+                out["functors"].append(self.functor_declaration(item))
+            elif kind == "declaration":
+                out["declarations"].extend(self.declaration(item))
+            elif kind in ("subtype", "type_alias", "record_type", "adt_type"):
+                out["types"].append(self.type_declaration(item))
+            elif kind == "directive":
+                out["directives"].extend(self.directive(item))
+            elif kind == "pragma":
+                out["pragmas"].append(self.pragma(item))
+            elif kind == "subsumption":
+                out["rules"].append(self.subsumption(item))
+            elif kind == "component":
+                out["components"].append(self.component(item))
+            elif kind == "init":
+                _init, name, component_type = item.children
+                out["inits"].append(ast.Init(name.line, name.column, str(name),
+                                             self.component_type(component_type)))
+            elif kind == "override":
+                name = item.children[1]
+                out["overrides"].append(ast.Directive(name.line, name.column, "override",
+                                                      str(name)))
+            else:
+                out["rules"].extend(self.clause(item))
+        return out
+
+    def component_type(self, tree) -> ast.ComponentType:
+        name, *args = tree.children
+        return ast.ComponentType(name.line, name.column, str(name),
+                                 [str(a) for a in args if a is not None])
+
+    def component(self, tree) -> ast.Component:
+        _comp, own, *rest = tree.children
+        bases = [self.component_type(c) for c in rest
+                 if c is not None and getattr(c, "data", None) == "component_type"]
+        body = [c for c in rest if c is not None and getattr(c, "data", None) != "component_type"]
+        items = self.items(body)
+        for kind in ("pragmas", "functors"):
+            if items[kind]:
+                raise self.error(f"{kind[:-1]} declarations belong outside components",
+                                 items[kind][0])
+        own_type = self.component_type(own)
+        return ast.Component(own_type.line, own_type.column, own_type, bases,
+                             items["declarations"], items["types"], items["directives"],
+                             items["rules"], items["components"], items["inits"],
+                             items["overrides"])
+
+    def functor_declaration(self, tree):
+        _decl, name, *rest = tree.children
+        stateful = rest[-1] is not None and getattr(rest[-1], "type", "") == "STATEFUL"
+        result = rest[-2]
+        params = []
+        for param in rest[:-2]:
+            if param is None:
+                continue
+            first, second = param.children
+            params.append(str(second if second is not None else first))
+        return ast.FunctorDeclaration(name.line, name.column, str(name), params, str(result),
+                                      stateful)
+
+    def declaration(self, tree):
+        """One :class:`~.ast.Declaration` per name of ``.decl A, B(...)`` (as in Soufflé)."""
+        _decl, *rest = tree.children
+        names, attributes, qualifiers, choice = [], [], [], []
+        for child in rest:
+            if child is None:
+                continue
+            if getattr(child, "type", None) == "IDENT":
+                names.append(child)
+            elif child.data == "attribute":
+                attr_name, attr_type = child.children
+                attributes.append(ast.Attribute(attr_name.line, attr_name.column,
+                                                str(attr_name), str(attr_type)))
+            elif child.data == "choice":
+                choice = [ast.ChoiceDomain(d.children[0].line, d.children[0].column,
+                                           [str(t) for t in d.children])
+                          for d in child.children[1:]]
+            else:
+                q = child.children[0]
+                qualifiers.append(str(q))
+        return [ast.Declaration(name.line, name.column, str(name), list(attributes),
+                                list(qualifiers), list(choice)) for name in names]
+
+    def pragma(self, tree):
+        _pragma, key, value = tree.children
+        return ast.Pragma(key.line, key.column, _unescape(str(key)),
+                          _unescape(str(value)) if value is not None else "")
+
+    def type_declaration(self, tree):
+        _type, name, *rest = tree.children
+        if tree.data == "subtype":
+            return ast.TypeDeclaration(name.line, name.column, str(name), str(rest[1]))
+        if tree.data == "record_type":
+            return ast.TypeDeclaration(name.line, name.column, str(name), "record",
+                                       fields=self.attributes(rest))
+        if tree.data == "adt_type":
+            branches = [ast.Branch(b.children[0].line, b.children[0].column,
+                                   str(b.children[0]), self.attributes(b.children[1:]))
+                        for b in rest]
+            return ast.TypeDeclaration(name.line, name.column, str(name), "adt",
+                                       branches=branches)
+        members = [str(t) for t in rest]
+        return ast.TypeDeclaration(name.line, name.column, str(name), members[0],
+                                   members if len(members) > 1 else [])
+
+    def attributes(self, trees) -> list:
+        """``name: type`` attributes (of a record type or an ADT branch), names unique."""
+        out = []
+        for tree in trees:
+            if tree is None:
+                continue
+            name, kind = tree.children
+            if any(a.name == str(name) for a in out):
+                raise self.error(f"field {str(name)!r} appears twice", _at(name))
+            out.append(ast.Attribute(name.line, name.column, str(name), str(kind)))
+        return out
+
+    def directive(self, tree):
+        kind_token, *rest = tree.children
+        params = {}
+        if rest and rest[-1] is not None and getattr(rest[-1], "data", None) == "params":
+            for p in rest[-1].children:
+                if p is None:
+                    continue
+                key, value = p.children
+                if value.type == "STRING":
+                    params[str(key)] = _unescape(str(value))
+                else:
+                    params[str(key)] = str(value)
+        names = [t for t in rest if t is not None and getattr(t, "type", None) == "IDENT"]
+        kind = str(kind_token)[1:]
+        return [ast.Directive(n.line, n.column, kind, str(n), dict(params)) for n in names]
+
+    def clause(self, tree):
+        *head_trees, _if, body_tree, plan_tree = tree.children
+        heads = [self.atom(c) for c in head_trees]
+        body = self.disjunction(body_tree) if body_tree is not None else []
+        plan = self.plan(plan_tree) if plan_tree is not None else []
+        return [ast.Rule(h.line, h.column, h, body, list(plan)) for h in heads]
+
+    def subsumption(self, tree):
+        """``r(a) <= r(b) :- body.``: the dominated tuple first, then the dominating one."""
+        dominated, op, dominating, _if, body_tree, plan_tree = tree.children
+        if str(op) != "<=":
+            raise self.error(f"unexpected {str(op)!r} after a head; a subsumptive rule is "
+                             f"written r(x) <= r(y) :- body.", op)
+        head = self.atom(dominated)
+        plan = self.plan(plan_tree) if plan_tree is not None else []
+        return ast.Rule(head.line, head.column, head, self.disjunction(body_tree), list(plan),
+                        self.atom(dominating))
+
+    def plan(self, tree) -> list:
+        """``.plan 0: (1, 2), 1: (2, 1)``: one :class:`~.ast.PlanOrder` per version."""
+        orders = []
+        for item in tree.children[1:]:
+            version, *positions = item.children
+            if any(t.endswith("u") or not t.isdigit() for t in [version, *positions]
+                   if t is not None):
+                bad = next(t for t in [version, *positions]
+                           if t is not None and (t.endswith("u") or not t.isdigit()))
+                raise self.error(f"{str(bad)!r} in .plan: versions and atom positions are "
+                                 f"plain decimal numbers", bad)
+            order = [int(t) for t in positions if t is not None]
+            # the position of an order is its '(' (as Soufflé reports it)
+            line, column = _open_paren(self.source, version)
+            orders.append(ast.PlanOrder(line, column, int(version), order))
+        return orders
+
+    # -- bodies --------------------------------------------------------------------------
+    def disjunction(self, tree) -> list:
+        return [self.conjunction(c) for c in tree.children]
+
+    def conjunction(self, tree):
+        return ast.Conjunction(tree.meta.line, tree.meta.column,
+                               [self.literal(c) for c in tree.children])
+
+    def literal(self, tree):
+        kind = tree.data
+        if kind == "atom":
+            atom = self.atom(tree)
+            return self.constraint(atom) if atom.relation in CONSTRAINTS else atom
+        if kind == "negation":
+            atom = self.atom(tree.children[0])
+            if atom.relation in CONSTRAINTS:
+                return self.constraint(atom, negated=True)
+            return ast.Negation(tree.meta.line, tree.meta.column, atom)
+        if kind == "comparison":
+            left, op, right = tree.children
+            return ast.Comparison(op.line, op.column, str(op), self.term(left), self.term(right))
+        if kind == "boolean":
+            token = tree.children[0]
+            return ast.Boolean(token.line, token.column, str(token) == "true")
+        if kind == "group":
+            return ast.Disjunction(tree.meta.line, tree.meta.column,
+                                   self.disjunction(tree.children[0]))
+        raise AssertionError(kind)
+
+    def atom(self, tree):
+        name, *args = tree.children
+        args = [self.term(a) for a in args if a is not None]
+        return ast.Atom(name.line, name.column, str(name), args)
+
+    def constraint(self, atom: ast.Atom, negated: bool = False):
+        """``contains(sub, s)`` / ``match(regex, s)``, written as atoms: Soufflé's string
+        constraints, comparisons with those ops (``!contains`` negated)."""
+        if len(atom.args) != 2:
+            raise self.error(f"{atom.relation} takes 2 arguments, got {len(atom.args)}", atom)
+        return ast.Comparison(atom.line, atom.column, "!" * negated + atom.relation,
+                              *atom.args)
+
+    # -- terms ---------------------------------------------------------------------------
+    def term(self, tree):
+        from lark import Token
+
+        if isinstance(tree, Token):  # pragma: no cover - terms always arrive as trees
+            raise AssertionError(tree)
+        kind = tree.data
+        if kind in ("variable", "wildcard", "integer", "float", "string"):
+            token = tree.children[0]
+            line, column = token.line, token.column
+            if kind == "variable":
+                return ast.Var(line, column, str(token))
+            if kind == "wildcard":
+                return ast.Wildcard(line, column)
+            if kind == "integer":
+                value, unsigned = _int(str(token))
+                return ast.Number(line, column, value, unsigned)
+            if kind == "float":
+                return ast.Float(line, column, float(str(token)))
+            return ast.String(line, column, _unescape(str(token)))
+        if kind == "binary":
+            left, op, right = tree.children
+            if op.type in ("PLUS", "MINUS", "TIMES", "DIVIDE", "MODULO", "CARET"):
+                return ast.BinaryOp(op.line, op.column, str(op), self.term(left),
+                                    self.term(right))
+            return ast.Functor(op.line, op.column, str(op), [self.term(left), self.term(right)])
+        if kind == "prefix":
+            op, operand = tree.children
+            return ast.Functor(op.line, op.column, str(op), [self.term(operand)])
+        if kind in ("functor", "user_functor"):
+            name, *args = tree.children
+            args = [self.term(a) for a in args if a is not None]
+            if kind == "user_functor":
+                return ast.Functor(name.line, name.column, str(name), args)
+            if str(name) in NOT_YET:
+                raise self.error(f"{NOT_YET[str(name)]}: not supported yet", _at(name))
+            return ast.Functor(name.line, name.column, str(name), args)
+        if kind == "record":
+            return ast.RecordTerm(tree.meta.line, tree.meta.column,
+                                  [self.term(a) for a in tree.children if a is not None])
+        if kind == "nil":
+            token = tree.children[0]
+            return ast.Nil(token.line, token.column)
+        if kind == "branch":
+            name, *args = tree.children
+            return ast.BranchTerm(name.line, name.column, str(name)[1:],
+                                  [self.term(a) for a in args if a is not None])
+        if kind == "cast":
+            token, operand, type_name = tree.children
+            return ast.Functor(token.line, token.column, "as", [self.term(operand)],
+                               str(type_name))
+        if kind == "negative":
+            op, operand = tree.children
+            inner = self.term(operand)
+            if isinstance(inner, (ast.Number, ast.Float)) and not getattr(inner, "unsigned", False):
+                return type(inner)(op.line, op.column, -inner.value)
+            return ast.Negative(op.line, op.column, inner)
+        if kind == "aggregate":
+            function = tree.children[0]
+            if function.type == "COUNT":
+                target, body = None, tree.children[1]
+            else:
+                target, body = self.term(tree.children[1]), tree.children[2]
+            if body.data == "aggregate_atom":
+                literals = [self.atom(body.children[0])]
+            else:
+                literals = [self.literal(c) for c in body.children]
+            return ast.AggregateTerm(function.line, function.column, str(function), target,
+                                     literals)
+        raise AssertionError(kind)

@@ -1,0 +1,92 @@
+"""Terms, literals and clauses as text, for the plan a compiled program shows.
+
+>>> from diffflow.datalog.syntax.parser import parse
+>>> (rule,) = parse("r(x) :- e(x, y), !f(y), y != x + 1.").rules
+>>> ", ".join(render_literal(l) for l in rule.body[0].literals)
+'e(x, y), !f(y), y != (x + 1)'
+"""
+from __future__ import annotations
+
+from diffflow.datalog.syntax import ast
+from diffflow.datalog.values.functors import CONSTRAINTS, INFIX, PREFIX
+
+
+def render_term(node) -> str:
+    """A term as the plan shows it (arithmetic in parentheses).
+
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> (rule,) = parse('r(x * -(y + 1), "a", 2u, count : { e(_) }).').rules
+    >>> [render_term(a) for a in rule.head.args]
+    ['(x * -(y + 1))', '"a"', '2u', 'count : { e(_) }']
+    """
+    if isinstance(node, ast.Var):
+        return node.name
+    if isinstance(node, ast.Wildcard):
+        return "_"
+    if isinstance(node, ast.Number):
+        return f"{node.value}{'u' if node.unsigned else ''}"
+    if isinstance(node, ast.Float):
+        return repr(node.value)
+    if isinstance(node, ast.String):
+        return '"' + node.value.replace('"', '\\"') + '"'
+    if isinstance(node, ast.BinaryOp):
+        return f"({render_term(node.left)} {node.op} {render_term(node.right)})"
+    if isinstance(node, ast.Negative):
+        return f"-{render_term(node.operand)}"
+    if isinstance(node, ast.Functor):
+        args = [render_term(a) for a in node.args]
+        if node.name == "as":
+            return f"as({args[0]}, {node.type_name})"
+        if node.name in PREFIX:
+            return f"({node.name} {args[0]})"
+        if node.name in INFIX:  # x band y
+            return f"({args[0]} {node.name} {args[1]})"
+        return f"{node.name}({', '.join(args)})"
+    if isinstance(node, ast.AggregateTerm):
+        body = ", ".join(render_literal(l) for l in node.body)
+        target = f" {render_term(node.target)}" if node.target is not None else ""
+        return f"{node.function}{target} : {{ {body} }}"
+    return "?"
+
+
+def render_atom(atom) -> str:
+    """An atom as the plan shows it.
+
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> render_atom(parse("r(x, _, 1.5).").rules[0].head)
+    'r(x, _, 1.5)'
+    """
+    return f"{atom.relation}({', '.join(render_term(a) for a in atom.args)})"
+
+
+def render_literal(lit) -> str:
+    """A body literal as the plan shows it.
+
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> [render_literal(l) for l in parse("r(x) :- e(x), !f(x), x < 2, true.").rules[0]
+    ...                                    .body[0].literals]
+    ['e(x)', '!f(x)', 'x < 2', 'true']
+    """
+    if isinstance(lit, ast.Atom):
+        return render_atom(lit)
+    if isinstance(lit, ast.Negation):
+        return "!" + render_atom(lit.atom)
+    if isinstance(lit, ast.Comparison):
+        if lit.op.lstrip("!") in CONSTRAINTS:
+            return f"{lit.op}({render_term(lit.left)}, {render_term(lit.right)})"
+        return f"{render_term(lit.left)} {lit.op} {render_term(lit.right)}"
+    if isinstance(lit, ast.Boolean):
+        return "true" if lit.value else "false"
+    return "?"
+
+
+def render_clause(clause) -> str:
+    """A clause (head and flat body) as the plan shows it.
+
+    >>> from diffflow.datalog.analysis.analyser import analyse
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> a = analyse(parse(".decl e(x: number)\\n.decl r(x: number)\\nr(x + 1) :- e(x)."))
+    >>> render_clause(a.relations["r"].clauses[0])
+    'r((x + 1)) :- e(x).'
+    """
+    return f"{render_atom(clause.head)} :- {', '.join(render_literal(l) for l in clause.literals)}."

@@ -1,0 +1,80 @@
+"""``autoinc()``: numbers for a rule's rows that stay exact under updates.
+
+Soufflé's ``autoinc()`` gives the next value of a global counter each time a
+rule fires, so its numbers depend on evaluation order.  diffflow gives it a
+meaning that does not: a rule ``r(x, autoinc()) :- body.`` numbers its
+distinct head rows (the other arguments) by their rank in value order
+(attributes in order; numbers by value, symbols by text), so an incremental
+run always equals a fresh one.  With ``k`` uses in the program (use ``j``
+counted from 0 in the program's order), a row of rank ``i`` gets ``i * k +
+j``: numbers are unique across the program, and a program with one use
+numbers its rows 0, 1, 2, ... as Soufflé's counter does.
+
+Under updates a new row shifts the numbers of the rows after it (each
+changed number is one removed and one added row); the ranking is a reduce
+over the rule's whole result, so a change costs that result's size.
+
+``autoinc()`` must be a whole head argument of a rule with a body (a fact
+with it is an error, as in Soufflé; write ``r(autoinc()) :- true.``), and,
+as in Soufflé, not in a recursive rule.
+
+>>> from diffflow.datalog.program import Program
+>>> p = Program('''.decl name(n: symbol)
+... .decl numbered(n: symbol, i: number)
+... numbered(n, autoinc()) :- name(n).''')
+>>> _ = p.insert("name", [("b",), ("a",), ("c",)]); p.commit()
+>>> sorted(p.relation("numbered"))
+[('a', 0), ('b', 1), ('c', 2)]
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from diffflow.datalog.syntax import ast
+from diffflow.datalog.values.functors import COUNTERS
+
+
+def is_counter(node) -> bool:
+    return isinstance(node, ast.Functor) and node.name in COUNTERS
+
+
+def number_counters(analyser, relations: dict, strata: list, inline=()) -> None:
+    """Check every ``autoinc()`` and give each its ``(stride, offset)`` (in place);
+    ``inline``: the relations to be unfolded, which cannot number rows."""
+    recursive = {name for s in strata if s.recursive for name in s.relations}
+    uses, seen = [], set()
+    for relation in relations.values():
+        for clause in relation.clauses + relation.dominated:
+            args = list(clause.head.args)
+            for i, arg in enumerate(args):
+                if is_counter(arg) and id(arg) in seen:  # (a rule's alternatives after ';'
+                    args[i] = dataclasses.replace(arg)   # share its head: a use each)
+                    clause.head = dataclasses.replace(clause.head, args=args)
+                seen.add(id(args[i]))
+            for lit in clause.literals:
+                for node in ast.walk_terms(*ast.literal_terms(lit), aggregates=True):
+                    if is_counter(node):
+                        raise _misplaced(analyser, node)
+            for arg in clause.head.args:
+                inner = list(ast.walk_terms(arg, aggregates=True))[1:]
+                misplaced = next((n for n in inner if is_counter(n)), None)
+                if misplaced is not None:
+                    raise _misplaced(analyser, misplaced)
+                if is_counter(arg):
+                    if relation.name in inline:
+                        raise analyser.error(f"autoinc() in a rule of inline relation "
+                                             f"{relation.name!r}", arg, hint="remove 'inline'")
+                    if relation.name in recursive:
+                        raise analyser.error("autoinc() in a recursive rule: its numbers "
+                                             "would feed the rows they number", arg,
+                                             hint="number the rows in a relation computed "
+                                                  "after the recursion")
+                    uses.append(arg)
+    uses.sort(key=lambda n: (n.line, n.column))
+    for offset, node in enumerate(uses):
+        node.counter = (len(uses), offset)
+
+
+def _misplaced(analyser, node):
+    return analyser.error("autoinc() must be a whole argument of a rule's head", node,
+                          hint="diffflow numbers the rule's rows: r(x, autoinc()) :- body.")

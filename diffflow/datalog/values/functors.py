@@ -1,0 +1,480 @@
+"""Soufflé's intrinsic functors: their types, and their values on whole columns and on one row.
+
+A functor call is an :class:`~diffflow.datalog.syntax.ast.Functor` node: ``cat(a, b)``,
+``strlen(s)``, ``x band y``, ``bnot x``, ``min(a, b, c)``, ``as(x, T)``...;
+``contains(sub, s)`` and ``match(regex, s)`` are constraints (comparisons with
+those ops).  Each has a signature (:data:`SIGNATURES`): fixed parameter and
+result types, or ``"T"`` -- the numeric type of the expression the call is in,
+as for ``+`` -- and two implementations with one meaning:
+
+* :func:`column` builds the column expression the engine evaluates on whole
+  columns: numbers with numpy (32-bit wrapping as Soufflé's ``number`` and
+  ``unsigned``), strings once per distinct value (a symbol column holds ids;
+  new strings are interned as symbols, so they reach every partition worker);
+* :func:`scalar` computes one value, for constant facts and the small
+  replays of explanations.
+
+Strings are measured and cut in UTF-8 bytes, as Soufflé does (``strlen("é")``
+is 2).  ``ord(s)`` is, as in Soufflé, a number that tells symbols apart and
+means nothing else (here: from the symbol's hash).  Errors follow Soufflé:
+``to_number`` of text that does not start with a number stops the run;
+``substr`` with a start outside the string gives ``""``; a bad ``match``
+pattern matches nothing.
+
+>>> scalar("cat", ["ab", "c"], "symbol"), scalar("bshru", [-1, 28], "number")
+('abc', 15)
+>>> scalar("substr", ["hello", 1, 3], "symbol"), scalar("strlen", ["héllo"], "number")
+('ell', 6)
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from diffflow.common.errors import ExpressionError
+from diffflow.dataflow.expr import Expr, Func
+
+_2_31, _2_32 = 1 << 31, 1 << 32
+NUMERIC = ("number", "unsigned", "float")
+INTEGRAL = ("number", "unsigned")
+
+# name -> (parameter types, result type); "T": the numeric type the call is evaluated in
+# (its arguments too); "numeric": any numeric argument; a trailing "..." repeats the last
+SIGNATURES = {
+    "cat": (("symbol", "symbol", "..."), "symbol"),
+    "strlen": (("symbol",), "number"),
+    "substr": (("symbol", "number", "number"), "symbol"),
+    "ord": (("symbol",), "number"),
+    "to_number": (("symbol",), "number"),
+    "to_unsigned": (("symbol",), "unsigned"),
+    "to_float": (("symbol",), "float"),
+    "to_string": (("numeric",), "symbol"),
+    "itou": (("number",), "unsigned"),
+    "itof": (("number",), "float"),
+    "utoi": (("unsigned",), "number"),
+    "utof": (("unsigned",), "float"),
+    "ftoi": (("float",), "number"),
+    "ftou": (("float",), "unsigned"),
+    "min": (("T", "T", "..."), "T"),
+    "max": (("T", "T", "..."), "T"),
+    "abs": (("T",), "T"),
+    "band": (("T", "T"), "T"), "bor": (("T", "T"), "T"), "bxor": (("T", "T"), "T"),
+    "bshl": (("T", "T"), "T"), "bshr": (("T", "T"), "T"), "bshru": (("T", "T"), "T"),
+    "bnot": (("T",), "T"),
+    "land": (("T", "T"), "T"), "lor": (("T", "T"), "T"), "lxor": (("T", "T"), "T"),
+    "lnot": (("T",), "T"),
+    "range": (("T", "T", "..."), "T"),  # 2 or 3 arguments (analysis checks); a generator
+    "autoinc": ((), "number"),
+}
+INFIX = {"band", "bor", "bxor", "bshl", "bshr", "bshru", "land", "lor", "lxor"}  # x band y
+PREFIX = {"bnot", "lnot"}  # bnot x
+BITWISE = INFIX | PREFIX
+NUMERIC_FUNCTORS = BITWISE | {"min", "max", "abs", "itou", "utoi", "ftoi", "ftou", "itof",
+                              "utof"}  # (computed by numpy, on columns or on one row)
+CONSTRAINTS = ("contains", "match")  # (sub, text) and (regex, text): literals, not terms
+# named in the grammar but not built yet: a located error names the feature
+NOT_YET: dict = {}
+COUNTERS = ("autoinc",)  # numbers the rows of its rule (a head argument; see .counters)
+GENERATORS = ("range",)  # one row in, many out (.generators): bodies bind them
+
+
+def parameters(name: str, count: int) -> list:
+    """The parameter types of ``name`` called with ``count`` arguments, or None when it
+    takes another number.
+
+    >>> parameters("cat", 3), parameters("strlen", 2)
+    (['symbol', 'symbol', 'symbol'], None)
+    """
+    params, _ = SIGNATURES[name]
+    if params and params[-1] == "...":
+        fixed = list(params[:-1])
+        return fixed + [fixed[-1]] * (count - len(fixed)) if count >= len(fixed) else None
+    return list(params) if count == len(params) else None
+
+
+def arity_text(name: str) -> str:
+    """How many arguments ``name`` takes, for messages.
+
+    >>> arity_text("min"), arity_text("substr")
+    ('at least 2 arguments', '3 arguments')
+    """
+    params, _ = SIGNATURES[name]
+    if params and params[-1] == "...":
+        return f"at least {len(params) - 1} arguments"
+    return f"{len(params)} argument{'s' * (len(params) != 1)}"
+
+
+# -- one value ------------------------------------------------------------------------------
+def _wrap(value: int, kind: str) -> int:
+    if kind == "number":
+        return (value + _2_31) % _2_32 - _2_31
+    if kind == "unsigned":
+        return value % _2_32
+    return value
+
+
+def _bytes_cut(text: str, start: int, length: int) -> str:
+    data = text.encode()
+    if start < 0 or start > len(data):  # (std::string::substr throws: Soufflé gives "")
+        return ""
+    end = len(data) if length < 0 else start + length
+    return data[start:end].decode(errors="replace")
+
+
+_INT_PREFIX = re.compile(r"\s*([+-]?[0-9]+)")
+_FLOAT_PREFIX = re.compile(r"\s*([+-]?([0-9]+\.?[0-9]*([eE][+-]?[0-9]+)?|\.[0-9]+([eE][+-]?[0-9]+)?"
+                           r"|inf|nan))", re.IGNORECASE)
+
+
+def _to_number(text: str, kind: str):
+    """std::stoi / stoul / stod: the number the text starts with (leading blanks allowed)."""
+    found = (_FLOAT_PREFIX if kind == "float" else _INT_PREFIX).match(text)
+    if found is None:
+        raise ExpressionError(f"to_{'float' if kind == 'float' else kind}({text!r}): the "
+                              f"string does not start with a number")
+    if kind == "float":
+        return float(found.group(1))
+    value = int(found.group(1))
+    if kind == "number" and not -_2_31 <= value < _2_31 or \
+            kind == "unsigned" and not -_2_32 < value < _2_32:  # (std::stoi / stoul range)
+        raise ExpressionError(f"to_{kind}({text!r}): out of the 32-bit {kind} range")
+    return _wrap(value, kind)
+
+
+def _to_string(value, kind: str) -> str:
+    return f"{value:f}" if kind == "float" else str(int(value))  # (std::to_string)
+
+
+def _matches(pattern: str, text: str) -> bool:
+    try:
+        return re.fullmatch(pattern, text) is not None
+    except re.error:  # Soufflé warns and matches nothing
+        return False
+
+
+def _ord(text: str) -> int:
+    from diffflow.common.schema import _hash_strings  # (the symbol's id, folded to a number)
+
+    return _wrap(int(_hash_strings(np.array([text], dtype=object))[0]), "number")
+
+
+def scalar(name: str, args: list, kind: str, arg_kinds: list | None = None):
+    """``name(*args)`` for one row, in type ``kind`` (the call's); ``arg_kinds`` are the
+    arguments' types (``to_string`` needs it).
+
+    >>> scalar("max", [3, 9, 4], "number"), scalar("bnot", [0], "unsigned")
+    (9, 4294967295)
+    """
+    if name == "cat":
+        return "".join(args)
+    if name in COUNTERS:
+        raise ValueError("autoinc() numbers a rule's rows; it has no value of its own")
+    if name == "strlen":
+        return len(args[0].encode())
+    if name == "substr":
+        return _bytes_cut(*args)
+    if name == "ord":
+        return _ord(args[0])
+    if name in ("to_number", "to_unsigned", "to_float"):
+        return _to_number(args[0], SIGNATURES[name][1])
+    if name == "to_string":
+        return _to_string(args[0], (arg_kinds or ["number"])[0])
+    if name in NUMERIC_FUNCTORS and kind != "symbol":  # the column kernel, on one row
+        out = _Numeric(name, kind)(None, *(np.asarray([a]) for a in args))
+        return out[0].item()
+    return min(args) if name == "min" else max(args)  # (of symbols: by text)
+
+
+def holds(op: str, left: str, right: str) -> bool:
+    """Whether ``contains(left, right)`` (``left`` occurs in ``right``) or
+    ``match(left, right)`` (regex ``left`` matches all of ``right``) holds.
+
+    >>> holds("contains", "ell", "hello"), holds("match", "h.*o", "hello")
+    (True, True)
+    """
+    if op == "contains":
+        return left in right
+    if op == "match":
+        return _matches(left, right)
+    # symbols in text order: code points, which is UTF-8 byte order, as Soufflé compares them
+    return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
+
+
+# -- whole columns ----------------------------------------------------------------------------
+def column(name: str, args: list, kind: str, arg_kinds: list) -> Expr:
+    """The column expression of ``name(*args)`` (``args``: column expressions), in type
+    ``kind``; ``arg_kinds``: the arguments' types.
+
+    >>> from diffflow.dataflow.expr import col
+    >>> column("band", [col("v_x"), col("v_y")], "number", ["number", "number"])
+    band(col('v_x'), col('v_y'))
+    """
+    out = {"symbol": "str", "float": "float"}.get(kind, "int")
+    if name in NUMERIC_FUNCTORS and kind != "symbol":
+        return Func(name, _Numeric(name, kind), args, out)
+    return Func(name, _PerValue(name, kind, arg_kinds), args, out)  # (min, max of symbols: text)
+
+
+def constraint(op: str, left: Expr, right: Expr) -> Expr:
+    """The filter predicate of ``contains(left, right)`` / ``match(left, right)``, or of an
+    order comparison (``<`` ...) of symbols, by their text."""
+    return Func(op, _PerValue(op, "bool", ["symbol", "symbol"]), [left, right], "bool")
+
+
+class _Numeric:
+    """A numeric functor on numpy columns (int64 holding 32-bit values, or floats)."""
+
+    def __init__(self, name: str, kind: str):
+        self.name, self.kind = name, kind
+
+    def __call__(self, symbols, *values):
+        name, kind = self.name, self.kind
+        if name in ("min", "max"):
+            return (np.minimum if name == "min" else np.maximum).reduce(np.stack(values))
+        if name in ("itof", "utof"):
+            return values[0].astype(np.float64)
+        if name in ("ftoi", "ftou"):
+            v = np.asarray(values[0], np.float64)
+            v = np.where(np.isfinite(v) & (np.abs(v) < 2.0 ** 63), np.trunc(v), 0.0)
+            return _wrap_array(v.astype(np.int64), SIGNATURES[name][1])
+        if name in ("itou", "utoi"):
+            return _wrap_array(values[0].astype(np.int64), SIGNATURES[name][1])
+        if name == "abs":
+            return np.abs(values[0]) if kind == "float" else _wrap_array(np.abs(values[0]), kind)
+        a = values[0].astype(np.int64)
+        b = values[1].astype(np.int64) if len(values) > 1 else None
+        if name in ("land", "lor", "lxor", "lnot"):
+            x = a != 0
+            y = None if b is None else b != 0
+            value = {"land": lambda: x & y, "lor": lambda: x | y, "lxor": lambda: x ^ y,
+                     "lnot": lambda: ~x}[name]()
+            return value.astype(np.int64)
+        if name == "bnot":
+            return _wrap_array(~a, kind)
+        shift = None if b is None else b & 31
+        value = {"band": lambda: a & b, "bor": lambda: a | b, "bxor": lambda: a ^ b,
+                 "bshl": lambda: a << shift, "bshr": lambda: a >> shift,
+                 "bshru": lambda: (a % _2_32) >> shift}[name]()
+        return _wrap_array(value, kind)
+
+
+def _wrap_array(values: np.ndarray, kind: str) -> np.ndarray:
+    if kind == "number":
+        return (values + _2_31) % _2_32 - _2_31
+    if kind == "unsigned":
+        return values % _2_32
+    return values
+
+
+class _PerValue:
+    """A functor of strings (or one yielding them): computed once per distinct combination
+    of argument values, symbols decoded and results interned through the symbol table."""
+
+    def __init__(self, name: str, kind: str, arg_kinds: list, compute=None):
+        self.name, self.kind, self.arg_kinds = name, kind, list(arg_kinds)
+        self.compute = compute or (lambda row: scalar(name, row, kind, self.arg_kinds))
+
+    def __call__(self, symbols, *values):
+        n = len(values[0])
+        if n == 0:
+            return np.zeros(0, np.float64 if self.kind == "float" else np.int64)
+        # (one int64 matrix: floats by their bits, so 64-bit symbol ids stay exact)
+        stacked = np.stack([np.asarray(v, np.float64).view(np.int64) if k == "float"
+                            else np.asarray(v, np.int64)
+                            for v, k in zip(values, self.arg_kinds)], axis=1)
+        distinct, inverse = np.unique(stacked, axis=0, return_inverse=True)
+        columns = []
+        for j, k in enumerate(self.arg_kinds):
+            part = np.ascontiguousarray(distinct[:, j])
+            if k == "symbol":
+                columns.append(symbols.decode(part))
+            elif k == "float":
+                columns.append(part.view(np.float64).tolist())
+            else:
+                columns.append(part.tolist())
+        if self.kind == "bool":
+            results = [holds(self.name, *row) for row in zip(*columns)]
+            return np.asarray(results, bool)[inverse.ravel()]
+        results = [self.compute(list(row)) for row in zip(*columns)]
+        if self.kind == "symbol":
+            ids = symbols.encode(results)
+        else:
+            ids = np.asarray(results, np.float64 if self.kind == "float" else np.int64)
+        return ids[inverse.ravel()]
+
+
+# -- user-defined functors ------------------------------------------------------------------
+class UserFunctor:
+    """A ``.functor`` declaration bound to a Python callable (``Program(functors=...)``).
+
+    The callable gets one value per argument (``int``, ``float``, ``str``, a record as a
+    tuple or ``None``, an ADT value as an :class:`~diffflow.datalog.values.structures.AdtValue`) and
+    returns the result, called once per distinct combination of arguments; marked with
+    :func:`vectorized`, it gets whole numpy arrays (symbols as arrays of ``str``) and
+    returns an array.  Results are converted to the declared type as Soufflé's C++ would:
+    ``number`` wraps to 32 bits, ``unsigned`` too.  (Soufflé's ``stateful`` functors are
+    C++ given the symbol and record tables; a Python functor gets and returns values, so
+    ``stateful`` changes nothing here.)
+    """
+
+    def __init__(self, decl, params: list, result: str, fn, structures=None):
+        self.decl, self.params, self.result, self.fn = decl, params, result, fn
+        self.name = decl.name
+        self.structures = structures or {}
+        self.structured = any(k in self.structures for k in (*params, result))
+
+    def convert(self, value):
+        if self.result in self.structures:  # (checked when it is encoded)
+            return value
+        if self.result == "symbol":
+            if not isinstance(value, str):
+                raise ExpressionError(f"functor @{self.name} returned {value!r}, not a str "
+                                      f"(it is declared to return a symbol)")
+            return value
+        if self.result == "float":
+            if isinstance(value, (str, bytes)):
+                raise ExpressionError(f"functor @{self.name} returned {value!r}, not a number "
+                                      f"(it is declared to return a float)")
+            return float(value)
+        if isinstance(value, (str, bytes, float)) and not (
+                isinstance(value, float) and value.is_integer()) or int(value) != value:
+            raise ExpressionError(f"functor @{self.name} returned {value!r}, not an integer "
+                                  f"(it is declared to return a {self.result})")
+        return _wrap(int(value), self.result)
+
+    def scalar(self, args: list):
+        try:
+            value = self.fn(*args)
+        except Exception as e:
+            raise ExpressionError(f"functor @{self.name}({', '.join(map(repr, args))}) "
+                                  f"failed: {type(e).__name__}: {e}") from e
+        try:
+            return self.convert(value)
+        except ExpressionError:
+            raise
+        except Exception as e:  # (None, nan, complex...: not of the declared type)
+            raise ExpressionError(f"functor @{self.name} returned {value!r}, not a "
+                                  f"{self.result}") from e
+
+    def __call__(self, symbols, *values, rows: int | None = None):
+        if not values:  # @f(): one call, the value for every row
+            value = self.scalar([])
+            if self.result == "symbol":
+                value = symbols.encode_one(value)
+            return np.full(rows or 0, value, np.float64 if self.result == "float" else np.int64)
+        if self.structured:  # records and ADT values in and out, one combination at a time
+            kind = "number" if self.result in self.structures else self.result
+            return _PerValue("@" + self.name, kind, self.params,
+                             lambda row: self._with_records(symbols, row))(symbols, *values)
+        if getattr(self.fn, "diffflow_vectorized", False):
+            return self._whole(symbols, values)
+        return _PerValue("@" + self.name, self.result, self.params, self.scalar)(symbols,
+                                                                                 *values)
+
+    def _with_records(self, symbols, row: list):
+        from diffflow.datalog.values.structures import decode_value, encode_value
+
+        args = [decode_value(v, k, self.structures, symbols) if k in self.structures else v
+                for v, k in zip(row, self.params)]
+        value = self.scalar(args)
+        if self.result not in self.structures:
+            return value
+        try:
+            return encode_value(value, self.result, self.structures, symbols)
+        except (TypeError, ValueError, IndexError) as e:
+            raise ExpressionError(f"functor @{self.name} returned {value!r}, not a "
+                                  f"{self.result}: {e}") from None
+
+    def _whole(self, symbols, values):
+        args = []
+        for v, kind in zip(values, self.params):
+            if kind == "symbol":
+                args.append(np.asarray(symbols.decode(np.asarray(v, np.int64)), dtype=object))
+            else:
+                args.append(np.asarray(v))
+        try:
+            out = np.asarray(self.fn(*args))
+        except Exception as e:
+            raise ExpressionError(f"functor @{self.name} (vectorized) failed: "
+                                  f"{type(e).__name__}: {e}") from e
+        if out.shape != (len(values[0]),):
+            raise ExpressionError(f"functor @{self.name} (vectorized) returned shape "
+                                  f"{out.shape} for {len(values[0])} rows")
+        if self.result == "symbol":
+            return symbols.encode([self.convert(x) for x in out.tolist()])
+        if self.result == "float":
+            return out.astype(np.float64)
+        if out.dtype.kind == "f" and not np.all(np.isfinite(out) & (out == np.trunc(out))):
+            bad = out[~(np.isfinite(out) & (out == np.trunc(out)))][0]
+            raise ExpressionError(f"functor @{self.name} (vectorized) returned {bad!r}, not "
+                                  f"an integer (it is declared to return a {self.result})")
+        return _wrap_array(out.astype(np.int64), self.result)
+
+
+def vectorized(fn):
+    """Mark a user-defined functor's callable as taking whole columns: numpy arrays in (a
+    symbol argument as an array of ``str``), an array out.
+
+    >>> import diffflow as dd
+    >>> p = dd.Program(".functor twice(x: number): number\\n.decl r(x: number)\\n"
+    ...                "r(@twice(21)).", functors={"twice": dd.vectorized(lambda x: x * 2)})
+    >>> p.commit(); p.relation("r")
+    {(42,)}
+    """
+    fn.diffflow_vectorized = True
+    return fn
+
+
+def bind_user_functors(analyser, program, bindings: dict) -> None:
+    """Resolve every ``@f(...)`` call of ``program`` to its ``.functor`` declaration and
+    Python binding (:class:`UserFunctor`), or a located error."""
+    from diffflow.datalog.syntax.errors import did_you_mean
+    from diffflow.datalog.analysis.types import base_type
+
+    decls = {}
+    for decl in program.functors:
+        if decl.name in decls:
+            raise analyser.error(f"functor {decl.name!r} is declared twice (first at line "
+                                 f"{decls[decl.name].line})", decl)
+        decls[decl.name] = decl
+    resolved = {}
+    for call in sorted(_calls(program.rules), key=lambda c: (c.line, c.column)):
+        name = call.name[1:]
+        decl = decls.get(name)
+        if decl is None:
+            raise analyser.error(f"unknown functor @{name}{did_you_mean(name, list(decls))}",
+                                 call, hint=f"declare it: .functor {name}(x: number): number")
+        if name not in resolved:
+            fn = bindings.get(name)
+            if fn is None or not callable(fn):
+                what = "has no Python binding" if fn is None else \
+                    f"is bound to {type(fn).__name__} {fn!r:.40}, not a callable"
+                raise analyser.error(
+                    f"functor {name!r} (declared at line {decl.line}) {what}",
+                    call, hint=f"pass Program(..., functors={{{name!r}: a_callable}}), or "
+                               f"define {name} in a file given to diffflow run --functors")
+            params = [base_type(t, decl, analyser.types, analyser.error) for t in decl.params]
+            result = base_type(decl.result, decl, analyser.types, analyser.error)
+            resolved[name] = UserFunctor(decl, params, result, fn, analyser.structures)
+        call.user = resolved[name]
+    unknown = sorted(set(bindings) - set(decls))
+    if unknown:
+        raise analyser.error(f"functors={{...}} binds {unknown[0]!r}, which no .functor "
+                             f"declares{did_you_mean(unknown[0], list(decls))}", program)
+
+
+def _calls(node):
+    """Every user-defined functor call (``@f(...)``) under ``node``."""
+    from diffflow.datalog.syntax import ast
+
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, ast.Node):
+            if isinstance(node, ast.Functor) and node.name.startswith("@"):
+                yield node
+            stack.extend(getattr(node, f) for f in node.__dataclass_fields__
+                         if f not in ("line", "column", "user"))

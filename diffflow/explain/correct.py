@@ -1,0 +1,93 @@
+"""Replay and correct for collection dataflows (EXPLAIN.md §5): differences a proof does not
+carry.
+
+A proof says why a row is in a collection, not why rows are *out* of the collections it
+subtracts.  ``q = (a ⋉ b) ▷ (b ▷ d)``: the proof of ``q(1)`` holds ``a(1)`` and ``b(1)``;
+replayed on those alone, ``b ▷ d`` keeps ``b(1)`` (no ``d(1)`` to remove it) and ``q(1)`` is
+lost.  Each round replays the dataflow on the explanation, observing both sides of every
+difference (``concat`` with a negated input: ``antijoin``, ``a - b``; inside a loop, their
+values once it settles), and takes the first difference, in the order the dataflow was
+built, where the replay lacks subtracted rows that the full input has and that the replay's
+positive side holds: those rows are explained in the full input and join the explanation.  A
+round that finds none leaves the caller to fall back to the whole input.
+
+>>> import diffflow as dd
+>>> flow = dd.Dataflow(explain=True)
+>>> a, b, d = (flow.input(n, ["x"]) for n in "abd")
+>>> q = a.semijoin(b, on="x").antijoin(b.antijoin(d, on="x"), on="x").output()
+>>> a.insert([1, 2]); b.insert([1, 2]); d.insert([1, 5]); flow.advance()
+>>> ex = q.explain([(1,)])
+>>> ex.inputs, ex.rounds
+({'a': {(1,): 1}, 'b': {(1,): 1}, 'd': {(1,): 1}}, 2)
+"""
+from __future__ import annotations
+
+MAX_ROUNDS = 32
+
+
+def final(flow, collection):
+    """``collection`` left to the root scope: its value once its loops settle."""
+    from diffflow.api.collection import Collection
+
+    while collection.scope.parent is not None:
+        node = flow.graph.add("leave", [collection.node.id], collection.schema,
+                              scope=collection.scope.parent, label="explain: leave")
+        collection = Collection(flow, node)
+    return collection
+
+
+class Differences:
+    """The differences of a dataflow and observers of both their sides' final values (a
+    difference inside a loop is observed through ``leave``: its value once the loop
+    settles)."""
+
+    def __init__(self, provenance):
+        graph, user = provenance.graph, provenance.heights.user
+        # a loop variable's feedback carries definition - initial: bookkeeping, not a
+        # difference of the user's
+        changes = {graph.nodes[f].inputs[0] for f in provenance.heights.feeds}
+        self.items = []   # (positive input ids, subtracted node id), in build order
+        for node in user:
+            if node.kind != "concat" or node.id in changes:
+                continue
+            negated = [i for i in node.inputs if graph.nodes[i].kind == "negate"]
+            positive = [i for i in node.inputs if i not in negated]
+            self.items += [(positive, graph.nodes[i].inputs[0]) for i in negated]
+        observed = sorted({i for positive, s in self.items for i in (*positive, s)})
+        self.observed = observed
+        self.reference = {nid: final(provenance.flow, provenance.heights.collection(nid))
+                          .output() for nid in observed}
+
+    def correct(self, provenance, ex) -> bool:
+        """Grow ``ex.inputs`` until a replay reproduces ``ex.rows``; ``False`` when a round
+        finds nothing to add."""
+        from diffflow.explain.replay import replay_observing
+        from diffflow.explain.search import _Search
+
+        reference = {nid: out.snapshot() for nid, out in self.reference.items()}
+        for rounds in range(1, MAX_ROUNDS + 1):
+            got, seen = replay_observing(provenance.flow, ex.output.node, ex.inputs,
+                                         self.observed)
+            if all(got.get(r) == m for r, m in ex.rows.items()):
+                ex.rounds = rounds
+                return True
+            for positive, subtracted in self.items:
+                missing = [x for x, m in sorted(reference[subtracted].items())
+                           if m > seen[subtracted].get(x, 0)
+                           and any(seen[p].get(x, 0) > 0 for p in positive)]
+                if missing:
+                    break
+            else:
+                return False
+            leaves = _Search(provenance).run([(subtracted, x) for x in missing])
+            grown = False
+            for nid, row, mult in leaves:
+                name = provenance.input_name(nid)
+                rows = ex.inputs.setdefault(name, {})
+                if rows.get(row) != mult:
+                    rows[row] = mult
+                    grown = True
+            ex.inputs = {n: dict(sorted(r.items())) for n, r in sorted(ex.inputs.items())}
+            if not grown:
+                return False
+        return False
