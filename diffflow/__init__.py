@@ -26,19 +26,13 @@ Importing diffflow imports neither pyspark nor numba: kernels compile on first u
 import importlib as _importlib
 
 from diffflow import _aliases
-from diffflow.api.aggregates import Aggregate, count, max, min, sum
-from diffflow.api.arranged import Arranged
-from diffflow.api.collection import Collection
-from diffflow.api.custom_reducers import per_group
-from diffflow.api.flow import Dataflow
-from diffflow.api.inputs import InputCollection
-from diffflow.api.iteration import Loop, Variable
-from diffflow.api.outputs import Output
+from diffflow.api import features as _features
+from diffflow.api import (Aggregate, Arranged, Collection, Dataflow, InputCollection, Loop,
+                          Output, Variable, col, count, lit, max, min, per_group, sum)
 from diffflow.common.errors import (DatalogError, DatalogWarning, DiffflowError, ExplainError,
                                     ExpressionError, GraphError, NonConvergenceError,
                                     OperatorError, WorkerLost)
 from diffflow.common.schema import Schema
-from diffflow.dataflow.expr import col, lit
 from diffflow.streaming import StreamingView
 
 __all__ = ["Dataflow", "Collection", "InputCollection", "Arranged", "Output", "Aggregate",
@@ -49,6 +43,22 @@ __all__ = ["Dataflow", "Collection", "InputCollection", "Arranged", "Output", "A
 __version__ = "0.1.0"
 
 _aliases.install()  # module paths from before the layered layout, deprecated
+
+
+# features above the collection API attach to a Dataflow by the keyword that switches them
+# on (diffflow.api.features); this face sits above every layer, so it registers them
+def _explanations(access, value):
+    from diffflow.explain.feature import Explanations
+    return Explanations(access, value)
+
+
+def _dashboard(access, value):
+    from diffflow.pag.dashboard.server import LiveDashboard
+    return LiveDashboard(access, value)
+
+
+_features.register("explain", _explanations)      # Dataflow(explain=True)
+_features.register("dashboard", _dashboard)       # Dataflow(trace=PATH, dashboard=PORT)
 
 # loaded by ``dd.<name>`` on first use (PEP 562), so ``import diffflow`` stays cheap; the
 # names after the packages are old module paths (deprecated: see diffflow._aliases)

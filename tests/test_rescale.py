@@ -461,14 +461,13 @@ def test_half_dead_batches_are_copied_live_a_slice_at_a_time(monkeypatch):
     """Growing 1 -> 4 leaves three quarters of each old batch dead; epochs after the steps
     copy those batches without their dead rows, a budget of rows at a time, outputs exact
     throughout."""
-    from diffflow.runtime.rescale import plans as rescale
-    from diffflow.runtime.rescale import migrate
+    from diffflow.runtime.rescale import migrate, pacing
 
     monkeypatch.setattr(migrate, "INDEXED", 64)
     monkeypatch.setattr(migrate, "DEAD_MARKED", 64)
-    monkeypatch.setattr(rescale, "PREPARE_SLICE", 500)  # copies span several epochs
-    monkeypatch.setattr(rescale, "BACKGROUND_SHARE", 0)
-    monkeypatch.setattr(rescale, "PREPARE_WAIT", 0)  # (steps scan what is not indexed)
+    monkeypatch.setattr(pacing, "PREPARE_SLICE", 500)  # copies span several epochs
+    monkeypatch.setattr(pacing, "BACKGROUND_SHARE", 0)
+    monkeypatch.setattr(pacing, "PREPARE_WAIT", 0)  # (steps scan what is not indexed)
     flows = [dd.Dataflow(partitions=1) for _ in range(2)]
     built = []
     for flow in flows:
@@ -481,7 +480,7 @@ def test_half_dead_batches_are_copied_live_a_slice_at_a_time(monkeypatch):
         flow.advance()
     flows[1].rescale(partitions=4, strategy="batched", max_rows_per_step=800)
     seen_dead, copying, epoch = 0, 0, 0
-    while flows[1].migration is not None or flows[1]._rescale_work:
+    while flows[1].migration is not None or flows[1]._rescaling.work:
         for e, _ in built:  # existing keys too: their counts and matches read the traces
             e.insert([((epoch * 37 + j * 101) % 3000, epoch) for j in range(30)])
         for flow in flows:

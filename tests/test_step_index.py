@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import diffflow as dd
-from diffflow.runtime.rescale import plans as rescale
+from diffflow.runtime.rescale import pacing
 from diffflow.arrangements.batch import Batch, merge
 from diffflow.arrangements.merging import FuelledMerge
 from diffflow.arrangements.updates import Updates
@@ -167,9 +167,9 @@ def test_batches_pickle_without_their_caches():
 
 def _lockstep_flows(monkeypatch, slice_rows: int, wait: int):
     monkeypatch.setattr(migrate, "INDEXED", 64)
-    monkeypatch.setattr(rescale, "BACKGROUND_SHARE", 0)  # one slice per epoch boundary
-    monkeypatch.setattr(rescale, "PREPARE_SLICE", slice_rows)
-    monkeypatch.setattr(rescale, "PREPARE_WAIT", wait)
+    monkeypatch.setattr(pacing, "BACKGROUND_SHARE", 0)  # one slice per epoch boundary
+    monkeypatch.setattr(pacing, "PREPARE_SLICE", slice_rows)
+    monkeypatch.setattr(pacing, "PREPARE_WAIT", wait)
     flows = [dd.Dataflow(partitions=2) for _ in range(2)]
     built = []
     for flow in flows:
@@ -230,7 +230,7 @@ class _Runtime:
 
 
 def test_background_work_takes_a_share_of_a_steady_epoch():
-    pace = rescale.Background()
+    pace = pacing.Background()
     first = _Runtime(0.0, 5)
     assert pace.work(first) and first.calls == 1  # no steady epoch seen yet: one slice
     for _ in range(20):
@@ -238,7 +238,7 @@ def test_background_work_takes_a_share_of_a_steady_epoch():
     assert pace.typical() == pytest.approx(0.2)
     busy = _Runtime(0.01, 10_000)
     assert pace.work(busy)
-    assert 2 <= busy.calls <= rescale.BACKGROUND_SHARE * 0.2 / 0.01 + 1
+    assert 2 <= busy.calls <= pacing.BACKGROUND_SHARE * 0.2 / 0.01 + 1
     done = _Runtime(0.0, 2)
     assert not pace.work(done) and done.calls == 2  # stops as soon as nothing is left
 
@@ -246,7 +246,7 @@ def test_background_work_takes_a_share_of_a_steady_epoch():
 def test_a_paced_caller_that_is_behind_gets_one_slice_of_background_work():
     """Behind (no idle time before this epoch), the share would ride on a queue: one slice
     only, so the next epochs drain it; with idle time, the whole share."""
-    pace = rescale.Background()
+    pace = pacing.Background()
     _paced(pace, typical=0.2, idle=0.1)
     pace._ended = time.perf_counter()
     pace.begin()  # (back at once: behind)
@@ -263,7 +263,7 @@ def test_a_paced_caller_that_is_behind_gets_one_slice_of_background_work():
 def test_a_paced_caller_s_background_work_takes_at_most_half_of_its_idle_time():
     """Near saturation (a little idle time, not behind) the share would fill the slack and
     queue the epochs after: the work takes at most SLACK_SHARE of the idle time."""
-    pace = rescale.Background()
+    pace = pacing.Background()
     _paced(pace, typical=0.2, idle=0.1)
     pace._ended = time.perf_counter() - 0.03  # (0.03 s idle: not behind, 0.015 s of work)
     pace.begin()
@@ -285,7 +285,7 @@ def _paced(pace, typical: float = 10.0, idle: float = 5.0):
 
 
 def test_a_caller_that_calls_back_to_back_is_not_paced():
-    pace = rescale.Background()
+    pace = pacing.Background()
     for _ in range(20):
         pace.begin()
         pace.end(0.01)
@@ -302,7 +302,7 @@ def test_steps_of_a_paced_caller_wait_while_it_is_behind_at_most_pace_wait_epoch
     """A caller with idle time between epochs that comes back late (no idle time) is behind:
     a step then waits (it would make the next epochs later still), never more than
     PACE_WAIT epochs in a row; with idle time it goes at its epoch.  Outputs stay exact."""
-    monkeypatch.setattr(rescale, "PACE_WAIT", 5)
+    monkeypatch.setattr(pacing, "PACE_WAIT", 5)
     flows = [dd.Dataflow(partitions=2) for _ in range(2)]
     outs = []
     for flow in flows:
@@ -310,7 +310,7 @@ def test_steps_of_a_paced_caller_wait_while_it_is_behind_at_most_pace_wait_epoch
         outs.append((a, a.aggregate(by=["x"], n=dd.count()).output()))
         a.insert([(x % 97,) for x in range(3000)])
         flow.advance()
-    pace = flows[1]._background_pace()
+    pace = flows[1]._rescaler().pace
     _paced(pace)  # (steady epochs of 10 s: advance() back to back is far behind)
     plan = flows[1].rescale(partitions=3, strategy=strategy, bins_per_step=BINS // 7,
                             max_rows_per_step=300)
@@ -457,7 +457,7 @@ def test_after_a_plan_background_work_absorbs_the_imports(monkeypatch):
 
     monkeypatch.setattr(Spine, "absorb_imports", spy)
     # every step waits two epochs: background work runs between steps, with imports there
-    monkeypatch.setattr(rescale.Background, "must_wait",
+    monkeypatch.setattr(pacing.Background, "must_wait",
                         staticmethod(lambda plan, due, runtime: plan.waiting < 2))
     flow = dd.Dataflow(partitions=2)
     a = flow.input("a", ["k"])
@@ -469,7 +469,7 @@ def test_after_a_plan_background_work_absorbs_the_imports(monkeypatch):
     flow.rescale(table=table, strategy="batched", max_rows_per_step=500)  # much smaller
     # than partition 0's own rows, which the geometric rule alone would never merge it into
     epochs = 0
-    while flow.migration is not None or flow._rescale_work:
+    while flow.migration is not None or flow._rescaling.work:
         a.insert([(7,)])
         flow.advance()
         epochs += 1

@@ -1,6 +1,6 @@
 """Aggregates: ``count``, ``sum``, ``min`` and ``max`` for :meth:`Collection.aggregate`.
 
-An :class:`Aggregate` names what to compute per group; :func:`_aggregate_reducer`
+An :class:`Aggregate` names what to compute per group; :func:`aggregate_reducer`
 checks a set of named aggregates against the grouped columns and turns them into
 the specs of the reducer that computes them.
 
@@ -65,13 +65,13 @@ def max(column: str) -> Aggregate:  # noqa: A001
 
 
 
-def _aggregate_reducer(aggregates: dict, keys: list, arranged: Schema, columns: list):
+def aggregate_reducer(aggregates: dict, keys: list, arranged: Schema, columns: list):
     """``(reducer, output schema)`` of named ``aggregates`` grouped by ``keys``.
 
     ``arranged`` is the arrangement's schema (the ``keys`` first); ``columns``
     are the collection's own, named as the available ones in errors.
 
-    >>> reducer, schema = _aggregate_reducer({"n": count(), "hi": max("v")}, ["k"],
+    >>> reducer, schema = aggregate_reducer({"n": count(), "hi": max("v")}, ["k"],
     ...                                      Schema.of(["k", "v"]), ["k", "v"])
     >>> schema.names
     ('k', 'n', 'hi')

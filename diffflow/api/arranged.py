@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from diffflow.api.aggregates import _aggregate_reducer, count  # noqa: F401 - count: the examples use it
-from diffflow.api.custom_reducers import _custom_reducer
+from diffflow.api.aggregates import aggregate_reducer
+from diffflow.api.custom_reducers import custom_reducer
 from diffflow.common.errors import GraphError
-from diffflow.api.flow import Dataflow  # noqa: F401 - the examples use it
 from diffflow.common.schema import Schema
 
 if TYPE_CHECKING:
@@ -30,7 +29,12 @@ if TYPE_CHECKING:
     from diffflow.api.outputs import Output
 
 
-def _as_names(value, what: str) -> list:
+def as_names(value, what: str) -> list:
+    """Column names given as one name, a sequence of names or ``None`` (no names).
+
+    >>> as_names("k", "by"), as_names(["a", "b"], "by"), as_names(None, "by")
+    (['k'], ['a', 'b'], [])
+    """
     if value is None:
         return []
     if isinstance(value, str):
@@ -59,11 +63,12 @@ class Arranged:
     def join(self, other, on=None, left_on=None, right_on=None, rename=None) -> Collection:
         """Join with another collection or arrangement; this side's keys are the arrangement's.
 
-        >>> flow = Dataflow(); a = flow.input("a", ["k", "x"]); b = flow.input("b", ["k", "y"])
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["k", "x"]); b = flow.input("b", ["k", "y"])
         >>> a.arrange(by=["k"]).join(b, on="k").columns
         ['k', 'x', 'y']
         """
-        left_keys, _ = _join_keys(on, left_on, right_on)
+        left_keys, _ = join_keys(on, left_on, right_on)
         if left_keys != self.keys:
             raise GraphError(f"this arrangement is keyed by {self.keys}; join on those columns "
                              f"(got {left_keys}) or arrange by the columns you need")
@@ -80,42 +85,52 @@ class Arranged:
     def aggregate(self, **aggregates) -> Collection:
         """Aggregate per key of the arrangement.
 
-        >>> flow = Dataflow(); a = flow.input("a", ["k", "x"])
-        >>> a.arrange(by=["k"]).aggregate(n=count()).columns
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["k", "x"])
+        >>> a.arrange(by=["k"]).aggregate(n=dd.count()).columns
         ['k', 'n']
         """
-        return _aggregate(self, aggregates)
+        return self.collection._derived(aggregate_node(self, aggregates))
 
     def reduce(self, fn, columns=None, out=None, negative: str = "drop") -> Collection:
         """A custom reducer per key of the arrangement (see :meth:`Collection.reduce`).
 
+        >>> import diffflow as dd
         >>> from diffflow.api.custom_reducers import per_group
-        >>> flow = Dataflow(); a = flow.input("a", ["k", "x"])
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["k", "x"])
         >>> a.arrange(by=["k"]).reduce(per_group(lambda cols, m: m.sum()), out={"n": int}).columns
         ['k', 'n']
         """
-        return _custom_reduce(self.collection, self.keys, fn, columns, out, negative, self)
+        return self.collection._derived(
+            custom_reduce_node(self.collection, self.keys, fn, columns, out, negative, self))
 
     def output(self, name: str | None = None) -> "Output":
         """See :meth:`Collection.output`."""
         return self.collection.output(name)
 
 
-def _join_keys(on, left_on, right_on):
+def join_keys(on, left_on, right_on) -> tuple:
+    """``(left keys, right keys)`` of a join's ``on=`` or ``left_on=``/``right_on=``.
+
+    >>> join_keys("k", None, None), join_keys(None, ["a"], ["b"])
+    ((['k'], ['k']), (['a'], ['b']))
+    """
     if on is not None:
         if left_on is not None or right_on is not None:
             raise GraphError("join: give either on= or left_on=/right_on=, not both")
-        keys = _as_names(on, "join on=")
+        keys = as_names(on, "join on=")
         return keys, keys
     if left_on is None or right_on is None:
         raise GraphError("join needs on= (same names) or both left_on= and right_on=")
-    left, right = _as_names(left_on, "left_on"), _as_names(right_on, "right_on")
+    left, right = as_names(left_on, "left_on"), as_names(right_on, "right_on")
     if len(left) != len(right):
         raise GraphError(f"join: left_on {left} and right_on {right} differ in length")
     return left, right
 
 
-def _join_arranged(left: Arranged, right: Arranged, rename: dict) -> Collection:
+def join_node(left: Arranged, right: Arranged, rename: dict):
+    """The node joining two arrangements on their keys (``rename``: new names of the right
+    side's non-key columns)."""
     kk = len(left.keys)
     lschema, rschema = left.collection.schema, right.collection.schema
     right_rest = [n for n in rschema.names if n not in right.keys]
@@ -143,35 +158,53 @@ def _join_arranged(left: Arranged, right: Arranged, rename: dict) -> Collection:
     node = flow.graph.add("join", [left.node.id, right.node.id], Schema(names, types),
                           params={"key_width": kk, "perm": perm}, scope=left.node.scope,
                           label=f"join on {left.keys}={right.keys}")
-    return _collection(flow, node)
+    return node
 
 
-def _reduce(arranged: Arranged, reducer, schema: Schema, label: str) -> Collection:
+def reduce_node(arranged: Arranged, reducer, schema: Schema, label: str):
+    """The node reducing ``arranged`` per key with ``reducer`` (a
+    :class:`~diffflow.operators.reducers.Reducer`) into rows of ``schema``."""
     flow = arranged.flow
     flow._check_building(label)
     node = flow.graph.add("reduce", [arranged.node.id], schema,
                           params={"key_width": len(arranged.keys), "reducer": reducer},
                           scope=arranged.node.scope,
                           label=label)
-    return _collection(flow, node)
+    return node
 
 
-def _aggregate(arranged: Arranged, aggregates: dict) -> Collection:
-    reducer, schema = _aggregate_reducer(aggregates, arranged.keys, arranged.node.schema,
-                                         arranged.collection.schema.names)
-    return _reduce(arranged, reducer, schema, f"aggregate {list(aggregates)} by {arranged.keys}")
+def reduce_with(arranged: Arranged, reducer, schema: Schema, label: str) -> "Collection":
+    """The collection of :func:`reduce_node` (a reducer the collection API has no name for:
+    the Datalog lowering's own).
+
+    >>> import diffflow as dd
+    >>> from diffflow.operators.reducers import DistinctReducer
+    >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); arr = a.arrange(["x"])
+    >>> reduce_with(arr, DistinctReducer(), a.schema, "distinct").columns
+    ['x']
+    """
+    return arranged.collection._derived(reduce_node(arranged, reducer, schema, label))
 
 
-def _custom_reduce(collection, keys, fn, columns, out, negative, arranged=None) -> Collection:
-    """A custom reduce of ``collection`` by ``keys`` (reading ``arranged`` when it fits).
+def aggregate_node(arranged: Arranged, aggregates: dict):
+    """The node computing named ``aggregates`` per key of ``arranged``."""
+    reducer, schema = aggregate_reducer(aggregates, arranged.keys, arranged.node.schema,
+                                        arranged.collection.schema.names)
+    return reduce_node(arranged, reducer, schema,
+                       f"aggregate {list(aggregates)} by {arranged.keys}")
+
+
+def custom_reduce_node(collection, keys, fn, columns, out, negative, arranged=None):
+    """The node of a custom reduce of ``collection`` by ``keys`` (reading ``arranged`` when
+    it fits).
 
     The reducer reads an arrangement by ``keys`` whose other columns are the
     value columns, in order: the collection's own when those are every
     non-key column, else a projection (which also lets a key column be a value).
     """
     collection.flow._check_building("reduce")
-    reducer, schema, values = _custom_reducer(fn, keys, columns, out, negative,
-                                              collection.schema)
+    reducer, schema, values = custom_reducer(fn, keys, columns, out, negative,
+                                             collection.schema)
     if values != [n for n in collection.schema.names if n not in keys]:
         taken, named = set(keys) | set(values), {}
         for n in values:  # a key column used as a value too needs a second name
@@ -184,13 +217,5 @@ def _custom_reduce(collection, keys, fn, columns, out, negative, arranged=None) 
         arranged = None
     if arranged is None:
         arranged = collection.arrange(keys)
-    return _reduce(arranged, reducer, schema,
-                   f"reduce {reducer.name}({', '.join(values)}) by {keys}")
-
-
-def _collection(flow, node) -> Collection:
-    """A new :class:`Collection` of ``node``."""
-    # function-local: collection.py imports this module (Collection.arrange builds an Arranged)
-    from diffflow.api.collection import Collection
-
-    return Collection(flow, node)
+    return reduce_node(arranged, reducer, schema,
+                       f"reduce {reducer.name}({', '.join(values)}) by {keys}")

@@ -6,11 +6,6 @@ ones -- and add nodes to the graph of their :class:`~diffflow.api.flow.Dataflow`
 joins and reductions go through an arrangement (:mod:`diffflow.api.arranged`).
 Nothing computes until :meth:`Dataflow.advance` closes an epoch.
 
-This module also re-exports the rest of the collection API from its modules
-(:mod:`~diffflow.api.flow`, :mod:`~diffflow.api.inputs`, :mod:`~diffflow.api.outputs`,
-:mod:`~diffflow.api.aggregates`, :mod:`~diffflow.api.custom_reducers`, :mod:`~diffflow.api.arranged`),
-so ``from diffflow.api.collection import Dataflow, InputCollection, Output, count`` keeps working.
-
 >>> import diffflow as dd
 >>> flow = dd.Dataflow()
 >>> edges = flow.input("edges", ["src", "dst"])
@@ -26,20 +21,18 @@ so ``from diffflow.api.collection import Dataflow, InputCollection, Output, coun
 from __future__ import annotations
 
 import builtins
+from typing import TYPE_CHECKING
 
-from diffflow.api.aggregates import Aggregate, count, max, min, sum
-from diffflow.api.arranged import (Arranged, _aggregate, _as_names, _custom_reduce, _join_arranged, _join_keys,
-                       _reduce)
-from diffflow.api.custom_reducers import per_group
-from diffflow.common.errors import GraphError
-from diffflow.dataflow.expr import Col, Expr, ExpressionError, Lit, col, lit
-from diffflow.api.flow import RUNTIMES, Dataflow
-from diffflow.operators.reducers import DistinctReducer, ThresholdReducer
+from diffflow.api.arranged import (Arranged, aggregate_node, as_names, custom_reduce_node,
+                                   join_keys, join_node, reduce_node)
 from diffflow.api.outputs import Output
+from diffflow.common.errors import GraphError
 from diffflow.common.schema import Schema
+from diffflow.dataflow.expr import Col, Expr, ExpressionError, Lit
+from diffflow.operators.reducers import DistinctReducer, ThresholdReducer
 
-__all__ = ["Collection", "Arranged", "Dataflow", "RUNTIMES", "InputCollection", "Output",
-           "Aggregate", "GraphError", "count", "sum", "min", "max", "col", "lit", "per_group"]
+if TYPE_CHECKING:
+    from diffflow.api.flow import Dataflow
 
 
 class Collection:
@@ -72,6 +65,10 @@ class Collection:
                                    scope=inputs[0].scope, **kw)
         return Collection(self.flow, node)
 
+    def _derived(self, node) -> "Collection":
+        """A collection of ``node``, a node built from this one (by an arrangement)."""
+        return Collection(self.flow, node)
+
     def _enter_into(self, scope) -> "Collection":
         """This collection as seen inside ``scope``, a loop nested in its own scope."""
         if scope is self.scope:
@@ -101,7 +98,8 @@ class Collection:
         a loop must *start* inside another one, e.g. to ``iterate`` from an
         outer collection within a loop body.
 
-        >>> flow = Dataflow(); a = flow.input("a", ["x"]); loop = flow.loop()
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); loop = flow.loop()
         >>> a.enter(loop).scope is loop.scope
         True
         """
@@ -142,8 +140,9 @@ class Collection:
         Positional arguments keep columns by name; keyword arguments create a
         column from another column's name or from an expression.
 
-        >>> flow = Dataflow(); c = flow.input("c", ["a", "b"])
-        >>> c.select("a", y="b", z=col("a") + 1).columns
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); c = flow.input("c", ["a", "b"])
+        >>> c.select("a", y="b", z=dd.col("a") + 1).columns
         ['a', 'y', 'z']
         """
         exprs, out_names = [], []
@@ -173,8 +172,9 @@ class Collection:
     def filter(self, predicate: Expr) -> "Collection":
         """Keep the rows for which a boolean column expression holds.
 
-        >>> flow = Dataflow(); c = flow.input("c", ["a", "b"])
-        >>> c.filter(col("a") < col("b")).columns
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); c = flow.input("c", ["a", "b"])
+        >>> c.filter(dd.col("a") < dd.col("b")).columns
         ['a', 'b']
         """
         if not isinstance(predicate, Expr):
@@ -192,7 +192,8 @@ class Collection:
         ``select``/``filter`` with column expressions where they suffice.
         ``columns`` declares the output columns (default: the input's).
 
-        >>> flow = Dataflow(); c = flow.input("c", ["a"])
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); c = flow.input("c", ["a"])
         >>> c.flat_map(lambda row: [(row[0], i) for i in range(row[0])], ["a", "i"]).columns
         ['a', 'i']
         """
@@ -208,8 +209,9 @@ class Collection:
         the input row of each output row and the encoded ``(m, w')`` output rows.  Used by
         Datalog's generators (``range``).
 
+        >>> import diffflow as dd
         >>> import numpy as np
-        >>> flow = Dataflow(); c = flow.input("c", ["a"])
+        >>> flow = dd.Dataflow(); c = flow.input("c", ["a"])
         >>> twice = lambda rows, symbols: (np.repeat(np.arange(len(rows)), 2), np.repeat(rows, 2, 0))
         >>> out = c._expand(twice, ["a"]).output(); c.insert([(7,)]); flow.advance()
         >>> out.snapshot()
@@ -221,7 +223,8 @@ class Collection:
     def map(self, fn, columns=None) -> "Collection":
         """Apply a Python function returning one row per row (slow path, see ``flat_map``).
 
-        >>> flow = Dataflow(); c = flow.input("c", ["a"])
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); c = flow.input("c", ["a"])
         >>> c.map(lambda row: (row[0] * 2,)).columns
         ['a']
         """
@@ -232,7 +235,8 @@ class Collection:
     def concat(self, *others: "Collection") -> "Collection":
         """Union (multiset sum) with collections of the same column types.
 
-        >>> flow = Dataflow(); a = flow.input("a", ["x"]); b = flow.input("b", ["x"])
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); b = flow.input("b", ["x"])
         >>> a.concat(b).columns
         ['x']
         """
@@ -249,7 +253,8 @@ class Collection:
     def negate(self) -> "Collection":
         """Negate every multiplicity.
 
-        >>> Dataflow().input("a", ["x"]).negate().columns
+        >>> import diffflow as dd
+        >>> dd.Dataflow().input("a", ["x"]).negate().columns
         ['x']
         """
         return self._add("negate", [self], self.schema)
@@ -257,7 +262,8 @@ class Collection:
     def consolidate(self) -> "Collection":
         """The same collection, with its updates summed per (row, time) and zeros dropped.
 
-        >>> Dataflow().input("a", ["x"]).consolidate().columns
+        >>> import diffflow as dd
+        >>> dd.Dataflow().input("a", ["x"]).consolidate().columns
         ['x']
         """
         return self._add("consolidate", [self], self.schema,
@@ -271,7 +277,8 @@ class Collection:
         local runtime, in the partition's worker process on ``processes`` and
         Spark (so its side effects stay there; read results with ``output()``).
 
-        >>> flow = Dataflow(); seen = []
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); seen = []
         >>> a = flow.input("a", ["x"]); _ = a.inspect(seen.extend)
         >>> a.insert([(7,)]); flow.advance(); seen
         [((7,), (0,), 1)]
@@ -283,7 +290,8 @@ class Collection:
     def output(self, name: str | None = None) -> "Output":
         """A handle to read the collection: ``snapshot()``, ``changes()``, ``to_pandas()``.
 
-        >>> flow = Dataflow(); a = flow.input("a", ["x"]); out = a.output()
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); out = a.output()
         >>> a.insert([(1,), (1,)]); flow.advance(); out.snapshot()
         {(1,): 2}
         """
@@ -300,11 +308,12 @@ class Collection:
         Arranging the same collection by the same columns twice returns the
         same arrangement, so one index serves every operator that needs it.
 
-        >>> flow = Dataflow(); c = flow.input("c", ["k", "v"])
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); c = flow.input("c", ["k", "v"])
         >>> c.arrange(by=["k"]) is c.arrange(by=["k"])
         True
         """
-        keys = _as_names(by, "arrange(by=...)")
+        keys = as_names(by, "arrange(by=...)")
         self._require(keys, "arrange(by=...)")
         if len(set(keys)) != len(keys):
             raise GraphError(f"arrange(by={keys}) repeats a column")
@@ -333,14 +342,15 @@ class Collection:
         ``other`` when names clash).  ``other`` may be a :class:`Collection`
         or an :class:`Arranged`.
 
-        >>> flow = Dataflow()
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow()
         >>> a = flow.input("a", ["k", "x"]); b = flow.input("b", ["k2", "y"])
         >>> a.join(b, left_on="k", right_on="k2").columns
         ['k', 'x', 'y']
         >>> a.join(a, on="k", rename={"x": "x2"}).columns
         ['k', 'x', 'x2']
         """
-        left_keys, right_keys = _join_keys(on, left_on, right_on)
+        left_keys, right_keys = join_keys(on, left_on, right_on)
         right = other.collection if isinstance(other, Arranged) else other
         if not isinstance(right, Collection):
             raise TypeError(f"join: expected a Collection or an arrangement, got {other!r}")
@@ -355,16 +365,17 @@ class Collection:
         left_arr = left.arrange(left_keys)
         right_arr = other if isinstance(other, Arranged) and other.keys == right_keys \
             and right_in is right else right_in.arrange(right_keys)
-        return _join_arranged(left_arr, right_arr, rename or {})
+        return Collection(self.flow, join_node(left_arr, right_arr, rename or {}))
 
     def semijoin(self, other, on=None, left_on=None, right_on=None) -> "Collection":
         """Rows of this collection whose key appears in ``other`` (multiplicities kept).
 
-        >>> flow = Dataflow(); a = flow.input("a", ["k", "x"]); b = flow.input("b", ["k"])
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["k", "x"]); b = flow.input("b", ["k"])
         >>> a.semijoin(b, on="k").columns
         ['k', 'x']
         """
-        left_keys, right_keys = _join_keys(on, left_on, right_on)
+        left_keys, right_keys = join_keys(on, left_on, right_on)
         right = other.collection if isinstance(other, Arranged) else other
         right._require(right_keys, "semijoin (right keys)")
         present = right.select(*right_keys).distinct()
@@ -373,7 +384,8 @@ class Collection:
     def antijoin(self, other, on=None, left_on=None, right_on=None) -> "Collection":
         """Rows of this collection whose key does not appear in ``other``.
 
-        >>> flow = Dataflow(); a = flow.input("a", ["k", "x"]); b = flow.input("b", ["k"])
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["k", "x"]); b = flow.input("b", ["k"])
         >>> a.antijoin(b, on="k").columns
         ['k', 'x']
         """
@@ -382,11 +394,12 @@ class Collection:
     def distinct(self) -> "Collection":
         """Each row with positive multiplicity, once.
 
-        >>> Dataflow().input("a", ["x"]).distinct().columns
+        >>> import diffflow as dd
+        >>> dd.Dataflow().input("a", ["x"]).distinct().columns
         ['x']
         """
         arranged = self.arrange(list(self.schema.names))
-        return _reduce(arranged, DistinctReducer(), self.schema, "distinct")
+        return self._derived(reduce_node(arranged, DistinctReducer(), self.schema, "distinct"))
 
     def threshold(self, fn) -> "Collection":
         """Each row with multiplicity ``fn(m)`` where ``m`` is its multiplicity.
@@ -394,24 +407,27 @@ class Collection:
         ``fn`` is vectorised: it maps an int64 numpy array of multiplicities to
         an integer array of the same shape (``distinct`` is ``lambda m: m > 0``).
 
-        >>> Dataflow().input("a", ["x"]).threshold(lambda m: m // 2).columns
+        >>> import diffflow as dd
+        >>> dd.Dataflow().input("a", ["x"]).threshold(lambda m: m // 2).columns
         ['x']
         """
         if not callable(fn):
             raise TypeError(f"threshold needs a function of the multiplicities, got {fn!r}")
         arranged = self.arrange(list(self.schema.names))
-        return _reduce(arranged, ThresholdReducer(fn), self.schema, "threshold")
+        return self._derived(reduce_node(arranged, ThresholdReducer(fn), self.schema,
+                                         "threshold"))
 
     def aggregate(self, by=(), **aggregates) -> "Collection":
         """One row per group of equal ``by`` columns, with named aggregates.
 
-        >>> flow = Dataflow(); c = flow.input("c", ["k", "v"])
-        >>> c.aggregate(by=["k"], n=count(), lo=min("v")).columns
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); c = flow.input("c", ["k", "v"])
+        >>> c.aggregate(by=["k"], n=dd.count(), lo=dd.min("v")).columns
         ['k', 'n', 'lo']
         """
-        keys = _as_names(by, "aggregate(by=...)")
+        keys = as_names(by, "aggregate(by=...)")
         self._require(keys, "aggregate(by=...)")
-        return _aggregate(self.arrange(keys), aggregates)
+        return self._derived(aggregate_node(self.arrange(keys), aggregates))
 
     def reduce(self, fn, by=(), columns=None, out=None, negative: str = "drop") -> "Collection":
         """Apply a custom reducer to each group of equal ``by`` columns.
@@ -430,21 +446,22 @@ class Collection:
         them, ``"error"``, or ``"keep"`` them.  Details:
         :mod:`diffflow.operators.reduce_custom`.
 
+        >>> import diffflow as dd
         >>> import numpy as np
         >>> def total(starts, cols, mults):        # sum of each group's v * multiplicity
         ...     sums = np.add.reduceat(cols[0] * mults, starts[:-1])
         ...     return np.arange(len(sums)), (sums,)
-        >>> flow = Dataflow(); c = flow.input("c", ["k", "v"])
+        >>> flow = dd.Dataflow(); c = flow.input("c", ["k", "v"])
         >>> out = c.reduce(total, by="k", out={"s": int}).output()
         >>> c.insert([(1, 2), (1, 3), (2, 5), (2, 5)]); flow.advance()
         >>> sorted(out.snapshot())
         [(1, 5), (2, 10)]
         """
-        keys = _as_names(by, "reduce(by=...)")
+        keys = as_names(by, "reduce(by=...)")
         self._require(keys, "reduce(by=...)")
         if len(set(keys)) != len(keys):
             raise GraphError(f"reduce(by={keys}) repeats a column")
-        return _custom_reduce(self, keys, fn, columns, out, negative)
+        return self._derived(custom_reduce_node(self, keys, fn, columns, out, negative))
 
     # -- iteration --------------------------------------------------------------------------
     def iterate(self, body, *, max_rounds: int = 10_000, name: str | None = None) -> "Collection":
@@ -456,7 +473,8 @@ class Collection:
         as they are.  A loop still changing after ``max_rounds`` rounds raises
         :class:`~diffflow.common.errors.NonConvergenceError`.
 
-        >>> flow = Dataflow()
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow()
         >>> edges = flow.input("edges", ["src", "dst"]); roots = flow.input("roots", ["node"])
         >>> reach = roots.iterate(lambda r: roots.concat(
         ...     r.join(edges, left_on="node", right_on="src").select(node="dst")).distinct())
@@ -465,9 +483,7 @@ class Collection:
         >>> sorted(out.snapshot())
         [(1,), (2,), (3,)]
         """
-        from diffflow.api.iteration import Loop
-
-        loop = Loop(self.flow, self.scope, name or "iterate", max_rounds)
+        loop = self.flow._new_loop(self.scope, name or "iterate", max_rounds)
         variable = loop.variable(self)
         result = body(variable)
         if not isinstance(result, Collection):
@@ -475,15 +491,3 @@ class Collection:
         variable.set(result)
         return variable.leave()
 
-
-def __getattr__(name):
-    # InputCollection subclasses Collection, so inputs.py imports this module and this module
-    # cannot import it back while loading: it is re-exported on first access (PEP 562).
-    if name == "InputCollection":
-        from diffflow.api.inputs import InputCollection
-        return InputCollection
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | {"InputCollection"})

@@ -96,13 +96,13 @@ def per_group(fn) -> PerGroup:
     return PerGroup(fn)
 
 
-def _custom_reducer(fn, keys: list, columns, out, negative: str, schema: Schema):
+def custom_reducer(fn, keys: list, columns, out, negative: str, schema: Schema):
     """``(reducer, output schema, value column names)`` of a custom reduce, checked.
 
     ``schema`` is the collection's; ``columns`` the value columns (``None``:
     every non-key column).
 
-    >>> r, s, cols = _custom_reducer(len, ["k"], None, {"n": int}, "drop",
+    >>> r, s, cols = custom_reducer(len, ["k"], None, {"n": int}, "drop",
     ...                              Schema.of(["k", "v", ("w", float)]))
     >>> s.names, s.types, cols, r.in_types
     (('k', 'n'), ('int', 'int'), ['v', 'w'], ('int', 'float'))

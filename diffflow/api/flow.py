@@ -16,21 +16,19 @@ closes an epoch of every input and, unless ``run=False``, computes it.
 """
 from __future__ import annotations
 
-import itertools
+import copy
 import time
 import weakref
 
 import numpy as np
-from typing import TYPE_CHECKING
 
+from diffflow.api import features
+from diffflow.api.inputs import InputCollection
+from diffflow.api.iteration import Loop
 from diffflow.common import memory
-from diffflow.dataflow.graph import Graph
-from diffflow.common.errors import GraphError
+from diffflow.common.errors import DiffflowError, ExplainError, GraphError, OperatorError
 from diffflow.common.schema import Schema, SymbolTable
-
-if TYPE_CHECKING:
-    from diffflow.api.inputs import InputCollection
-    from diffflow.api.iteration import Loop
+from diffflow.dataflow.graph import Graph
 
 RUNTIMES = ("local", "processes", "spark", "cluster")
 
@@ -48,10 +46,6 @@ def _free_dropped_dataflows() -> None:
     if _rows_since_collect[0] >= _COLLECT_AFTER_ROWS and len(_OPEN):
         memory.release()
         _rows_since_collect[0] = 0
-
-
-# batches keep a plan's step index under its key; never id(plan), which a later plan may reuse
-_PLAN_KEYS = itertools.count(1)
 
 
 def _make_runtime(flow):
@@ -89,12 +83,13 @@ class Dataflow:
     is in an output (:mod:`diffflow.explain`; local runtime).  With a
     trace file, ``dashboard=PORT`` serves its live dashboard on
     ``127.0.0.1:PORT`` while the dataflow runs (``diffflow pag serve``), until
-    :meth:`close`.
+    :meth:`close`.  (Explanations and the dashboard attach through
+    :mod:`diffflow.api.features`.)
 
-    >>> from diffflow import col
-    >>> flow = Dataflow(partitions=2)
+    >>> import diffflow as dd
+    >>> flow = dd.Dataflow(partitions=2)
     >>> nums = flow.input("nums", ["x"])
-    >>> big = nums.filter(col("x") > 1).output()
+    >>> big = nums.filter(dd.col("x") > 1).output()
     >>> nums.insert([(1,), (5,)]); flow.advance()
     >>> big.snapshot()
     {(5,): 1}
@@ -103,13 +98,9 @@ class Dataflow:
     _rows_moved = 0  # a Dataflow pickled before this counter existed
 
     explain = False     # a Dataflow pickled before explanations existed
-    _provenance = None
-    _dashboard = None
+    _features: dict = {}   # name -> attached feature (diffflow.api.features)
     _unrun = False      # epochs closed by advance(run=False) and not computed yet
-    _migration = None   # the rescaling plan in progress
-    _rescale_work = False  # background work left by rescaling steps (merging imports)
-    _pace = None        # rescaling's background work, paced by recent epochs
-    _live: list = []
+    _rescaling = None   # the rescaling driver, once a plan was asked for
 
     def __init__(self, partitions: int = 1, runtime: str = "local", spark=None, *,
                  checkpoint_every: int | None = None, checkpoint_dir: str | None = None,
@@ -131,12 +122,11 @@ class Dataflow:
             raise ValueError("explain=True runs on the local runtime (any partitions=); "
                              f"explanations of runtime={runtime!r} dataflows are not built yet")
         self.explain = bool(explain)
-        self._live: list = []          # live explanations, refreshed after every advance
+        self._features = {}
         self._trace = None
         if trace is not None:
             from diffflow.runtime.trace_sink import open_trace
             self._trace = open_trace(trace)  # an unwritable path fails here, before any work
-        self._dashboard = None
         if dashboard is not None:
             import os
 
@@ -144,8 +134,6 @@ class Dataflow:
                 raise ValueError("dashboard= shows the trace file as it is written: give "
                                  "trace= a file path too, e.g. Dataflow(trace='run.trace', "
                                  "dashboard=8765)")
-            from diffflow.pag.dashboard.server import Background
-            self._dashboard = Background(trace, int(dashboard))
         self.runtime_name, self.spark = runtime, spark
         self._closed = False
         self._rows_moved = 0  # input rows staged, to decide whether closing collects
@@ -159,6 +147,10 @@ class Dataflow:
         self._arrangements: dict = {}
         self._entered: dict = {}
         self._loops: list = []
+        if self.explain:
+            features.attach(self, "explain", True)
+        if dashboard is not None:
+            features.attach(self, "dashboard", (trace, int(dashboard)))
 
     def input(self, name: str, columns) -> "InputCollection":
         """Declare an input collection: ``columns`` are names (int) or ``(name, type)`` pairs."""
@@ -167,9 +159,6 @@ class Dataflow:
             raise TypeError(f"input name must be a str, got {name!r}")
         if any(i.name == name for i in self._inputs):
             raise GraphError(f"an input named {name!r} already exists")
-        # function-local: inputs.py builds on collection.py, which imports this module
-        from diffflow.api.inputs import InputCollection
-
         schema = Schema.of(columns)
         node = self.graph.add("input", [], schema, label=f"input {name!r}")
         handle = InputCollection(self, node, name)
@@ -181,13 +170,16 @@ class Dataflow:
 
         ``max_rounds=None`` lets the loop run as many rounds as it needs.
 
-        >>> flow = Dataflow(); loop = flow.loop("fix", max_rounds=100)
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); loop = flow.loop("fix", max_rounds=100)
         >>> loop.scope.dim
         2
         """
-        from diffflow.api.iteration import Loop
-
         return Loop(self, self.graph.root, name, max_rounds)
+
+    def _new_loop(self, scope, name, max_rounds) -> Loop:
+        """A loop nested in ``scope`` (``Collection.iterate``)."""
+        return Loop(self, scope, name, max_rounds)
 
     def advance(self, run: bool = True) -> None:
         """Close the current epoch; with ``run`` compute until outputs are exact for it.
@@ -197,10 +189,10 @@ class Dataflow:
         """
         self._check_not_failed()
         runtime = self._ensure_runtime()
-        pace = self._background_pace()
-        pace.begin()
-        if self._migration is not None or self._rescale_work:
-            self._migrate_due(runtime)
+        rescaling = self._rescaling
+        if rescaling is not None:
+            rescaling.before_epoch(runtime, self.epoch, self._compute_closed)
+            self.partitions = runtime.parts
         for handle in self._inputs:
             for rows, diffs in handle._staged:
                 runtime.stage(handle.node.id, rows, diffs)
@@ -210,69 +202,71 @@ class Dataflow:
         runtime.close_epoch([h.node.id for h in self._inputs])
         self.epoch += 1
         self._unrun = not run
-        if self._provenance is not None:
-            self._provenance.record_changes(bool(self._live))
+        for feature in self._features.values():
+            feature.after_close()
         if run:
             started = time.perf_counter()
             self._run_checked(runtime)
-            steady = self._migration is None and not self._rescale_work
-            pace.end(time.perf_counter() - started if steady else None)  # the pace
-            self._refresh_live()
+            if rescaling is not None:
+                rescaling.after_epoch(time.perf_counter() - started)
+            for feature in self._features.values():
+                feature.after_run()
 
     def explanations(self, output):
         """Live explanations of rows of ``output``, kept current by every :meth:`advance`
         (:class:`~diffflow.explain.live.LiveExplanations`: ``ask(rows)``, index by row,
         ``changes()``).  Needs ``Dataflow(explain=True)``.
 
-        >>> flow = Dataflow(explain=True); a = flow.input("a", ["x"]); out = a.output()
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(explain=True); a = flow.input("a", ["x"]); out = a.output()
         >>> a.insert([1]); flow.advance(); live = flow.explanations(out); live.ask([(1,)])
         >>> a.remove([1]); flow.advance(); [(c.input, c.row, c.diff) for c in live.changes()]
         [('a', (1,), 1), (None, None, -1), ('a', (1,), -1)]
         """
-        from diffflow.common.errors import ExplainError
-        from diffflow.explain.live import LiveExplanations
-
         if getattr(output, "flow", None) is not self:
             raise ExplainError("explanations(output) needs an output of this dataflow (one "
                                "made by .output() on its collections)")
-        return LiveExplanations(output)
+        return self._explainer().live(output)
 
-    # -- rescaling (diffflow.runtime.rescale.plans) --------------------------------------------------------
+    def _explainer(self):
+        """The attached explanations feature (a clear error when there is none)."""
+        explainer = features.attached(self, "explain")
+        if explainer is None:
+            raise ExplainError("this dataflow was built without explanations: create it with "
+                               "Dataflow(explain=True) to explain its outputs")
+        return explainer
+
+    # -- rescaling (diffflow.runtime.rescale) --------------------------------------------
     def rescale(self, partitions: int | None = None, strategy: str = "batched", *, table=None,
                 bins_per_step: int | None = None, max_rows_per_step: int | None = None,
                 start_epoch: int | None = None, steps_per_epoch: int = 1,
                 replace: bool = False):
         """Move the dataflow to ``partitions`` partitions (or to routing ``table``) while it
-        runs; returns the :class:`~diffflow.runtime.rescale.plans.Plan`, applied one step per epoch
-        boundary from ``start_epoch`` (default: the next :meth:`advance`).
+        runs; returns the :class:`~diffflow.runtime.rescale.plans.Plan`, applied one step
+        per epoch boundary from ``start_epoch`` (default: the next :meth:`advance`).
 
         ``strategy``: ``"batched"`` (each step sends and receives at most
         ``max_rows_per_step`` rows per partition), ``"fluid"`` (``bins_per_step`` bins
         per step) or ``"all_at_once"``; on the processes and Spark runtimes also
         ``"restart"`` (checkpoint, new workers, restore re-binned: done at once).
         Outputs are exactly those of a dataflow that never rescaled.  A batched or fluid
-        step whose state is not indexed yet (big batches, :mod:`diffflow.runtime.rescale.step_index`)
-        waits for it an epoch at a time (``plan.waited``; see
-        :class:`~diffflow.runtime.rescale.plans.Background`).
+        step whose state is not indexed yet (big batches,
+        :mod:`diffflow.runtime.rescale.step_index`) waits for it an epoch at a time
+        (``plan.waited``; see :class:`~diffflow.runtime.rescale.pacing.Background`).
 
-        >>> flow = Dataflow(partitions=2); a = flow.input("a", ["x"]); out = a.output()
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(partitions=2); a = flow.input("a", ["x"]); out = a.output()
         >>> a.insert([1, 2, 3]); flow.advance()
         >>> plan = flow.rescale(partitions=4, strategy="all_at_once"); flow.advance()
         >>> flow.partitions, plan.done, sorted(out.snapshot())
         (4, True, [(1,), (2,), (3,)])
         """
-        from diffflow.runtime.rescale.plans import check_start, estimated_sizes, make_plan
-
-        runtime = self._check_rescale(replace)
-        start = check_start(start_epoch, self.epoch)
-        if strategy == "restart":
-            return self._restart_at(partitions, table, runtime)
-        sizes = estimated_sizes(runtime.routing.table(), runtime.partition_rows())
-        plan = make_plan(runtime.routing, sizes, partitions=partitions, table=table,
-                         strategy=strategy, bins_per_step=bins_per_step,
-                         max_rows_per_step=max_rows_per_step, start_epoch=start,
-                         steps_per_epoch=steps_per_epoch)
-        self._start_plan(plan, runtime)
+        runtime = self._ensure_runtime()
+        plan = self._rescaler().rescale(
+            runtime, self.epoch, self._compute_closed, partitions, strategy, table=table,
+            bins_per_step=bins_per_step, max_rows_per_step=max_rows_per_step,
+            start_epoch=start_epoch, steps_per_epoch=steps_per_epoch, replace=replace)
+        self.partitions = runtime.parts
         return plan
 
     def rebalance(self, strategy: str = "batched", *, bins_per_step: int | None = None,
@@ -281,104 +275,38 @@ class Dataflow:
         """Even out the rows per partition (same partition count) by moving bins: a
         :meth:`rescale` to a table balanced on the measured :meth:`bin_sizes`.
 
-        >>> flow = Dataflow(partitions=2); a = flow.input("a", ["x"]); _ = a.distinct().output()
-        >>> a.insert(range(1000)); flow.advance()
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(partitions=2); a = flow.input("a", ["x"])
+        >>> _ = a.distinct().output(); a.insert(range(1000)); flow.advance()
         >>> skewed = np.zeros(720720, np.int32)   # every bin on partition 0
         >>> _ = flow.rescale(table=skewed, partitions=2, strategy="all_at_once"); flow.advance()
         >>> _ = flow.rebalance(strategy="all_at_once"); flow.advance()
         >>> np.bincount(flow.routing_table, flow.bin_sizes()).tolist()
         [1000.0, 1000.0]
         """
-        from diffflow.runtime.rescale.plans import check_start, make_plan
+        return self._rescaler().rebalance(
+            self._ensure_runtime(), self.epoch, strategy, bins_per_step=bins_per_step,
+            max_rows_per_step=max_rows_per_step, start_epoch=start_epoch,
+            steps_per_epoch=steps_per_epoch, replace=replace)
 
-        runtime = self._check_rescale(replace)
-        plan = make_plan(runtime.routing, runtime.bin_sizes(), partitions=None, table=None,
-                         strategy=strategy, bins_per_step=bins_per_step,
-                         max_rows_per_step=max_rows_per_step,
-                         start_epoch=check_start(start_epoch, self.epoch),
-                         steps_per_epoch=steps_per_epoch, rebalance=True)
-        self._start_plan(plan, runtime)
-        return plan
+    def _rescaler(self):
+        if self._rescaling is None:
+            from diffflow.runtime.rescale.driver import Rescaling
 
-    def _check_rescale(self, replace: bool):
-        """The runtime, when a new plan may start now (else a clear error)."""
-        if self._migration is not None and not replace:
-            raise GraphError(f"a rescaling plan is running ({self._migration.bins_left} bins "
-                             f"left); wait for it, or pass replace=True to plan from here")
-        runtime = self._ensure_runtime()
-        if getattr(runtime, "trace_log", None) is not None:
-            raise GraphError("rescaling a traced dataflow on a cluster runtime is not "
-                             "supported (its trace names a fixed set of workers)")
-        return runtime
+            self._rescaling = Rescaling()
+        return self._rescaling
 
-    def _start_plan(self, plan, runtime) -> None:
-        self._migration = plan if plan.steps else None
-        if plan.steps:
-            runtime.rescale_plan(next(_PLAN_KEYS), plan.step_of_bin())
-        else:
-            runtime.rescale_plan(None, None)
-
-    def _restart_at(self, partitions, table, runtime):
-        import time
-
-        from diffflow.runtime.rescale.plans import Plan, Step, target_of
-        from diffflow.runtime.routing import Routing
-
-        if not hasattr(runtime, "restart_at") or runtime.transport.pids == []:
-            raise GraphError("strategy='restart' needs worker processes (runtime='processes' "
-                             "or 'spark'); other runtimes rescale live with 'all_at_once'")
-        parts, target = target_of(runtime.routing, partitions, table)
+    def _compute_closed(self) -> None:
+        """Compute the epochs closed by ``advance(run=False)``, if any (before a rescaling
+        step: a step moves complete state)."""
         if self._unrun:
             self.run()
-        now = runtime.routing.table()
-        moving = np.flatnonzero(now != target)
-        plan = Plan("restart", runtime.parts, parts, target,
-                    [Step(self.epoch, moving, now[moving], target[moving], parts, 0)])
-        self._migration = None  # a restart replaces any plan under way
-        runtime.rescale_plan(None, None)
-        started = time.perf_counter()
-        runtime.restart_at(Routing(parts, target))
-        plan.steps[0].seconds = time.perf_counter() - started
-        plan.steps[0].applied = True
-        self.partitions = runtime.parts
-        return plan
-
-    def _migrate_due(self, runtime) -> None:
-        """Apply the plan's steps due at the open epoch: first compute every closed epoch
-        (a step moves complete state), then move the bins."""
-        plan = self._migration
-        due = [] if plan is None else plan.due(self.epoch)
-        pace = self._background_pace()
-        no_room = bool(due) and pace.no_room(plan, due)  # a paced caller has no slack now
-        if not due or no_room or pace.must_wait(plan, due, runtime):
-            # background work: index for coming steps, merge what steps imported
-            self._rescale_work = pace.work(runtime)
-            if not due:
-                return
-            if no_room or pace.must_wait(plan, due, runtime):  # still: the steps wait an epoch
-                plan.postpone()
-                return
-        if self._unrun:
-            self.run()
-        for step in due:
-            plan.apply(step, runtime)
-        self.partitions = runtime.parts
-        if plan.done:
-            self._migration = None
-            runtime.rescale_plan(None, None)
-        self._rescale_work = True  # imports to merge in the epochs after
-
-    def _background_pace(self):
-        from diffflow.runtime.rescale.plans import Background
-
-        if self._pace is None:
-            self._pace = Background()
-        return self._pace
 
     @property
     def migration(self):
-        """The rescaling :class:`~diffflow.runtime.rescale.plans.Plan` in progress, or ``None``."""
-        return self._migration
+        """The rescaling :class:`~diffflow.runtime.rescale.plans.Plan` in progress, or
+        ``None``."""
+        return None if self._rescaling is None else self._rescaling.plan
 
     @property
     def routing_table(self) -> np.ndarray:
@@ -396,7 +324,8 @@ class Dataflow:
         self._check_not_failed()
         self._run_checked(self._ensure_runtime())
         self._unrun = False
-        self._refresh_live()
+        for feature in self._features.values():
+            feature.after_run()
 
     _failed = None  # the OperatorError that stopped this dataflow part-way through an epoch
 
@@ -404,8 +333,6 @@ class Dataflow:
         """Run ``runtime``; an operator that fails leaves the epoch half computed (some
         operators took their input, others did not), so the dataflow refuses to go on
         rather than give silently incomplete results."""
-        from diffflow.common.errors import OperatorError
-
         try:
             runtime.run()
         except OperatorError as exc:
@@ -414,20 +341,11 @@ class Dataflow:
 
     def _check_not_failed(self) -> None:
         if self._failed is not None:
-            from diffflow.common.errors import DiffflowError
-
             raise DiffflowError(
                 f"this dataflow stopped when an operator failed, part-way through epoch "
                 f"{self.epoch - 1}, so its state is incomplete and it computes nothing more: "
                 f"build it again (with the input that failed corrected). The failure was: "
                 f"{str(self._failed).splitlines()[0]}")
-
-    def _refresh_live(self) -> None:
-        if self._provenance is None or not self._live:
-            return
-        changes = self._provenance.take_changes()
-        for live in list(self._live):   # live explanations read what the epochs changed
-            live.refresh(changes=changes)
 
     def _ensure_runtime(self):
         if self._runtime is None:
@@ -435,14 +353,29 @@ class Dataflow:
                 raise GraphError("this dataflow was closed; build a new Dataflow")
             for loop in self._loops:
                 loop._check_complete()
-            if self.explain and self._provenance is None:
-                from diffflow.explain.search import Provenance  # builds onto the graph, once
-
-                self._provenance = Provenance(self)
+            for feature in self._features.values():
+                feature.before_start()  # (explanations build onto the graph, once)
             _free_dropped_dataflows()
             self._runtime = _make_runtime(self)
             _OPEN.add(self)
         return self._runtime
+
+    def _replica(self, node_count: int):
+        """A new local dataflow over copies of the first ``node_count`` nodes, sharing this
+        one's symbols (so rows encode alike), with its inputs among them; returns
+        ``(dataflow, {input name: input})`` (what replays of explanations run)."""
+        twin = Dataflow()
+        twin.symbols = self.symbols
+        twin.graph.root, twin.graph.scopes = self.graph.root, list(self.graph.scopes)
+        for original in self.graph.nodes[:node_count]:
+            twin.graph.nodes.append(copy.copy(original))
+        by_name = {}
+        for handle in self._inputs:
+            if handle.node.id < node_count:
+                copied = InputCollection(twin, twin.graph.nodes[handle.node.id], handle.name)
+                twin._inputs.append(copied)
+                by_name[handle.name] = copied
+        return twin, by_name
 
     def close(self) -> None:
         """Stop the partition workers of a multi-process or Spark runtime (idempotent).
@@ -450,14 +383,14 @@ class Dataflow:
         The results go with them: read outputs before closing (afterwards they
         read as empty), and inputs refuse new rows.
 
-        >>> flow = Dataflow(); flow.close()
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); flow.close()
         """
         runtime, self._runtime = self._runtime, None
         if runtime is not None:
             runtime.close()
-        if self._dashboard is not None:
-            self._dashboard.stop()
-            self._dashboard = None
+        for feature in self._features.values():
+            feature.close()
         self._closed = True
         _OPEN.discard(self)
         if runtime is not None and self._rows_moved >= _COLLECT_AFTER_ROWS:
@@ -473,7 +406,8 @@ class Dataflow:
 
         Read results inside the block: after it outputs read as empty.
 
-        >>> with Dataflow() as flow:
+        >>> import diffflow as dd
+        >>> with dd.Dataflow() as flow:
         ...     a = flow.input("a", ["x"]); out = a.output(); a.insert([1]); flow.advance()
         ...     sorted(out.snapshot())
         [(1,)]

@@ -17,7 +17,6 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.api.collection import Collection
-from diffflow.api.flow import Dataflow  # noqa: F401 - the examples use it
 from diffflow.common.schema import Schema, encode_column
 
 
@@ -36,7 +35,8 @@ class InputCollection(Collection):
         pyarrow Table (columns by name); a one-column input also takes scalars.
         Nothing of a call is applied if any row is bad.
 
-        >>> flow = Dataflow(); a = flow.input("a", ["x"]); a.insert([1, 2]); a.insert([(3,)])
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); a.insert([1, 2]); a.insert([(3,)])
         """
         encoded = self._encode(rows)
         self._staged.append((encoded, np.ones(len(encoded), np.int64)))
@@ -44,7 +44,8 @@ class InputCollection(Collection):
     def remove(self, rows) -> None:
         """Remove rows (each once) at the current epoch; same formats as :meth:`insert`.
 
-        >>> flow = Dataflow(); a = flow.input("a", ["x"]); a.remove([(3,)])
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); a.remove([(3,)])
         """
         encoded = self._encode(rows)
         self._staged.append((encoded, -np.ones(len(encoded), np.int64)))
@@ -52,7 +53,8 @@ class InputCollection(Collection):
     def update(self, rows, diffs) -> None:
         """Change the multiplicity of each row by the matching entry of ``diffs``.
 
-        >>> flow = Dataflow(); a = flow.input("a", ["x"]); a.update([(1,), (2,)], [3, -1])
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); a.update([(1,), (2,)], [3, -1])
         """
         encoded = self._encode(rows)
         diffs_arr = _as_diffs(diffs, len(encoded), self.name)
@@ -65,7 +67,8 @@ class InputCollection(Collection):
         batches (nothing is collected on the driver).  Columns must match the
         input's names and types; on any error nothing is staged.
 
-        >>> flow = Dataflow(); a = flow.input("a", ["x"])
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["x"])
         >>> a.insert_dataframe(None)
         Traceback (most recent call last):
         TypeError: input 'a': insert_dataframe needs runtime='spark'; on this runtime pass rows (e.g. df.toPandas()) to insert()
@@ -75,7 +78,8 @@ class InputCollection(Collection):
     def remove_dataframe(self, df) -> None:
         """Remove the rows of a Spark DataFrame at the current epoch (see :meth:`insert_dataframe`).
 
-        >>> flow = Dataflow(); a = flow.input("a", ["x"])
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["x"])
         >>> a.remove_dataframe(None)
         Traceback (most recent call last):
         TypeError: input 'a': remove_dataframe needs runtime='spark'; on this runtime pass rows (e.g. df.toPandas()) to remove()
@@ -85,7 +89,8 @@ class InputCollection(Collection):
     def update_dataframe(self, df) -> None:
         """Apply a DataFrame of changes: the input's columns plus an integer ``diff`` column.
 
-        >>> flow = Dataflow(); a = flow.input("a", ["x"])
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["x"])
         >>> a.update_dataframe(None)
         Traceback (most recent call last):
         TypeError: input 'a': update_dataframe needs runtime='spark'; on this runtime pass rows (e.g. df.toPandas()) to update()
@@ -126,7 +131,8 @@ def restage(staged: dict, wanted: dict) -> dict:
     remove its ``staged`` rows and insert its ``wanted`` ones (the request inputs of an
     explanation, one proof level per epoch).  Returns the new ``{input: rows}``.
 
-    >>> flow = Dataflow(); a = flow.input("a", ["x"]); out = a.output()
+    >>> import diffflow as dd
+    >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); out = a.output()
     >>> now = restage({}, {a: [(1,), (2,)]}); flow.advance()
     >>> _ = restage(now, {a: [(3,)]}); flow.advance(); sorted(out.snapshot())
     [(3,)]

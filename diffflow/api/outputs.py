@@ -11,8 +11,13 @@ An :class:`Output` reads only through the runtime interface
 """
 from __future__ import annotations
 
-from diffflow.api.flow import Dataflow
+from typing import TYPE_CHECKING
+
+from diffflow.arrangements.updates import concat
 from diffflow.common.schema import decode_rows
+
+if TYPE_CHECKING:
+    from diffflow.api.flow import Dataflow
 
 
 class Output:
@@ -27,7 +32,8 @@ class Output:
     def snapshot(self) -> dict:
         """``{row: multiplicity}`` of the collection after the last computed epoch.
 
-        >>> flow = Dataflow(); a = flow.input("a", ["x"]); out = a.output()
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); out = a.output()
         >>> a.insert([3, 3, 4]); flow.advance(); out.snapshot()
         {(3,): 2, (4,): 1}
         """
@@ -40,7 +46,8 @@ class Output:
     def changes(self) -> list:
         """``[(row, epoch, diff), ...]`` since the last call, consolidated, by epoch then row.
 
-        >>> flow = Dataflow(); a = flow.input("a", ["x"]); out = a.output()
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); out = a.output()
         >>> a.insert([1]); flow.advance(); a.remove([1]); a.insert([2]); flow.advance()
         >>> out.changes()
         [((1,), 0, 1), ((1,), 1, -1), ((2,), 1, 1)]
@@ -51,7 +58,6 @@ class Output:
         chunks = runtime.take_output_changes(self.node.id)
         if not chunks:
             return []
-        from diffflow.arrangements.updates import concat
         merged = concat(chunks, self.node.schema.width, self.node.dim).consolidated()
         items = list(zip(self._decode(merged.rows), merged.times[:, 0].tolist(),
                          merged.diffs.tolist()))
@@ -63,20 +69,19 @@ class Output:
         (:mod:`diffflow.explain`).  Needs ``Dataflow(explain=True)``.
 
         >>> import diffflow as dd
-        >>> flow = Dataflow(explain=True); a = flow.input("a", ["k", "v"])
+        >>> flow = dd.Dataflow(explain=True); a = flow.input("a", ["k", "v"])
         >>> top = a.aggregate(by=["k"], hi=dd.max("v")).output()
         >>> a.insert([(1, 5), (1, 9), (2, 4)]); flow.advance()
         >>> top.explain([(1, 9)]).inputs
         {'a': {(1, 9): 1}}
         """
-        from diffflow.explain.search import provenance_of
-
-        return provenance_of(self.flow).explain(self, rows)
+        return self.flow._explainer().explain(self, rows)
 
     def to_pandas(self):
         """The current collection as a pandas DataFrame, one line per copy of a row.
 
-        >>> flow = Dataflow(); a = flow.input("a", ["x", ("s", str)]); out = a.output()
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["x", ("s", str)]); out = a.output()
         >>> a.insert([(1, "p")]); flow.advance(); out.to_pandas().values.tolist()
         [[1, 'p']]
         """

@@ -1,7 +1,12 @@
-"""Explanations of collection-API dataflows: ``Dataflow(explain=True)``,
-:meth:`Output.explain <diffflow.api.outputs.Output.explain>` and ``flow.explanations``.
+"""Why is this row in my output: explanations of collection-API dataflows.
 
-:mod:`.heights` (first occurrence of every row), :mod:`.queries` (witness queries),
-:mod:`.search` (the search and the explanations), :mod:`.correct` (correction rounds for
-differences), :mod:`.replay` (replays on chosen inputs), :mod:`.live` (live explanations).
+``Dataflow(explain=True)``, :meth:`Output.explain <diffflow.Output.explain>` and
+:meth:`Dataflow.explanations <diffflow.Dataflow.explanations>`.  The vocabulary
+(:mod:`.vocabulary`: explanation, replay, replay and correct, live explanations, ``Change``)
+is shared with Datalog's explanations (:mod:`diffflow.datalog.explain`); ``docs/EXPLAIN.md``
+describes the model.  Modules, bottom to top: :mod:`.vocabulary`; :mod:`.heights` (first
+occurrence of every row); :mod:`.queries` (witness queries over indexes); :mod:`.correct`
+(correction rounds for differences) and :mod:`.replay` (replays on chosen inputs);
+:mod:`.search` (the search and the explanations); :mod:`.live` (live explanations);
+:mod:`.feature` (what attaches it all to a dataflow: :mod:`diffflow.api.features`).
 """

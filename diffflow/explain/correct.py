@@ -1,5 +1,5 @@
-"""Replay and correct for collection dataflows (EXPLAIN.md §5): differences a proof does not
-carry.
+"""Replay and correct for collection dataflows (``docs/EXPLAIN.md`` §5): differences a proof
+does not carry.
 
 A proof says why a row is in a collection, not why rows are *out* of the collections it
 subtracts.  ``q = (a ⋉ b) ▷ (b ▷ d)``: the proof of ``q(1)`` holds ``a(1)`` and ``b(1)``;
@@ -22,18 +22,9 @@ round that finds none leaves the caller to fall back to the whole input.
 """
 from __future__ import annotations
 
-MAX_ROUNDS = 32
-
-
-def final(flow, collection):
-    """``collection`` left to the root scope: its value once its loops settle."""
-    from diffflow.api.collection import Collection
-
-    while collection.scope.parent is not None:
-        node = flow.graph.add("leave", [collection.node.id], collection.schema,
-                              scope=collection.scope.parent, label="explain: leave")
-        collection = Collection(flow, node)
-    return collection
+from diffflow.explain.replay import final, replay_observing
+from diffflow.explain.search import RowSearch
+from diffflow.explain.vocabulary import replay_and_correct
 
 
 class Differences:
@@ -61,16 +52,18 @@ class Differences:
     def correct(self, provenance, ex) -> bool:
         """Grow ``ex.inputs`` until a replay reproduces ``ex.rows``; ``False`` when a round
         finds nothing to add."""
-        from diffflow.explain.replay import replay_observing
-        from diffflow.explain.search import _Search
-
         reference = {nid: out.snapshot() for nid, out in self.reference.items()}
-        for rounds in range(1, MAX_ROUNDS + 1):
-            got, seen = replay_observing(provenance.flow, ex.output.node, ex.inputs,
-                                         self.observed)
-            if all(got.get(r) == m for r, m in ex.rows.items()):
-                ex.rounds = rounds
-                return True
+
+        def replay():
+            return replay_observing(provenance.flow, ex.output.node, ex.inputs,
+                                    self.observed)
+
+        def reproduces(replayed) -> bool:
+            got, _seen = replayed
+            return all(got.get(r) == m for r, m in ex.rows.items())
+
+        def grow(replayed) -> bool:
+            _got, seen = replayed
             for positive, subtracted in self.items:
                 missing = [x for x, m in sorted(reference[subtracted].items())
                            if m > seen[subtracted].get(x, 0)
@@ -79,15 +72,16 @@ class Differences:
                     break
             else:
                 return False
-            leaves = _Search(provenance).run([(subtracted, x) for x in missing])
             grown = False
-            for nid, row, mult in leaves:
-                name = provenance.input_name(nid)
-                rows = ex.inputs.setdefault(name, {})
+            for nid, row, mult in RowSearch(provenance).run([(subtracted, x) for x in missing]):
+                rows = ex.inputs.setdefault(provenance.input_name(nid), {})
                 if rows.get(row) != mult:
                     rows[row] = mult
                     grown = True
             ex.inputs = {n: dict(sorted(r.items())) for n, r in sorted(ex.inputs.items())}
-            if not grown:
-                return False
-        return False
+            return grown
+
+        reproduced, rounds = replay_and_correct(replay, reproduces, grow)
+        if reproduced:
+            ex.rounds = rounds
+        return reproduced

@@ -30,7 +30,11 @@ Heights come one of three ways (:meth:`Heights.mode`):
 """
 from __future__ import annotations
 
+from diffflow.api.aggregates import max as highest
+from diffflow.api.aggregates import min as lowest
+from diffflow.api.collection import Collection
 from diffflow.common.errors import GraphError
+from diffflow.common.schema import Schema
 from diffflow.dataflow.expr import Lit, col, greatest
 from diffflow.operators.reduce_extremum import extremum_of
 from diffflow.operators.reducers import DistinctReducer
@@ -39,7 +43,6 @@ H = "_h"  # the height column of every twin
 
 
 def _lowest(twin):
-    from diffflow.api.aggregates import min as lowest
     return twin.aggregate(by=[n for n in twin.columns if n != H], **{H: lowest(H)})
 
 
@@ -54,10 +57,7 @@ class Heights:
     PASS = ("consolidate", "inspect", "negate", "output")
 
     def __init__(self, flow):
-        from diffflow.api.collection import Collection
-
         self.flow, self.graph = flow, flow.graph
-        self.Collection = Collection
         self.user = list(self.graph.nodes)          # the user's nodes; twins come after
         for node in self.user:  # refuse before adding anything: bad input changes nothing
             if H in node.schema.names:
@@ -103,7 +103,7 @@ class Heights:
                 self.of(next(i for i in self.graph.nodes[variable].inputs if i > variable))
 
     def collection(self, nid: int):
-        return self.Collection(self.flow, self.graph.nodes[nid])
+        return Collection(self.flow, self.graph.nodes[nid])
 
     def lowest(self, nid: int):
         """The twin with one row per distinct row: its lowest height."""
@@ -158,9 +158,6 @@ class Heights:
         return joined.select(*node.schema.names, **{H: higher(col(H), col("_h_right"))})
 
     def _reduce(self, node):
-        from diffflow.api.aggregates import max as highest
-        from diffflow.api.aggregates import min as lowest
-
         arranged = self.graph.nodes[node.inputs[0]]
         source = arranged.inputs[0]
         kk = node.params["key_width"]
@@ -189,7 +186,7 @@ class Heights:
         twin = self.graph.add("concat", [c.node.id for c in initial], schema, scope=node.scope,
                               label=f"heights of {node.label}")
         self.variables[node.id] = (twin, initial[0] if initial else None)
-        return self.Collection(self.flow, twin)
+        return Collection(self.flow, twin)
 
     def _feedback(self, node):
         """Feed the definition back one round higher; keep each row's lowest height."""
@@ -200,13 +197,12 @@ class Heights:
                                               **{H: col(H) + 1})
         candidates = raised if initial is None else initial.concat(raised)
         names = [n for n in candidates.columns if n != H]
-        from diffflow.api.aggregates import min as lowest
         settled = candidates.aggregate(by=names, **{H: lowest(H)})
         change = settled if initial is None else settled.concat(initial.negate())
         feedback = self.graph.add("feedback", [change.node.id], twin_var.schema,
                                   scope=node.scope, label=f"heights of {node.label}")
         self.graph.connect(twin_var, feedback)
-        return self.Collection(self.flow, feedback)
+        return Collection(self.flow, feedback)
 
     def _definition(self, feedback) -> int:
         """The definition a variable's feedback carries (``definition - initial``)."""
@@ -223,8 +219,7 @@ class Heights:
         inner = self.of(node.inputs[0])
         twin = self.graph.add("leave", [inner.node.id], inner.schema, scope=node.scope,
                               label=f"heights of {node.label}")
-        return self.Collection(self.flow, twin)
+        return Collection(self.flow, twin)
 
     def twin_schema(self, node):
-        from diffflow.common.schema import Schema
         return Schema(tuple(node.schema.names) + (H,), tuple(node.schema.types) + ("int",))

@@ -24,33 +24,28 @@ explanation; a row that leaves the output says so with a change whose ``input`` 
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from diffflow.explain import vocabulary
+from diffflow.explain.search import ExplainError, RowSearch, multiplicities
 
-from diffflow.explain.search import ExplainError, _Search, multiplicities, provenance_of
+Change = vocabulary.Change  # what changes() lists
 
-
-class Change(NamedTuple):
-    """An input row entering (``diff`` +1) or leaving (-1) the explanation of ``target``;
-    ``input`` ``None``: the target itself left (-1) or came back to (+1) the output."""
-    target: tuple
-    input: str | None
-    row: tuple | None
-    diff: int
+__all__ = ["Change", "LiveExplanations"]
 
 
-class LiveExplanations:
+class LiveExplanations(vocabulary.LiveExplanations):
     """Explanations of rows of one output, kept current by every advance (module doc).
     Index it by row: a :class:`~diffflow.explain.search.CollectionExplanation`, or
-    ``None`` while the row is not in the output."""
+    ``None`` while the row is not in the output.  ``explanations`` is the dataflow's
+    attached :class:`~diffflow.explain.feature.Explanations`."""
 
-    def __init__(self, output):
-        self.provenance = provenance_of(output.flow)
+    def __init__(self, explanations, output):
+        super().__init__()
+        self.explanations = explanations
+        self.provenance = explanations.ready()
         self.output, self.flow = output, output.flow
-        self.current: dict = {}
         self.reads: dict = {}      # row -> (changed_keys node, key) its proof read
         self.walks = 0             # proofs followed (a measure of the refreshes' work)
-        self._changes: list = []
-        self.flow._live.append(self)
+        explanations.follow(self)
 
     def ask(self, rows) -> None:
         """Start explaining ``rows`` (each must be in the output now; after :meth:`close`,
@@ -64,29 +59,22 @@ class LiveExplanations:
                                f" now: ask for rows it holds")
         for row in rows:
             self.current.setdefault(row, None)
-        if self not in self.flow._live:
-            self.flow._live.append(self)
+        self.explanations.follow(self)
         self.refresh(initial=set(rows))
 
     def drop(self, rows) -> None:
         """Stop explaining ``rows``."""
         for row in rows:
-            row = tuple(row) if isinstance(row, (tuple, list)) else (row,)
+            row = self.key(row)
             self.current.pop(row, None)
             self.reads.pop(row, None)
-
-    def __getitem__(self, row):
-        return self.current[tuple(row) if isinstance(row, (tuple, list)) else (row,)]
-
-    def __iter__(self):
-        return iter(list(self.current))
 
     def refresh(self, initial=frozenset(), changes: dict | None = None) -> None:
         """Read the explanations again (after an advance the dataflow calls it with the
         keys its epochs changed: a proof none of whose reads they touch is kept as it is)."""
         rows = list(self.current)
         present = multiplicities(self.output, rows)
-        search = _Search(self.provenance)
+        search = RowSearch(self.provenance)
         for row in rows:
             before = self.current[row]
             if changes is not None and row not in initial and \
@@ -94,16 +82,16 @@ class LiveExplanations:
                 continue
             after = None
             if row in present:
-                self.flow._explain_reads = reads = set()
+                self.provenance.read_log = reads = set()
                 try:
                     after = self.provenance.explanation(self.output, {row: present[row]},
                                                         search)
                 finally:
-                    self.flow._explain_reads = None
+                    self.provenance.read_log = None
                 self.reads[row] = reads
             self.current[row] = after
             self.walks += 1
-            self._record(row, before, after, row in initial)
+            self.record(row, before, after, row in initial)
 
     def _unchanged(self, row, before, present, changes) -> bool:
         """Whether ``row``'s explanation must be what it was: the row is present as before
@@ -116,25 +104,7 @@ class LiveExplanations:
             return False
         return not any(key in changes.get(node, ()) for node, key in reads)
 
-    def _record(self, row, before, after, initial: bool) -> None:
-        old = before.inputs if before is not None else {}
-        new = after.inputs if after is not None else {}
-        if (before is None) != (after is None) and not initial:
-            self._changes.append(Change(row, None, None, 1 if after is not None else -1))
-        for name in sorted(set(old) | set(new)):
-            was, now = old.get(name, {}), new.get(name, {})
-            for r in sorted(set(was) | set(now)):
-                diff = now.get(r, 0) - was.get(r, 0)
-                if diff:
-                    self._changes.append(Change(row, name, r, diff))
-
-    def changes(self) -> list:
-        """:class:`Change` s since the previous call (the first: the first explanations)."""
-        out, self._changes = self._changes, []
-        return out
-
     def close(self) -> None:
         """Stop: later advances no longer read these explanations."""
         self.current, self.reads = {}, {}
-        if self in self.flow._live:
-            self.flow._live.remove(self)
+        self.explanations.unfollow(self)

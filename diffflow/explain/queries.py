@@ -11,7 +11,9 @@ in their int64 encoding; the search decodes only the input rows it returns.
 >>> flow = dd.Dataflow(explain=True)
 >>> a = flow.input("a", ["k", "v"]); top = a.aggregate(by=["k"], hi=dd.max("v")).output()
 >>> a.insert([(1, 5)]); flow.advance()
->>> sorted(q.rule for q in flow._provenance.queries.values() if not isinstance(q, list))
+>>> from diffflow.api.features import attached
+>>> queries = attached(flow, "explain").provenance.queries
+>>> sorted(q.rule for q in queries.values() if not isinstance(q, list))
 ['input', 'winner']
 """
 from __future__ import annotations
@@ -62,7 +64,7 @@ class Index:
     keeps whose columns start with ``keys`` -- one by fewer keys serves too, read by a
     longer prefix -- and arranges the collection only when there is none."""
 
-    def __init__(self, collection, keys, mode: str, optional: bool = False,
+    def __init__(self, collection, keys, mode: str, context, optional: bool = False,
                  record: bool = False):
         self.mode = mode
         self.optional = optional   # only if the dataflow arranges it so already
@@ -72,13 +74,14 @@ class Index:
             collection, keys = collection.select(*collection.columns, **{UNIT: 0}), [UNIT]
         self.collection, self.keys = collection, list(keys)
         self.flow = collection.flow
+        self.context = context     # the Provenance: the dataflow's access, recorders, reads
         self.width = len(keys)
         self.constant = keys == [UNIT]
         self.node, self.names = None, []
 
     def place(self) -> None:
         arranged = None
-        for (nid, by), candidate in self.flow._arrangements.items():
+        for (nid, by), candidate in self.context.access.arrangements.items():
             if nid == self.collection.node.id and len(by) <= self.width and \
                     list(candidate.node.schema.names[:self.width]) == self.keys:
                 arranged = candidate
@@ -90,7 +93,7 @@ class Index:
         self.node = arranged.node
         self.names = list(self.node.schema.names)   # keys first, then the rest in order
         if self.record:
-            recorders = self.flow.__dict__.setdefault("_changed_keys", {})
+            recorders = self.context.recorders
             if self.node.id not in recorders:
                 width = self.node.params["key_width"]
                 recorders[self.node.id] = self.flow.graph.add(
@@ -108,13 +111,13 @@ class Index:
         """``(key index, arranged rows, times, diffs)`` of the updates of ``keys``."""
         if self.constant:
             keys = [(0,) for _ in keys]
-        log = getattr(self.flow, "_explain_reads", None)
+        log = self.context.read_log
         if log is not None and self.recorder is not None:   # what a live proof depends on
             width = self.recorder.params["key_width"]
             log.update((self.recorder.id, key[:width]) for key in keys)
         query = np.array(keys, dtype=np.int64).reshape(len(keys), self.width)
         parts = [engine.ops[self.node.id].spine.gather(query, self.width)
-                 for engine in self.flow._runtime.engines.values()]
+                 for engine in self.context.access.runtime.engines.values()]
         return tuple(np.concatenate([p[i] for p in parts]) for i in range(4))
 
     def read(self, keys: list, bounds: list, gathered=None) -> list:
@@ -240,15 +243,27 @@ class _Delegate(_Query):
         return self.inner.answer(items)
 
 
+class Reading:
+    """What the indexes of one dataflow share (an :class:`Index`'s ``context``): the
+    dataflow's :class:`~diffflow.api.features.FlowAccess`, the ``changed_keys`` node
+    recording each arrangement's changed keys, and, while a live proof is followed, the
+    log of the keys it reads."""
+
+    def __init__(self, access):
+        self.access = access
+        self.recorders: dict = {}   # arrangement node id -> its changed_keys node
+        self.read_log = None        # a set, while a live proof is followed
+
+
 class Queries:
     """Builds the witness queries of every user node (once, before the first epoch)."""
 
-    def __init__(self, flow, heights):
-        self.flow, self.heights, self.graph = flow, heights, flow.graph
+    def __init__(self, context, heights):
+        self.context, self.heights, self.graph = context, heights, heights.graph
         self.indexes: list = []
 
     def _index(self, collection, keys, mode: str, optional: bool = False):
-        index = Index(collection, keys, mode, optional, record=True)
+        index = Index(collection, keys, mode, self.context, optional, record=True)
         self.indexes.append(index)
         return index
 

@@ -10,45 +10,31 @@
 """
 from __future__ import annotations
 
-import copy
-
 import numpy as np
+
+from diffflow.api.collection import Collection
+from diffflow.api.features import attached
+from diffflow.api.outputs import Output
 
 
 def replay(flow, node, inputs: dict) -> dict:
-    """``{row: multiplicity}`` of ``node`` (an output of ``flow``) when the dataflow's own
-    nodes run on ``inputs`` alone (input name -> ``{row: multiplicity}``), on one local
-    partition: results do not depend on the partition count."""
+    """``{row: multiplicity}`` of ``node`` (an output of ``flow``, a dataflow built with
+    ``explain=True``) when the dataflow's own nodes run on ``inputs`` alone (input name ->
+    ``{row: multiplicity}``), on one local partition: results do not depend on the
+    partition count."""
     return replay_observing(flow, node, inputs, [])[0]
 
 
 def replay_observing(flow, node, inputs: dict, observe) -> tuple:
     """:func:`replay`, and ``{node id: {row: multiplicity}}`` of the nodes ``observe`` in the
     same replay (a node inside a loop: its value once the loop settles)."""
-    from diffflow.api.flow import Dataflow
-    from diffflow.api.inputs import InputCollection
-    from diffflow.api.outputs import Output
-
-    user = flow._provenance.heights.user
-    twin = Dataflow()
-    twin.symbols = flow.symbols      # the same symbol ids: rows encode the same
-    twin.graph.root, twin.graph.scopes = flow.graph.root, list(flow.graph.scopes)
-    for original in user:
-        twin.graph.nodes.append(copy.copy(original))
-    by_name = {}
-    for handle in flow._inputs:
-        if handle.node.id < len(user):
-            copied = InputCollection(twin, twin.graph.nodes[handle.node.id], handle.name)
-            twin._inputs.append(copied)
-            by_name[handle.name] = copied
+    provenance = attached(flow, "explain").provenance
+    twin, by_name = provenance.access.replica(len(provenance.heights.user))
     for name, rows in inputs.items():
         if rows:
             by_name[name].update(list(rows), np.array(list(rows.values()), np.int64))
     out = Output(twin, twin.graph.nodes[node.id], None)
     seen = {}
-    from diffflow.api.collection import Collection
-    from diffflow.explain.correct import final
-
     for nid in observe:   # inside a loop: its value once the loop settles
         settled = final(twin, Collection(twin, twin.graph.nodes[nid]))
         seen[nid] = Output(twin, twin.graph.add("output", [settled.node.id],
@@ -58,3 +44,12 @@ def replay_observing(flow, node, inputs: dict, observe) -> tuple:
         return out.snapshot(), {nid: o.snapshot() for nid, o in seen.items()}
     finally:
         twin.close()
+
+
+def final(flow, collection):
+    """``collection`` left to the root scope: its value once its loops settle."""
+    while collection.scope.parent is not None:
+        node = flow.graph.add("leave", [collection.node.id], collection.schema,
+                              scope=collection.scope.parent, label="explain: leave")
+        collection = Collection(flow, node)
+    return collection

@@ -39,10 +39,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from diffflow.api.features import FlowAccess
 from diffflow.common.errors import ExplainError
 from diffflow.common.schema import decode_rows, encode_column
-from diffflow.explain.heights import Heights
-from diffflow.explain.queries import TOP, Queries, _Delegate
+from diffflow.explain.queries import TOP, _Delegate
+from diffflow.explain.replay import replay
 
 SAME = ("filter", "consolidate", "inspect", "output", "arrange", "enter", "leave")
 
@@ -69,7 +70,7 @@ def multiplicities(output, rows) -> dict:
     {(1,): 2}
     """
     schema, symbols = output.node.schema, output.flow.symbols
-    held, mults = output.flow._runtime.output_contents(output.node.id)
+    held, mults = FlowAccess(output.flow).runtime.output_contents(output.node.id)
     found = {}
     for row in rows:
         if len(row) != schema.width:
@@ -91,110 +92,10 @@ def decode_row(row: tuple, schema, symbols) -> tuple:
 
 
 
-class Provenance:
-    """Heights and witness queries of a dataflow (built by :class:`~diffflow.Dataflow` at
-    its start when ``explain=True``)."""
-
-    def __init__(self, flow):
-        self.flow = flow
-        self.heights = Heights(flow)
-        self.graph = flow.graph
-        self.queries = Queries(flow, self.heights).build()
-        changes = [self.graph.nodes[n.inputs[0]] for n in self.heights.user
-                   if n.kind == "feedback"]           # a variable's definition - initial
-        negated_initials = {c.inputs[1] for c in changes
-                            if c.kind == "concat" and len(c.inputs) == 2}
-        # differences outside the loop variables' own bookkeeping make replays diverge
-        self.subtracts = any(n.kind == "negate" and n.id not in negated_initials
-                             for n in self.heights.user)
-        self._contents = {n.id: self.heights.collection(n.id).output()
-                          for n in self.heights.user if n.kind == "input"} \
-            if self.subtracts else {}
-        if self.subtracts:
-            from diffflow.explain.correct import Differences
-            self.differences = Differences(self)
-
-    # -- explaining ---------------------------------------------------------------------------
-    def computed(self) -> None:
-        """Raise unless every change has been computed (explanations read computed epochs)."""
-        staged = [i.name for i in self.flow._inputs if i._staged]
-        if staged:
-            raise ExplainError(f"{', '.join(staged)} changed since the last advance(); "
-                               f"explanations are of computed epochs: advance() first")
-        if self.flow._unrun:
-            raise ExplainError("epochs closed by advance(run=False) are not computed yet: "
-                               "call flow.run() first")
-
-    def asked_rows(self, output, rows) -> list:
-        """``rows`` as tuples (one bare tuple of values is one row), each of the output's
-        width (else one clear error)."""
-        if isinstance(rows, tuple) and not any(isinstance(r, (tuple, list)) for r in rows):
-            rows = [rows]
-        rows = [tuple(r) if isinstance(r, (tuple, list)) else (r,) for r in rows]
-        names = list(output.node.schema.names)
-        for row in rows:
-            if len(row) != len(names):
-                raise ExplainError(f"{row!r} has {len(row)} values, but "
-                                   f"{output.name or 'the output'} has {len(names)} columns "
-                                   f"{names}: give each row in that order")
-        return rows
-
-    def explain(self, output, rows) -> "CollectionExplanation":
-        self.computed()
-        node = output.node
-        rows = self.asked_rows(output, rows)
-        present = multiplicities(output, rows)
-        missing = [r for r in rows if r not in present]
-        if missing:
-            raise ExplainError(f"{missing[0]!r} is not in {output.name or node.label} as of "
-                               f"epoch {self.flow.epoch - 1}: check its values (rows are "
-                               f"tuples in the output's column order {list(node.schema.names)})")
-        return self.explanation(output, {r: present[r] for r in rows}, _Search(self))
-
-    def explanation(self, output, rows: dict, search) -> "CollectionExplanation":
-        """The explanation of ``rows`` (present, with their multiplicities) by ``search``."""
-        leaves = search.run([(output.node.id, r) for r in rows])
-        inputs: dict = {}
-        for nid, row, mult in sorted(leaves):
-            inputs.setdefault(self.input_name(nid), {})[row] = mult
-        ex = CollectionExplanation(output, rows, dict(sorted(inputs.items())), self.flow,
-                                   search.reads)
-        if self.subtracts and not self.differences.correct(self, ex):
-            # a difference the correction rounds cannot reach (one inside a loop): the
-            # whole input explains the rows
-            ex.inputs, ex.whole_input = self._whole_input(), True
-        return ex
-
-    def record_changes(self, on: bool) -> None:
-        """Have the indexes' ``changed_keys`` recorders note the coming epochs' keys (only
-        while live explanations exist: an initial load is not worth noting)."""
-        for recorder in getattr(self.flow, "_changed_keys", {}).values():
-            for engine in self.flow._runtime.engines.values():
-                engine.ops[recorder.id].active = on
-
-    def take_changes(self) -> dict:
-        """``{changed_keys node id: set of keys}`` the engine saw change in the indexes
-        since the last call (each epoch's: :mod:`.live` re-reads only the proofs they touch)."""
-        changes = {}
-        for recorder in getattr(self.flow, "_changed_keys", {}).values():
-            keys = set()
-            for engine in self.flow._runtime.engines.values():
-                keys.update(map(tuple, engine.ops[recorder.id].take().tolist()))
-            changes[recorder.id] = keys
-        return changes
-
-    def input_name(self, nid: int) -> str:
-        return next(i.name for i in self.flow._inputs if i.node.id == nid)
-
-    def _whole_input(self) -> dict:
-        inputs = {self.input_name(nid): dict(out.snapshot())
-                  for nid, out in self._contents.items()}
-        return dict(sorted((name, rows) for name, rows in inputs.items() if rows))
-
-
-class _Search:
-    """Breadth first over rule applications, one batch of index reads per level; rows are
-    int64-encoded inside, decoded at the ends."""
+class RowSearch:
+    """The search for the input rows an output row rests on (module doc): breadth first over
+    rule applications, one batch of index reads per level; rows are int64-encoded inside,
+    decoded at the ends."""
 
     def __init__(self, provenance):
         self.p = provenance
@@ -352,16 +253,12 @@ class CollectionExplanation:
 
     def reproduces(self) -> bool:
         """Whether the dataflow replayed on :attr:`inputs` alone gives the rows again."""
-        from diffflow.explain.replay import replay
-
         got = replay(self.flow, self.output.node, self.inputs)
         return all(got.get(r) == m for r, m in self.rows.items())
 
     def check(self) -> None:
         """Run the dataflow from scratch on :attr:`inputs` alone; raise unless the rows come
         out with the same multiplicities."""
-        from diffflow.explain.replay import replay
-
         got = replay(self.flow, self.output.node, self.inputs)
         wrong = {r: m for r, m in self.rows.items() if got.get(r) != m}
         if wrong:
@@ -371,14 +268,4 @@ class CollectionExplanation:
                                f"{got.get(row, 0)} times, not {mult}")
 
 
-def provenance_of(flow) -> Provenance:
-    """The provenance of a dataflow built with ``explain=True`` (clear error otherwise)."""
-    if not getattr(flow, "explain", False):
-        raise ExplainError("this dataflow was built without explanations: create it with "
-                           "Dataflow(explain=True) to explain its outputs")
-    if flow._runtime is None:
-        raise ExplainError("nothing computed yet: advance() the dataflow first")
-    return flow._provenance
-
-
-__all__ = ["CollectionExplanation", "ExplainError", "Provenance"]
+__all__ = ["CollectionExplanation", "ExplainError", "RowSearch"]

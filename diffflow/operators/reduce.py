@@ -37,7 +37,7 @@ from diffflow.arrangements.updates import Updates, concat
 from diffflow.lattice.times import advance_by, minimal, rows_less_equal
 from diffflow.operators.base import Operator
 from diffflow.operators.reduce_extremum import extremum_corrections, extremum_of
-from diffflow.operators.reducers import _segments
+from diffflow.operators.reducers import segment_starts
 
 
 _KERNELS = None
@@ -455,7 +455,7 @@ def _sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     """
     out = np.zeros(n, np.int64)
     if len(group) and np.all(group[1:] >= group[:-1]):  # grouped already: one pass
-        starts = _segments(group)
+        starts = segment_starts(group)
         out[group[starts]] = np.add.reduceat(values, starts)
     else:
         np.add.at(out, group, values)  # exact (bincount would go through float64)

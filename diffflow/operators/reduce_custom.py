@@ -50,7 +50,7 @@ import numpy as np
 
 from diffflow.arrangements import columnar
 from diffflow.common.schema import decode_floats, encode_floats
-from diffflow.operators.reducers import Reducer, _segments
+from diffflow.operators.reducers import Reducer, segment_starts
 
 NEGATIVE = ("drop", "error", "keep")
 
@@ -100,7 +100,7 @@ class CustomReducer(Reducer):
                 raise ValueError(self._negative_message(vals, mults))
             keep = mults > 0
             group, vals, mults = group[keep], vals[keep], mults[keep]
-        starts = _segments(group)
+        starts = segment_starts(group)
         if not len(starts):
             return (np.zeros(0, np.int64), np.zeros((0, self.out_width), np.int64),
                     np.zeros(0, np.int64))

@@ -21,8 +21,12 @@ _MAX = np.iinfo(np.int64).max
 _MIN = np.iinfo(np.int64).min
 
 
-def _segments(group: np.ndarray) -> np.ndarray:
-    """Start offsets of runs of equal ``group`` values."""
+def segment_starts(group: np.ndarray) -> np.ndarray:
+    """Start offsets of runs of equal ``group`` values.
+
+    >>> segment_starts(np.array([4, 4, 7, 9, 9])).tolist()
+    [0, 2, 3]
+    """
     if len(group) == 0:
         return np.zeros(0, np.int64)
     return np.concatenate([[0], np.flatnonzero(group[1:] != group[:-1]) + 1]).astype(np.int64)
@@ -50,7 +54,7 @@ class DistinctReducer(Reducer):
     repeatable = True
 
     def reduce(self, group, vals, mults):
-        starts = _segments(group)
+        starts = segment_starts(group)
         if len(starts) == 0:
             return group, np.zeros((0, 0), np.int64), mults
         totals = np.add.reduceat(mults, starts)
@@ -81,7 +85,7 @@ class ThresholdReducer(Reducer):
         self.fn = fn
 
     def reduce(self, group, vals, mults):
-        starts = _segments(group)
+        starts = segment_starts(group)
         if len(starts) == 0:
             return group, np.zeros((0, 0), np.int64), mults
         totals = np.add.reduceat(mults, starts)
@@ -131,7 +135,7 @@ class AggregateReducer(Reducer):
         self.out_width = len(self.aggs)
 
     def reduce(self, group, vals, mults):
-        starts = _segments(group)
+        starts = segment_starts(group)
         if len(starts) == 0:
             return group, np.zeros((0, self.out_width), np.int64), mults
         positive = mults > 0

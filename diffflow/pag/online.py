@@ -49,7 +49,7 @@ class PagFlow:
 
     def __init__(self, *, partitions: int = 1, runtime: str = "local", window_ns=None, message_max_ns=None,
                  epoch_max_ns=None, operator_max_ns=None, progress: bool = True):
-        import diffflow as dd
+        import diffflow.api as dd
 
         # epochs (ST2) by default; time windows of window_ns (SnailTrail 1, construction A)
         self.window_ns = window_ns

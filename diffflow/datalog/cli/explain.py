@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import sys
 
+from diffflow.datalog.cli.options import (add_preprocessor_options, compile_program,
+                                          folder_option, program_options)
+
 
 def add_commands(commands) -> None:
     """Add ``explain`` to the ``diffflow`` command line's subcommands."""
@@ -16,9 +19,7 @@ def add_commands(commands) -> None:
                          help="folder of input facts (default: .pragma \"fact-dir\", else .)")
     explain.add_argument("--json", action="store_true", help="Soufflé's JSON proof instead")
     explain.add_argument("-w", "--no-warn", action="store_true", help="no warnings")
-    from diffflow.cli import _preprocessor_options
-
-    _preprocessor_options(explain)
+    add_preprocessor_options(explain)
     explain.set_defaults(handler=_explain)
 
 
@@ -53,13 +54,12 @@ def parse_fact(text: str) -> tuple:
 
 
 def _explain(args) -> int:
-    from diffflow.cli import _compile, _option, _program_options
     from diffflow.datalog.explain.derived import format_fact
 
     targets = [parse_fact(text) for text in args.fact]  # bad facts fail before any work
-    program = _compile(args, provenance=True, **_program_options(args))
+    program = compile_program(args, provenance=True, **program_options(args))
     try:
-        program.load_facts(_option(args.fact_dir, program.pragmas, "fact-dir"),
+        program.load_facts(folder_option(args.fact_dir, program.pragmas, "fact-dir"),
                            missing_ok=args.no_warn)
         program.commit()
         for number, (relation, values) in enumerate(targets):

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from diffflow.explain.queries import TOP, Index
+from diffflow.api.features import FlowAccess
+from diffflow.explain.queries import TOP, Index, Reading
 from diffflow.common.schema import decode_rows, encode_column
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.explain.absent import _Evaluator
@@ -44,6 +45,7 @@ class Lookups:
 
     def __init__(self, flow, values: dict, relations: dict):
         self.flow = flow
+        context = Reading(FlowAccess(flow))
         self.indexes: dict = {}    # relation name -> {column positions: Index}
         self.arity: dict = {}
         self.ground: set = set()   # input-only relations: indexed without heights
@@ -59,7 +61,8 @@ class Lookups:
             by = [(i,) for i in range(relation.arity) if relation.arity > 1]
             by.append(tuple(range(relation.arity)))
             self.indexes[name] = {
-                positions: Index(source, [f"c{i}" for i in positions] or [UNIT], "ground")
+                positions: Index(source, [f"c{i}" for i in positions] or [UNIT], "ground",
+                                 context)
                 for positions in by}
         for indexes in self.indexes.values():
             for index in indexes.values():

@@ -14,7 +14,7 @@ of its target's values (each as a float) over their number, as Soufflé computes
 """
 from __future__ import annotations
 
-from diffflow.api import collection as c
+from diffflow.api import aggregates as c
 from diffflow.dataflow.expr import Lit, col
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.lower.columns import UNIT, Frame, term_expression, var_column

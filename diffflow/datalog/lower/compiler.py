@@ -30,7 +30,7 @@ import contextlib
 
 from dataclasses import dataclass, field
 
-from diffflow.api import collection as coll
+from diffflow.api.flow import Dataflow
 from diffflow.dataflow.expr import Lit
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.analysis.analyser import Analysed, Clause, Relation
@@ -75,7 +75,7 @@ def compile_program(analysed: Analysed, partitions: int = 1, outputs=None,
 class _Compiler(ClauseCompiler):
     def __init__(self, analysed: Analysed, partitions: int, outputs, max_rounds: int | None,
                  flow_options: dict):
-        super().__init__(coll.Dataflow(partitions=partitions, **flow_options))
+        super().__init__(Dataflow(partitions=partitions, **flow_options))
         self.analysed, self.max_rounds = analysed, max_rounds
         self.inputs, self.values, self.outputs = {}, {}, {}
         self.wanted = set(analysed.relations) if outputs is None else set(outputs)

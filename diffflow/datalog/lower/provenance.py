@@ -99,7 +99,7 @@ class ProvenanceCompiled(Compiled):
     requests: dict = field(default_factory=dict)    # relation -> request InputCollection
     asked: dict = field(default_factory=dict)       # relation -> Output: requested, present
     witnesses: dict = field(default_factory=dict)   # relation -> [Witness]
-    lookups: object = None                          # witness.Lookups: indexes read directly
+    lookups: object = None  # indexes read directly (explain.witness.Lookups; Program sets it)
 
 
 def compile_provenance(analysed, partitions: int = 1, outputs=None, max_rounds=None,
@@ -151,13 +151,9 @@ class _ProvenanceCompiler(_Compiler):
         for stratum in self.analysed.strata:
             for name in stratum.relations:
                 self._witness_queries(relations[name])
-        from diffflow.datalog.explain.witness import Lookups
-        # read between commits from the partitions' own arrangements: the local runtime's
-        lookups = Lookups(self.flow, self.values, relations) \
-            if self.flow.runtime_name == "local" else None
         return ProvenanceCompiled(plain.flow, plain.inputs, plain.collections, plain.outputs,
                                   plain.unit, plain.plan, self.requests, self.asked,
-                                  self.witnesses, lookups)
+                                  self.witnesses)
 
     # -- heights -----------------------------------------------------------------------------
     @staticmethod

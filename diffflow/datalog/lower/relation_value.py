@@ -48,9 +48,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from diffflow.operators.reducers import Reducer, _segments
-from diffflow.dataflow.expr import Lit
+from diffflow.api.arranged import reduce_with
 from diffflow.common.schema import Schema, decode_floats
+from diffflow.dataflow.expr import Lit
+from diffflow.operators.reducers import Reducer, segment_starts
 
 
 def relation_value(relation, candidates, dominated=None, previous=None):
@@ -196,28 +197,24 @@ def number_rows(rows, types: list, counters: dict):
     >>> c.insert([(5,), (-1,), (3,)]); flow.advance(); sorted(out.snapshot())
     [(-1, 1), (3, 3), (5, 5)]
     """
-    from diffflow.api.arranged import _reduce as reduce_arranged
-
     values = list(rows.columns)
     reducer = ValueOrder(list(types), number=list(counters.values()))
     keyed = rows.select(all_rows=Lit(0), **{n: n for n in values})
     schema = Schema.of([("all_rows", "int"), *zip(keyed.schema.names[1:],
                                                    keyed.schema.types[1:]),
                         *((name, "int") for name in counters)])
-    out = reduce_arranged(keyed.arrange(["all_rows"]), reducer, schema, reducer.label)
+    out = reduce_with(keyed.arrange(["all_rows"]), reducer, schema, reducer.label)
     return out.select(*values, *counters)
 
 
 def _reduce(rows, keys: list, values: list, reducer):
-    from diffflow.api.arranged import _reduce as reduce_arranged
-
     if not keys:  # one group: a constant key column
         rows = rows.select(**{"all_rows": Lit(0)}, **{n: n for n in values})
         keys = ["all_rows"]
     else:
         rows = rows.select(*keys, *values)
     schema = Schema.of([(n, t) for n, t in zip(rows.schema.names, rows.schema.types)])
-    out = reduce_arranged(rows.arrange(keys), reducer, schema, reducer.label)
+    out = reduce_with(rows.arrange(keys), reducer, schema, reducer.label)
     return out.select(*values) if keys == ["all_rows"] else out
 
 
@@ -256,7 +253,7 @@ class ValueOrder(Reducer):
         order = np.lexsort(keys[::-1] + [group])
         group, vals = group[order], vals[order]
         if self.number:  # every row, with its rank times stride plus offset
-            starts = _segments(group)
+            starts = segment_starts(group)
             rank = np.arange(len(group)) - np.repeat(starts, np.diff(np.append(starts,
                                                                                 len(group))))
             numbers = [rank * stride + offset for stride, offset in self.number]
@@ -264,9 +261,9 @@ class ValueOrder(Reducer):
                 np.ones(len(group), np.int64)
         if self.domains:
             chosen = _greedy(np.stack([_dense(vals[:, d]) for d in self.domains], axis=1),
-                             _segments(group))
+                             segment_starts(group))
         else:
-            starts = _segments(group)
+            starts = segment_starts(group)
             rank = np.arange(len(group)) - np.repeat(starts, np.diff(np.append(starts,
                                                                                 len(group))))
             chosen = np.flatnonzero(rank < self.keep)

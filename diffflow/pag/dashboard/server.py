@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from diffflow.api.features import Feature
 from diffflow.pag.api import PAG
 from diffflow.pag.edges import Edges
 from diffflow.runtime.events import TraceError
@@ -281,8 +282,8 @@ def _server(dashboard: Dashboard, host: str, port: int):
 
 
 class Background:
-    """The dashboard of a running dataflow's own trace, served from threads
-    (``Dataflow(trace="run.trace", dashboard=8765)``) until :meth:`stop`."""
+    """The dashboard of a running dataflow's own trace, served from threads until
+    :meth:`stop` (``Dataflow(trace="run.trace", dashboard=8765)``: :class:`LiveDashboard`)."""
 
     def __init__(self, path, port: int, host: str = "127.0.0.1"):
         port = check_port(host, port)
@@ -303,6 +304,19 @@ class Background:
         self.dashboard.stopping.set()
         self.server.should_exit = True
         self.thread.join(timeout=10)
+
+
+class LiveDashboard(Feature):
+    """The dashboard as a feature of a dataflow (:mod:`diffflow.api.features`):
+    ``value`` is ``(trace path, port)``; it serves from the dataflow's creation to its
+    ``close()``."""
+
+    def __init__(self, access, value):
+        path, port = value
+        self.server = Background(path, port)
+
+    def close(self) -> None:
+        self.server.stop()
 
 
 def serve(dashboard: Dashboard, host: str = "127.0.0.1", port: int = 8765) -> None:

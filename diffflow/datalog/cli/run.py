@@ -1,0 +1,285 @@
+"""``diffflow run`` and ``diffflow explain-plan``: run Datalog programs like Soufflé, then keep them
+up to date.
+
+    diffflow run prog.dl -F facts -D out            # Soufflé-style batch run
+    diffflow run prog.dl -F facts -D - --updates steps   # ... then incremental steps
+    diffflow explain-plan prog.dl                   # strata, join orders, shared indexes
+
+``run`` reads ``facts/<r>.facts`` for every ``.input r`` (TAB-separated, no
+header, gzip-compressed or not; a file that cannot be opened is an error unless
+``-w``, which reads it as an empty relation) and writes ``out/<r>.csv`` for
+every ``.output r``; ``-D -`` (or ``IO=stdout``) prints outputs to stdout in
+Soufflé's format; ``.printsize r`` prints ``r<TAB>count``.  Every input is read
+and checked before anything is computed or written.  With ``--updates DIR``, every
+numbered sub-folder of ``DIR`` (``1/``, ``2/``, ...) is a step holding
+``<r>.insert.facts`` and ``<r>.remove.facts``; after each step the changes of
+every output relation are written to ``out/<r>.step-<N>.csv`` with a last
+column ``+1`` or ``-1``.  ``--trace FILE`` records what every worker did (the
+initial run is epoch 1, step ``N`` epoch ``N + 1``) as JSON lines of raw events
+(:mod:`diffflow.runtime.tracing`).
+
+As in Soufflé, the program goes through the C preprocessor when it has ``#``
+directives (``-I DIR`` adds include folders, ``-M 'NAME=VALUE'`` defines
+macros), ``.pragma "fact-dir"``, ``"output-dir"``, ``"jobs"`` and ``"no-warn"``
+stand for ``-F``, ``-D``, ``-j`` and ``-w`` when those are not given, and
+warnings go to stderr as ``file:line:col: warning: ...`` unless ``-w``.
+
+>>> import argparse
+>>> commands = argparse.ArgumentParser(prog="diffflow").add_subparsers(dest="command")
+>>> add_commands(commands)
+>>> commands.choices["run"].parse_args(["prog.dl", "-j", "auto"]).jobs >= 1
+True
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from diffflow.datalog.cli.options import (Reporter, add_preprocessor_options, check_output_dir,
+                                          compile_program, folder_option, jobs,
+                                          program_options, read_pragmas)
+
+
+def add_commands(commands) -> None:
+    """Add ``run`` and ``explain-plan`` to the ``diffflow`` command line's subcommands."""
+    run = commands.add_parser("run", help="evaluate a Datalog program on fact files")
+    run.add_argument("program", help="the .dl file")
+    run.add_argument("-F", "--fact-dir", default=None,
+                     help="folder of <relation>.facts files (default: .pragma \"fact-dir\", "
+                          "else the current folder)")
+    run.add_argument("-D", "--output-dir", default=None,
+                     help="folder for <relation>.csv outputs; '-' prints them to stdout "
+                          "(default: .pragma \"output-dir\", else the current folder)")
+    run.add_argument("-j", "--jobs", type=jobs, default=None,
+                     help="number of partitions (workers), or 'auto' for one per core; "
+                          "default .pragma \"jobs\", else 1 (2 with --spark)")
+    run.add_argument("--spark", metavar="MASTER",
+                     help="run on Spark with this master URL (e.g. local[2], spark://host:7077); "
+                          "needs Java 17/21")
+    run.add_argument("--updates", metavar="DIR",
+                     help="apply the numbered steps in DIR incrementally after the initial run")
+    run.add_argument("-w", "--no-warn", action="store_true",
+                     help="no warnings, and a missing fact file is an empty relation "
+                          "(Soufflé's -w; also .pragma \"no-warn\")")
+    add_preprocessor_options(run)
+    run.add_argument("--max-rounds", type=int, default=None, metavar="N",
+                     help="stop a recursive stratum still changing after N rounds with an error "
+                          "(default: no limit, as in Soufflé)")
+    run.add_argument("-v", "--verbose", action="store_true",
+                     help="report loading and computing times on stderr")
+    run.add_argument("--trace", metavar="FILE",
+                     help="record what every worker does (operator steps, messages, waits) as "
+                          "JSON lines of raw events in FILE (see diffflow.runtime.tracing)")
+    run.add_argument("-t", "--provenance", choices=["explain"], default=None,
+                     help="after the run, open Soufflé's provenance command loop on stdin "
+                          "(explain, explainnegation, subproof, setdepth, format, output, exit)")
+    run.set_defaults(handler=run_program)
+    plan = commands.add_parser("explain-plan", help="print the compiled plan of a program")
+    plan.add_argument("program", help="the .dl file")
+    plan.add_argument("-w", "--no-warn", action="store_true", help="no warnings")
+    add_preprocessor_options(plan)
+    plan.set_defaults(handler=explain_plan)
+
+
+def explain_plan(args) -> int:
+    """``diffflow explain-plan``: print the compiled plan."""
+    print(compile_program(args, **program_options(args)).plan())
+    return 0
+
+
+def run_program(args) -> int:
+    """``diffflow run``: the initial run, then the ``--updates`` steps."""
+    from diffflow.datalog.analysis.pragmas import jobs_value
+
+    report = Reporter(args.verbose)
+    options = program_options(args)
+    if args.jobs is not None and args.jobs < 1:
+        raise ValueError(f"-j must be at least 1, got {args.jobs}")
+    if args.max_rounds is not None and args.max_rounds < 1:
+        raise ValueError(f"--max-rounds must be at least 1, got {args.max_rounds}")
+    jobs = args.jobs  # None: .pragma "jobs", else 1 (Program decides)
+    if args.trace is not None:
+        from diffflow.runtime.trace_sink import open_trace
+
+        # an unwritable --trace fails before anything slow starts
+        options["trace"] = open_trace(args.trace, option="--trace ")
+    started = time.perf_counter()
+    if args.spark:
+        # the program's mistakes and pragmas first: Spark takes seconds to start
+        pragmas = read_pragmas(args, options)
+        check_output_dir(folder_option(args.output_dir, pragmas, "output-dir"))
+        if jobs is None:
+            jobs = jobs_value(pragmas.get("jobs")) or 2
+        from diffflow.runtime.spark import local_session  # the only module that imports pyspark
+
+        options.update(runtime="spark", spark=local_session(args.spark))
+        report.timed(f"started Spark ({args.spark})", time.perf_counter() - started)
+        started = time.perf_counter()
+    if args.provenance:
+        options["provenance"] = True
+    program = compile_program(args, partitions=jobs, outputs="directives", max_rounds=args.max_rounds,
+                       **options)
+    # the command line wins over a pragma
+    args.no_warn = args.no_warn or "no-warn" in program.pragmas
+    fact_dir = folder_option(args.fact_dir, program.pragmas, "fact-dir")
+    output_dir = folder_option(args.output_dir, program.pragmas, "output-dir")
+    try:
+        check_output_dir(output_dir)
+        # every input is read and checked before anything is computed or written
+        steps = [(number, _read_step(program, folder))
+                 for number, folder in (_steps(args.updates) if args.updates else [])]
+        counts = program.load_facts(fact_dir, progress=report, missing_ok=args.no_warn)
+        if args.verbose or sum(counts.values()) >= 100_000:
+            report.timed(f"loaded {sum(counts.values()):,} facts", time.perf_counter() - started)
+        started = time.perf_counter()
+        program.commit()
+        report.timed("computed the program", time.perf_counter() - started)
+        if output_dir != "-":
+            os.makedirs(output_dir, exist_ok=True)
+        _write_outputs(program, output_dir)
+        _print_sizes(program)
+        for relation in program.relations.values():
+            if relation.outputs:
+                program.changes(relation.name)  # steps report changes from here on
+        for number, batches in steps:
+            started = time.perf_counter()
+            applied = _apply_step(program, batches)
+            program.commit()
+            report.timed(f"step {number}: {applied:,} fact changes applied and propagated",
+                         time.perf_counter() - started)
+            _write_changes(program, output_dir, number)
+            _print_sizes(program)
+        if args.provenance:
+            from diffflow.datalog.cli.shell import ExplainShell
+
+            ExplainShell(program, interactive=sys.stdin.isatty()).run(sys.stdin)
+    finally:
+        program.close()
+    return 0
+
+
+def _steps(folder):
+    if not os.path.isdir(folder):
+        what = "is not a folder" if os.path.exists(folder) else "does not exist"
+        raise ValueError(f"--updates {folder}: {what}; it should hold numbered step folders "
+                         f"1/, 2/, ... of <relation>.insert.facts and <relation>.remove.facts")
+    steps = []
+    for entry in os.listdir(folder):
+        path = os.path.join(folder, entry)
+        if os.path.isdir(path):
+            if not entry.isdigit():
+                raise ValueError(f"update step folder {path!r} is not numbered; name steps "
+                                 f"1, 2, 3, ...")
+            steps.append((int(entry), path))
+    if not steps:
+        raise ValueError(f"{folder!r} holds no numbered step folders (1/, 2/, ...)")
+    return sorted(steps)
+
+
+def _read_step(program, folder) -> list:
+    """``[(sign, relation, encoded rows)]`` of one update step, removals first."""
+    from diffflow.datalog.values.facts import read_facts
+
+    suffixes = {".insert.facts": +1, ".remove.facts": -1}
+    batches = []
+    for entry in sorted(os.listdir(folder)):
+        for suffix, sign in suffixes.items():
+            if entry.endswith(suffix):
+                name = entry[: -len(suffix)]
+                path = os.path.join(folder, entry)
+                try:
+                    relation = program._relation(name)
+                    program._input(name)
+                except (KeyError, ValueError) as exc:
+                    message = exc.args[0] if exc.args else exc
+                    raise ValueError(f"{path}: {message}") from None
+                rows = read_facts(path, relation, structures=program.analysed.structures)
+                batches.append((sign, name, program.encode(name, rows)))
+                break
+        else:
+            raise ValueError(f"unexpected file {os.path.join(folder, entry)!r} in an update "
+                             f"step; expected <relation>.insert.facts or .remove.facts")
+    # removals first, so a step may replace a fact by removing and inserting it
+    return sorted(batches, key=lambda b: b[0] > 0)
+
+
+def _apply_step(program, batches) -> int:
+    return sum(program._change(name, encoded, sign) for sign, name, encoded in batches)
+
+
+def _output_lines(program, relation, rows, delimiter, extra=None, rfc4180=False):
+    from diffflow.datalog.values.facts import format_rows
+
+    lines = format_rows(rows, relation.types, delimiter, rfc4180,
+                        program.analysed.structures)
+    if extra is not None:
+        lines = [f"{line}{delimiter}{tag}" for line, tag in zip(lines, extra)]
+    return lines
+
+
+def _write_outputs(program, out_dir):
+    from diffflow.datalog.values.facts import io_options
+    from diffflow.datalog.values.structures import row_order
+
+    for relation in program.relations.values():
+        for d in relation.outputs:
+            rows = sorted(program.relation(relation.name), key=row_order)
+            delimiter, headers, rfc4180, compress = io_options(d.params)
+            lines = _output_lines(program, relation, rows, delimiter, rfc4180=rfc4180)
+            # Soufflé's -D - prints every output to stdout with its attribute names
+            header = delimiter.join(relation.attributes) if headers or out_dir == "-" else None
+            if out_dir == "-" or d.params.get("IO") == "stdout":
+                _print_stdout(relation.name, header, lines)
+            else:
+                filename = d.params.get("filename", f"{relation.name}.csv")
+                _write_file(os.path.join(out_dir, filename), header, lines, compress)
+
+
+def _write_changes(program, out_dir, number):
+    from diffflow.datalog.values.facts import io_options
+
+    for relation in program.relations.values():
+        if not relation.outputs:
+            continue
+        changes = program.changes(relation.name)
+        delimiter, _headers, rfc4180, _compress = io_options(relation.outputs[0].params)
+        lines = _output_lines(program, relation, [row for row, _ in changes], delimiter,
+                              extra=["+1" if d > 0 else "-1" for _, d in changes],
+                              rfc4180=rfc4180)
+        if relation.arity == 0:
+            lines = [f"(){delimiter}{'+1' if d > 0 else '-1'}" for _, d in changes]
+        if out_dir == "-":
+            _print_stdout(f"{relation.name} step {number}", None, lines)
+        else:
+            _write_file(os.path.join(out_dir, f"{relation.name}.step-{number}.csv"), None, lines)
+
+
+def _write_file(path, header, lines, compress=False):
+    import gzip
+
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)  # filename="sub/out.csv"
+    opener = gzip.open if compress else open  # Soufflé's compress=true writes gzip
+    with opener(path, "wt", encoding="utf-8", newline="\n") as f:
+        if header is not None:
+            f.write(header + "\n")
+        if lines:
+            f.write("\n".join(lines) + "\n")
+
+
+def _print_stdout(name, header, lines):
+    out = sys.stdout
+    out.write("---------------\n" + name + "\n")
+    if header is not None:
+        out.write(header + "\n")
+    out.write("===============\n")
+    if lines:
+        out.write("\n".join(lines) + "\n")
+    out.write("===============\n")
+    out.flush()
+
+
+def _print_sizes(program):
+    for relation in program.relations.values():
+        if relation.printsize:
+            print(f"{relation.name}\t{program.size(relation.name)}", flush=True)

@@ -1,0 +1,1 @@
+"""The Datalog passes in order (filled in below)."""

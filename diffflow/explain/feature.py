@@ -1,0 +1,63 @@
+"""Explanations as a feature of a dataflow: ``Dataflow(explain=True)``.
+
+Attached through :mod:`diffflow.api.features` (the package face registers it): before the
+dataflow starts, :class:`Explanations` builds its heights and witness queries onto the graph
+(:class:`~diffflow.explain.provenance.Provenance`); after each epoch it keeps the live
+explanations (:mod:`.live`) current.  :meth:`Output.explain <diffflow.Output.explain>` and
+:meth:`Dataflow.explanations <diffflow.Dataflow.explanations>` come here.
+
+>>> import diffflow as dd
+>>> flow = dd.Dataflow(explain=True); a = flow.input("a", ["x"]); out = a.output()
+>>> a.insert([1]); flow.advance(); out.explain([(1,)]).inputs
+{'a': {(1,): 1}}
+"""
+from __future__ import annotations
+
+from diffflow.api.features import Feature
+from diffflow.common.errors import ExplainError
+from diffflow.explain.live import LiveExplanations
+from diffflow.explain.provenance import Provenance
+
+
+class Explanations(Feature):
+    """A dataflow's explanations: its provenance, and the live explanations to refresh."""
+
+    def __init__(self, access, value=True):
+        self.access = access
+        self.provenance = None
+        self.followed: list = []   # live explanations, refreshed after every run
+
+    def before_start(self) -> None:
+        self.provenance = Provenance(self.access)   # builds onto the graph, once
+
+    def after_close(self) -> None:
+        self.provenance.record_changes(bool(self.followed))
+
+    def after_run(self) -> None:
+        if not self.followed:
+            return
+        changes = self.provenance.take_changes()
+        for live in list(self.followed):   # live explanations read what the epochs changed
+            live.refresh(changes=changes)
+
+    def ready(self) -> Provenance:
+        """The provenance, once something was computed (a clear error before)."""
+        if self.access.runtime is None:
+            raise ExplainError("nothing computed yet: advance() the dataflow first")
+        return self.provenance
+
+    def explain(self, output, rows):
+        """:meth:`Output.explain <diffflow.Output.explain>`."""
+        return self.ready().explain(output, rows)
+
+    def live(self, output) -> LiveExplanations:
+        """:meth:`Dataflow.explanations <diffflow.Dataflow.explanations>`."""
+        return LiveExplanations(self, output)
+
+    def follow(self, live) -> None:
+        if live not in self.followed:
+            self.followed.append(live)
+
+    def unfollow(self, live) -> None:
+        if live in self.followed:
+            self.followed.remove(live)

@@ -1,0 +1,220 @@
+"""The package is a downward stack of layers (docs/ARCHITECTURE.md), and stays one.
+
+``pyproject.toml`` declares the layers as import-linter contracts; :func:`test_layers` runs
+them.  What a layers contract cannot see is checked here from the source, every ``import``
+read (inside functions too; those under ``if TYPE_CHECKING:`` are annotations, not imports):
+
+* no import circle anywhere, inside one package included;
+* no private name (``_x``) and no private module imported from another package;
+* only the faces (``cli``, ``__main__``) import the ``diffflow`` package itself, which
+  imports everything.
+"""
+import ast
+import os
+import subprocess
+import sys
+from collections import defaultdict
+
+import pytest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+PACKAGE = os.path.join(ROOT, "diffflow")
+FACES = {"diffflow.cli", "diffflow.__main__"}
+
+
+def _module_name(path: str, root: str = ROOT) -> str:
+    name = os.path.relpath(path, root)[:-3].replace(os.sep, ".")
+    return name[: -len(".__init__")] if name.endswith(".__init__") else name
+
+
+def _modules(folder: str = PACKAGE) -> dict:
+    """``{module name: path}`` of every module under ``folder``."""
+    found = {}
+    for base, _dirs, files in os.walk(folder):
+        for file in files:
+            if file.endswith(".py"):
+                path = os.path.join(base, file)
+                found[_module_name(path, os.path.dirname(folder))] = path
+    return found
+
+
+class Import:
+    """One imported name: ``source`` imports ``target`` (a module), taking ``name`` from it."""
+
+    def __init__(self, source, target, name, line):
+        self.source, self.target, self.name, self.line = source, target, name, line
+
+    def __repr__(self):
+        what = f"{self.target}.{self.name}" if self.name else self.target
+        return f"{self.source}:{self.line} imports {what}"
+
+
+def _type_checking_only(node) -> bool:
+    test = node.test
+    return isinstance(node, ast.If) and (
+        isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
+        or isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def imports_of(module: str, path: str, modules: dict) -> list:
+    """Every import of ``diffflow`` modules by ``module``, resolved to module names."""
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read(), path)
+    package = module if path.endswith("__init__.py") else module.rsplit(".", 1)[0]
+    found = []
+
+    def target_of(name):
+        while name not in modules and "." in name:
+            name = name.rsplit(".", 1)[0]
+        return name
+
+    def visit(node):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _type_checking_only(child):
+                for rest in child.orelse:
+                    visit(rest)
+                continue
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    if alias.name.split(".")[0] == "diffflow":
+                        found.append(Import(module, target_of(alias.name), None, child.lineno))
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[: len(parts) - child.level + 1])
+                    origin = base + ("." + child.module if child.module else "")
+                else:
+                    origin = child.module or ""
+                if origin.split(".")[0] != "diffflow":
+                    continue
+                for alias in child.names:
+                    full = f"{origin}.{alias.name}"
+                    if full in modules:
+                        found.append(Import(module, full, None, child.lineno))
+                    else:
+                        found.append(Import(module, target_of(origin), alias.name,
+                                            child.lineno))
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def _all_imports() -> list:
+    modules = _modules()
+    return [imp for module, path in sorted(modules.items())
+            for imp in imports_of(module, path, modules) if imp.target != imp.source]
+
+
+def circles(imports) -> list:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    edges = defaultdict(set)
+    for imp in imports:
+        edges[imp.source].add(imp.target)
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+    counter = 0
+    for start in sorted(set(edges) | {t for ts in edges.values() for t in ts}):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges[child]))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def _package(module: str) -> str:
+    return module.rsplit(".", 1)[0]
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_crossings(imports) -> list:
+    """Imports of a private name or module from outside the package that owns it."""
+    bad = []
+    for imp in imports:
+        owner = _package(imp.target)
+        inside = imp.source == owner or imp.source.startswith(owner + ".")
+        private_module = any(_private(p) for p in imp.target.split(".")[1:])
+        if not inside and (private_module or imp.name is not None and _private(imp.name)):
+            if imp.source in FACES and imp.target == "diffflow._aliases":
+                continue
+            bad.append(imp)
+    return bad
+
+
+def test_no_import_circle():
+    found = circles(_all_imports())
+    assert not found, "import circles (docs/ARCHITECTURE.md says how to break one):\n" + \
+        "\n".join(" -> ".join(c) for c in found)
+
+
+def test_no_private_name_crosses_a_package():
+    bad = private_crossings(_all_imports())
+    assert not bad, "private names imported from another package (make them public there, " \
+                    "or move the code that needs them):\n" + "\n".join(map(repr, bad))
+
+
+def test_only_the_faces_import_the_package_itself():
+    bad = [imp for imp in _all_imports()
+           if imp.target == "diffflow" and imp.source not in FACES]
+    assert not bad, "`diffflow` imports every layer; import the module you need instead:\n" + \
+        "\n".join(map(repr, bad))
+
+
+def test_layers():
+    linter = os.path.join(os.path.dirname(sys.executable), "lint-imports")
+    result = subprocess.run([linter, "--no-logo", "--no-cache", "pyproject.toml"], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Contracts: 2 kept, 0 broken." in result.stdout
+
+
+def test_the_checks_see_a_circle_a_private_name_and_a_deferred_import(tmp_path):
+    package = tmp_path / "diffflow"
+    (package / "low").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "low" / "__init__.py").write_text("")
+    (package / "low" / "a.py").write_text("from diffflow.low.b import f\n_x = 1\n")
+    (package / "low" / "b.py").write_text("def f():\n    from diffflow.low import a\n")
+    (package / "high.py").write_text("from diffflow.low.a import _x\n")
+    modules = _modules(str(package))
+    imports = [imp for m, p in modules.items() for imp in imports_of(m, p, modules)]
+    assert circles(imports) == [["diffflow.low.a", "diffflow.low.b"]]
+    assert [(i.source, i.name) for i in private_crossings(imports)] == [("diffflow.high", "_x")]
+
+
+@pytest.mark.parametrize("code", ["if TYPE_CHECKING:\n    from diffflow.high import X\n"])
+def test_annotations_only_imports_are_not_dependencies(tmp_path, code):
+    path = tmp_path / "m.py"
+    path.write_text(code)
+    assert imports_of("diffflow.m", str(path), {"diffflow.high": "", "diffflow.m": ""}) == []
