@@ -18,7 +18,7 @@ import operator
 import re
 
 from diffflow.datalog.syntax import ast
-from diffflow.datalog.analysis.analyser import analyse
+from diffflow.datalog.passes import analyse
 from diffflow.datalog.syntax.parser import parse
 from diffflow.datalog.values.structures import AdtValue
 

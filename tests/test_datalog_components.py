@@ -5,7 +5,7 @@ import pytest
 
 import diffflow as dd
 from helpers import run_datalog
-from diffflow.datalog.syntax.parser import parse
+from diffflow.datalog.passes import parse_program
 
 
 _run = run_datalog  # diffflow run; {output relation: sorted lines}
@@ -61,7 +61,7 @@ def test_type_parameters_give_each_instance_its_attribute_types(tmp_path):
         .init floatInstance = ParamComponent<float>
     """)
     assert out == {"numberInstance.TheAnswer": ["42"], "floatInstance.TheAnswer": ["42"]}
-    flat = parse(".comp P<T> { .decl a(x: T) }\n.init f = P<float>\n.init s = P<symbol>")
+    flat = parse_program(".comp P<T> { .decl a(x: T) }\n.init f = P<float>\n.init s = P<symbol>")
     assert [(d.relation, d.attributes[0].type) for d in flat.declarations] == \
         [("f.a", "float"), ("s.a", "symbol")]
 

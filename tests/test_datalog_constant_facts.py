@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import diffflow as dd
-from diffflow.datalog.analysis.analyser import analyse
+from diffflow.datalog.passes import analyse
 from diffflow.datalog.syntax.errors import DatalogError
 from diffflow.datalog.syntax.parser import parse
 

@@ -10,7 +10,7 @@ import warnings
 import pytest
 
 import diffflow as dd
-from diffflow.datalog.analysis.analyser import analyse
+from diffflow.datalog.passes import analyse
 from diffflow.datalog.syntax.errors import DatalogError, DatalogWarning
 from diffflow.datalog.syntax.parser import parse
 

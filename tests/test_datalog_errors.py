@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import diffflow as dd
-from diffflow.datalog.analysis.analyser import analyse
+from diffflow.datalog.passes import analyse
 from diffflow.datalog.syntax.errors import DatalogError
 from diffflow.datalog.syntax.parser import parse
 

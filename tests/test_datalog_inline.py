@@ -16,7 +16,7 @@ import pytest
 
 import diffflow as dd
 from datalog_reference import evaluate
-from diffflow.datalog.analysis.analyser import analyse
+from diffflow.datalog.passes import analyse
 from diffflow.datalog.syntax.errors import DatalogError
 from diffflow.datalog.syntax.parser import parse
 

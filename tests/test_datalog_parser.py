@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from diffflow.datalog.syntax import ast
-from diffflow.datalog.analysis.analyser import analyse
+from diffflow.datalog.passes import analyse
 from diffflow.datalog.syntax.errors import DatalogError
 from diffflow.datalog.syntax.parser import parse
 

@@ -17,7 +17,7 @@ import pytest
 import diffflow as dd
 from datalog_reference import evaluate
 from diffflow.datalog.syntax import ast
-from diffflow.datalog.analysis.analyser import analyse
+from diffflow.datalog.passes import analyse
 from diffflow.datalog.syntax.parser import parse
 from diffflow.datalog.syntax.preprocess import preprocess
 

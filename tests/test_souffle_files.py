@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import diffflow as dd
 from diffflow.cli import main
-from diffflow.datalog.analysis.analyser import Relation
+from diffflow.datalog.analysis.analysed import Relation
 from diffflow.datalog.values.facts import read_facts, split_reference
 
 

@@ -103,9 +103,13 @@ class FlowAccess:
         """``{(node id, key columns): Arranged}``: the arrangements built so far (shared)."""
         return dict(self.flow._arrangements)
 
+    def staged(self) -> list:
+        """The inputs changed since the last ``advance()``."""
+        return [i for i in self.flow._inputs if i._staged]
+
     def pending(self) -> str | None:
         """Why the dataflow's latest state is not computed yet, or ``None`` when it is."""
-        staged = [i.name for i in self.flow._inputs if i._staged]
+        staged = [i.name for i in self.staged()]
         if staged:
             return (f"{', '.join(staged)} changed since the last advance(); explanations are "
                     f"of computed epochs: advance() first")

@@ -109,6 +109,21 @@ def key_ranges(sorted_keys: np.ndarray, query_keys: np.ndarray):
     return lo, lo + equal.sum(axis=1)
 
 
+def expand_ranges(lo: np.ndarray, hi: np.ndarray):
+    """For half-open ranges ``[lo[i], hi[i])``, list (range index, position) pairs.
+
+    >>> q, p = expand_ranges(np.array([5, 0]), np.array([7, 1]))
+    >>> q.tolist(), p.tolist()
+    ([0, 0, 1], [5, 6, 0])
+    """
+    counts = hi - lo
+    total = int(counts.sum())
+    query = np.repeat(np.arange(len(lo), dtype=np.int64), counts)
+    starts = np.cumsum(counts) - counts
+    positions = np.arange(total, dtype=np.int64) + np.repeat(lo - starts, counts)
+    return query, positions
+
+
 def gather_prefix(rows, times, diffs, width: int, queries):
     """Updates whose first ``width`` row columns equal a query: ``(query, rows, times, diffs)``.
 
@@ -118,8 +133,6 @@ def gather_prefix(rows, times, diffs, width: int, queries):
     >>> q.tolist(), d.tolist()
     ([0, 0], [1, 2])
     """
-    from diffflow.arrangements.spine import expand_ranges  # spine imports this module: import on use
-
     query, position = expand_ranges(*key_ranges(np.ascontiguousarray(rows[:, :width]), queries))
     return (query, np.ascontiguousarray(rows[position]), np.ascontiguousarray(times[position]),
             np.ascontiguousarray(diffs[position]))

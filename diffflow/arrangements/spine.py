@@ -69,21 +69,6 @@ def is_import(batch: Batch) -> bool:
     return batch.lower == batch.upper == Antichain.minimum(batch.dim)
 
 
-def expand_ranges(lo: np.ndarray, hi: np.ndarray):
-    """For half-open ranges ``[lo[i], hi[i])``, list (range index, position) pairs.
-
-    >>> q, p = expand_ranges(np.array([5, 0]), np.array([7, 1]))
-    >>> q.tolist(), p.tolist()
-    ([0, 0, 1], [5, 6, 0])
-    """
-    counts = hi - lo
-    total = int(counts.sum())
-    query = np.repeat(np.arange(len(lo), dtype=np.int64), counts)
-    starts = np.cumsum(counts) - counts
-    positions = np.arange(total, dtype=np.int64) + np.repeat(lo - starts, counts)
-    return query, positions
-
-
 class Spine:
     """A geometric LSM of batches for one partition of an arrangement.
 

@@ -124,7 +124,12 @@ def decode_floats(codes: np.ndarray) -> np.ndarray:
     return np.where(codes < 0, codes ^ _FLIP, codes).view(np.float64)
 
 
-def _hash_strings(values: np.ndarray) -> np.ndarray:
+def hash_strings(values: np.ndarray) -> np.ndarray:
+    """The int64 id of each string: the same in every process and on every worker.
+
+    >>> bool(hash_strings(np.array(["a"], dtype=object))[0] == SymbolTable().encode(["a"])[0])
+    True
+    """
     import pandas as pd  # vectorised, process-independent SipHash with a fixed key
 
     return pd.util.hash_array(values.astype(object), categorize=False).view(np.int64)
@@ -148,7 +153,7 @@ class SymbolTable:
                             dtype=object)
         if len(values) == 0:
             return np.zeros(0, dtype=np.int64)
-        ids = _hash_strings(values)
+        ids = hash_strings(values)
         unique_ids, first = np.unique(ids, return_index=True)
         text = self._text
         for sid, pos in zip(unique_ids.tolist(), first.tolist()):

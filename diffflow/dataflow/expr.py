@@ -239,7 +239,7 @@ class Func(Expr):
     """
 
     def __init__(self, name: str, fn, args: list, kind: str):
-        self.name, self.fn, self.args, self.kind = name, fn, [_as_expr(a) for a in args], kind
+        self.name, self.fn, self.args, self.kind = name, fn, [as_expr(a) for a in args], kind
 
     def columns(self):
         return set().union(*(a.columns() for a in self.args))
@@ -287,7 +287,7 @@ def greatest(a, b) -> Expr:
     ...                                    None).tolist()
     [5, 7]
     """
-    return _as_expr(a)._bin("max", b)
+    return as_expr(a)._bin("max", b)
 
 
 def least(a, b) -> Expr:
@@ -297,7 +297,7 @@ def least(a, b) -> Expr:
     >>> least(col("a"), 3)._eval(np.array([[1], [7]]), Schema.of(["a"]), None).tolist()
     [1, 3]
     """
-    return _as_expr(a)._bin("min", b)
+    return as_expr(a)._bin("min", b)
 
 
 def trunc_div(a, b) -> Expr:
@@ -308,7 +308,7 @@ def trunc_div(a, b) -> Expr:
     >>> e._eval(np.array([[-7], [7]]), Schema.of(["a"]), None).tolist()
     [-3, 3]
     """
-    return _as_expr(a)._bin("tdiv", b)
+    return as_expr(a)._bin("tdiv", b)
 
 
 def trunc_mod(a, b) -> Expr:
@@ -318,7 +318,7 @@ def trunc_mod(a, b) -> Expr:
     >>> trunc_mod(col("a"), 3)._eval(np.array([[-7], [7]]), Schema.of(["a"]), None).tolist()
     [-1, 1]
     """
-    return _as_expr(a)._bin("tmod", b)
+    return as_expr(a)._bin("tmod", b)
 
 
 def wrap_int32(e) -> Expr:
@@ -328,7 +328,7 @@ def wrap_int32(e) -> Expr:
     >>> wrap_int32(col("a") + 1)._eval(np.array([[2**31 - 1]]), Schema.of(["a"]), None).tolist()
     [-2147483648]
     """
-    return UnOp("wrap32", _as_expr(e))
+    return UnOp("wrap32", as_expr(e))
 
 
 def wrap_uint32(e) -> Expr:
@@ -338,13 +338,18 @@ def wrap_uint32(e) -> Expr:
     >>> wrap_uint32(col("a") - 1)._eval(np.array([[0]]), Schema.of(["a"]), None).tolist()
     [4294967295]
     """
-    return UnOp("wrapu32", _as_expr(e))
+    return UnOp("wrapu32", as_expr(e))
 
 
 _2_31, _2_32 = np.int64(2**31), np.int64(2**32)
 
 
-def _as_expr(value) -> Expr:
+def as_expr(value) -> Expr:
+    """``value`` as an expression: itself if it is one, else a literal.
+
+    >>> as_expr(3), as_expr(col("a"))
+    (3, col('a'))
+    """
     return value if isinstance(value, Expr) else Lit(value)
 
 

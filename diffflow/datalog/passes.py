@@ -1,1 +1,183 @@
-"""The Datalog passes in order (filled in below)."""
+"""The Datalog front end, in order: every pass a program goes through on its way from text to
+the dataflow that computes it (as Soufflé's ``MainDriver`` lists its transforms).
+
+==  ======================  ===================================================  ================================
+#   pass                    what it does                                         where
+==  ======================  ===================================================  ================================
+1   preprocess              ``#include``, ``#define``, ``#if`` (C preprocessor)  :mod:`.syntax.preprocess`
+2   parse                   text to syntax tree                                  :mod:`.syntax.parser`
+3   expand components       ``.comp`` / ``.init`` copied out: a flat program     :mod:`.transform.components`
+4   resolve types           ``.type`` declarations to base types                 :mod:`.analysis.types`
+5   resolve structures      record and ADT types                                 :mod:`.analysis.structures`
+6   bind user functors      ``@f(...)`` to ``.functor`` and its callable         :mod:`.analysis.user_functors`
+7   declare relations       ``.decl``: attributes, qualifiers, choice-domains    :mod:`.analysis.analyser`
+8   attach directives       ``.input``, ``.output``, ``.printsize``...           :mod:`.analysis.analyser`
+9   read pragmas            ``.pragma`` settings                                 :mod:`.analysis.pragmas`
+10  add rules               bodies to clauses (DNF); constant facts folded       :mod:`.analysis.analyser`
+11  check eqrel             an equivalence closure takes no more                 here
+12  select inline           relations to unfold                                  :mod:`.transform.inline`
+13  check clauses           every variable bound and typed                       :mod:`.analysis.clauses`
+14  check inline uses       where an inline relation may stand                   :mod:`.transform.inline`
+15  stratify                relations in dependency order (SCCs)                 :mod:`.analysis.strata`
+16  number counters         ``autoinc()``                                        :mod:`.transform.counters`
+17  check plans             ``.plan`` orders                                     :mod:`.analysis.plans`
+18  unfold inline           inline relations unfolded; stratified again          :mod:`.transform.inline`
+19  lower                   clauses to a dataflow (with provenance: heights,     :mod:`.lower.compiler`,
+                            witness queries)                                     :mod:`.lower.provenance`
+==  ======================  ===================================================  ================================
+
+Passes 1-3 are :func:`parse_program` (after the preprocessor), 3-18 :func:`analyse` (over an
+:class:`~diffflow.datalog.analysis.analyser.Analyser`, the program under analysis; pass 3
+does nothing on a program whose components are expanded already); the
+:class:`~diffflow.datalog.program.Program` runs them all (:func:`front_end`), then lowers.
+
+>>> analysed = analyse(parse_program(".decl e(x: number)\\n.decl r(x: number) inline\\n"
+...                                  ".decl s(x: number)\\nr(x) :- e(x).\\ns(x) :- r(x)."))
+>>> list(analysed.relations), [s.relations for s in analysed.strata]
+(['e', 's'], [['e'], ['s']])
+>>> [name for name, _ in ANALYSIS]
+... # doctest: +NORMALIZE_WHITESPACE
+['resolve types', 'resolve structures', 'bind user functors', 'declare relations',
+ 'attach directives', 'read pragmas', 'add rules', 'check eqrel', 'select inline',
+ 'check clauses', 'check inline uses', 'stratify', 'number counters', 'check plans',
+ 'unfold inline']
+"""
+from __future__ import annotations
+
+from diffflow.datalog.analysis.analysed import Analysed
+from diffflow.datalog.analysis.analyser import Analyser
+from diffflow.datalog.analysis.plans import check_plans
+from diffflow.datalog.analysis.pragmas import read_pragmas
+from diffflow.datalog.analysis.strata import stratify
+from diffflow.datalog.analysis.structures import resolve_structures
+from diffflow.datalog.analysis.types import resolve_types
+from diffflow.datalog.analysis.user_functors import bind_user_functors
+from diffflow.datalog.syntax import ast
+from diffflow.datalog.syntax.parser import parse
+from diffflow.datalog.syntax.preprocess import preprocess
+from diffflow.datalog.transform import inline as inlining
+from diffflow.datalog.transform.components import expand_components
+from diffflow.datalog.transform.counters import number_counters
+
+
+def parse_program(text: str, filename: str = "<program>") -> ast.Program:
+    """Passes 2-3: preprocessed text to the flat syntax tree analysis reads.
+
+    >>> program = parse_program(".comp C { .decl a(x: number) }\\n.init c = C")
+    >>> [d.relation for d in program.declarations]
+    ['c.a']
+    """
+    return expand_components(parse(text, filename), text)
+
+
+def front_end(source: str, filename: str = "<program>", include_dirs=None, macros=None,
+              functors: dict | None = None) -> tuple:
+    """Passes 1-18: ``(preprocessed text, syntax tree, analysed program)``."""
+    text = preprocess(source, filename, include_dirs, macros)
+    tree = parse_program(text, filename)
+    return text, tree, analyse(tree, text, functors)
+
+
+# -- the analysis passes (4-18), each on the program under analysis --------------------------
+def _resolve_types(a: Analyser) -> None:
+    a.types = resolve_types(a.program.types, a.error)
+
+
+def _resolve_structures(a: Analyser) -> None:
+    a.structures = resolve_structures(a.program.types, a.types, a.error)
+
+
+def _bind_user_functors(a: Analyser) -> None:
+    bind_user_functors(a, a.program, a.bindings)
+
+
+def _read_pragmas(a: Analyser) -> None:
+    a.pragmas, a.warnings, a.pragma_notes = read_pragmas(a.program.pragmas, a.source,
+                                                         a.program.filename)
+
+
+def _add_rules(a: Analyser) -> None:
+    for rule in a.program.rules + a.closure_rules():
+        a.add_rule(rule)
+
+
+def _check_eqrel(a: Analyser) -> None:
+    for relation in a.relations.values():
+        if relation.eqrel and (relation.dominated or relation.limit is not None):
+            raise a.error(f"eqrel relation {relation.name!r} is the whole equivalence "
+                          f"closure; it cannot also have subsumptive rules or .limitsize",
+                          relation.declaration, hint="apply them to a relation computed from it")
+
+
+def _select_inline(a: Analyser) -> None:
+    a.inline = inlining.select(a, a.pragmas)
+    for relation in a.relations.values():
+        if relation.name in a.inline and relation.shaped:
+            raise a.error(f"inline relation {relation.name!r} cannot be eqrel or have "
+                          f"a choice-domain, .limitsize or subsumptive rules",
+                          relation.declaration, hint="remove 'inline'")
+
+
+def _check_clauses(a: Analyser) -> None:
+    for relation in a.relations.values():
+        for clause in relation.clauses + relation.dominated:
+            a.check_clause(clause, lenient=relation.name in a.inline)
+
+
+def _stratify(a: Analyser) -> None:
+    a.strata, a.notes = stratify(a.relations, a.error)
+
+
+def _unfold_inline(a: Analyser) -> None:
+    if not a.inline:
+        return
+    unfolded, inline_notes = inlining.unfold(a, a.inline)
+    for name in a.inline:
+        del a.relations[name]
+    for name, clauses in unfolded.items():
+        relation = a.relations[name]
+        relation.ruled = bool(relation.clauses)
+        relation.clauses = clauses
+    a.strata, _ = stratify(a.relations, a.error)
+    a.notes += inline_notes
+
+
+#: the analysis passes in the order :func:`analyse` runs them
+ANALYSIS = (
+    ("resolve types", _resolve_types),
+    ("resolve structures", _resolve_structures),
+    ("bind user functors", _bind_user_functors),
+    ("declare relations", Analyser.declare),
+    ("attach directives", Analyser.attach_directives),
+    ("read pragmas", _read_pragmas),
+    ("add rules", _add_rules),
+    ("check eqrel", _check_eqrel),
+    ("select inline", _select_inline),
+    ("check clauses", _check_clauses),
+    ("check inline uses", lambda a: inlining.check_uses(a, a.inline)),
+    ("stratify", _stratify),
+    ("number counters", lambda a: number_counters(a, a.relations, a.strata, a.inline)),
+    ("check plans", lambda a: check_plans(a, a.relations, a.strata)),
+    ("unfold inline", _unfold_inline),
+)
+
+
+def analyse(program: ast.Program, source: str = "", functors: dict | None = None,
+            eqrel_as_rules: bool = False) -> Analysed:
+    """Passes 3-18: check a parsed program and bring it to the compiler's normal form.
+
+    ``functors`` binds user-defined functors to Python callables; ``eqrel_as_rules``
+    writes each eqrel relation as its reflexive, symmetric and transitive rules
+    (provenance mode: so that its facts have proofs); otherwise its closure is computed by
+    :mod:`~diffflow.datalog.lower.relation_value`.
+
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> a = analyse(parse(".decl e(x: number)\\n.decl r(x: float)\\nr(1.5) :- e(_)."))
+    >>> list(a.relations), a.relations["r"].types
+    (['e', 'r'], ['float'])
+    """
+    a = Analyser(expand_components(program, source), source, functors, eqrel_as_rules)
+    for _name, run in ANALYSIS:
+        run(a)
+    return Analysed(a.program, a.source, a.relations, a.strata, a.pragma_notes + a.notes,
+                    a.pragmas, a.warnings, a.inline, a.structures)

@@ -23,13 +23,12 @@ import warnings as _warnings
 import numpy as np
 
 from diffflow.arrangements import columnar
-from diffflow.datalog.analysis.analyser import analyse
-from diffflow.datalog.lower.compiler import compile_program, relation_columns
-from diffflow.datalog.syntax.errors import DatalogError, decode_utf8, did_you_mean
-from diffflow.datalog.syntax.parser import parse
+from diffflow.api.features import FlowAccess
 from diffflow.datalog.analysis.pragmas import jobs_value
-from diffflow.datalog.syntax.preprocess import preprocess
-from diffflow.datalog.analysis.types import NUMBER_RANGE, UNSIGNED_RANGE
+from diffflow.datalog.lower.compiler import compile_program, relation_columns
+from diffflow.datalog.passes import analyse, front_end
+from diffflow.datalog.syntax.errors import DatalogError, decode_utf8, did_you_mean
+from diffflow.datalog.syntax.intrinsics import NUMBER_RANGE, UNSIGNED_RANGE
 
 
 def read_program_text(path) -> str:
@@ -89,9 +88,8 @@ class Program:
         self.source, self.filename = source, filename
         self._text_options = {"include_dirs": include_dirs, "macros": macros,
                               "functors": functors}  # (what a replica is built with)
-        text = preprocess(source, filename, include_dirs, macros)
-        self.ast = parse(text, filename)
-        self.analysed = analyse(self.ast, text, functors)
+        text, self.ast, self.analysed = front_end(source, filename, include_dirs, macros,
+                                                  functors)
         self.relations = self.analysed.relations
         self.pragmas = dict(self.analysed.pragmas)
         self.warnings = [*getattr(text, "warnings", []), *self.analysed.warnings]
@@ -384,7 +382,7 @@ class Program:
 
     def _encoded(self, name):
         out = self._output(name)
-        runtime = self.flow._runtime
+        runtime = FlowAccess(self.flow).runtime
         if runtime is None:
             return np.zeros((0, out.node.schema.width), np.int64)
         rows, diffs = runtime.output_contents(out.node.id)
@@ -440,7 +438,7 @@ class Program:
         >>> _ = p.insert("e", [(1,)]); p.commit()
         >>> live = p.watch("r", [(1,)]); _ = p.remove("e", [(1,)]); p.commit()
         >>> live.changes()
-        [Change(target=(1,), relation='e', fact=(1,), diff=1), Change(target=(1,), relation=None, fact=None, diff=-1), Change(target=(1,), relation='e', fact=(1,), diff=-1)]
+        [Change(target=(1,), input='e', row=(1,), diff=1), Change(target=(1,), input=None, row=None, diff=-1), Change(target=(1,), input='e', row=(1,), diff=-1)]
         """
         from diffflow.datalog.explain.watch import LiveExplanations
 
@@ -459,9 +457,9 @@ class Program:
         [['1 > 1']]
         """
         from diffflow.datalog.explain.absent import explain_absent
-        from diffflow.datalog.explain.derived import ExplainError, _target
+        from diffflow.datalog.explain.derived import ExplainError, target_fact
 
-        fact = _target(self, relation, fact)
+        fact = target_fact(self, relation, fact)
         if fact in self.relation(relation):
             raise ExplainError(f"{relation}{fact!r} is in {relation}: use explain() to see "
                                f"why it holds")

@@ -32,7 +32,8 @@ import numpy as np
 
 from diffflow.arrangements import columnar, small
 from diffflow.arrangements.batch import Batch
-from diffflow.arrangements.spine import Spine, expand_ranges
+from diffflow.arrangements.small import expand_ranges
+from diffflow.arrangements.spine import Spine
 from diffflow.arrangements.updates import Updates, concat
 from diffflow.lattice.times import advance_by, minimal, rows_less_equal
 from diffflow.operators.base import Operator

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from diffflow.runtime.events import ACTIVITY, KIND, Events, TraceError, _read_bytes
+from diffflow.runtime.events import ACTIVITY, KIND, Events, TraceError, read_bytes
 
 _MS = 1_000_000
 
@@ -79,7 +79,7 @@ def read_log_bytes(source, name=None):
     import os
 
     if not isinstance(source, (str, os.PathLike)):
-        return _read_bytes(source, name)
+        return read_bytes(source, name)
     path = os.fspath(source)
     if os.path.isdir(path):
         parts = [f for f in os.listdir(path) if f.startswith("events_")]

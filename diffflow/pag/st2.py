@@ -17,7 +17,7 @@ import json
 import numpy as np
 
 from diffflow.pag.edges import Edges
-from diffflow.runtime.events import ACTIVITY, TraceError, _read_bytes
+from diffflow.runtime.events import ACTIVITY, TraceError, read_bytes
 
 _TYPES = ("Processing", "Spinning", "Busy", "Waiting", "ControlMessage", "DataMessage")
 
@@ -31,7 +31,7 @@ def read_st2(source, *, name: str | None = None) -> Edges:
     ...
     diffflow.runtime.events.TraceError: pag.jsonl:1: missing field 'src.w' of an ST2 PAG edge
     """
-    data, name = _read_bytes(source, name)
+    data, name = read_bytes(source, name)
     rows = []
     lines = data.splitlines()
     for lineno, raw in enumerate(lines, 1):

@@ -171,7 +171,7 @@ def read_events(source, *, name: str | None = None) -> Events:
     ...
     diffflow.runtime.events.TraceError: run.trace:1: unknown kind 'Begin' (expected one of Start, End, Sent, Received)
     """
-    data, name = _read_bytes(source, name)
+    data, name = read_bytes(source, name)
     if not data.strip():
         return Events.empty()
     try:
@@ -182,8 +182,9 @@ def read_events(source, *, name: str | None = None) -> Events:
     return _events_from_table(table, data, name)
 
 
-def _read_bytes(source, name):
-    """The bytes of a path (gzip-compressed when it ends in ``.gz``) or of a stream."""
+def read_bytes(source, name=None) -> tuple:
+    """``(bytes, name)`` of a path (gzip-compressed when it ends in ``.gz``) or of a stream;
+    ``name`` names the source in messages (default: the path)."""
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         opener = gzip.open if path.endswith(".gz") else open

@@ -1,6 +1,6 @@
 """What analysis produces and the compiler reads: relations, clauses, strata.
 
->>> from diffflow.datalog.analysis.analyser import analyse
+>>> from diffflow.datalog.passes import analyse
 >>> from diffflow.datalog.syntax.parser import parse
 >>> a = analyse(parse(".decl e(x: number)\\n.decl r(x: number)\\nr(x + 1) :- e(x)."))
 >>> relation = a.relations["r"]
@@ -75,7 +75,7 @@ class Clause:
     def type_of(self, node) -> str:
         """The base type analysis recorded for a term of this clause.
 
-        >>> from diffflow.datalog.analysis.analyser import analyse
+        >>> from diffflow.datalog.passes import analyse
         >>> from diffflow.datalog.syntax.parser import parse
         >>> a = analyse(parse(".decl e(x: unsigned)\\ne(x + 1) :- e(x), x < 9."))
         >>> (clause,) = a.relations["e"].clauses
@@ -87,7 +87,7 @@ class Clause:
     def aggregates(self) -> list:
         """The aggregates in the clause's comparisons and head (not those nested in one).
 
-        >>> from diffflow.datalog.analysis.analyser import analyse
+        >>> from diffflow.datalog.passes import analyse
         >>> from diffflow.datalog.syntax.parser import parse
         >>> a = analyse(parse(".decl e(x: number)\\n.decl r(n: number)\\n"
         ...                   "r(n) :- n = count : { e(_) }, n > min x : { e(x) }."))

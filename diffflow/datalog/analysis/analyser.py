@@ -1,24 +1,14 @@
-"""Semantic checks and normal form: names, arity, types, range restriction, strata.
+"""The state of a program under analysis, and the checks and rewrites analysis makes on it.
 
-:func:`analyse` turns a parsed :class:`~diffflow.datalog.syntax.ast.Program` into an
-:class:`Analysed` program the compiler can translate without further checks:
+An :class:`Analyser` holds what the analysis passes (listed in order in
+:mod:`diffflow.datalog.passes`) build up -- types, record and ADT structures, relations with
+their clauses, pragmas, strata -- and the checks that read declarations and rules: relations
+declared once, used with their arity; bodies in disjunctive normal form, one
+:class:`~diffflow.datalog.analysis.analysed.Clause` per alternative; expressions in atoms
+named (``r(x + 1)`` is ``r(#e1), #e1 = x + 1``); every variable bound and typed
+(:mod:`.clauses`, :mod:`.types`, inherited).  Errors point at the program text.
 
-* every relation is declared, used with its arity, and its attribute types
-  resolved to one of ``number``, ``unsigned``, ``float``, ``symbol``
-  (:mod:`.types`);
-* bodies are in disjunctive normal form: one :class:`Clause` per alternative;
-* every variable of a head, a negation, a comparison or an aggregate's
-  correlation is bound by a positive atom (or by ``x = expr`` of bound ones);
-  every variable has one type, expressions are well typed, and the type of
-  every term is recorded in its clause's ``term_types`` (:mod:`.clauses`,
-  :mod:`.types`);
-* relations are grouped into strata, strongly connected components in
-  dependency order (:mod:`.strata`);
-* facts with constant expressions are evaluated (:mod:`~diffflow.datalog.transform.constants`),
-  ``.pragma`` settings read (:mod:`.pragmas`), ``.plan`` orders checked
-  (:mod:`.plans`), and relations declared ``inline`` unfolded into the rules
-  that use them (:mod:`~diffflow.datalog.transform.inline`), so ``relations`` holds only what is computed.
-
+>>> from diffflow.datalog.passes import analyse
 >>> from diffflow.datalog.syntax.parser import parse
 >>> a = analyse(parse(".decl e(x: number, y: number)\\n.decl p(x: number, y: number)\\n"
 ...                   "p(x, y) :- e(x, y).\\np(x, z) :- p(x, y), e(y, z)."))
@@ -30,21 +20,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from diffflow.datalog.syntax import ast
-from diffflow.datalog.transform import inline as inlining
-from diffflow.datalog.analysis.analysed import Analysed, Clause, Relation, Stratum  # noqa: F401 (imported from here)
+from diffflow.datalog.analysis.analysed import Clause, Relation
 from diffflow.datalog.analysis.clauses import ClauseChecks
-from diffflow.datalog.transform.constants import fold_fact
-from diffflow.datalog.transform.counters import is_counter, number_counters
-from diffflow.datalog.syntax.errors import DatalogError, did_you_mean
-from diffflow.datalog.analysis.plans import check_plans
-from diffflow.datalog.analysis.pragmas import read_pragmas
-from diffflow.datalog.analysis.strata import stratify
+from diffflow.datalog.analysis.constants import fold_fact
 from diffflow.datalog.analysis.patterns import negated_patterns
-from diffflow.datalog.values.structures import resolve_structures
-from diffflow.datalog.values.functors import GENERATORS, bind_user_functors
-from diffflow.datalog.analysis.types import (BASE_TYPES, NUMBER_RANGE, UNSIGNED_RANGE,  # noqa: F401 (imported from here)
-                    base_type, resolve_types)
+from diffflow.datalog.analysis.types import base_type
+from diffflow.datalog.syntax import ast
+from diffflow.datalog.syntax.errors import DatalogError, did_you_mean
+from diffflow.datalog.syntax.intrinsics import GENERATORS, is_counter
 
 # accepted qualifiers; inline, no_inline and no_magic are read by .inline
 _IGNORED_QUALIFIERS = {"btree", "brie", "inline", "no_inline", "magic", "no_magic", "override",
@@ -54,23 +37,10 @@ _IO_PARAMS = {"IO", "filename", "delimiter", "headers", "attributeNames", "rfc41
               "compress"}
 
 
-def analyse(program: ast.Program, source: str = "", functors: dict | None = None,
-            eqrel_as_rules: bool = False) -> Analysed:
-    """Check a parsed program and bring it to the compiler's normal form.
+class Analyser(ClauseChecks):
+    """A program under analysis (see module doc); ``functors`` binds its user-defined
+    functors, ``eqrel_as_rules`` writes each eqrel relation as its closure rules."""
 
-    ``eqrel_as_rules`` writes each eqrel relation as its reflexive, symmetric and
-    transitive rules (provenance mode: so that its facts have proofs); otherwise
-    its closure is computed by :mod:`~diffflow.datalog.lower.relation_value`.
-
-    >>> from diffflow.datalog.syntax.parser import parse
-    >>> a = analyse(parse(".decl e(x: number)\\n.decl r(x: float)\\nr(1.5) :- e(_)."))
-    >>> list(a.relations), a.relations["r"].types
-    (['e', 'r'], ['float'])
-    """
-    return _Analyser(program, source, functors, eqrel_as_rules).run()
-
-
-class _Analyser(ClauseChecks):
     def __init__(self, program: ast.Program, source: str, functors: dict | None = None,
                  eqrel_as_rules: bool = False):
         self.program, self.source = program, source
@@ -82,51 +52,16 @@ class _Analyser(ClauseChecks):
         self.fresh = 0
         self.synthetic: set = set()  # ids of comparisons made by name_expressions
         self.directives = list(program.directives)  # plus old-style qualifiers
+        self.pragmas: dict = {}      # .pragma settings, then what reading them found:
+        self.warnings: list = []
+        self.pragma_notes: list = []
+        self.notes: list = []        # what the plan shows about the program's rewrites
+        self.inline: dict = {}       # relations to unfold (transform.inline)
+        self.strata: list = []
 
     def error(self, message, node, hint=None):
         return DatalogError(message, self.source, self.program.filename,
                             getattr(node, "line", None), getattr(node, "column", None), hint)
-
-    def run(self) -> Analysed:
-        self.types = resolve_types(self.program.types, self.error)
-        self.structures = resolve_structures(self.program.types, self.types, self.error)
-        bind_user_functors(self, self.program, self.bindings)
-        self.declare()
-        self.attach_directives()
-        pragmas, warnings, pragma_notes = read_pragmas(self.program.pragmas, self.source,
-                                                       self.program.filename)
-        for rule in self.program.rules + self.closure_rules():
-            self.add_rule(rule)
-        for relation in self.relations.values():
-            if relation.eqrel and (relation.dominated or relation.limit is not None):
-                raise self.error(f"eqrel relation {relation.name!r} is the whole equivalence "
-                                 f"closure; it cannot also have subsumptive rules or "
-                                 f".limitsize", relation.declaration,
-                                 hint="apply them to a relation computed from it")
-        inline = inlining.select(self, pragmas)
-        for relation in self.relations.values():
-            if relation.name in inline and relation.shaped:
-                raise self.error(f"inline relation {relation.name!r} cannot be eqrel or have "
-                                 f"a choice-domain, .limitsize or subsumptive rules",
-                                 relation.declaration, hint="remove 'inline'")
-            for clause in relation.clauses + relation.dominated:
-                self.check_clause(clause, lenient=relation.name in inline)
-        inlining.check_uses(self, inline)
-        strata, notes = stratify(self.relations, self.error)
-        number_counters(self, self.relations, strata, inline)
-        check_plans(self, self.relations, strata)
-        if inline:
-            unfolded, inline_notes = inlining.unfold(self, inline)
-            for name in inline:
-                del self.relations[name]
-            for name, clauses in unfolded.items():
-                relation = self.relations[name]
-                relation.ruled = bool(relation.clauses)
-                relation.clauses = clauses
-            strata, _ = stratify(self.relations, self.error)
-            notes += inline_notes
-        return Analysed(self.program, self.source, self.relations, strata,
-                        pragma_notes + notes, pragmas, warnings, inline, self.structures)
 
     # -- declarations ----------------------------------------------------------------------
     def declare(self):

@@ -6,7 +6,7 @@ sets the clause's ``var_types`` and, through :mod:`.types`, its
 aggregate's correlation must be bound by a positive atom (or by ``x = expr``
 of bound ones); every variable has one type.
 
->>> from diffflow.datalog.analysis.analyser import analyse
+>>> from diffflow.datalog.passes import analyse
 >>> from diffflow.datalog.syntax.parser import parse
 >>> analyse(parse(".decl e(x: number)\\n.decl r(x: number)\\nr(y) :- e(x)."))
 Traceback (most recent call last):

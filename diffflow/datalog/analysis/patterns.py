@@ -14,7 +14,7 @@ pattern and a constructed record mean the same, as records are equal exactly
 when their fields are.  Where the term's variables are bound first, it stays a
 term: a record built from them (``p = [x, y]``).
 
->>> from diffflow.datalog.analysis.analyser import analyse
+>>> from diffflow.datalog.passes import analyse
 >>> from diffflow.datalog.syntax.parser import parse
 >>> a = analyse(parse(".type P = [a: number, b: number]\\n.decl r(p: P)\\n.decl s(x: number)\\n"
 ...                   "s(x) :- r([x, _])."))

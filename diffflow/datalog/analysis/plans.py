@@ -19,7 +19,7 @@ whichever input changed, so one order serves all versions: it uses version 0
   one; diffflow applies its version 0, which is what its author asked for.)
 
 >>> from diffflow.datalog.syntax.parser import parse
->>> from diffflow.datalog.analysis.analyser import analyse
+>>> from diffflow.datalog.passes import analyse
 >>> a = analyse(parse(".decl e(x: number, y: number)\\n.decl p(x: number, y: number)\\n"
 ...                   "p(x, z) :- e(x, y), e(y, z). .plan 0: (2, 1)"))
 >>> a.relations["p"].clauses[0].plan
@@ -34,7 +34,7 @@ def check_plans(analyser, relations: dict, strata: list) -> None:
     """Validate every clause's ``.plan`` and set ``clause.plan`` (0-based atom order).
 
     >>> from diffflow.datalog.syntax.parser import parse
-    >>> from diffflow.datalog.analysis.analyser import analyse
+    >>> from diffflow.datalog.passes import analyse
     >>> analyse(parse(".decl e(x: number)\\ne(x) :- e(x). .plan 0: (2)"))
     Traceback (most recent call last):
     ...

@@ -5,7 +5,7 @@ Negation, ``count`` and ``sum`` through recursion are rejected; ``min`` and
 BigDatalog): the result is the fixpoint that iterating the rules from empty
 relations reaches.
 
->>> from diffflow.datalog.analysis.analyser import analyse
+>>> from diffflow.datalog.passes import analyse
 >>> from diffflow.datalog.syntax.parser import parse
 >>> a = analyse(parse(".decl e(x: number)\\n.decl p(x: number)\\np(x) :- e(x).\\n"
 ...                   "p(x) :- p(x), e(x)."))
@@ -26,7 +26,7 @@ def stratify(relations: dict, error) -> tuple:
     ``error(message, node, hint)`` makes the located error for a cycle through
     negation, ``count`` or ``sum``.
 
-    >>> from diffflow.datalog.analysis.analyser import analyse
+    >>> from diffflow.datalog.passes import analyse
     >>> from diffflow.datalog.syntax.parser import parse
     >>> a = analyse(parse(".decl e(x: number)\\n.decl m(x: number)\\n"
     ...                   "m(x) :- e(x), x = min y : { m(y) }."))

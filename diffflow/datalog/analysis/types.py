@@ -15,7 +15,7 @@ type of what it is combined with (a comparison of plain integers is a
 target is evaluated in the type the aggregate is used in; ``count`` is a
 ``number``.
 
->>> from diffflow.datalog.analysis.analyser import analyse
+>>> from diffflow.datalog.passes import analyse
 >>> from diffflow.datalog.syntax.parser import parse
 >>> a = analyse(parse(".decl e(x: float)\\n.decl r(x: float)\\nr(x * 2) :- e(x), x < 3."))
 >>> (clause,) = a.relations["r"].clauses
@@ -30,15 +30,13 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from diffflow.datalog.syntax import ast
-from diffflow.datalog.values import functors
+from diffflow.datalog.syntax import intrinsics
 from diffflow.datalog.syntax.errors import DatalogError, did_you_mean
 from diffflow.datalog.analysis.kinds import (LITERAL, NIL, RECORD, Unknown, _article,  # noqa: F401 (imported from here)
                     kind_name)
 from diffflow.datalog.analysis.record_types import RecordTyping
 
-BASE_TYPES = ("number", "unsigned", "float", "symbol")
-NUMBER_RANGE = (-(2**31), 2**31 - 1)
-UNSIGNED_RANGE = (0, 2**32 - 1)
+from diffflow.datalog.syntax.intrinsics import BASE_TYPES, NUMBER_RANGE, UNSIGNED_RANGE  # noqa: F401
 _CONSTANTS = (ast.Number, ast.Float, ast.String)
 _TYPE_HINT = "use number, unsigned, float, symbol or a .type you declare"
 
@@ -217,7 +215,7 @@ class TermTyping(RecordTyping):
 
     def functor_type(self, node: ast.Functor, types, strict=True):
         """The type of a functor call, its arguments checked against its signature
-        (:data:`~diffflow.datalog.values.functors.SIGNATURES`); ``literal`` for a numeric one of
+        (:data:`~diffflow.datalog.values.intrinsics.SIGNATURES`); ``literal`` for a numeric one of
         plain integers (it takes the type it is used in, as ``+`` does)."""
         name = node.name
         if name == "as":
@@ -228,11 +226,11 @@ class TermTyping(RecordTyping):
                 raise self.error(f"{name} takes {len(params)} argument"
                                  f"{'s' * (len(params) != 1)}, got {len(node.args)}", node)
         else:
-            params = functors.parameters(name, len(node.args))
+            params = intrinsics.parameters(name, len(node.args))
             if params is None:
-                raise self.error(f"{name} takes {functors.arity_text(name)}, got "
+                raise self.error(f"{name} takes {intrinsics.arity_text(name)}, got "
                                  f"{len(node.args)}", node)
-            result = functors.SIGNATURES[name][1]
+            result = intrinsics.SIGNATURES[name][1]
         common = None  # (the type of the "T" arguments so far)
         generic = node.user is None  # ("T", "numeric": an intrinsic's; a user's are types)
         for position, (arg, param) in enumerate(zip(node.args, params), 1):
@@ -256,7 +254,7 @@ class TermTyping(RecordTyping):
                                  f"this is {_article(kind_name(got))}", arg)
         if not generic or result != "T":
             return result
-        if name in functors.BITWISE and common == "float":
+        if name in intrinsics.BITWISE and common == "float":
             raise self.error(f"{name} needs number or unsigned values, not float", node)
         return LITERAL if common is None else common
 
@@ -326,7 +324,7 @@ class TermTyping(RecordTyping):
                              f"with = and !=", c)
         self.check_literal_ranges(c.left, kind)
         self.check_literal_ranges(c.right, kind)
-        if c.op.lstrip("!") in functors.CONSTRAINTS:
+        if c.op.lstrip("!") in intrinsics.CONSTRAINTS:
             if kind != "symbol":
                 raise self.error(f"{c.op.lstrip('!')} needs two symbols, got "
                                  f"{kind_name(kind)}s", c)
@@ -414,7 +412,7 @@ class TermTyping(RecordTyping):
             return [kind if own in (None, LITERAL) else own]
         if node.user is not None:  # (a user functor's parameters are types)
             return list(node.user.params)
-        params = functors.parameters(node.name, len(node.args)) or []
+        params = intrinsics.parameters(node.name, len(node.args)) or []
         out = []
         for arg, param in zip(node.args, params):
             if param == "T":

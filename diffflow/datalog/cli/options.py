@@ -61,7 +61,7 @@ def functor_bindings(args, options) -> dict:
     declarations (a file that cannot be run is an error naming it)."""
     import runpy
 
-    from diffflow.datalog.syntax.parser import parse
+    from diffflow.datalog.passes import parse_program as parse
     from diffflow.datalog.syntax.preprocess import preprocess
     from diffflow.datalog.program import read_program_text
 
@@ -83,7 +83,7 @@ def functor_bindings(args, options) -> dict:
 
 def read_pragmas(args, options) -> dict:
     """The program's pragmas, read and checked before anything slow starts."""
-    from diffflow.datalog.syntax.parser import parse
+    from diffflow.datalog.passes import parse_program as parse
     from diffflow.datalog.analysis import pragmas as pragma_reader
     from diffflow.datalog.syntax.preprocess import preprocess
     from diffflow.datalog.program import read_program_text

@@ -32,15 +32,13 @@ edge("a", "c") x path("c", "d") x
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
-from diffflow.datalog.syntax import ast
-from diffflow.datalog.values import structures
-from diffflow.datalog.transform.constants import arithmetic, compare, functor, wrap
-from diffflow.datalog.values.functors import GENERATORS
-from diffflow.datalog.values.generators import range_values
+from diffflow.common.errors import ExplainError
+from diffflow.datalog.explain.evaluate import BodyEvaluator, typed_value
 from diffflow.datalog.explain.proof import Leaf, _Inner, format_value, show
+from diffflow.datalog.lower.provenance import rule_numbers
+from diffflow.datalog.syntax import ast
 
 HOLDS, FAILS, UNKNOWN = "✓", "x", "?"
 
@@ -95,9 +93,6 @@ def explain_absent(program, relation: str, fact: tuple, rule: int | None = None,
                    bindings: dict | None = None) -> Absence:
     """The :class:`Absence` of a fact the program does not derive (see module doc); the
     caller has checked the relation and the fact's arity and types."""
-    from diffflow.datalog.explain.derived import ExplainError
-    from diffflow.datalog.lower.provenance import rule_numbers
-
     rel = program.relations[relation]
     numbers = rule_numbers(rel)
     clauses = [c for c in rel.clauses if rule is None or numbers[id(c)] == rule]
@@ -107,7 +102,7 @@ def explain_absent(program, relation: str, fact: tuple, rule: int | None = None,
                            f"written in the text takes a number too but derives nothing else)")
     if bindings is not None and rule is None:
         raise ExplainError("bindings= goes with rule=: pick the rule the values are for")
-    evaluator = _Evaluator(program)
+    evaluator = RuleChecker(program)
     checks = []
     for clause in clauses:
         head = evaluator.bind_head(clause, fact)
@@ -123,35 +118,14 @@ def explain_absent(program, relation: str, fact: tuple, rule: int | None = None,
     return Absence(relation, fact, checks)
 
 
-class _Evaluator:
-    """Clause bodies over the committed relations, binding by binding."""
-
-    def __init__(self, program):
-        self.program = program
-        self.relations: dict = {}
-
-    def facts(self, name) -> set:
-        if name not in self.relations:
-            self.relations[name] = self.program.relation(name)
-        return self.relations[name]
-
-    def bind_head(self, clause, fact) -> dict | None:
-        """The head's variables bound to the fact; ``None`` if a constant or a repeated
-        variable disagrees (expressions in the head are checked after the body)."""
-        binding: dict = {}
-        for arg, value in zip(clause.head.args, fact):
-            if isinstance(arg, ast.Var):
-                if binding.setdefault(arg.name, value) != value:
-                    return None
-            elif isinstance(arg, (ast.Number, ast.Float, ast.String)) and arg.value != value:
-                return None
-        return binding
+class RuleChecker(BodyEvaluator):
+    """A rule's body over the committed relations: every literal marked for chosen
+    bindings, or the first literal that no binding survives."""
 
     def mark_all(self, clause, head, chosen) -> list:
-        from diffflow.datalog.explain.derived import ExplainError
         binding = dict(head)
         for name, value in chosen.items():
-            binding[name] = _typed(value, clause.var_types.get(name))
+            binding[name] = typed_value(value, clause.var_types.get(name))
         needed = [v.name for lit in clause.literals
                   for v in ast.term_variables(*ast.literal_terms(lit))]
         missing = list(dict.fromkeys(v for v in needed if v not in binding))
@@ -187,144 +161,6 @@ class _Evaluator:
         if failed is None:  # the head's expressions are what fail
             marks.append((f"head {show(clause.head, example)}", FAILS))
         return marks
-
-    def ready(self, lit, binding, clause) -> bool:
-        if isinstance(lit, ast.Negation):
-            return all(v.name in binding for v in ast.term_variables(*lit.atom.args))
-        if isinstance(lit, ast.Comparison):
-            free = {v.name for v in ast.term_variables(lit.left, lit.right)} - set(binding)
-            return not free or self.assignment(lit, binding) is not None
-        return True
-
-    @staticmethod
-    def assignment(lit, binding):
-        if lit.op != "=":
-            return None
-        for target, other in ((lit.left, lit.right), (lit.right, lit.left)):
-            if isinstance(target, ast.Var) and target.name not in binding and \
-                    all(v.name in binding for v in ast.term_variables(other)):
-                return target, other
-        return None
-
-    def apply(self, lit, binding, clause):
-        """Every extension of ``binding`` that satisfies the literal."""
-        if isinstance(lit, ast.Atom):
-            yield from self.match(lit, binding)
-        elif isinstance(lit, ast.Boolean):
-            if lit.value:
-                yield binding
-        elif isinstance(lit, ast.Negation):
-            if next(self.match(lit.atom, binding), None) is None:
-                yield binding
-        elif isinstance(lit, ast.Comparison) and (generated := self.generated(lit, binding,
-                                                                             clause)):
-            target, values = generated
-            for value in values:
-                if target is None:
-                    yield binding
-                else:
-                    yield {**binding, target: value}
-        elif (found := self.assignment(lit, binding)) is not None:
-            value = self.term(found[1], binding, clause)
-            if value is not _NONE:
-                yield {**binding, found[0].name: value}
-        elif self.holds(lit, binding, clause):
-            yield binding
-
-    def generated(self, lit, binding, clause):
-        """For ``x = range(...)``: ``(x, its values)`` when ``x`` is unbound, else ``(None,
-        [x] if x is among them)``; None for any other comparison."""
-        generator = next((side for side in (lit.left, lit.right) if isinstance(side, ast.Functor)
-                          and side.name in GENERATORS), None)
-        if generator is None:
-            return None
-        args = [self.term(a, binding, clause) for a in generator.args]
-        if _NONE in args:
-            return None, []
-        kind = clause.term_types[id(generator)]
-        _, values = range_values(*([a] for a in args[:2]),
-                                 [args[2]] if len(args) > 2 else None, kind)
-        values = [float(v) if kind == "float" else int(v) for v in values]
-        other = lit.right if generator is lit.left else lit.left
-        if isinstance(other, ast.Var) and other.name not in binding:
-            return other.name, values
-        value = self.term(other, binding, clause)
-        return None, [value] if value in values else []
-
-    def holds(self, lit, binding, clause) -> bool:
-        if isinstance(lit, (ast.Atom, ast.Negation, ast.Boolean)):
-            return next(iter(self.apply(lit, binding, clause)), None) is not None
-        left, right = self.term(lit.left, binding, clause), self.term(lit.right, binding, clause)
-        if left is _NONE or right is _NONE:
-            return False
-        return compare(lit.op, left, right)
-
-    def match(self, atom, binding):
-        for row in self.facts(atom.relation):
-            extended = dict(binding)
-            for arg, value in zip(atom.args, row):
-                if isinstance(arg, ast.Var):
-                    if extended.setdefault(arg.name, value) != value:
-                        break
-                elif not isinstance(arg, ast.Wildcard) and arg.value != value:
-                    break
-            else:
-                yield extended
-
-    def term(self, node, binding, clause):
-        """A term's value with Soufflé's arithmetic (:func:`~diffflow.datalog.transform.constants.arithmetic`)."""
-        kind = clause.term_types.get(id(node))
-        if isinstance(node, ast.Var):
-            return binding[node.name]
-        if isinstance(node, (ast.Number, ast.Float, ast.String)):
-            return float(node.value) if kind == "float" else node.value
-        if isinstance(node, ast.AggregateTerm):
-            return self.aggregate(node, binding, clause)
-        if isinstance(node, (ast.RecordTerm, ast.Nil, ast.BranchTerm, ast.FieldAccess)):
-            return structures.value(node, lambda part: self.term(part, binding, clause))
-        if isinstance(node, ast.Negative):
-            value = self.term(node.operand, binding, clause)
-            return value if value is _NONE else wrap(-value, kind)
-        if isinstance(node, ast.Functor):
-            args = [self.term(a, binding, clause) for a in node.args]
-            if any(a is _NONE for a in args):
-                return _NONE
-            return functor(node, args, kind, [clause.term_types.get(id(a)) for a in node.args])
-        a, b = self.term(node.left, binding, clause), self.term(node.right, binding, clause)
-        if a is _NONE or b is _NONE:
-            return _NONE
-        return arithmetic(node.op, a, b, kind)
-
-    def aggregate(self, agg, binding, clause):
-        members, rest = [binding], list(agg.body)
-        while rest:
-            lit = next((lit for lit in rest if self.ready(lit, members[0], clause)), rest[0]) \
-                if members else rest[0]
-            rest.remove(lit)
-            members = [b for m in members for b in self.apply(lit, m, clause)]
-        if agg.function == "count":
-            return len(members)
-        values = [self.term(agg.target, m, clause) for m in members]
-        if agg.function == "sum":
-            return wrap(sum(values), clause.term_types.get(id(agg))) if values else 0
-        if not values:
-            return _NONE
-        if agg.function == "mean":
-            return math.fsum(float(v) for v in values) / len(values)
-        return min(values) if agg.function == "min" else max(values)
-
-
-_NONE = object()  # min or max of no members: no value
-
-
-def _typed(value, kind):
-    if isinstance(value, str) and kind in ("number", "unsigned"):
-        return int(value)
-    if isinstance(value, str) and kind == "float":
-        return float(value)
-    if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] == '"':
-        return value[1:-1]
-    return value
 
 
 def _in_proof_order(literals) -> list:

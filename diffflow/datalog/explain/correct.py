@@ -1,5 +1,5 @@
-"""Replay and correct (EXPLAIN.md §5): make an explanation reproduce its fact through nested
-negation and aggregates over non-monotone relations.
+"""Replay and correct (``docs/EXPLAIN.md`` §5): make an explanation reproduce its fact through
+nested negation and aggregates over non-monotone relations.
 
 The input leaves of a proof reproduce its fact when everything the proof rests on is
 monotone.  With ``Q :- A, !N.  N :- B, !D.``, a replay on the leaves can derive a *spurious*
@@ -28,11 +28,10 @@ reproduces everything.
 """
 from __future__ import annotations
 
-from diffflow.datalog.syntax import ast
 from diffflow.datalog.explain.interpret import interpret
 from diffflow.datalog.explain.proof import GroupNode, Leaf, ProofTree
-
-MAX_ROUNDS = 32
+from diffflow.datalog.syntax import ast
+from diffflow.explain.vocabulary import replay_and_correct
 
 
 def needs_correction(analysed) -> bool:
@@ -75,14 +74,10 @@ def correct(program, prove, relation: str, fact: tuple, tree, inputs: dict):
     """Grow ``inputs`` until a replay on them derives ``relation(fact)``; returns the inputs
     and the number of replays.  ``prove(program, relation, fact)`` gives a proof tree."""
     proofs = {(relation, fact): tree}
-    rounds = 0
-    while rounds < MAX_ROUNDS:
-        rounds += 1
-        replay = _Replay(program, inputs, prove)
-        if fact in replay.facts(relation):
-            return inputs, rounds
+
+    def grow(replayed) -> bool:
         wanted: set = set()
-        replay.missing(tree, wanted, proofs)
+        replayed.missing(tree, wanted, proofs)
         grown = False
         for rel, f in sorted(wanted - set(proofs)):
             proofs[(rel, f)] = sub = prove(program, rel, f)
@@ -90,8 +85,13 @@ def correct(program, prove, relation: str, fact: tuple, tree, inputs: dict):
                 if node.rule is None and node.fact not in inputs.get(node.relation, set()):
                     inputs.setdefault(node.relation, set()).add(node.fact)
                     grown = True
-        if not grown:
-            break
+        return grown
+
+    reproduced, rounds = replay_and_correct(lambda: _Replay(program, inputs, prove),
+                                            lambda replayed: fact in replayed.facts(relation),
+                                            grow)
+    if reproduced:
+        return inputs, rounds
     everything = {name: set(program.relation(name)) for name in program._compiled.inputs}
     return {name: facts for name, facts in everything.items() if facts}, rounds
 

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from diffflow.common.errors import ExplainError
+from diffflow.api.features import FlowAccess
 from diffflow.api.inputs import restage
+from diffflow.common.errors import ExplainError
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.explain.correct import correct, needs_correction, replay
 from diffflow.datalog.explain.proof import GroupNode, Leaf, ProofTree, format_fact, format_value, show
@@ -71,16 +72,16 @@ class Explanation:
 
 def explain(program, relation: str, fact) -> Explanation:
     """The explanation of one fact of ``program`` as of its last commit (see module doc)."""
-    _provenance_of(program)
-    fact = _target(program, relation, fact)
+    require_provenance(program)
+    fact = target_fact(program, relation, fact)
     root, commits = _prove(program, relation, fact)
     if root is None:
         raise ExplainError(f"{format_fact(relation, fact)} is not in {relation} as of the last "
                            f"commit: check its values and that its inputs were committed "
                            f"(explain_absent says why it is not derived)")
-    inputs = _leaves(root)
+    inputs = input_leaves(root)
     rounds = 0
-    if needs_correction(program.analysed) and _shaped(root):
+    if needs_correction(program.analysed) and rests_on_negation(root):
         inputs, rounds = correct(program, prove, relation, fact, root, inputs)
     return Explanation(relation, fact, root, inputs, program, commits, rounds)
 
@@ -92,12 +93,12 @@ def prove(program, relation: str, fact: tuple) -> ProofTree:
 
 def _prove(program, relation, fact):
     compiled = program._compiled
-    if compiled.lookups is not None and program.flow._runtime is not None:
+    if compiled.lookups is not None and FlowAccess(program.flow).runtime is not None:
         try:   # from indexes, without a commit; the engine's queries when it cannot
-            return _IndexedSearch(program, compiled).run(relation, fact), 0
+            return IndexedProofSearch(program, compiled).run(relation, fact), 0
         except Unsupported:
             pass
-    search = _Search(program, compiled)
+    search = ProofSearch(program, compiled)
     try:
         root = search.run(relation, fact)
     finally:
@@ -105,7 +106,7 @@ def _prove(program, relation, fact):
     return root, search.commits
 
 
-def _shaped(root) -> bool:
+def rests_on_negation(root) -> bool:
     """Whether the proof rests on a negation or an aggregate (else its leaves suffice)."""
     for node in root.nodes():
         for child in node.children:
@@ -114,7 +115,7 @@ def _shaped(root) -> bool:
     return False
 
 
-def _leaves(root) -> dict:
+def input_leaves(root) -> dict:
     inputs: dict = {}
     for node in root.nodes():
         if node.rule is None:
@@ -122,20 +123,21 @@ def _leaves(root) -> dict:
     return inputs
 
 
-def _provenance_of(program):
+def require_provenance(program):
     compiled = program._compiled
     if not hasattr(compiled, "witnesses"):
         raise ExplainError("this program was compiled without provenance: build it with "
                            "Program(..., provenance=True) or add .pragma \"provenance\" "
                            "\"explain\" to its text")
-    staged = [name for name, inp in compiled.inputs.items() if inp._staged]
+    changed = {id(inp) for inp in FlowAccess(program.flow).staged()}
+    staged = [name for name, inp in compiled.inputs.items() if id(inp) in changed]
     if staged:
         raise ExplainError(f"{', '.join(sorted(staged))} changed since the last commit; "
                            f"explanations are of committed facts: commit() first")
     return compiled
 
 
-def _target(program, relation: str, fact) -> tuple:
+def target_fact(program, relation: str, fact) -> tuple:
     try:
         rel = program._relation(relation)
     except KeyError as exc:
@@ -150,7 +152,7 @@ def _target(program, relation: str, fact) -> tuple:
     return tuple(float(v) if t == "float" else v for v, t in zip(fact, rel.types))
 
 
-class _Search:
+class ProofSearch:
     """Breadth-first over proof levels: each commit asks for every fact and every aggregate
     group of one level.  An item is ``(relation, fact)`` or ``(group, key)``.
 
@@ -204,7 +206,7 @@ class _Search:
             return
         wanted: dict = {}
         for item in level:
-            request, row = _request(self.compiled, item)
+            request, row = request_of(self.compiled, item)
             wanted.setdefault(request, []).append(row)
         self.asked = restage(self.asked, wanted)
         self._advance()
@@ -215,7 +217,7 @@ class _Search:
         for item in level:
             if item not in self.held:
                 self.held[item] = True
-                request, row = _request(self.compiled, item)
+                request, row = request_of(self.compiled, item)
                 added.setdefault(request, []).append(row)
         for request, rows in added.items():
             request.insert(rows)
@@ -328,7 +330,7 @@ class _Search:
         return wanted
 
 
-class _IndexedSearch(_Search):
+class IndexedProofSearch(ProofSearch):
     """The same search with every level read from indexes (:mod:`.witness`): no commit."""
 
     def __init__(self, program, compiled):
@@ -356,7 +358,7 @@ class _IndexedSearch(_Search):
         return group_rows(self.evaluator, group, key)
 
 
-def _request(compiled, item) -> tuple:
+def request_of(compiled, item) -> tuple:
     """The request input and row that ask for an item."""
     first, rest = item
     request = compiled.requests[first] if isinstance(first, str) else first.request

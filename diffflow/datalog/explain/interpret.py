@@ -20,15 +20,15 @@ stays the one :meth:`~.derived.Explanation.check` trusts.
 """
 from __future__ import annotations
 
-from diffflow.datalog.explain.absent import _NONE, _Evaluator
-from diffflow.datalog.transform.counters import is_counter
+from diffflow.datalog.explain.evaluate import NONE, BodyEvaluator
+from diffflow.datalog.syntax.intrinsics import is_counter
 from diffflow.datalog.lower.relation_value import value_of_set
 
 MAX_ROUNDS = 10_000
 MAX_FACTS = 5_000   # larger replays go to the compiled program
 
 
-class _Sets(_Evaluator):
+class _Sets(BodyEvaluator):
     """The evaluator over relations held in a dict of sets."""
 
     def __init__(self, env: dict):
@@ -97,7 +97,7 @@ def _derive(evaluator, clause, relation) -> set:
     for binding in bindings:
         values = [0 if i in counters else evaluator.term(arg, binding, clause)
                   for i, arg in enumerate(clause.head.args)]
-        if any(v is _NONE for v in values):
+        if any(v is NONE for v in values):
             continue
         out.add(tuple(float(v) if kind == "float" else v
                       for v, kind in zip(values, relation.types)))

@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 
 from diffflow.datalog.syntax import ast
-from diffflow.datalog.values.functors import CONSTRAINTS, INFIX, PREFIX
+from diffflow.datalog.syntax.intrinsics import CONSTRAINTS, INFIX, PREFIX
 
 
 def format_fact(relation: str, fact: tuple) -> str:

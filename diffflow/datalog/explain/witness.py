@@ -5,7 +5,7 @@ binding over arrangements of the relations, between commits.
 engine commit per proof level.  This evaluates the same conditions -- the clause's literals
 with every positive atom read from ``#h:`` (its facts and proof heights) below the fact's
 height, the aggregates' values, the head's equalities -- with the evaluator of
-:mod:`.absent`, whose atoms look facts up in :class:`~diffflow.explain.queries.Index`es
+:mod:`.evaluate`, whose atoms look facts up in :class:`~diffflow.explain.queries.Index`es
 (an arrangement of the relation by one column, or by all of them, shared with the program's
 own where one exists).  A proof level is then a few binary searches.  Anything it cannot
 evaluate raises :class:`Unsupported` and :mod:`.derived` asks the engine instead.
@@ -28,7 +28,7 @@ from diffflow.api.features import FlowAccess
 from diffflow.explain.queries import TOP, Index, Reading
 from diffflow.common.schema import decode_rows, encode_column
 from diffflow.datalog.syntax import ast
-from diffflow.datalog.explain.absent import _Evaluator
+from diffflow.datalog.explain.evaluate import BodyEvaluator
 from diffflow.datalog.lower.columns import UNIT
 from diffflow.datalog.lower.provenance import HEIGHTS
 
@@ -126,7 +126,7 @@ class _Typed:
         self.term_types, self.var_types = types, {}
 
 
-class Evaluator(_Evaluator):
+class Evaluator(BodyEvaluator):
     """The evaluator of :mod:`.absent` with atoms read from :class:`Lookups`."""
 
     def __init__(self, lookups: Lookups):

@@ -42,7 +42,7 @@ def compile_aggregate(clauses, frame, agg, outer, env, types, aggregates, steps,
     becomes the frame's variable ``name`` (column ``var_column(name)``) and
     ``aggregates[id(agg)]`` names that column.
 
-    >>> from diffflow.datalog.analysis.analyser import analyse
+    >>> from diffflow.datalog.passes import analyse
     >>> from diffflow.datalog.lower.compiler import compile_program
     >>> from diffflow.datalog.syntax.parser import parse
     >>> a = analyse(parse(".decl e(x: number, y: number)\\n.decl r(x: number, n: number)\\n"

@@ -18,7 +18,7 @@ Translation, stratum by stratum (dependencies first):
 Numbers follow Soufflé: ``number`` arithmetic wraps to 32-bit signed,
 ``unsigned`` to 32-bit unsigned, ``/`` and ``%`` truncate toward zero.
 
->>> from diffflow.datalog.analysis.analyser import analyse
+>>> from diffflow.datalog.passes import analyse
 >>> from diffflow.datalog.syntax.parser import parse
 >>> a = analyse(parse(".decl e(x: number)\\n.decl r(x: number)\\nr(x + 1) :- e(x)."))
 >>> compile_program(a).plan[2:]
@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from diffflow.api.flow import Dataflow
 from diffflow.dataflow.expr import Lit
 from diffflow.datalog.syntax import ast
-from diffflow.datalog.analysis.analyser import Analysed, Clause, Relation
+from diffflow.datalog.analysis.analysed import Analysed, Clause, Relation
 from diffflow.datalog.lower.columns import COLUMN_TYPE, UNIT, relation_columns, term_expression, var_column  # noqa: F401
 from diffflow.datalog.syntax.errors import locate
 from diffflow.datalog.lower.joins import ClauseCompiler
-from diffflow.datalog.transform.counters import is_counter
+from diffflow.datalog.syntax.intrinsics import is_counter
 from diffflow.datalog.lower.relation_value import number_rows, relation_value
 from diffflow.datalog.syntax.render import render_clause
 
@@ -62,7 +62,7 @@ def compile_program(analysed: Analysed, partitions: int = 1, outputs=None,
 
     ``flow_options`` go to :class:`~diffflow.Dataflow` (runtime, spark, checkpoints).
 
-    >>> from diffflow.datalog.analysis.analyser import analyse
+    >>> from diffflow.datalog.passes import analyse
     >>> from diffflow.datalog.syntax.parser import parse
     >>> compiled = compile_program(analyse(parse(".decl e(x: number)\\n.decl r(x: number)\\n"
     ...                                          "r(x) :- e(x), !e(x + 1).")))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from diffflow.dataflow.expr import Lit, col
 from diffflow.datalog.syntax import ast
+from diffflow.datalog.syntax import intrinsics
 from diffflow.datalog.values import functors
 from diffflow.datalog.lower.aggregates import aggregate_variables, compile_aggregate
 from diffflow.datalog.lower.columns import COLUMN_TYPE, UNIT, Frame, term_expression, var_column
@@ -253,7 +254,7 @@ class ClauseCompiler:
         left = term_expression(c.left, types, aggregates)
         right = term_expression(c.right, types, aggregates)
         op = "==" if c.op == "=" else c.op
-        if op.lstrip("!") in functors.CONSTRAINTS or (  # contains(sub, s), match(regex, s)
+        if op.lstrip("!") in intrinsics.CONSTRAINTS or (  # contains(sub, s), match(regex, s)
                 op in ("<", "<=", ">", ">=") and types[id(c.left)] == "symbol"):  # text order
             predicate = functors.constraint(op.lstrip("!"), left, right)
             if op.startswith("!"):
@@ -303,7 +304,7 @@ def _aggregates_of(item) -> list:
 def _generator_side(c):
     """The side of a comparison that is a generator call (``range(...)``), if any."""
     for side in (c.left, c.right):
-        if isinstance(side, ast.Functor) and side.name in functors.GENERATORS:
+        if isinstance(side, ast.Functor) and side.name in intrinsics.GENERATORS:
             return side
     return None
 

@@ -24,7 +24,7 @@ ordinary diffflow collections so both stay exact as facts are inserted and remov
 
 :mod:`~diffflow.datalog.explain.derived` drives the search (one commit per proof level) and builds the trees.
 
->>> from diffflow.datalog.analysis.analyser import analyse
+>>> from diffflow.datalog.passes import analyse
 >>> from diffflow.datalog.syntax.parser import parse
 >>> a = analyse(parse(".decl e(x: number, y: number)\\n.decl p(x: number, y: number)\\n"
 ...                   "p(x, y) :- e(x, y).\\np(x, z) :- p(x, y), e(y, z)."))
@@ -43,7 +43,7 @@ from diffflow.datalog.lower.aggregates import aggregate_variables
 from diffflow.datalog.lower.columns import (COLUMN_TYPE, UNIT, Frame, relation_columns, term_expression,
                       var_column)
 from diffflow.datalog.lower.compiler import Compiled, _Compiler
-from diffflow.datalog.transform.counters import is_counter
+from diffflow.datalog.syntax.intrinsics import is_counter
 from diffflow.datalog.syntax.errors import DatalogError
 from diffflow.datalog.lower.relation_value import relation_value
 from diffflow.datalog.syntax.render import render_clause

@@ -60,7 +60,7 @@ def relation_value(relation, candidates, dominated=None, previous=None):
     of candidates its subsumptive rules dominate, if it has any; ``previous`` is the
     relation's value in the previous round, inside recursion (its choices stay).
 
-    >>> from diffflow.datalog.analysis.analyser import analyse
+    >>> from diffflow.datalog.passes import analyse
     >>> from diffflow.datalog.syntax.parser import parse
     >>> import diffflow as dd
     >>> a = analyse(parse(".decl same(x: number, y: number) eqrel"))
@@ -103,7 +103,7 @@ def value_of_set(relation, candidates: set, dominated: set = frozenset(),
     """:func:`relation_value` on a set of Python tuples (symbols as ``str``): the plain
     evaluation explanations replay (:mod:`~diffflow.datalog.explain.interpret`).
 
-    >>> from diffflow.datalog.analysis.analyser import analyse
+    >>> from diffflow.datalog.passes import analyse
     >>> from diffflow.datalog.syntax.parser import parse
     >>> a = analyse(parse(".decl c(k: symbol, v: number) choice-domain k"))
     >>> sorted(value_of_set(a.relations["c"], {("a", 2), ("a", 1), ("b", 5)}))

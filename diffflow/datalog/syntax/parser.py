@@ -10,7 +10,7 @@ import functools
 
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.errors import DatalogError
-from diffflow.datalog.values.functors import CONSTRAINTS, NOT_YET  # (string constraints Soufflé writes as atoms)
+from diffflow.datalog.syntax.intrinsics import CONSTRAINTS, NOT_YET  # (string constraints Soufflé writes as atoms)
 from diffflow.datalog.syntax.grammar import GRAMMAR
 
 
@@ -22,7 +22,8 @@ def _parser():
 
 
 def parse(source: str, filename: str = "<program>") -> ast.Program:
-    """Parse Datalog text into an :class:`~diffflow.datalog.syntax.ast.Program`.
+    """Parse Datalog text into an :class:`~diffflow.datalog.syntax.ast.Program` (components
+    not expanded yet: :func:`diffflow.datalog.passes.parse_program` does both).
 
     Syntax errors raise :class:`DatalogError` with the position and what was expected.
 
@@ -47,9 +48,7 @@ def parse(source: str, filename: str = "<program>") -> ast.Program:
         _raise_unexpected(e, source, filename)
     except UnexpectedCharacters as e:
         _raise_bad_character(e, source, filename)
-    from diffflow.datalog.transform.components import expand_components
-
-    return expand_components(_Builder(source, filename).program(tree), source)
+    return _Builder(source, filename).program(tree)
 
 
 def _raise_unexpected(e, source, filename):

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from diffflow.datalog.syntax import ast
-from diffflow.datalog.values.functors import CONSTRAINTS, INFIX, PREFIX
+from diffflow.datalog.syntax.intrinsics import CONSTRAINTS, INFIX, PREFIX
 
 
 def render_term(node) -> str:
@@ -83,7 +83,7 @@ def render_literal(lit) -> str:
 def render_clause(clause) -> str:
     """A clause (head and flat body) as the plan shows it.
 
-    >>> from diffflow.datalog.analysis.analyser import analyse
+    >>> from diffflow.datalog.passes import analyse
     >>> from diffflow.datalog.syntax.parser import parse
     >>> a = analyse(parse(".decl e(x: number)\\n.decl r(x: number)\\nr(x + 1) :- e(x)."))
     >>> render_clause(a.relations["r"].clauses[0])

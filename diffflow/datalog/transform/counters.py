@@ -31,11 +31,7 @@ from __future__ import annotations
 import dataclasses
 
 from diffflow.datalog.syntax import ast
-from diffflow.datalog.values.functors import COUNTERS
-
-
-def is_counter(node) -> bool:
-    return isinstance(node, ast.Functor) and node.name in COUNTERS
+from diffflow.datalog.syntax.intrinsics import is_counter
 
 
 def number_counters(analyser, relations: dict, strata: list, inline=()) -> None:

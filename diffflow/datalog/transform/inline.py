@@ -26,7 +26,7 @@ The ``inline-exclude`` pragma and the ``no_inline`` / ``no_magic`` qualifiers
 keep a relation materialised.
 
 >>> from diffflow.datalog.syntax.parser import parse
->>> from diffflow.datalog.analysis.analyser import analyse
+>>> from diffflow.datalog.passes import analyse
 >>> a = analyse(parse(".decl n(x: number)\\n.decl pair(x: number, y: number) inline\\n"
 ...                   ".decl r(x: number)\\npair(x, y) :- n(x), n(y).\\n"
 ...                   "r(x) :- pair(x, 3)."))
@@ -43,7 +43,7 @@ import re
 
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.analysis.analysed import Clause
-from diffflow.datalog.transform.constants import comparison_holds
+from diffflow.datalog.analysis.constants import comparison_holds
 from diffflow.datalog.syntax.errors import DatalogError
 from diffflow.datalog.analysis.strata import tarjan
 
@@ -55,7 +55,7 @@ def select(analyser, pragmas: dict) -> dict:
     """The relations to inline (``name -> Relation``), after Soufflé's declaration checks.
 
     >>> from diffflow.datalog.syntax.parser import parse
-    >>> from diffflow.datalog.analysis.analyser import analyse
+    >>> from diffflow.datalog.passes import analyse
     >>> analyse(parse(".decl e(x: number) inline output"))
     Traceback (most recent call last):
     ...
@@ -82,7 +82,7 @@ def check_uses(analyser, inline: dict) -> None:
     """Uses Soufflé rejects: inside aggregates, and negated with ``_``.
 
     >>> from diffflow.datalog.syntax.parser import parse
-    >>> from diffflow.datalog.analysis.analyser import analyse
+    >>> from diffflow.datalog.passes import analyse
     >>> analyse(parse(".decl e(x: number)\\n.decl i(x: number) inline\\ni(x) :- e(x).\\n"
     ...               "e(x) :- e(x), !i(_)."))
     Traceback (most recent call last):
@@ -116,7 +116,7 @@ def unfold(analyser, inline: dict) -> tuple:
     its inline atoms unfolded, checked again (binding and types).
 
     >>> from diffflow.datalog.syntax.parser import parse
-    >>> from diffflow.datalog.analysis.analyser import analyse
+    >>> from diffflow.datalog.passes import analyse
     >>> a = analyse(parse(".decl e(x: number)\\n.decl i(x: number) inline\\n.decl r(x: number)\\n"
     ...                   "i(x) :- e(x), x > 1.\\nr(x) :- i(x), !i(x + 1)."))
     >>> [len(c.literals) for c in a.relations["r"].clauses], a.notes

@@ -19,7 +19,7 @@ that are not UTF-8 take :func:`split_reference`, the plain line-by-line
 reader kept for them and for tests.
 
 >>> import tempfile, os
->>> from diffflow.datalog.analysis.analyser import Relation
+>>> from diffflow.datalog.analysis.analysed import Relation
 >>> r = Relation("e", ["x", "s"], ["number", "symbol"], None)
 >>> path = os.path.join(tempfile.mkdtemp(), "e.facts")
 >>> _ = open(path, "w").write("1\\ta b\\n2\\t007\\n")
@@ -36,7 +36,9 @@ import zlib
 
 import numpy as np
 
-from diffflow.datalog.analysis.types import NUMBER_RANGE, UNSIGNED_RANGE
+from diffflow.datalog.syntax.intrinsics import NUMBER_RANGE, UNSIGNED_RANGE
+from diffflow.datalog.values.record_text import (ValueSyntaxError, format_scalar, format_value,
+                                                 parse_value)
 from diffflow.datalog.syntax.errors import DatalogError, decode_utf8
 
 _PROGRESS_BYTES = 8 << 20  # report files larger than this
@@ -199,7 +201,7 @@ def split_reference(data: bytes, relation, delimiter: str = "\t", path: str = "<
     The slow path for files the columnar path does not take, and the reference the tests
     compare it with.
 
-    >>> from diffflow.datalog.analysis.analyser import Relation
+    >>> from diffflow.datalog.analysis.analysed import Relation
     >>> split_reference(b"a\\t\\r\\nb\\tc", Relation("r", ["x", "y"], ["symbol"] * 2, None))
     [('a', ''), ('b', 'c')]
     >>> split_reference(b"a\\n\\n", Relation("r", ["x"], ["symbol"], None))  # an empty fact
@@ -232,7 +234,7 @@ def split_rfc4180(data: bytes, relation, delimiter: str = ",", path: str = "<fac
 
     Returns the rows and the line each starts on.
 
-    >>> from diffflow.datalog.analysis.analyser import Relation
+    >>> from diffflow.datalog.analysis.analysed import Relation
     >>> r = Relation("r", ["x", "y"], ["number", "symbol"], None)
     >>> split_rfc4180(b'1,"a\\nb"\\r\\n2,"x""y"\\n', r)
     ([('1', 'a\\nb'), ('2', 'x"y')], [1, 3])
@@ -335,8 +337,6 @@ def _field_count_error(relation, fields, path, line, delimiter, raw: bytes, more
 
 def _structured_rows(fields, relation, structures, path, line_of, maybe_hex, delimiter) -> list:
     """Python rows of a relation with record or ADT attributes (read value by value)."""
-    from diffflow.datalog.values.record_text import ValueSyntaxError, parse_value
-
     columns = []
     for j, (column, kind) in enumerate(zip(fields, relation.types)):
         if kind not in structures:
@@ -426,23 +426,6 @@ def _to_float(text):
 
 # -- writing ------------------------------------------------------------------------------------
 
-def format_value(value, kind: str) -> str:
-    """A value as an output line shows it; a float in the fewest digits that read back exactly.
-
-    Soufflé prints floats with enough digits to read them back (C++'s ``max_digits10``); for
-    diffflow's 64-bit floats that is Python's shortest round-trip form, without a ``.0``.
-
-    >>> format_value(2.5, "float"), format_value(3.0, "float"), format_value(7, "number")
-    ('2.5', '3', '7')
-    >>> format_value(123456.7, "float"), format_value(0.1, "float"), format_value(1e20, "float")
-    ('123456.7', '0.1', '1e+20')
-    """
-    if kind == "float":
-        text = repr(float(value))
-        return text[:-2] if text.endswith(".0") else text
-    return str(value)
-
-
 def format_rows(rows, types, delimiter: str = "\t", rfc4180: bool = False,
                 structures=None) -> list:
     """Output lines (without newlines) for decoded rows of a relation.
@@ -457,20 +440,19 @@ def format_rows(rows, types, delimiter: str = "\t", rfc4180: bool = False,
     if not types:
         return ["()"] if rows else []
     if structures and any(kind in structures for kind in types):
-        from diffflow.datalog.values.record_text import format_value as structured
 
-        text = [(lambda v, k=k: structured(v, k, structures)) if k in structures else
-                (lambda v, k=k: format_value(v, k)) for k in types]
+        text = [(lambda v, k=k: format_value(v, k, structures)) if k in structures else
+                (lambda v, k=k: format_scalar(v, k)) for k in types]
         return [delimiter.join(f(v) for f, v in zip(text, row)) for row in rows]
     if rfc4180:
         def cell(value, kind):
             if kind == "symbol":
                 return '"' + value.replace('"', '""') + '"'
-            return format_value(value, kind)
+            return format_scalar(value, kind)
         return [delimiter.join(cell(v, k) for v, k in zip(row, types)) for row in rows]
     if "float" not in types:
         return [delimiter.join(map(str, row)) for row in rows]
-    return [delimiter.join(format_value(v, k) for v, k in zip(row, types)) for row in rows]
+    return [delimiter.join(format_scalar(v, k) for v, k in zip(row, types)) for row in rows]
 
 
 def io_options(params: dict) -> tuple:
@@ -489,7 +471,7 @@ def io_options(params: dict) -> tuple:
 def fact_file_path(facts_dir, relation, directive) -> str:
     """Where ``.input`` reads a relation: ``filename=`` (relative to ``-F``) or ``<name>.facts``.
 
-    >>> from diffflow.datalog.analysis.analyser import Relation
+    >>> from diffflow.datalog.analysis.analysed import Relation
     >>> from diffflow.datalog.syntax.ast import Directive
     >>> fact_file_path("in", Relation("e", [], [], None), Directive(1, 1, "input", "e"))
     'in/e.facts'

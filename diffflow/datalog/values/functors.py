@@ -3,8 +3,8 @@
 A functor call is an :class:`~diffflow.datalog.syntax.ast.Functor` node: ``cat(a, b)``,
 ``strlen(s)``, ``x band y``, ``bnot x``, ``min(a, b, c)``, ``as(x, T)``...;
 ``contains(sub, s)`` and ``match(regex, s)`` are constraints (comparisons with
-those ops).  Each has a signature (:data:`SIGNATURES`): fixed parameter and
-result types, or ``"T"`` -- the numeric type of the expression the call is in,
+those ops).  Each has a signature
+(:data:`~diffflow.datalog.syntax.intrinsics.SIGNATURES`): fixed parameter and result types, or ``"T"`` -- the numeric type of the expression the call is in,
 as for ``+`` -- and two implementations with one meaning:
 
 * :func:`column` builds the column expression the engine evaluates on whole
@@ -33,76 +33,11 @@ import re
 import numpy as np
 
 from diffflow.common.errors import ExpressionError
+from diffflow.common.schema import hash_strings
 from diffflow.dataflow.expr import Expr, Func
+from diffflow.datalog.syntax.intrinsics import COUNTERS, NUMERIC_FUNCTORS, SIGNATURES
 
 _2_31, _2_32 = 1 << 31, 1 << 32
-NUMERIC = ("number", "unsigned", "float")
-INTEGRAL = ("number", "unsigned")
-
-# name -> (parameter types, result type); "T": the numeric type the call is evaluated in
-# (its arguments too); "numeric": any numeric argument; a trailing "..." repeats the last
-SIGNATURES = {
-    "cat": (("symbol", "symbol", "..."), "symbol"),
-    "strlen": (("symbol",), "number"),
-    "substr": (("symbol", "number", "number"), "symbol"),
-    "ord": (("symbol",), "number"),
-    "to_number": (("symbol",), "number"),
-    "to_unsigned": (("symbol",), "unsigned"),
-    "to_float": (("symbol",), "float"),
-    "to_string": (("numeric",), "symbol"),
-    "itou": (("number",), "unsigned"),
-    "itof": (("number",), "float"),
-    "utoi": (("unsigned",), "number"),
-    "utof": (("unsigned",), "float"),
-    "ftoi": (("float",), "number"),
-    "ftou": (("float",), "unsigned"),
-    "min": (("T", "T", "..."), "T"),
-    "max": (("T", "T", "..."), "T"),
-    "abs": (("T",), "T"),
-    "band": (("T", "T"), "T"), "bor": (("T", "T"), "T"), "bxor": (("T", "T"), "T"),
-    "bshl": (("T", "T"), "T"), "bshr": (("T", "T"), "T"), "bshru": (("T", "T"), "T"),
-    "bnot": (("T",), "T"),
-    "land": (("T", "T"), "T"), "lor": (("T", "T"), "T"), "lxor": (("T", "T"), "T"),
-    "lnot": (("T",), "T"),
-    "range": (("T", "T", "..."), "T"),  # 2 or 3 arguments (analysis checks); a generator
-    "autoinc": ((), "number"),
-}
-INFIX = {"band", "bor", "bxor", "bshl", "bshr", "bshru", "land", "lor", "lxor"}  # x band y
-PREFIX = {"bnot", "lnot"}  # bnot x
-BITWISE = INFIX | PREFIX
-NUMERIC_FUNCTORS = BITWISE | {"min", "max", "abs", "itou", "utoi", "ftoi", "ftou", "itof",
-                              "utof"}  # (computed by numpy, on columns or on one row)
-CONSTRAINTS = ("contains", "match")  # (sub, text) and (regex, text): literals, not terms
-# named in the grammar but not built yet: a located error names the feature
-NOT_YET: dict = {}
-COUNTERS = ("autoinc",)  # numbers the rows of its rule (a head argument; see .counters)
-GENERATORS = ("range",)  # one row in, many out (.generators): bodies bind them
-
-
-def parameters(name: str, count: int) -> list:
-    """The parameter types of ``name`` called with ``count`` arguments, or None when it
-    takes another number.
-
-    >>> parameters("cat", 3), parameters("strlen", 2)
-    (['symbol', 'symbol', 'symbol'], None)
-    """
-    params, _ = SIGNATURES[name]
-    if params and params[-1] == "...":
-        fixed = list(params[:-1])
-        return fixed + [fixed[-1]] * (count - len(fixed)) if count >= len(fixed) else None
-    return list(params) if count == len(params) else None
-
-
-def arity_text(name: str) -> str:
-    """How many arguments ``name`` takes, for messages.
-
-    >>> arity_text("min"), arity_text("substr")
-    ('at least 2 arguments', '3 arguments')
-    """
-    params, _ = SIGNATURES[name]
-    if params and params[-1] == "...":
-        return f"at least {len(params) - 1} arguments"
-    return f"{len(params)} argument{'s' * (len(params) != 1)}"
 
 
 # -- one value ------------------------------------------------------------------------------
@@ -154,9 +89,8 @@ def _matches(pattern: str, text: str) -> bool:
 
 
 def _ord(text: str) -> int:
-    from diffflow.common.schema import _hash_strings  # (the symbol's id, folded to a number)
-
-    return _wrap(int(_hash_strings(np.array([text], dtype=object))[0]), "number")
+    # (the symbol's id, folded to a number)
+    return _wrap(int(hash_strings(np.array([text], dtype=object))[0]), "number")
 
 
 def scalar(name: str, args: list, kind: str, arg_kinds: list | None = None):
@@ -237,11 +171,11 @@ class _Numeric:
         if name in ("ftoi", "ftou"):
             v = np.asarray(values[0], np.float64)
             v = np.where(np.isfinite(v) & (np.abs(v) < 2.0 ** 63), np.trunc(v), 0.0)
-            return _wrap_array(v.astype(np.int64), SIGNATURES[name][1])
+            return wrap_array(v.astype(np.int64), SIGNATURES[name][1])
         if name in ("itou", "utoi"):
-            return _wrap_array(values[0].astype(np.int64), SIGNATURES[name][1])
+            return wrap_array(values[0].astype(np.int64), SIGNATURES[name][1])
         if name == "abs":
-            return np.abs(values[0]) if kind == "float" else _wrap_array(np.abs(values[0]), kind)
+            return np.abs(values[0]) if kind == "float" else wrap_array(np.abs(values[0]), kind)
         a = values[0].astype(np.int64)
         b = values[1].astype(np.int64) if len(values) > 1 else None
         if name in ("land", "lor", "lxor", "lnot"):
@@ -251,15 +185,16 @@ class _Numeric:
                      "lnot": lambda: ~x}[name]()
             return value.astype(np.int64)
         if name == "bnot":
-            return _wrap_array(~a, kind)
+            return wrap_array(~a, kind)
         shift = None if b is None else b & 31
         value = {"band": lambda: a & b, "bor": lambda: a | b, "bxor": lambda: a ^ b,
                  "bshl": lambda: a << shift, "bshr": lambda: a >> shift,
                  "bshru": lambda: (a % _2_32) >> shift}[name]()
-        return _wrap_array(value, kind)
+        return wrap_array(value, kind)
 
 
-def _wrap_array(values: np.ndarray, kind: str) -> np.ndarray:
+def wrap_array(values: np.ndarray, kind: str) -> np.ndarray:
+    """Integers wrapped to ``kind`` (``number``: 32-bit signed, ``unsigned``: 32-bit)."""
     if kind == "number":
         return (values + _2_31) % _2_32 - _2_31
     if kind == "unsigned":
@@ -409,7 +344,7 @@ class UserFunctor:
             bad = out[~(np.isfinite(out) & (out == np.trunc(out)))][0]
             raise ExpressionError(f"functor @{self.name} (vectorized) returned {bad!r}, not "
                                   f"an integer (it is declared to return a {self.result})")
-        return _wrap_array(out.astype(np.int64), self.result)
+        return wrap_array(out.astype(np.int64), self.result)
 
 
 def vectorized(fn):
@@ -424,57 +359,3 @@ def vectorized(fn):
     """
     fn.diffflow_vectorized = True
     return fn
-
-
-def bind_user_functors(analyser, program, bindings: dict) -> None:
-    """Resolve every ``@f(...)`` call of ``program`` to its ``.functor`` declaration and
-    Python binding (:class:`UserFunctor`), or a located error."""
-    from diffflow.datalog.syntax.errors import did_you_mean
-    from diffflow.datalog.analysis.types import base_type
-
-    decls = {}
-    for decl in program.functors:
-        if decl.name in decls:
-            raise analyser.error(f"functor {decl.name!r} is declared twice (first at line "
-                                 f"{decls[decl.name].line})", decl)
-        decls[decl.name] = decl
-    resolved = {}
-    for call in sorted(_calls(program.rules), key=lambda c: (c.line, c.column)):
-        name = call.name[1:]
-        decl = decls.get(name)
-        if decl is None:
-            raise analyser.error(f"unknown functor @{name}{did_you_mean(name, list(decls))}",
-                                 call, hint=f"declare it: .functor {name}(x: number): number")
-        if name not in resolved:
-            fn = bindings.get(name)
-            if fn is None or not callable(fn):
-                what = "has no Python binding" if fn is None else \
-                    f"is bound to {type(fn).__name__} {fn!r:.40}, not a callable"
-                raise analyser.error(
-                    f"functor {name!r} (declared at line {decl.line}) {what}",
-                    call, hint=f"pass Program(..., functors={{{name!r}: a_callable}}), or "
-                               f"define {name} in a file given to diffflow run --functors")
-            params = [base_type(t, decl, analyser.types, analyser.error) for t in decl.params]
-            result = base_type(decl.result, decl, analyser.types, analyser.error)
-            resolved[name] = UserFunctor(decl, params, result, fn, analyser.structures)
-        call.user = resolved[name]
-    unknown = sorted(set(bindings) - set(decls))
-    if unknown:
-        raise analyser.error(f"functors={{...}} binds {unknown[0]!r}, which no .functor "
-                             f"declares{did_you_mean(unknown[0], list(decls))}", program)
-
-
-def _calls(node):
-    """Every user-defined functor call (``@f(...)``) under ``node``."""
-    from diffflow.datalog.syntax import ast
-
-    stack = [node]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, ast.Node):
-            if isinstance(node, ast.Functor) and node.name.startswith("@"):
-                yield node
-            stack.extend(getattr(node, f) for f in node.__dataclass_fields__
-                         if f not in ("line", "column", "user"))

@@ -13,7 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.common.errors import ExpressionError
-from diffflow.datalog.values.functors import _wrap_array
+from diffflow.common.schema import encode_floats
+from diffflow.dataflow.expr import as_expr
+from diffflow.datalog.values.functors import wrap_array
 
 MAX_GENERATED = 50_000_000  # values one range call may make in one batch
 
@@ -48,7 +50,7 @@ def range_values(start, end, step, kind: str):
     rows = np.repeat(np.arange(len(counts)), counts)
     offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
     values = start[rows] + offsets * step[rows]
-    return rows, (values if floats else _wrap_array(values, kind))
+    return rows, (values if floats else wrap_array(values, kind))
 
 
 class RangeGenerator:
@@ -65,9 +67,7 @@ class RangeGenerator:
     """
 
     def __init__(self, args: list, schema, kind: str):
-        from diffflow.dataflow.expr import _as_expr
-
-        self.args, self.schema, self.kind = [_as_expr(a) for a in args], schema, kind
+        self.args, self.schema, self.kind = [as_expr(a) for a in args], schema, kind
 
     def __call__(self, rows, symbols):
         n = len(rows)
@@ -76,8 +76,6 @@ class RangeGenerator:
         source, generated = range_values(values[0], values[1],
                                          values[2] if len(values) > 2 else None, self.kind)
         if self.kind == "float":
-            from diffflow.common.schema import encode_floats
-
             generated = encode_floats(generated)
         out = np.empty((len(source), rows.shape[1] + 1), np.int64)
         out[:, :-1] = rows[source]

@@ -2,7 +2,8 @@
 output: ``[1, [2, meow]]``, ``nil``, ``$A(1)``, ``$B`` (symbols bare or in double quotes).
 
 >>> from diffflow.datalog.syntax.parser import parse
->>> from diffflow.datalog.values.structures import AdtValue, resolve_structures
+>>> from diffflow.datalog.analysis.structures import resolve_structures
+>>> from diffflow.datalog.values.structures import AdtValue
 >>> program = parse(".type L = [h: number, t: L]\\n.type T = A {x: L} | B {}")
 >>> s = resolve_structures(program.types, {"L": "L", "T": "T"}, None)
 >>> format_value((1, (2, None)), "L", s), format_value(AdtValue("A", ((3, None),)), "T", s)
@@ -18,11 +19,26 @@ import sys
 from diffflow.datalog.values.structures import _LIMITS, AdtValue, _children
 
 
+def format_scalar(value, kind: str) -> str:
+    """A value as an output line shows it; a float in the fewest digits that read back exactly.
+
+    Soufflé prints floats with enough digits to read them back (C++'s ``max_digits10``); for
+    diffflow's 64-bit floats that is Python's shortest round-trip form, without a ``.0``.
+
+    >>> format_scalar(2.5, "float"), format_scalar(3.0, "float"), format_scalar(7, "number")
+    ('2.5', '3', '7')
+    >>> format_scalar(123456.7, "float"), format_scalar(0.1, "float"), format_scalar(1e20, "float")
+    ('123456.7', '0.1', '1e+20')
+    """
+    if kind == "float":
+        text = repr(float(value))
+        return text[:-2] if text.endswith(".0") else text
+    return str(value)
+
+
 def format_value(value, kind: str, structures: dict) -> str:
     """Soufflé's text of a record or ADT value: ``[1, [2, nil]]``, ``$A(x)``, ``$B`` (built
     without recursion: lists of any length)."""
-    from diffflow.datalog.values.facts import format_value as scalar
-
     out: list = []
     stack: list = [(value, kind)]
     while stack:
@@ -32,7 +48,7 @@ def format_value(value, kind: str, structures: dict) -> str:
             continue
         v, k = item
         if k not in structures:
-            out.append(scalar(v, k))
+            out.append(format_scalar(v, k))
             continue
         structure = structures[k]
         if structure.is_record and v is None:

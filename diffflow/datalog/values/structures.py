@@ -2,7 +2,8 @@
 and in text.
 
 ``.type P = [a: number, b: symbol]`` declares a record type; ``.type T = A {x:
-number} | B {}`` an algebraic data type (ADT) with branches ``A`` and ``B``.  A
+number} | B {}`` an algebraic data type (ADT) with branches ``A`` and ``B``
+(:mod:`diffflow.datalog.analysis.structures` resolves the declarations).  A
 record or ADT type is its own base type: a term of it has the type's name as its
 type (:mod:`~diffflow.datalog.analysis.types`).  In columns a value is a record id (:mod:`diffflow.common.records`);
 an ADT value is the record ``[branch number, fields...]``.
@@ -11,11 +12,10 @@ In Python a record is a tuple of its fields (``nil`` is None) and an ADT value
 an :class:`AdtValue`; in fact files and output they are written as Soufflé
 writes them: ``[1, 2, meow]``, ``nil``, ``$A(1)``, ``$B`` (:mod:`.record_text`).
 
->>> from diffflow.datalog.syntax.parser import parse
->>> program = parse(".type L = [h: number, t: L]\\n.type T = A {x: L} | B {}")
->>> s = resolve_structures(program.types, {"L": "L", "T": "T"}, None)
->>> s["L"].fields, list(s["T"].branches)
-([('h', 'number'), ('t', 'L')], ['A', 'B'])
+>>> s = {"P": Structure("P", fields=[("a", "number"), ("b", "symbol")])}
+>>> from diffflow.common.schema import SymbolTable
+>>> table = SymbolTable(); decode_value(encode_value((1, "x"), "P", s, table), "P", s, table)
+(1, 'x')
 """
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from diffflow.common import records
+from diffflow.dataflow.expr import Func
+from diffflow.datalog.syntax import ast
 
 
 @dataclass(frozen=True, order=True)
@@ -52,37 +54,6 @@ class Structure:
 
     def branch_number(self, branch: str) -> int:
         return list(self.branches).index(branch)
-
-
-def resolve_structures(declarations: list, types: dict, error) -> dict:
-    """``{type name: Structure}`` for the record and ADT declarations; field types are
-    resolved through ``types`` (``{name: base type}``, record and ADT names their own).
-
-    >>> from diffflow.datalog.syntax.parser import parse
-    >>> (t,) = parse(".type P = [a: Id, b: P]").types
-    >>> resolve_structures([t], {"Id": "number", "P": "P"}, None)["P"].fields
-    [('a', 'number'), ('b', 'P')]
-    """
-    from diffflow.datalog.analysis.types import base_type
-
-    out: dict = {}
-    owners: dict = {}
-    for t in declarations:
-        if t.base == "record":
-            out[t.name] = Structure(t.name, fields=[
-                (f.name, base_type(f.type, f, types, error)) for f in t.fields])
-        elif t.base == "adt":
-            branches = {}
-            for b in t.branches:
-                if b.name in owners:
-                    raise error(f"branch {b.name!r} is already a branch of "
-                                f"{owners[b.name]!r}", b,
-                                hint="a branch name belongs to one algebraic data type")
-                owners[b.name] = t.name
-                branches[b.name] = [(f.name, base_type(f.type, f, types, error))
-                                    for f in b.fields]
-            out[t.name] = Structure(t.name, branches=branches)
-    return out
 
 
 def branch_owners(structures: dict) -> dict:
@@ -275,8 +246,6 @@ def value(node, evaluate):
     ...       if isinstance(n, ast.Number) else value(n, None))
     (5, None)
     """
-    from diffflow.datalog.syntax import ast
-
     if isinstance(node, ast.Nil):
         return None
     parts = [evaluate(a) for a in node.args] if not isinstance(node, ast.FieldAccess) else \
@@ -300,16 +269,12 @@ def value(node, evaluate):
 def pack_column(args: list, kinds: list):
     """The column expression of a record (or ADT value) built from ``args`` of types
     ``kinds``: record ids, interned through the dataflow's symbol table."""
-    from diffflow.dataflow.expr import Func
-
     return Func("record", _Pack(kinds), args, "int")
 
 
 def field_column(node, record, kind: str):
     """The column expression of :class:`~diffflow.datalog.syntax.ast.FieldAccess` ``node`` (a field of
     type ``kind``) of the record column expression ``record``."""
-    from diffflow.dataflow.expr import Func
-
     out = {"symbol": "str", "float": "float"}.get(kind, "int")
     if node.index < 0:
         return Func("is_record" if node.branch is None else f"is${node.branch}",

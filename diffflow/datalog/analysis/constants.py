@@ -122,7 +122,8 @@ def compare(op: str, left, right) -> bool:
     >>> compare("<=", 2, 3), compare("!=", "a", "a"), compare("!contains", "b", "abc")
     (True, False, False)
     """
-    from diffflow.datalog.values.functors import CONSTRAINTS, holds
+    from diffflow.datalog.syntax.intrinsics import CONSTRAINTS
+    from diffflow.datalog.values.functors import holds
 
     if op.lstrip("!") in CONSTRAINTS:
         return holds(op.lstrip("!"), left, right) != op.startswith("!")
@@ -195,7 +196,7 @@ def fold_fact(analyser, rule: ast.Rule, relation):
 
     ``analyser`` supplies the type checks and located errors of the analysis.
 
-    >>> from diffflow.datalog.analysis.analyser import analyse
+    >>> from diffflow.datalog.passes import analyse
     >>> from diffflow.datalog.syntax.parser import parse
     >>> a = analyse(parse(".decl r(x: number)\\nr(6 * 7). r(min 1 : { false })."))
     >>> [f.head.args[0].value for f in a.relations["r"].facts]
