@@ -11,7 +11,7 @@ until the kernels are loaded -- by the first large input, or after
 :data:`LOAD_AFTER` small calls, when the process has shown it keeps
 computing and the one-time load pays for itself.  A first small query in a
 fresh process (any partition count) never touches numba; a string column
-still loads pandas once, for its hash (``schema.py``).
+still loads pandas once, for its hash (:mod:`diffflow.common.schema`).
 
 Every function here returns exactly what its kernel counterpart returns --
 the same rows in the same order -- and the tests compare the two on random
