@@ -22,9 +22,9 @@ import time
 
 import numba
 import numpy as np
+from bench_graphs import rmat_edges
 
 import diffflow as dd
-from bench_graphs import rmat_edges
 
 
 @numba.njit(cache=True)

@@ -47,7 +47,6 @@ import tempfile
 import time
 
 import numpy as np
-
 from datasets import add_data_option, require
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -178,8 +177,9 @@ def reference_size(workload: str, edges: np.ndarray, roots: np.ndarray | None) -
 # engines (run in a worker subprocess)
 
 def run_diffflow(workload, edges, roots, updates, args):
-    import diffflow as dd
     from bench_graphs import rmat_edges
+
+    import diffflow as dd
 
     name = OUTPUT[workload]
     source = SOURCES[workload]

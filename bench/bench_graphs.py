@@ -22,10 +22,10 @@ import statistics
 import time
 
 import numpy as np
+from datasets import add_data_option, load_graph, require, stats_entry  # noqa: F401
 
 import diffflow as dd
 from diffflow import graphs
-from datasets import add_data_option, load_graph, require, stats_entry  # noqa: F401
 
 
 def rmat_edges(scale: int, count: int, seed: int = 0, a=0.57, b=0.19, c=0.19) -> np.ndarray:

@@ -31,14 +31,14 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from diffflow.pag.activity_metrics import metrics  # noqa: E402
+from diffflow.pag.checks import violations  # noqa: E402
 from diffflow.pag.critical import critical_participation  # noqa: E402
 from diffflow.pag.edges import Edges  # noqa: E402
 from diffflow.pag.epochs import build_epochs  # noqa: E402
-from diffflow.runtime.events import Events, read_events  # noqa: E402
-from diffflow.pag.checks import violations  # noqa: E402
-from diffflow.pag.activity_metrics import metrics  # noqa: E402
 from diffflow.pag.st2 import read_st2  # noqa: E402
 from diffflow.pag.windows import build_windows  # noqa: E402
+from diffflow.runtime.events import Events, read_events  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

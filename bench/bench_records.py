@@ -18,10 +18,10 @@ import random
 import time
 
 import numpy as np
+from updates import scratch_and_updates
 
 from diffflow.common import records
 from diffflow.common.schema import SymbolTable
-from updates import scratch_and_updates
 
 RECORDS = """.type Hop = [a: number, b: number]
 .type Path = [first: Hop, second: Hop]

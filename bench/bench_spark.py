@@ -60,11 +60,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-import diffflow as dd  # noqa: E402
-from diffflow import graphs  # noqa: E402
-
 from bench_graphs import load_graph, rmat_edges, scipy_reach  # noqa: E402
 from datasets import add_data_option, graph_file  # noqa: E402
+
+import diffflow as dd  # noqa: E402
+from diffflow import graphs  # noqa: E402
 
 BATCH = 10           # edges inserted and removed per update batch
 ROOTS = 10           # reachability roots

@@ -26,6 +26,7 @@ import signal
 import sys
 import threading
 
+
 def main(argv=None) -> int:
     """Entry point of the ``diffflow`` console script; returns the exit status."""
     parser = build_parser()

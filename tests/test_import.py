@@ -45,8 +45,9 @@ def test_submodules_load_on_first_attribute_access():
 
 
 def test_unknown_attribute_is_an_attribute_error():
-    import diffflow as dd
     import pytest
+
+    import diffflow as dd
 
     with pytest.raises(AttributeError, match="no attribute 'graph'"):
         dd.graph  # noqa: B018 - a typo of dd.graphs

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from diffflow.common.errors import GraphError
-from diffflow.operators.reducers import AggregateReducer
 from diffflow.common.schema import Schema
+from diffflow.operators.reducers import AggregateReducer
 
 
 @dataclass(frozen=True)

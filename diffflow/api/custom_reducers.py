@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.common.errors import GraphError
-from diffflow.operators.reduce_custom import NEGATIVE, CustomReducer, function_name
 from diffflow.common.schema import Schema
+from diffflow.operators.reduce_custom import NEGATIVE, CustomReducer, function_name
 
 
 class PerGroup:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from diffflow.lattice import Antichain
 from diffflow.arrangements import columnar
 from diffflow.arrangements.spine import Spine
 from diffflow.arrangements.updates import Updates
+from diffflow.lattice import Antichain
 
 
 def split_by_partition(updates: Updates, key_columns, parts: int) -> list[Updates]:

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from diffflow.lattice import Antichain, advance_by
 from diffflow.arrangements import columnar
 from diffflow.arrangements.chunked import consolidate_chunks
 from diffflow.arrangements.updates import Updates
+from diffflow.lattice import Antichain, advance_by
 
 
 class Batch:

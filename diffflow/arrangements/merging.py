@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from diffflow.lattice import Antichain, advance_by
 from diffflow.arrangements import columnar
 from diffflow.arrangements.batch import Batch, died_since, inherit
+from diffflow.lattice import Antichain, advance_by
 
 # the smallest slice worth a kernel call (its rows of fuel are spent at once)
 MIN_SLICE = 4096

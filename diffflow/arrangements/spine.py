@@ -40,12 +40,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from diffflow.lattice import Antichain
 from diffflow.arrangements import columnar
 from diffflow.arrangements.batch import Batch, merge
 from diffflow.arrangements.merging import FuelledMerge
 from diffflow.arrangements.updates import Updates, concat
-
+from diffflow.lattice import Antichain
 
 # Batches below this many updates are merged with the next one regardless of the
 # geometric rule (see Spine.insert).

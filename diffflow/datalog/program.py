@@ -22,8 +22,8 @@ import warnings as _warnings
 
 import numpy as np
 
-from diffflow.arrangements import columnar
 from diffflow.api.features import FlowAccess
+from diffflow.arrangements import columnar
 from diffflow.datalog.analysis.pragmas import jobs_value
 from diffflow.datalog.lower.compiler import compile_program, relation_columns
 from diffflow.datalog.passes import analyse, front_end

@@ -21,9 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.dataflow.expr import Col, col
+from diffflow.explain.heights import H
 from diffflow.operators.reduce_extremum import extremum_of
 from diffflow.operators.reducers import DistinctReducer
-from diffflow.explain.heights import H
 
 UNIT = "_unit"   # the constant key of an index read whole (a reduction without keys)
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.arrangements import columnar, small
-from diffflow.arrangements.small import expand_ranges
 from diffflow.arrangements.batch import Batch
+from diffflow.arrangements.small import expand_ranges
 from diffflow.arrangements.updates import Updates, concat
 from diffflow.operators.base import Operator
 

@@ -10,8 +10,8 @@ import numpy as np
 
 from diffflow.arrangements.spine import Spine
 from diffflow.arrangements.updates import Updates, concat
-from diffflow.lattice import Antichain, minimal
 from diffflow.common.schema import decode_rows
+from diffflow.lattice import Antichain, minimal
 from diffflow.operators.base import Operator
 
 

@@ -40,7 +40,6 @@ from diffflow.operators.base import Operator
 from diffflow.operators.reduce_extremum import extremum_corrections, extremum_of
 from diffflow.operators.reducers import segment_starts
 
-
 _KERNELS = None
 
 

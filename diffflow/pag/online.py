@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from diffflow.pag.checks import COLUMNS as VIOLATION_COLUMNS
+from diffflow.pag.checks import _records, invocations
 from diffflow.pag.edges import Edges
 from diffflow.pag.epochs import chain_edges
 from diffflow.runtime.events import ACTIVITIES, ACTIVITY, MESSAGES, RECEIVED, SENT, Events
-from diffflow.pag.checks import COLUMNS as VIOLATION_COLUMNS
-from diffflow.pag.checks import _records, invocations
 
 EDGE_COLUMNS = ["snap", "src_w", "src_t", "src_k", "dst_w", "dst_t", "dst_k", "type", "op", "n", "block"]
 _KEY = ["snap", "sw", "corr", "ch", "act"]

@@ -39,9 +39,9 @@ def relations(pag) -> dict:
     >>> r["edge"], r["snapshot"], r["cp"][0]
     ([(0, 1, 0, 0.0, 0, 5.0, 'Busy', -1, -1)], [(1, 0.0, 5.0)], (0, 1.0))
     """
-    from diffflow.pag.critical import critical_participation
-    from diffflow.pag.checks import invocations
     from diffflow.pag.activity_metrics import metrics
+    from diffflow.pag.checks import invocations
+    from diffflow.pag.critical import critical_participation
 
     e: Edges = pag.edges
     origin = int(min(e.src_t.min(), e.dst_t.min())) if len(e) else 0

@@ -43,8 +43,8 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.arrangements.updates import Updates
-from diffflow.dataflow.progress import global_frontiers, node_out_frontier
 from diffflow.common.errors import OperatorError, caused_by_interrupt
+from diffflow.dataflow.progress import global_frontiers, node_out_frontier
 from diffflow.lattice.frontiers import antichain_of, minimal_tuples, times_frontier
 from diffflow.operators.base import OperatorContext
 from diffflow.operators.registry import operator_class

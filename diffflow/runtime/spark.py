@@ -260,8 +260,9 @@ def check_dataframe_schema(df, schema, name: str, extra=()) -> list:
 
 def _push_batches(setup, batches):
     """Spark task: encode Arrow batches, push each row to the worker of its partition."""
-    import pyarrow as pa
     from multiprocessing.connection import Client
+
+    import pyarrow as pa
 
     from diffflow.arrangements.updates import Updates
     from diffflow.common.schema import SymbolTable, encode_column
@@ -313,8 +314,9 @@ def _push_batches(setup, batches):
 
 def _pull_rows(setup, batches):
     """Spark task: fetch one partition's output rows from its worker as Arrow batches."""
-    import pyarrow as pa
     from multiprocessing.connection import Client
+
+    import pyarrow as pa
 
     addresses, authkey, node_id, what, names, arrow_types, since = setup
     for batch in batches:
@@ -381,9 +383,15 @@ class SparkRuntime(ClusterRuntime):
         """An output's snapshot (one row per copy) or its changes since the last read."""
         from functools import partial
 
-        from pyspark.sql.types import (BooleanType, DoubleType, LongType, StringType,
-                                       StructField, StructType)
         import pyarrow as pa
+        from pyspark.sql.types import (
+            BooleanType,
+            DoubleType,
+            LongType,
+            StringType,
+            StructField,
+            StructType,
+        )
 
         spark_types = {"int": LongType(), "float": DoubleType(), "bool": BooleanType(),
                        "str": StringType()}

@@ -32,8 +32,8 @@ import traceback
 import numpy as np
 
 from diffflow.common.schema import SymbolTable, decode_array
-from diffflow.runtime.rescale import migrate, step_index
 from diffflow.runtime.engine import PartitionEngine, Sweeper, merge_pointstamps
+from diffflow.runtime.rescale import migrate, step_index
 from diffflow.runtime.tracing import WorkerLog, WorkerSide, aligned_origin
 from diffflow.runtime.wire import decode_arrays, no_delay, recv_header, recv_pieces, send_chunks
 

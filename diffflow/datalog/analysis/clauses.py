@@ -16,11 +16,11 @@ diffflow.common.errors.DatalogError: <program>:3:3: error: variable 'y' in the h
 """
 from __future__ import annotations
 
-from diffflow.datalog.syntax import ast
 from diffflow.datalog.analysis.analysed import Clause, Relation
-from diffflow.datalog.syntax.errors import did_you_mean
 from diffflow.datalog.analysis.patterns import take_apart, take_apart_literals
 from diffflow.datalog.analysis.types import NIL, RECORD, TermTyping, Unknown, kind_name
+from diffflow.datalog.syntax import ast
+from diffflow.datalog.syntax.errors import did_you_mean
 
 _UNKNOWN = "?"  # a side whose type waits for a variable's
 

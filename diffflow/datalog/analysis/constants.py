@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import operator
 
+from diffflow.datalog.analysis.types import kind_name
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.errors import DatalogError
-from diffflow.datalog.analysis.types import kind_name
+from diffflow.datalog.syntax.intrinsics import CONSTRAINTS
+from diffflow.datalog.values.functors import holds, scalar
 
 EMPTY = None  # the value of min / max over a body that does not hold
 _CONSTANTS = (ast.Number, ast.Float, ast.String)
@@ -107,8 +109,6 @@ def functor(node: ast.Functor, args: list, kind: str, arg_kinds: list):
     >>> functor(rule.head.args[0], ["a", "b"], "symbol", ["symbol", "symbol"])
     'ab'
     """
-    from diffflow.datalog.values.functors import scalar
-
     if node.name == "as":
         return wrap(args[0], kind)
     if node.user is not None:  # @f
@@ -122,9 +122,6 @@ def compare(op: str, left, right) -> bool:
     >>> compare("<=", 2, 3), compare("!=", "a", "a"), compare("!contains", "b", "abc")
     (True, False, False)
     """
-    from diffflow.datalog.syntax.intrinsics import CONSTRAINTS
-    from diffflow.datalog.values.functors import holds
-
     if op.lstrip("!") in CONSTRAINTS:
         return holds(op.lstrip("!"), left, right) != op.startswith("!")
     return _ORDER[op](left, right)  # (records and ADT values only meet = and !=)

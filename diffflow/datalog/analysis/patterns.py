@@ -23,6 +23,7 @@ term: a record built from them (``p = [x, y]``).
 """
 from __future__ import annotations
 
+from diffflow.datalog.analysis.analysed import Relation
 from diffflow.datalog.syntax import ast
 
 _STRUCTURES = (ast.RecordTerm, ast.BranchTerm)
@@ -111,8 +112,6 @@ def negated_patterns(analyser, literals: list) -> list:
 
 
 def _helper(analyser, negation):
-    from diffflow.datalog.analysis.analysed import Relation
-
     atom = negation.atom
     relation = analyser.check_atom(atom)
     names, kinds = [], []

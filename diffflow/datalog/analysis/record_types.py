@@ -7,10 +7,10 @@ ADT types, :mod:`~diffflow.datalog.values.structures`).
 """
 from __future__ import annotations
 
+from diffflow.datalog.analysis.kinds import LITERAL, NIL, RECORD, Unknown, _article, kind_name
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.errors import did_you_mean
 from diffflow.datalog.values.structures import branch_owners
-from diffflow.datalog.analysis.kinds import LITERAL, NIL, RECORD, Unknown, _article, kind_name
 
 
 class RecordTyping:

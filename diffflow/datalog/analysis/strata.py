@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import itertools
 
-from diffflow.datalog.syntax import ast
 from diffflow.datalog.analysis.analysed import Stratum
+from diffflow.datalog.syntax import ast
 
 
 def stratify(relations: dict, error) -> tuple:

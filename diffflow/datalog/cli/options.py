@@ -62,8 +62,8 @@ def functor_bindings(args, options) -> dict:
     import runpy
 
     from diffflow.datalog.passes import parse_program as parse
-    from diffflow.datalog.syntax.preprocess import preprocess
     from diffflow.datalog.program import read_program_text
+    from diffflow.datalog.syntax.preprocess import preprocess
 
     text = preprocess(read_program_text(args.program), args.program, options["include_dirs"],
                       options["macros"])
@@ -83,10 +83,10 @@ def functor_bindings(args, options) -> dict:
 
 def read_pragmas(args, options) -> dict:
     """The program's pragmas, read and checked before anything slow starts."""
-    from diffflow.datalog.passes import parse_program as parse
     from diffflow.datalog.analysis import pragmas as pragma_reader
-    from diffflow.datalog.syntax.preprocess import preprocess
+    from diffflow.datalog.passes import parse_program as parse
     from diffflow.datalog.program import read_program_text
+    from diffflow.datalog.syntax.preprocess import preprocess
 
     source = read_program_text(args.program)
     text = preprocess(source, args.program, options["include_dirs"], options["macros"])

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import sys
 
-from diffflow.datalog.syntax import ast
 from diffflow.datalog.explain.proof import GroupNode, Leaf, ProofTree
+from diffflow.datalog.syntax import ast
 
 HELP = """Commands:
   setdepth <depth>                 limit the printed proof's height (default 4)

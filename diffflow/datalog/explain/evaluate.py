@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import math
 
+from diffflow.datalog.analysis.constants import arithmetic, compare, functor, wrap
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.intrinsics import GENERATORS
-from diffflow.datalog.analysis.constants import arithmetic, compare, functor, wrap
 from diffflow.datalog.values import structures
 from diffflow.datalog.values.generators import range_values
 

@@ -21,8 +21,8 @@ stays the one :meth:`~.derived.Explanation.check` trusts.
 from __future__ import annotations
 
 from diffflow.datalog.explain.evaluate import NONE, BodyEvaluator
-from diffflow.datalog.syntax.intrinsics import is_counter
 from diffflow.datalog.lower.relation_value import value_of_set
+from diffflow.datalog.syntax.intrinsics import is_counter
 
 MAX_ROUNDS = 10_000
 MAX_FACTS = 5_000   # larger replays go to the compiled program

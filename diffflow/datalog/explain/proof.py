@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.intrinsics import CONSTRAINTS, INFIX, PREFIX
+from diffflow.datalog.syntax.render import render_term
 
 
 def format_fact(relation: str, fact: tuple) -> str:
@@ -211,5 +212,4 @@ def show(node, values) -> str:
         target = "" if node.target is None else " " + show(node.target, values)
         body = ", ".join(show(lit, values) for lit in node.body)
         return f"{node.function}{target} : {{ {body} }}"
-    from diffflow.datalog.syntax.render import render_term
     return render_term(node)

@@ -25,12 +25,12 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.api.features import FlowAccess
-from diffflow.explain.queries import TOP, Index, Reading
 from diffflow.common.schema import decode_rows, encode_column
-from diffflow.datalog.syntax import ast
 from diffflow.datalog.explain.evaluate import BodyEvaluator
 from diffflow.datalog.lower.columns import UNIT
 from diffflow.datalog.lower.provenance import HEIGHTS
+from diffflow.datalog.syntax import ast
+from diffflow.explain.queries import TOP, Index, Reading
 
 
 class Unsupported(Exception):

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from diffflow.api import aggregates as c
 from diffflow.dataflow.expr import Lit, col
-from diffflow.datalog.syntax import ast
 from diffflow.datalog.lower.columns import UNIT, Frame, term_expression, var_column
+from diffflow.datalog.syntax import ast
 
 
 def aggregate_variables(agg) -> set:

@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from diffflow.dataflow.expr import Func, Lit, col, trunc_div, trunc_mod, wrap_int32, wrap_uint32
+from diffflow.datalog.analysis.analysed import Relation
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.values import functors, structures
-from diffflow.datalog.analysis.analysed import Relation
+
 
 class _ColumnTypes(dict):
     def __missing__(self, kind):  # a record type or an ADT: a column of record ids

@@ -27,18 +27,23 @@ Numbers follow Soufflé: ``number`` arithmetic wraps to 32-bit signed,
 from __future__ import annotations
 
 import contextlib
-
 from dataclasses import dataclass, field
 
 from diffflow.api.flow import Dataflow
 from diffflow.dataflow.expr import Lit
-from diffflow.datalog.syntax import ast
 from diffflow.datalog.analysis.analysed import Analysed, Clause, Relation
-from diffflow.datalog.lower.columns import COLUMN_TYPE, UNIT, relation_columns, term_expression, var_column  # noqa: F401
-from diffflow.datalog.syntax.errors import locate
+from diffflow.datalog.lower.columns import (  # noqa: F401
+    COLUMN_TYPE,
+    UNIT,
+    relation_columns,
+    term_expression,
+    var_column,
+)
 from diffflow.datalog.lower.joins import ClauseCompiler
-from diffflow.datalog.syntax.intrinsics import is_counter
 from diffflow.datalog.lower.relation_value import number_rows, relation_value
+from diffflow.datalog.syntax import ast
+from diffflow.datalog.syntax.errors import locate
+from diffflow.datalog.syntax.intrinsics import is_counter
 from diffflow.datalog.syntax.render import render_clause
 
 

@@ -16,13 +16,12 @@ collection and key); ``arrangement_uses`` counts the join inputs that share one.
 from __future__ import annotations
 
 from diffflow.dataflow.expr import Lit, col
-from diffflow.datalog.syntax import ast
-from diffflow.datalog.syntax import intrinsics
-from diffflow.datalog.values import functors
 from diffflow.datalog.lower.aggregates import aggregate_variables, compile_aggregate
 from diffflow.datalog.lower.columns import COLUMN_TYPE, UNIT, Frame, term_expression, var_column
-from diffflow.datalog.values.generators import RangeGenerator
+from diffflow.datalog.syntax import ast, intrinsics
 from diffflow.datalog.syntax.render import render_atom, render_literal, render_term
+from diffflow.datalog.values import functors
+from diffflow.datalog.values.generators import RangeGenerator
 
 
 class ClauseCompiler:

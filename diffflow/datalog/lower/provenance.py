@@ -38,14 +38,20 @@ from dataclasses import dataclass, field
 
 from diffflow.api import aggregates as agg
 from diffflow.dataflow.expr import Lit, col
-from diffflow.datalog.syntax import ast
 from diffflow.datalog.lower.aggregates import aggregate_variables
-from diffflow.datalog.lower.columns import (COLUMN_TYPE, UNIT, Frame, relation_columns, term_expression,
-                      var_column)
+from diffflow.datalog.lower.columns import (
+    COLUMN_TYPE,
+    UNIT,
+    Frame,
+    relation_columns,
+    term_expression,
+    var_column,
+)
 from diffflow.datalog.lower.compiler import Compiled, _Compiler
-from diffflow.datalog.syntax.intrinsics import is_counter
-from diffflow.datalog.syntax.errors import DatalogError
 from diffflow.datalog.lower.relation_value import relation_value
+from diffflow.datalog.syntax import ast
+from diffflow.datalog.syntax.errors import DatalogError
+from diffflow.datalog.syntax.intrinsics import is_counter
 from diffflow.datalog.syntax.render import render_clause
 
 HEIGHTS = "#h:"     # env key prefix: a relation with its height column

@@ -41,11 +41,11 @@ from __future__ import annotations
 import itertools
 import re
 
-from diffflow.datalog.syntax import ast
 from diffflow.datalog.analysis.analysed import Clause
 from diffflow.datalog.analysis.constants import comparison_holds
-from diffflow.datalog.syntax.errors import DatalogError
 from diffflow.datalog.analysis.strata import tarjan
+from diffflow.datalog.syntax import ast
+from diffflow.datalog.syntax.errors import DatalogError
 
 _NEGATED_OP = {"=": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 MAX_UNFOLDED = 10_000  # clauses one rule may unfold into before it is an error

@@ -36,6 +36,7 @@ from diffflow.common.errors import ExpressionError
 from diffflow.common.schema import hash_strings
 from diffflow.dataflow.expr import Expr, Func
 from diffflow.datalog.syntax.intrinsics import COUNTERS, NUMERIC_FUNCTORS, SIGNATURES
+from diffflow.datalog.values.structures import decode_value, encode_value
 
 _2_31, _2_32 = 1 << 31, 1 << 32
 
@@ -308,8 +309,6 @@ class UserFunctor:
                                                                                  *values)
 
     def _with_records(self, symbols, row: list):
-        from diffflow.datalog.values.structures import decode_value, encode_value
-
         args = [decode_value(v, k, self.structures, symbols) if k in self.structures else v
                 for v, k in zip(row, self.params)]
         value = self.scalar(args)

@@ -55,8 +55,8 @@ def write_plot(pag: PAG, path) -> None:
     matplotlib.use("Agg")   # no screen needed
     import matplotlib.pyplot as plt
 
-    from diffflow.runtime.events import ACTIVITIES
     from diffflow.pag.dashboard.colors import COLORS
+    from diffflow.runtime.events import ACTIVITIES
 
     if not len(pag.edges):
         raise ValueError("the trace holds no activity (no two events of a worker, no "

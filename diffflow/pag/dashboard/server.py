@@ -28,10 +28,10 @@ import numpy as np
 
 from diffflow.api.features import Feature
 from diffflow.pag.api import PAG
-from diffflow.pag.edges import Edges
-from diffflow.runtime.events import TraceError
 from diffflow.pag.dashboard.colors import COLORS
 from diffflow.pag.dashboard.views import khop, overview, timeline
+from diffflow.pag.edges import Edges
+from diffflow.runtime.events import TraceError
 
 STATIC = Path(__file__).with_name("static")
 

@@ -42,6 +42,7 @@ from diffflow.arrangements.batch import Batch, died_since
 from diffflow.arrangements.spine import is_import
 from diffflow.arrangements.updates import Updates, concat
 from diffflow.lattice import Antichain, advance_by
+from diffflow.runtime.engine import PartitionEngine
 from diffflow.runtime.rescale import step_index
 from diffflow.runtime.routing import BINS, Routing
 
@@ -418,8 +419,6 @@ def restore_rebinned(engine, saved: list) -> None:
 
     This is rescaling by restart (all at once): each partition reads every file.
     """
-    from diffflow.runtime.engine import PartitionEngine
-
     me, routing = engine.partition, engine.routing
     saved = sorted(saved, key=lambda s: s["partition"])
     own = [s for s in saved if s["partition"] == me]

@@ -33,7 +33,6 @@ from diffflow.arrangements.batch import Batch
 from diffflow.lattice import Antichain, advance_by
 from diffflow.runtime.routing import BINS
 
-
 INDEX_AT_MERGE = 1 << 14  # a merge input this small, not indexed yet, is indexed at the merge
 MAX_PARTS = 16  # a merged batch's index keeps at most this many parts (smallest joined)
 _ACTIVE: dict = {}  # plan key -> the engines of this process running it (weak: set_plan)
