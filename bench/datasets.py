@@ -1,5 +1,6 @@
-"""Where benchmarks find real data: ``--data DIR``, else the repository's ``data/``, else
-``../shared/data`` beside the clone when it exists.
+"""Where benchmarks find real data: ``--data DIR`` (or the ``DIFFFLOW_DATA`` environment
+variable), else the repository's ``data/``.  Nothing outside the repository is read unless it
+is named so.
 
 A graph ``name`` is the file ``<dir>/graphs/<name>.txt.gz`` in the first folder that has it;
 when none has it, :func:`graph_file` stops with a message naming the folders searched and the
@@ -14,14 +15,14 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_DATA = os.path.normpath(os.path.join(HERE, "..", "data"))
-SHARED_DATA = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "data"))
+DATA_ENV = "DIFFFLOW_DATA"  # a folder of more graphs (graphs/<name>.txt.gz), when set
 
 
 def add_data_option(parser) -> None:
     """Add ``--data DIR`` to an argparse parser."""
     parser.add_argument("--data", metavar="DIR", default=None,
-                        help=f"folder holding graphs/<name>.txt.gz (default: {REPO_DATA}, then "
-                             f"{SHARED_DATA} when present)")
+                        help=f"folder holding graphs/<name>.txt.gz (default: ${DATA_ENV} when "
+                             f"set, then {REPO_DATA})")
 
 
 def require(*modules: str) -> None:
@@ -40,7 +41,11 @@ def data_dirs(data: str | None = None) -> list:
         if not os.path.isdir(data):
             raise SystemExit(f"--data {data}: no such folder; it should hold graphs/<name>.txt.gz")
         return [data]
-    return [d for d in (REPO_DATA, SHARED_DATA) if os.path.isdir(d)]
+    named = os.environ.get(DATA_ENV)
+    if named and not os.path.isdir(named):
+        raise SystemExit(f"{DATA_ENV}={named}: no such folder; it should hold "
+                         f"graphs/<name>.txt.gz")
+    return [d for d in (named, REPO_DATA) if d and os.path.isdir(d)]
 
 
 def available_graphs(data: str | None = None) -> list:
@@ -63,7 +68,7 @@ def graph_file(name: str, data: str | None = None) -> str:
     searched = ", ".join(os.path.join(d, "graphs") for d in data_dirs(data)) or "(no folder)"
     have = ", ".join(available_graphs(data)) or "none"
     raise SystemExit(f"graph {name!r} not found: looked for {file} in {searched}. Graphs there: "
-                     f"{have}. Pass --data DIR for a folder with graphs/{file} "
+                     f"{have}. Pass --data DIR (or set {DATA_ENV}) for a folder with graphs/{file} "
                      f"(SNAP edge lists, https://snap.stanford.edu/data/).")
 
 

@@ -25,16 +25,16 @@ import warnings
 #: old module path -> its new home, then the homes of names the old module also exported
 MOVED = {
     "diffflow.aggregates": ("diffflow.api.aggregates",),
-    "diffflow.arranged": ("diffflow.api.arranged",),
+    "diffflow.arranged": ("diffflow.api.arranged", "diffflow.api"),
     "diffflow.collection": ("diffflow.api.collection", "diffflow.api.flow", "diffflow"),
     "diffflow.custom_reducers": ("diffflow.api.custom_reducers",),
     "diffflow.errors": ("diffflow.common.errors",),
     "diffflow.expr": ("diffflow.dataflow.expr",),
     "diffflow.flow": ("diffflow.api.flow",),
-    "diffflow.inputs": ("diffflow.api.inputs",),
+    "diffflow.inputs": ("diffflow.api.inputs", "diffflow.api.flow"),
     "diffflow.iteration": ("diffflow.api.iteration",),
     "diffflow.memory": ("diffflow.common.memory",),
-    "diffflow.outputs": ("diffflow.api.outputs",),
+    "diffflow.outputs": ("diffflow.api.outputs", "diffflow.api.flow"),
     "diffflow.records": ("diffflow.common.records",),
     "diffflow.schema": ("diffflow.common.schema",),
     "diffflow.rescale": ("diffflow.runtime.rescale.plans", "diffflow.runtime.rescale.pacing"),
@@ -42,12 +42,13 @@ MOVED = {
     "diffflow.runtime.step_index": ("diffflow.runtime.rescale.step_index",),
     "diffflow.pag.events": ("diffflow.runtime.events",),
     "diffflow.provenance": ("diffflow.explain",),
-    "diffflow.provenance.correct": ("diffflow.explain.correct",),
+    "diffflow.provenance.correct": ("diffflow.explain.correct", "diffflow.explain.vocabulary"),
     "diffflow.provenance.heights": ("diffflow.explain.heights",),
-    "diffflow.provenance.live": ("diffflow.explain.live",),
+    "diffflow.provenance.live": ("diffflow.explain.live", "diffflow.explain.feature"),
     "diffflow.provenance.queries": ("diffflow.explain.queries",),
     "diffflow.provenance.replay": ("diffflow.explain.replay",),
-    "diffflow.provenance.search": ("diffflow.explain.search",),
+    "diffflow.provenance.search": ("diffflow.explain.search", "diffflow.explain.provenance",
+                                   "diffflow.explain.feature"),
     "diffflow.dsl": ("diffflow.datalog",),
     "diffflow.dsl._choice_kernel": ("diffflow.datalog.lower._choice_kernel",),
     "diffflow.dsl.absent": ("diffflow.datalog.explain.absent",
@@ -60,11 +61,12 @@ MOVED = {
     "diffflow.dsl.ast": ("diffflow.datalog.syntax.ast",),
     "diffflow.dsl.clauses": ("diffflow.datalog.analysis.clauses",),
     "diffflow.dsl.columns": ("diffflow.datalog.lower.columns",),
-    "diffflow.dsl.compiler": ("diffflow.datalog.lower.compiler",),
+    "diffflow.dsl.compiler": ("diffflow.datalog.lower.compiler", "diffflow.datalog.lower.columns"),
     "diffflow.dsl.components": ("diffflow.datalog.transform.components",),
     "diffflow.dsl.constants": ("diffflow.datalog.analysis.constants",),
-    "diffflow.dsl.correct": ("diffflow.datalog.explain.correct",),
-    "diffflow.dsl.counters": ("diffflow.datalog.transform.counters",),
+    "diffflow.dsl.correct": ("diffflow.datalog.explain.correct", "diffflow.explain.vocabulary"),
+    "diffflow.dsl.counters": ("diffflow.datalog.transform.counters",
+                              "diffflow.datalog.syntax.intrinsics"),
     "diffflow.dsl.errors": ("diffflow.datalog.syntax.errors",),
     "diffflow.dsl.explain": ("diffflow.datalog.explain.derived",),
     "diffflow.dsl.explain_cli": ("diffflow.datalog.cli.explain",),
@@ -84,7 +86,7 @@ MOVED = {
     "diffflow.dsl.plans": ("diffflow.datalog.analysis.plans",),
     "diffflow.dsl.pragmas": ("diffflow.datalog.analysis.pragmas",),
     "diffflow.dsl.preprocess": ("diffflow.datalog.syntax.preprocess",),
-    "diffflow.dsl.program": ("diffflow.datalog.program",),
+    "diffflow.dsl.program": ("diffflow.datalog.program", "diffflow.datalog.passes"),
     "diffflow.dsl.proof": ("diffflow.datalog.explain.proof",),
     "diffflow.dsl.provenance": ("diffflow.datalog.lower.provenance",),
     "diffflow.dsl.record_text": ("diffflow.datalog.values.record_text",),
@@ -146,11 +148,17 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def _importer_level() -> int:
-    """The stack level of the code that imported the old path (past importlib's frames)."""
+    """The stack level of the code that imported the old path: past this module's frames
+    (``warnings`` itself skips importlib's internal ones, so they are not counted)."""
     frame, level = sys._getframe(1), 1
-    while frame is not None and ("importlib" in frame.f_code.co_filename
-                                 or frame.f_code.co_filename == __file__):
-        frame, level = frame.f_back, level + 1
+    while frame is not None:
+        name = frame.f_code.co_filename
+        internal = "importlib" in name and "_bootstrap" in name
+        if not internal and name != __file__:
+            return level
+        if not internal:
+            level += 1
+        frame = frame.f_back
     return level
 
 

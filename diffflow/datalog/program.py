@@ -25,7 +25,8 @@ import numpy as np
 from diffflow.api.features import FlowAccess
 from diffflow.arrangements import columnar
 from diffflow.datalog.analysis.pragmas import jobs_value
-from diffflow.datalog.lower.compiler import compile_program, relation_columns
+from diffflow.datalog.lower.columns import relation_columns
+from diffflow.datalog.lower.compiler import compile_program
 from diffflow.datalog.passes import analyse, front_end
 from diffflow.datalog.syntax.errors import DatalogError, decode_utf8, did_you_mean
 from diffflow.datalog.syntax.intrinsics import NUMBER_RANGE, UNSIGNED_RANGE

@@ -61,3 +61,15 @@ class Explanations(Feature):
     def unfollow(self, live) -> None:
         if live in self.followed:
             self.followed.remove(live)
+
+
+def provenance_of(flow) -> Provenance:
+    """The provenance (heights, witness queries) of a dataflow built with ``explain=True``,
+    once it has computed something; a clear error otherwise.
+
+    >>> import diffflow as dd
+    >>> flow = dd.Dataflow(explain=True); a = flow.input("a", ["x"]); _ = a.output()
+    >>> a.insert([1]); flow.advance(); type(provenance_of(flow)).__name__
+    'Provenance'
+    """
+    return flow._explainer().ready()

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from diffflow.datalog.analysis.kinds import LITERAL, NIL, RECORD, Unknown, _article, kind_name  # noqa: F401 (imported from here)
+from diffflow.datalog.analysis.kinds import LITERAL, NIL, RECORD, Unknown, _article, kind_name
 from diffflow.datalog.analysis.record_types import RecordTyping
 from diffflow.datalog.syntax import ast, intrinsics
 from diffflow.datalog.syntax.errors import DatalogError, did_you_mean
-from diffflow.datalog.syntax.intrinsics import BASE_TYPES, NUMBER_RANGE, UNSIGNED_RANGE  # noqa: F401
+from diffflow.datalog.syntax.intrinsics import BASE_TYPES, NUMBER_RANGE, UNSIGNED_RANGE
 
 _CONSTANTS = (ast.Number, ast.Float, ast.String)
 _TYPE_HINT = "use number, unsigned, float, symbol or a .type you declare"

@@ -32,13 +32,7 @@ from dataclasses import dataclass, field
 from diffflow.api.flow import Dataflow
 from diffflow.dataflow.expr import Lit
 from diffflow.datalog.analysis.analysed import Analysed, Clause, Relation
-from diffflow.datalog.lower.columns import (  # noqa: F401
-    COLUMN_TYPE,
-    UNIT,
-    relation_columns,
-    term_expression,
-    var_column,
-)
+from diffflow.datalog.lower.columns import UNIT, relation_columns, term_expression
 from diffflow.datalog.lower.joins import ClauseCompiler
 from diffflow.datalog.lower.relation_value import number_rows, relation_value
 from diffflow.datalog.syntax import ast
