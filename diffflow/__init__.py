@@ -26,35 +26,12 @@ Importing diffflow imports neither pyspark nor numba: kernels compile on first u
 import importlib as _importlib
 
 from diffflow import _aliases
-from diffflow.api import (
-    Aggregate,
-    Arranged,
-    Collection,
-    Dataflow,
-    InputCollection,
-    Loop,
-    Output,
-    Variable,
-    col,
-    count,
-    lit,
-    max,
-    min,
-    per_group,
-    sum,
-)
+from diffflow.api import (Aggregate, Arranged, Collection, Dataflow, InputCollection, Loop, Output,
+                          Variable, col, count, lit, max, min, per_group, sum)
 from diffflow.api import features as _features
-from diffflow.common.errors import (
-    DatalogError,
-    DatalogWarning,
-    DiffflowError,
-    ExplainError,
-    ExpressionError,
-    GraphError,
-    NonConvergenceError,
-    OperatorError,
-    WorkerLost,
-)
+from diffflow.common.errors import (DatalogError, DatalogWarning, DiffflowError, ExplainError,
+                                    ExpressionError, GraphError, NonConvergenceError, OperatorError,
+                                    WorkerLost)
 from diffflow.common.schema import Schema
 from diffflow.streaming import StreamingView
 

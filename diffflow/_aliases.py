@@ -102,6 +102,11 @@ MOVED = {
     "diffflow.dsl.witness": ("diffflow.datalog.explain.witness",),
 }
 _PACKAGES = {"diffflow.dsl", "diffflow.provenance"}
+#: (old module path, name) -> (new home, new name): names whose meaning moved with them
+RENAMED = {
+    # the old parser also expanded components; that is pass 3 now, after the parse
+    ("diffflow.dsl.parser", "parse"): ("diffflow.datalog.passes", "parse_program"),
+}
 
 
 class _Forwarding(types.ModuleType):
@@ -110,6 +115,9 @@ class _Forwarding(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
+        renamed = RENAMED.get((self.__name__, name))
+        if renamed is not None:
+            return getattr(importlib.import_module(renamed[0]), renamed[1])
         for home in MOVED[self.__name__]:
             module = importlib.import_module(home)
             if name in vars(module) or hasattr(module, name):

@@ -11,13 +11,8 @@ The public name of :mod:`diffflow.algorithms.graphs`, where they live.
 >>> sorted(reach.snapshot())
 [(1,), (2,), (3,)]
 """
-from diffflow.algorithms.graphs import (
-                                        bfs_distances,
-                                        connected_components,
-                                        reachable,
-                                        sssp,
-                                        strongly_connected_components,
-)
+from diffflow.algorithms.graphs import (bfs_distances, connected_components, reachable, sssp,
+                                        strongly_connected_components)
 
 __all__ = ["reachable", "bfs_distances", "sssp", "connected_components",
            "strongly_connected_components"]

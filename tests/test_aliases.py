@@ -47,10 +47,10 @@ def test_old_names_are_the_same_objects():
     assert collection.InputCollection is dd.InputCollection
     assert collection.count is dd.count
     parser, _ = _import_fresh("diffflow.dsl.parser")
-    from diffflow.datalog.syntax.parser import parse
-    assert parser.parse is parse
-    program = parser.parse(".decl e(x: number)")
-    assert [d.relation for d in program.declarations] == ["e"]
+    from diffflow.datalog.passes import parse_program
+    assert parser.parse is parse_program  # the old parse expanded components too
+    program = parser.parse(".comp C { .decl e(x: number) }\n.init c = C")
+    assert [d.relation for d in program.declarations] == ["c.e"]
 
 
 def test_the_warning_points_at_the_importing_line(tmp_path):

@@ -23,15 +23,8 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING
 
-from diffflow.api.arranged import (
-    Arranged,
-    aggregate_node,
-    as_names,
-    custom_reduce_node,
-    join_keys,
-    join_node,
-    reduce_node,
-)
+from diffflow.api.arranged import (Arranged, aggregate_node, as_names, custom_reduce_node,
+                                   join_keys, join_node, reduce_node)
 from diffflow.api.outputs import Output
 from diffflow.common.errors import GraphError
 from diffflow.common.schema import Schema

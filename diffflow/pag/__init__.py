@@ -7,19 +7,8 @@ own, ST2 PAGs, Spark event logs), builds PAGs per snapshot and computes
 critical participation, metrics and invariant violations.
 """
 
-from diffflow.pag.api import (  # noqa: E402,E501
-           FORMATS,
-           PAG,
-           as_pag,
-           cp,
-           cp_frame,
-           cp_json,
-           from_events,
-           invariants,
-           load,
-           metrics,
-           parse_duration,
-)
+from diffflow.pag.api import (FORMATS, PAG, as_pag, cp, cp_frame, cp_json, from_events, invariants,
+                              load, metrics, parse_duration)  # noqa: E402,E501
 from diffflow.pag.online import PagFlow  # noqa: E402
 from diffflow.pag.relations import match  # noqa: E402
 from diffflow.runtime.events import TraceError, read_events  # noqa: E402

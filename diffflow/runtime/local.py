@@ -20,13 +20,8 @@ import numpy as np
 
 from diffflow.common.errors import loop_overflow_error
 from diffflow.runtime.base import Runtime
-from diffflow.runtime.engine import (
-    PartitionEngine,
-    Sweeper,
-    Topology,
-    merge_pointstamps,
-    partition_rows,
-)
+from diffflow.runtime.engine import (PartitionEngine, Sweeper, Topology, merge_pointstamps,
+                                     partition_rows)
 from diffflow.runtime.rescale import migrate, step_index
 from diffflow.runtime.routing import Routing
 from diffflow.runtime.trace_sink import operator_names

@@ -384,14 +384,8 @@ class SparkRuntime(ClusterRuntime):
         from functools import partial
 
         import pyarrow as pa
-        from pyspark.sql.types import (
-            BooleanType,
-            DoubleType,
-            LongType,
-            StringType,
-            StructField,
-            StructType,
-        )
+        from pyspark.sql.types import (BooleanType, DoubleType, LongType, StringType, StructField,
+                                       StructType)
 
         spark_types = {"int": LongType(), "float": DoubleType(), "bool": BooleanType(),
                        "str": StringType()}

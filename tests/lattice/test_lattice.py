@@ -9,17 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diffflow.lattice import (
-    Antichain,
-    advance_by,
-    as_times,
-    join,
-    less_equal,
-    less_than,
-    lex_order,
-    meet,
-    minimal,
-)
+from diffflow.lattice import (Antichain, advance_by, as_times, join, less_equal, less_than,
+                              lex_order, meet, minimal)
 from diffflow.lattice import times as times_mod
 
 # database=None: no .hypothesis/ directory is written into the tree.

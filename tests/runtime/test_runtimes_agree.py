@@ -13,15 +13,8 @@ import re
 import pytest
 
 import diffflow as dd
-from diffflow.common.errors import (
-    DatalogError,
-    DiffflowError,
-    ExpressionError,
-    GraphError,
-    NonConvergenceError,
-    OperatorError,
-    WorkerLost,
-)
+from diffflow.common.errors import (DatalogError, DiffflowError, ExpressionError, GraphError,
+                                    NonConvergenceError, OperatorError, WorkerLost)
 from diffflow.datalog import Program
 
 RUNTIMES = [("local", 1), ("local", 3), ("cluster", 1), ("cluster", 3), ("processes", 2)]

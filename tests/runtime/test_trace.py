@@ -32,16 +32,8 @@ from diffflow import graphs
 from diffflow.arrangements.arrangement import split_by_partition
 from diffflow.arrangements.updates import Updates
 from diffflow.runtime.engine import partition_rows
-from diffflow.runtime.events import (
-    ACTIVITY,
-    END,
-    RECEIVED,
-    SENT,
-    START,
-    Events,
-    read_events,
-    write_events,
-)
+from diffflow.runtime.events import (ACTIVITY, END, RECEIVED, SENT, START, Events, read_events,
+                                     write_events)
 from diffflow.runtime.trace_sink import format_events
 from diffflow.runtime.tracing import WorkerLog
 

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from diffflow.datalog.cli.options import (
-    add_preprocessor_options,
-    compile_program,
-    folder_option,
-    program_options,
-)
+from diffflow.datalog.cli.options import (add_preprocessor_options, compile_program, folder_option,
+                                          program_options)
 
 
 def add_commands(commands) -> None:

@@ -36,16 +36,9 @@ import os
 import sys
 import time
 
-from diffflow.datalog.cli.options import (
-    Reporter,
-    add_preprocessor_options,
-    check_output_dir,
-    compile_program,
-    folder_option,
-    jobs,
-    program_options,
-    read_pragmas,
-)
+from diffflow.datalog.cli.options import (Reporter, add_preprocessor_options, check_output_dir,
+                                          compile_program, folder_option, jobs, program_options,
+                                          read_pragmas)
 
 
 def add_commands(commands) -> None:

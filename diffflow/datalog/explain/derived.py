@@ -36,14 +36,8 @@ from diffflow.api.features import FlowAccess
 from diffflow.api.inputs import restage
 from diffflow.common.errors import ExplainError
 from diffflow.datalog.explain.correct import correct, needs_correction, replay
-from diffflow.datalog.explain.proof import (
-    GroupNode,
-    Leaf,
-    ProofTree,
-    format_fact,
-    format_value,
-    show,
-)
+from diffflow.datalog.explain.proof import (GroupNode, Leaf, ProofTree, format_fact, format_value,
+                                            show)
 from diffflow.datalog.explain.witness import Evaluator, Unsupported, group_rows, witness_rows
 from diffflow.datalog.lower.provenance import HEIGHTS
 from diffflow.datalog.syntax import ast

@@ -36,16 +36,9 @@ from __future__ import annotations
 
 from diffflow.common.errors import ExplainError
 from diffflow.datalog.explain.correct import correct, needs_correction
-from diffflow.datalog.explain.derived import (
-    Explanation,
-    ProofSearch,
-    input_leaves,
-    prove,
-    request_of,
-    require_provenance,
-    rests_on_negation,
-    target_fact,
-)
+from diffflow.datalog.explain.derived import (Explanation, ProofSearch, input_leaves, prove,
+                                              request_of, require_provenance, rests_on_negation,
+                                              target_fact)
 from diffflow.explain import vocabulary
 
 Change = vocabulary.Change  # what changes() lists: ``relation`` and ``fact`` name its fields

@@ -39,14 +39,8 @@ from dataclasses import dataclass, field
 from diffflow.api import aggregates as agg
 from diffflow.dataflow.expr import Lit, col
 from diffflow.datalog.lower.aggregates import aggregate_variables
-from diffflow.datalog.lower.columns import (
-    COLUMN_TYPE,
-    UNIT,
-    Frame,
-    relation_columns,
-    term_expression,
-    var_column,
-)
+from diffflow.datalog.lower.columns import (COLUMN_TYPE, UNIT, Frame, relation_columns,
+                                            term_expression, var_column)
 from diffflow.datalog.lower.compiler import Compiled, _Compiler
 from diffflow.datalog.lower.relation_value import relation_value
 from diffflow.datalog.syntax import ast

@@ -11,10 +11,8 @@ import functools
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.errors import DatalogError
 from diffflow.datalog.syntax.grammar import GRAMMAR
-from diffflow.datalog.syntax.intrinsics import (  # (string constraints Soufflé writes as atoms)
-    CONSTRAINTS,
-    NOT_YET,
-)
+from diffflow.datalog.syntax.intrinsics import (CONSTRAINTS,
+                                                NOT_YET)  # (string constraints Soufflé writes as atoms)
 
 
 @functools.lru_cache(maxsize=1)

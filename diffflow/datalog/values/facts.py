@@ -38,12 +38,8 @@ import numpy as np
 
 from diffflow.datalog.syntax.errors import DatalogError, decode_utf8
 from diffflow.datalog.syntax.intrinsics import NUMBER_RANGE, UNSIGNED_RANGE
-from diffflow.datalog.values.record_text import (
-    ValueSyntaxError,
-    format_scalar,
-    format_value,
-    parse_value,
-)
+from diffflow.datalog.values.record_text import (ValueSyntaxError, format_scalar, format_value,
+                                                 parse_value)
 
 _PROGRESS_BYTES = 8 << 20  # report files larger than this
 _BLOCK = 64 << 20          # bytes scanned at once when checking lines (bounds temporaries)

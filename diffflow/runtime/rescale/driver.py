@@ -23,14 +23,8 @@ import numpy as np
 
 from diffflow.common.errors import GraphError
 from diffflow.runtime.rescale.pacing import Background
-from diffflow.runtime.rescale.plans import (
-    Plan,
-    Step,
-    check_start,
-    estimated_sizes,
-    make_plan,
-    target_of,
-)
+from diffflow.runtime.rescale.plans import (Plan, Step, check_start, estimated_sizes, make_plan,
+                                            target_of)
 from diffflow.runtime.routing import Routing
 
 # batches keep a plan's step index under its key; never id(plan), which a later plan may reuse
