@@ -13,8 +13,8 @@ import ast
 import os
 import subprocess
 import sys
-from collections import defaultdict
 
+import networkx
 import pytest
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -107,47 +107,9 @@ def _all_imports() -> list:
 
 
 def circles(imports) -> list:
-    """The strongly connected components of more than one module (Tarjan, iterative)."""
-    edges = defaultdict(set)
-    for imp in imports:
-        edges[imp.source].add(imp.target)
-    index, low, on_stack, stack, found = {}, {}, set(), [], []
-    counter = 0
-    for start in sorted(set(edges) | {t for ts in edges.values() for t in ts}):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(edges[start])))]
-        index[start] = low[start] = counter
-        counter += 1
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            for child in children:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(edges[child]))))
-                    break
-                if child in on_stack:
-                    low[node] = min(low[node], index[child])
-            else:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
-                if low[node] == index[node]:
-                    component = []
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        component.append(member)
-                        if member == node:
-                            break
-                    if len(component) > 1:
-                        found.append(sorted(component))
-    return found
+    """The import circles: strongly connected components of more than one module."""
+    graph = networkx.DiGraph((imp.source, imp.target) for imp in imports)
+    return sorted(sorted(c) for c in networkx.strongly_connected_components(graph) if len(c) > 1)
 
 
 def _package(module: str) -> str:
