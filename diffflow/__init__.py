@@ -32,6 +32,7 @@ from diffflow.api import features as _features
 from diffflow.common.errors import (DatalogError, DatalogWarning, DiffflowError, ExplainError,
                                     ExpressionError, GraphError, NonConvergenceError, OperatorError,
                                     WorkerLost)
+from diffflow.common import VERSION as __version__  # noqa: F401 - the package's version
 from diffflow.common.schema import Schema
 from diffflow.streaming import StreamingView
 
@@ -40,7 +41,6 @@ __all__ = ["Dataflow", "Collection", "InputCollection", "Arranged", "Output", "A
            "WorkerLost", "OperatorError", "NonConvergenceError", "Schema", "Program",
            "DatalogError", "DatalogWarning", "StreamingView", "col", "lit", "count", "sum",
            "min", "max", "per_group", "vectorized"]
-__version__ = "0.1.0"
 
 _aliases.install()  # module paths from before the layered layout, deprecated
 
@@ -60,12 +60,12 @@ def _dashboard(access, value):
 _features.register("explain", _explanations)      # Dataflow(explain=True)
 _features.register("dashboard", _dashboard)       # Dataflow(trace=PATH, dashboard=PORT)
 
-# loaded by ``dd.<name>`` on first use (PEP 562), so ``import diffflow`` stays cheap; the
-# names after the packages are old module paths (deprecated: see diffflow._aliases)
+# loaded by ``dd.<name>`` on first use (PEP 562), so ``import diffflow`` stays cheap
 _SUBMODULES = {"algorithms", "api", "arrangements", "cli", "common", "dataflow", "datalog",
-               "explain", "graphs", "lattice", "operators", "pag", "runtime", "streaming",
-               "aggregates", "arranged", "collection", "custom_reducers", "dsl", "errors", "expr",
-               "flow", "inputs", "iteration", "outputs", "schema"}
+               "explain", "graphs", "lattice", "operators", "pag", "runtime", "streaming"}
+# old module paths (``dd.flow``, ``dd.dsl``...) load too, with their DeprecationWarning, but
+# are not listed by dir(): introspection does not trip the warnings
+_OLD_SUBMODULES = {old.split(".")[1] for old in _aliases.MOVED if old.count(".") == 1}
 
 
 def __getattr__(name):
@@ -75,7 +75,7 @@ def __getattr__(name):
     if name == "vectorized":  # marks a user-defined functor's callable as taking arrays
         from diffflow.datalog.values.functors import vectorized
         return vectorized
-    if name in _SUBMODULES:
+    if name in _SUBMODULES or name in _OLD_SUBMODULES:
         return _importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'diffflow' has no attribute {name!r}")
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
+import os
 import sys
 import types
 import warnings
@@ -86,7 +87,9 @@ MOVED = {
     "diffflow.dsl.plans": ("diffflow.datalog.analysis.plans",),
     "diffflow.dsl.pragmas": ("diffflow.datalog.analysis.pragmas",),
     "diffflow.dsl.preprocess": ("diffflow.datalog.syntax.preprocess",),
-    "diffflow.dsl.program": ("diffflow.datalog.program", "diffflow.datalog.passes"),
+    "diffflow.dsl.program": ("diffflow.datalog.program", "diffflow.datalog.passes",
+                             "diffflow.datalog.lower.rows", "diffflow.datalog.lower.columns",
+                             "diffflow.datalog.syntax.intrinsics"),
     "diffflow.dsl.proof": ("diffflow.datalog.explain.proof",),
     "diffflow.dsl.provenance": ("diffflow.datalog.lower.provenance",),
     "diffflow.dsl.record_text": ("diffflow.datalog.values.record_text",),
@@ -107,14 +110,35 @@ RENAMED = {
     # the old parser also expanded components; that is pass 3 now, after the parse
     ("diffflow.dsl.parser", "parse"): ("diffflow.datalog.passes", "parse_program"),
 }
+#: what the warning adds for a module whose names did not all move to its new home
+NOTES = {
+    "diffflow.dsl.parser": "parse, which also expanded components, is "
+                           "diffflow.datalog.passes.parse_program",
+    "diffflow.dsl.analysis": "analyse is diffflow.datalog.passes.analyse",
+}
+#: ``__all__`` of the old modules that declared one (``from diffflow.collection import *``)
+OLD_ALL = {
+    "diffflow.collection": ["Collection", "Arranged", "Dataflow", "RUNTIMES", "InputCollection",
+                            "Output", "Aggregate", "GraphError", "count", "sum", "min", "max",
+                            "col", "lit", "per_group"],
+    "diffflow.dsl": ["DatalogError", "DatalogWarning", "Program"],
+    "diffflow.dsl.interpret": ["interpret"],
+    "diffflow.dsl.witness": ["Evaluator", "Lookups", "Unsupported", "group_rows", "witness_rows"],
+    "diffflow.provenance.search": ["CollectionExplanation", "ExplainError", "Provenance"],
+}
 
 
 class _Forwarding(types.ModuleType):
     """An old module path: attributes come from the new homes, first found first."""
 
     def __getattr__(self, name):
+        if name == "__all__":  # what ``from old.path import *`` takes
+            return list(OLD_ALL.get(self.__name__) or _public(MOVED[self.__name__][0]))
         if name.startswith("__"):
             raise AttributeError(name)
+        child = f"{self.__name__}.{name}"
+        if child in MOVED:  # an old submodule, as an attribute of its old package
+            return importlib.import_module(child)
         renamed = RENAMED.get((self.__name__, name))
         if renamed is not None:
             return getattr(importlib.import_module(renamed[0]), renamed[1])
@@ -150,27 +174,42 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module):
         new = MOVED[module.__name__][0]
-        warnings.warn(f"{module.__name__} moved to {new}; import it from there (the old path "
-                      f"is kept for now and will be removed)", DeprecationWarning,
+        note = f" ({NOTES[module.__name__]})" if module.__name__ in NOTES else ""
+        warnings.warn(f"{module.__name__} moved to {new}{note}; import it from there (the old "
+                      f"path is kept for now and will be removed)", DeprecationWarning,
                       stacklevel=_importer_level())
 
 
 def _importer_level() -> int:
-    """The stack level of the code that imported the old path: past this module's frames
-    (``warnings`` itself skips importlib's internal ones, so they are not counted)."""
+    """The stack level of the code that imported the old path.  Frames of this module, of
+    ``importlib.import_module`` and of the package's own ``__getattr__`` (``dd.flow``) are
+    passed over and counted; importlib's bootstrap frames are passed over uncounted, since
+    ``warnings`` skips them itself."""
     frame, level = sys._getframe(1), 1
     while frame is not None:
         name = frame.f_code.co_filename
-        internal = "importlib" in name and "_bootstrap" in name
-        if not internal and name != __file__:
+        if "importlib" in name and "_bootstrap" in name:
+            frame = frame.f_back
+            continue
+        if name not in _PASSED_OVER and not name.endswith(_IMPORT_MODULE):
             return level
-        if not internal:
-            level += 1
+        level += 1
         frame = frame.f_back
     return level
 
 
+def _public(module_name: str) -> list:
+    module = importlib.import_module(module_name)
+    return getattr(module, "__all__", None) or [n for n in vars(module) if not n.startswith("_")]
+
+
+_IMPORT_MODULE = os.path.join("importlib", "__init__.py")
+_PASSED_OVER = {__file__, os.path.join(os.path.dirname(__file__), "__init__.py")}
+
+
 def install() -> None:
-    """Make the old paths importable (idempotent; the package does it on import)."""
+    """Make the old paths importable (idempotent; the package does it on import).  The
+    finder goes first: an old folder left behind with only ``__pycache__`` in it (a checkout
+    updated in place) would otherwise be found as an empty namespace package."""
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
-        sys.meta_path.append(_Finder())
+        sys.meta_path.insert(0, _Finder())

@@ -94,8 +94,8 @@ def _interrupts_noticed():
 
 def _dispatch(parser, args, interrupts=()) -> int:
     if args.version:
-        from diffflow import __version__
-        print(f"diffflow {__version__}", flush=True)
+        from diffflow.common import VERSION
+        print(f"diffflow {VERSION}", flush=True)
         return 0
     if args.command is None:
         parser.print_help()

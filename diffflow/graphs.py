@@ -11,8 +11,14 @@ The public name of :mod:`diffflow.algorithms.graphs`, where they live.
 >>> sorted(reach.snapshot())
 [(1,), (2,), (3,)]
 """
+from diffflow.algorithms import graphs as _graphs
 from diffflow.algorithms.graphs import (bfs_distances, connected_components, reachable, sssp,
                                         strongly_connected_components)
 
 __all__ = ["reachable", "bfs_distances", "sssp", "connected_components",
            "strongly_connected_components"]
+
+
+def __getattr__(name):
+    # the rest of the module the graph library lived in before (its helpers and imports)
+    return getattr(_graphs, name)

@@ -72,3 +72,72 @@ def test_an_unknown_name_on_an_old_path_is_an_attribute_error():
     module, _ = _import_fresh("diffflow.flow")
     with pytest.raises(AttributeError, match="now 'diffflow.api.flow'"):
         module.no_such_name  # noqa: B018
+
+
+def test_star_imports_from_old_paths_take_what_they_took():
+    namespace: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec("from diffflow.collection import *", namespace)
+    assert namespace["Dataflow"] is dd.Dataflow and namespace["per_group"] is dd.per_group
+    assert sorted(_aliases.OLD_ALL["diffflow.collection"]) == sorted(
+        n for n in namespace if not n.startswith("__"))
+
+
+def test_old_submodules_are_attributes_of_their_old_packages():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import diffflow.dsl
+        from diffflow import pag
+        import diffflow.runtime
+        assert diffflow.dsl.ast.Program.__module__ == "diffflow.datalog.syntax.ast"
+        assert pag.events.read_events.__module__ == "diffflow.runtime.events"
+        assert diffflow.runtime.migrate.extract.__module__ == "diffflow.runtime.rescale.migrate"
+        assert dd.memory.release.__module__ == "diffflow.common.memory"
+    assert dd.graphs.col is dd.col  # the graph module's old neighbours
+
+
+def test_dir_of_the_package_trips_no_warning():
+    import subprocess
+
+    code = ("import warnings; warnings.simplefilter('error'); import diffflow as dd\n"
+            "names = dir(dd); print('flow' in names, 'graphs' in names)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.split() == ["False", "True"], result.stderr
+
+
+def test_an_old_folder_left_behind_does_not_hide_the_alias(tmp_path):
+    """A checkout updated in place keeps ignored ``__pycache__`` folders of removed packages;
+    Python would import such a folder as an empty namespace package."""
+    import shutil
+    import subprocess
+
+    from tests.support.paths import REPO
+
+    shutil.copytree(REPO / "diffflow", tmp_path / "diffflow",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "diffflow" / "dsl" / "__pycache__").mkdir(parents=True)
+    code = "from diffflow.dsl import Program; print(Program.__module__)"
+    result = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
+                            text=True, cwd=tmp_path, env={"PYTHONPATH": str(tmp_path),
+                                                          "PATH": "/usr/bin:/bin"})
+    assert result.stdout.strip() == "diffflow.datalog.program", result.stderr
+
+
+def test_objects_pickled_by_the_old_layout_load_and_explain():
+    import pickle
+
+    with open(FIXTURES / "old_layout" / "explained.pkl", "rb") as fh:  # (made at 397f687)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            old = pickle.load(fh)
+    program = old["program"]
+    program.insert("e", [(3, 4)]); program.remove("e", [(1, 2)]); program.commit()
+    assert sorted(program.relation("p")) == [(2, 3), (2, 4), (3, 4)]
+    assert sorted(program.explain("p", (2, 4)).inputs["e"]) == [(2, 3), (3, 4)]
+    flow, a, b, out, live = old["flow"]
+    a.insert([4]); b.insert([1]); flow.advance()
+    assert sorted(out.snapshot()) == [(3,), (4,)]
+    assert out.explain([(3,)]).inputs == {"a": {(3,): 1}}
+    assert [(c.input, c.row, c.diff) for c in live.changes()] == [
+        ("a", (1,), 1), (None, None, -1), ("a", (1,), -1)]

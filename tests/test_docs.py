@@ -74,6 +74,36 @@ def test_every_cited_document_and_section_exists():
     assert not found, "citations that do not resolve:\n" + "\n".join(found)
 
 
+# a path of the repository named in text: a folder of ours, then more of the path
+PATH = re.compile(r"(?<![\w./-])((?:diffflow|tests|bench|queries|docs|data)/[\w./-]*\w)")
+GENERATED = ("bench/out",)  # written by the benchmarks, git-ignored
+
+
+def missing_paths() -> list:
+    """Paths of the repository named in the scanned files that do not exist (a path after
+    "Soufflé" names a file of Soufflé's repository, not ours)."""
+    found = []
+    for path in _files():
+        if os.path.relpath(path, ROOT).startswith(os.path.join("tests", "fixtures")):
+            continue
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+        for number, line in enumerate(lines, 1):
+            for m in PATH.finditer(line):
+                ref = m.group(1)
+                if ref.startswith(GENERATED) or "Soufflé" in line[:m.start()]:
+                    continue
+                if any(c in ref for c in "*<>{}") or os.path.exists(os.path.join(ROOT, ref)):
+                    continue
+                found.append(f"{os.path.relpath(path, ROOT)}:{number}: {ref}")
+    return found
+
+
+def test_every_path_named_exists():
+    found = missing_paths()
+    assert not found, "paths of the repository that are not there:\n" + "\n".join(found)
+
+
 def test_the_check_sees_a_dangling_citation(tmp_path):
     assert _resolve("NOWHERE" + ".md", str(tmp_path / "x.py")) is None
     assert _resolve("ARCHITECTURE.md", os.path.join(ROOT, "diffflow", "x.py")) is not None

@@ -54,6 +54,16 @@ def attach(flow, name: str, value):
     return feature
 
 
+def restore(flow, name: str, state: dict):
+    """Attach feature ``name`` to a dataflow unpickled from before features existed; the
+    feature takes over what ``state`` (the old pickle's attributes) held of it, if it can
+    (a ``restore(state)`` method)."""
+    feature = attach(flow, name, True)
+    if hasattr(feature, "restore"):
+        feature.restore(state)
+    return feature
+
+
 def attached(flow, name: str):
     """The feature ``name`` of ``flow``, or ``None`` when it was not switched on."""
     return getattr(flow, "_features", {}).get(name)

@@ -152,6 +152,13 @@ class Dataflow:
         if dashboard is not None:
             features.attach(self, "dashboard", (trace, int(dashboard)))
 
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if state.get("explain") and "_features" not in state:
+            # pickled before features: its explanations were attributes of its own
+            self._features = {}
+            features.restore(self, "explain", state)
+
     def input(self, name: str, columns) -> "InputCollection":
         """Declare an input collection: ``columns`` are names (int) or ``(name, type)`` pairs."""
         self._check_building("input")

@@ -164,7 +164,7 @@ def _same_width(a: np.ndarray, b: np.ndarray, an: str, bn: str) -> None:
         raise ValueError(f"{an} has {a.shape[1]} columns but {bn} has {b.shape[1]}")
 
 
-def _trim(buf: np.ndarray, m: int) -> np.ndarray:
+def trim(buf: np.ndarray, m: int) -> np.ndarray:
     """``buf`` shrunk to its first ``m`` entries, in place.
 
     ``buf`` must be a fresh buffer that owns its data and has no views (the
@@ -293,7 +293,7 @@ def sort_permutation(rows, times=None) -> np.ndarray:
 # ---------------------------------------------------------------------------
 def _finish(out, m):
     r, t, d = out
-    return _trim(r, m), _trim(t, m), _trim(d, m)
+    return trim(r, m), trim(t, m), trim(d, m)
 
 
 def consolidate(rows, times, diffs):
@@ -645,4 +645,4 @@ def group_starts(sorted_rows) -> np.ndarray:
     if small.prefer(s.shape[0], small.SMALL):
         return small.group_starts(s)
     buf = np.empty(s.shape[0] + 1, dtype=np.int64)
-    return _trim(buf, _k().group_starts(s, buf))
+    return trim(buf, _k().group_starts(s, buf))

@@ -145,7 +145,7 @@ class FuelledMerge:
                                self.frontier), self.older, self.newer)
         if self._bins is not None:
             count, bins, _ = self._bins
-            merged._bins, self._bins = (count, columnar._trim(bins, len(merged)), len(merged)), None
+            merged._bins, self._bins = (count, columnar.trim(bins, len(merged)), len(merged)), None
         died = [died_since(before, batch.dead)
                 for batch, before in zip((self.older, self.newer), self._dead)]
         died = [d for d in died if d is not None]

@@ -26,7 +26,7 @@ the dataflow that computes it (as Soufflé's ``MainDriver`` lists its transforms
                             witness queries)                                     :mod:`.lower.provenance`
 ==  ======================  ===================================================  ================================
 
-Passes 1-3 are :func:`parse_program` (after the preprocessor), 3-18 :func:`analyse` (over an
+Passes 2-3 are :func:`parse_program` (after the preprocessor, pass 1), 3-18 :func:`analyse` (over an
 :class:`~diffflow.datalog.analysis.analyser.Analyser`, the program under analysis; pass 3
 does nothing on a program whose components are expanded already); the
 :class:`~diffflow.datalog.program.Program` runs them all (:func:`front_end`), then lowers.
@@ -60,14 +60,14 @@ from diffflow.datalog.transform.components import expand_components
 from diffflow.datalog.transform.counters import number_counters
 
 
-def parse_program(text: str, filename: str = "<program>") -> ast.Program:
+def parse_program(source: str, filename: str = "<program>") -> ast.Program:
     """Passes 2-3: preprocessed text to the flat syntax tree analysis reads.
 
     >>> program = parse_program(".comp C { .decl a(x: number) }\\n.init c = C")
     >>> [d.relation for d in program.declarations]
     ['c.a']
     """
-    return expand_components(parse(text, filename), text)
+    return expand_components(parse(source, filename), source)
 
 
 def front_end(source: str, filename: str = "<program>", include_dirs=None, macros=None,

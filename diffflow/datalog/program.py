@@ -25,11 +25,10 @@ import numpy as np
 from diffflow.api.features import FlowAccess
 from diffflow.arrangements import columnar
 from diffflow.datalog.analysis.pragmas import jobs_value
-from diffflow.datalog.lower.columns import relation_columns
 from diffflow.datalog.lower.compiler import compile_program
+from diffflow.datalog.lower.rows import (encode_facts, record_values, structured_positions)
 from diffflow.datalog.passes import analyse, front_end
 from diffflow.datalog.syntax.errors import DatalogError, decode_utf8, did_you_mean
-from diffflow.datalog.syntax.intrinsics import NUMBER_RANGE, UNSIGNED_RANGE
 
 
 def read_program_text(path) -> str:
@@ -204,100 +203,12 @@ class Program:
     def encode(self, name: str, rows) -> np.ndarray:
         """Validate and encode rows for an input relation (raises, changing nothing)."""
         relation, inp = self._input(name)
-        if relation.arity == 0:
-            rows = list(rows)
-            for row in rows:
-                if tuple(row) != ():
-                    raise ValueError(f"{name} is nullary; its only fact is (), got {row!r}")
-            return np.zeros((len(rows), 1), np.int64)
-        if self._structured(relation):
-            rows = self._record_ids(relation, rows)
-        if isinstance(rows, np.ndarray) and rows.ndim == 2 and rows.dtype.kind in "iu" and \
-                "symbol" not in relation.types and "float" not in relation.types:
-            if rows.shape[1] != relation.arity:
-                raise ValueError(f"{name} has {relation.arity} attributes, got rows of width "
-                                 f"{rows.shape[1]}")
-            encoded = rows.astype(np.int64, copy=False)
-        else:
-            if type(rows).__module__.split(".")[0] == "pandas" and hasattr(rows, "columns"):
-                if len(rows.columns) != relation.arity:
-                    raise ValueError(f"{name} has {relation.arity} attributes, got a DataFrame "
-                                     f"with {len(rows.columns)} columns")
-                rows = rows.set_axis([c for c, _ in relation_columns(relation)], axis=1)
-            if isinstance(rows, (list, tuple)):
-                self._check_python_rows(relation, rows)
-            encoded = inp._encode(rows, [f"{name}: attribute {a!r}" for a in relation.attributes])
-        for j, kind in enumerate(relation.types):
-            if kind in ("number", "unsigned"):
-                low, high = NUMBER_RANGE if kind == "number" else UNSIGNED_RANGE
-                column = encoded[:, j]
-                bad = (column < low) | (column > high)
-                if bad.any():
-                    i = int(np.flatnonzero(bad)[0])
-                    raise ValueError(f"{name}: row {i} attribute {relation.attributes[j]!r} = "
-                                     f"{int(column[i])} does not fit a 32-bit {kind}")
-        return encoded
-
-    def _structured(self, relation) -> list:
-        """The positions of a relation's record and ADT attributes."""
-        return [j for j, kind in enumerate(relation.types) if kind in self.analysed.structures]
-
-    def _record_ids(self, relation, rows) -> list:
-        """Python rows with their records (tuples, None for nil) and ADT values
-        (:class:`~diffflow.datalog.values.structures.AdtValue`) as ids; raises, changing nothing."""
-        from diffflow.datalog.values.structures import encode_value
-
-        if not isinstance(rows, (list, tuple)):
-            raise ValueError(f"{relation.name} has record or ADT attributes: give its facts as "
-                             f"a list of tuples (records as tuples, ADT values as AdtValue)")
-        out = []
-        for i, row in enumerate(rows):
-            row = list(row) if isinstance(row, (tuple, list)) else [row]
-            for j in self._structured(relation):
-                if j < len(row):
-                    try:
-                        row[j] = encode_value(row[j], relation.types[j],
-                                              self.analysed.structures, self.flow.symbols)
-                    except (TypeError, ValueError, IndexError) as exc:
-                        raise ValueError(f"{relation.name}: row {i} attribute "
-                                         f"{relation.attributes[j]!r}: {exc}") from None
-            out.append(tuple(row))
-        return out
+        return encode_facts(relation, rows, inp, self.analysed.structures, self.flow.symbols)
 
     def _record_values(self, name, rows) -> list:
         """Decoded rows with their record and ADT ids as Python values."""
-        relation = self.relations[name]
-        places = self._structured(relation)
-        if not places or not rows:
-            return rows
-        from diffflow.datalog.values.structures import decode_ids
-
-        columns = [list(c) for c in zip(*rows)]
-        for j in places:
-            columns[j] = decode_ids(columns[j], relation.types[j], self.analysed.structures,
-                                    self.flow.symbols)
-        return list(zip(*columns))
-
-    @staticmethod
-    def _check_python_rows(relation, rows):
-        checks = {"number": (int,), "unsigned": (int,), "float": (int, float), "symbol": (str,)}
-        for i, row in enumerate(rows):
-            if not isinstance(row, (tuple, list)):
-                if relation.arity == 1:
-                    row = (row,)
-                else:
-                    raise ValueError(f"{relation.name}: row {i} is {row!r}, not a tuple of "
-                                     f"{relation.arity} values")
-            if len(row) != relation.arity:
-                raise ValueError(f"{relation.name} has {relation.arity} attributes, but row {i} "
-                                 f"{tuple(row)!r} has {len(row)}")
-            for value, kind, attr in zip(row, relation.types, relation.attributes):
-                if kind not in checks:
-                    continue  # (a record or ADT id)
-                if isinstance(value, bool) or not isinstance(value, checks[kind]) and \
-                        not (kind != "symbol" and isinstance(value, np.integer)):
-                    raise ValueError(f"{relation.name}: row {i} attribute {attr!r} should be a "
-                                     f"{kind}, got {value!r}")
+        return record_values(self.relations[name], rows, self.analysed.structures,
+                             self.flow.symbols)
 
     def insert(self, name: str, rows) -> int:
         """Add facts (tuples, a 2-D int array, or a DataFrame); returns how many were new.
@@ -407,7 +318,8 @@ class Program:
             net[row] = net.get(row, 0) + diff
         nullary = self.relations[name].arity == 0
         items = [(() if nullary else row, d) for row, d in net.items() if d != 0]
-        if items and not nullary and self._structured(self.relations[name]):
+        if items and not nullary and structured_positions(self.relations[name],
+                                                           self.analysed.structures):
             rows = self._record_values(name, [row for row, _ in items])
             items = list(zip(rows, [d for _, d in items]))
         from diffflow.datalog.values.structures import row_order

@@ -5,8 +5,9 @@
 (:mod:`.vocabulary`: explanation, replay, replay and correct, live explanations, ``Change``)
 is shared with Datalog's explanations (:mod:`diffflow.datalog.explain`); ``docs/EXPLAIN.md``
 describes the model.  Modules, bottom to top: :mod:`.vocabulary`; :mod:`.heights` (first
-occurrence of every row); :mod:`.queries` (witness queries over indexes); :mod:`.correct`
-(correction rounds for differences) and :mod:`.replay` (replays on chosen inputs);
-:mod:`.search` (the search and the explanations); :mod:`.live` (live explanations);
-:mod:`.feature` (what attaches it all to a dataflow: :mod:`diffflow.api.features`).
+occurrence of every row); :mod:`.queries` (witness queries over indexes); :mod:`.replay`
+(replays on chosen inputs); :mod:`.search` (the search, and the explanations it gives);
+:mod:`.correct` (correction rounds for differences); :mod:`.provenance` (all of it built
+onto a dataflow); :mod:`.live` (live explanations); :mod:`.feature` (what attaches it to a
+dataflow: :mod:`diffflow.api.features`).
 """

@@ -17,6 +17,7 @@ from diffflow.api.features import Feature
 from diffflow.common.errors import ExplainError
 from diffflow.explain.live import LiveExplanations
 from diffflow.explain.provenance import Provenance
+from diffflow.explain.queries import indexes_of
 
 
 class Explanations(Feature):
@@ -39,6 +40,21 @@ class Explanations(Feature):
         changes = self.provenance.take_changes()
         for live in list(self.followed):   # live explanations read what the epochs changed
             live.refresh(changes=changes)
+
+    def restore(self, state: dict) -> None:
+        """Take over the explanations of a dataflow pickled before features existed (its
+        provenance, changed-keys recorders and live explanations were its own attributes)."""
+        provenance = state.get("_provenance")
+        if provenance is not None:
+            provenance.access = self.access
+            provenance.recorders = state.get("_changed_keys", {})
+            provenance.read_log = None
+            for index in indexes_of(provenance.queries):
+                index.context = provenance
+            self.provenance = provenance
+        for live in state.get("_live", []):
+            live.explanations = self
+            self.follow(live)
 
     def ready(self) -> Provenance:
         """The provenance, once something was computed (a clear error before)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from diffflow.api.features import FlowAccess
 from diffflow.dataflow.expr import Col, col
 from diffflow.explain.heights import H
 from diffflow.operators.reduce_extremum import extremum_of
@@ -78,6 +79,13 @@ class Index:
         self.width = len(keys)
         self.constant = keys == [UNIT]
         self.node, self.names = None, []
+
+    def __setstate__(self, state):
+        # an index pickled before indexes shared a context read its dataflow directly
+        self.__dict__.update(state)
+        if "context" not in state:
+            self.context = Reading(FlowAccess(self.flow))
+            self.context.recorders = self.flow.__dict__.get("_changed_keys", {})
 
     def place(self) -> None:
         arranged = None
@@ -241,6 +249,23 @@ class _Delegate(_Query):
 
     def answer(self, items):
         return self.inner.answer(items)
+
+
+def indexes_of(queries: dict) -> list:
+    """Every :class:`Index` the queries of ``queries`` (node id -> query or list) read."""
+    found, stack, seen = [], list(queries.values()), set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, Index):
+            if id(item) not in seen:
+                seen.add(id(item))
+                found.append(item)
+        elif isinstance(item, _Query):
+            stack.extend(v for v in vars(item).values()
+                         if isinstance(v, (Index, _Query, list, tuple)))
+    return found
 
 
 class Reading:

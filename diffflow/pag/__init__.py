@@ -15,3 +15,12 @@ from diffflow.runtime.events import TraceError, read_events  # noqa: E402
 
 __all__ = ["FORMATS", "PAG", "PagFlow", "TraceError", "as_pag", "cp", "cp_frame", "cp_json", "from_events",
            "invariants", "load", "match", "metrics", "parse_duration", "read_events"]
+
+
+def __getattr__(name):
+    # the event schema moved to diffflow.runtime.events; its old path still imports (deprecated)
+    if name == "events":
+        import importlib
+
+        return importlib.import_module("diffflow.pag.events")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,3 +6,13 @@ keys to partitions (:mod:`.routing`), the wire format (:mod:`.wire`), the execut
 schema and tracing (:mod:`.events`, :mod:`.tracing`, :mod:`.trace_sink`; :mod:`diffflow.pag`
 reads them), and live rescaling (:mod:`.rescale`).  Imports the dataflow IR and below.
 """
+
+
+def __getattr__(name):
+    # migrate and step_index moved to diffflow.runtime.rescale; their old paths still import
+    # (deprecated)
+    if name in ("migrate", "step_index"):
+        import importlib
+
+        return importlib.import_module(f"diffflow.runtime.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -43,7 +43,7 @@ Design (measured choices; figures in ``bench/README.md``)
   everything, ``checkpoint_every=k`` adds one state write every ``k``
   epochs.
 
-Example (tests/test_spark.py runs these paths against one shared session)::
+Example (tests/runtime/test_spark.py runs these paths against one shared session)::
 
     import diffflow as dd
     spark = local_session()

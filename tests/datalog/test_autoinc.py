@@ -1,6 +1,6 @@
 """``autoinc()``: a rule's distinct rows numbered by rank in value order, exact under
 updates (diffflow.datalog.transform.counters).  The random differential program "autoinc"
-(tests/test_datalog_incremental.py) checks every commit against the reference evaluator."""
+(tests/datalog/test_incremental.py) checks every commit against the reference evaluator."""
 import pytest
 
 import diffflow as dd

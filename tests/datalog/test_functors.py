@@ -1,7 +1,7 @@
 """Soufflé's intrinsic functors and string constraints: parsing and precedence, values
 computed by hand from Soufflé's semantics, located errors, strings made on partition
 workers, and ``diffflow run``.  (Incremental behaviour: the ``functors`` program of
-tests/test_datalog_incremental.py, checked against the reference evaluator.)"""
+tests/datalog/test_incremental.py, checked against the reference evaluator.)"""
 from __future__ import annotations
 
 import pytest

@@ -2,7 +2,7 @@
 
 Every program runs with 1 and 3 partitions over seeded random update
 sequences.  At every commit each relation must equal the plain reference
-evaluator (``tests/datalog_reference.py``) on the accumulated facts,
+evaluator (``tests/support/datalog_reference.py``) on the accumulated facts,
 ``changes()`` must be exactly the difference from the previous commit, and at
 the last commit a fresh ``Program`` loaded with the accumulated facts must
 agree with the incrementally maintained one.

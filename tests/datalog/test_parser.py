@@ -7,7 +7,7 @@ Every ``tests/fixtures/datalog/*.dl`` is parsed with its base name as the file n
   the program must also pass :func:`~diffflow.datalog.analysis.analyser.analyse`;
 * ``err_name.dl`` must fail; ``str(DatalogError)`` is compared with ``err_name.error.txt``.
 
-Regenerate the expected files with ``DIFFFLOW_UPDATE_GOLDEN=1 pytest tests/test_datalog_parser.py``
+Regenerate the expected files with ``DIFFFLOW_UPDATE_GOLDEN=1 pytest tests/datalog/test_parser.py``
 and then read every changed file: a golden file is only worth what its review was.
 """
 from __future__ import annotations

@@ -98,7 +98,7 @@ def test_expected_files_come_from_the_oracle(name):
     q = QUERIES[name]
     for fname, text in expected_files(q).items():
         with open(os.path.join(q.dir, "expected", fname), encoding="utf-8", newline="") as f:
-            assert f.read() == text, f"{name}/expected/{fname}: run tests/oracles.py --write-expected"
+            assert f.read() == text, f"{name}/expected/{fname}: run tests/support/oracles.py --write-expected"
     # the expected outputs are not trivial
     assert all(rows for rows in q.oracle(read_facts(q)).values())
 

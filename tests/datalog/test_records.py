@@ -2,7 +2,7 @@
 documented examples through ``diffflow run``, fact files, the Python API, updates, every
 runtime, and located errors.
 
-The random differential program "records_and_adts" (tests/test_datalog_incremental.py)
+The random differential program "records_and_adts" (tests/datalog/test_incremental.py)
 checks every commit against the reference evaluator; these tests pin semantics by
 hand-computed outcomes.
 """

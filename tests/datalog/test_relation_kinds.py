@@ -2,7 +2,7 @@
 through ``diffflow run``, their incremental behaviour, value order, and their errors.
 
 The random differential programs ("eqrel", "subsumption", "choice" in
-tests/test_datalog_incremental.py) check every commit against the reference
+tests/datalog/test_incremental.py) check every commit against the reference
 evaluator; these tests pin down semantics by hand-computed outcomes.
 """
 import pytest

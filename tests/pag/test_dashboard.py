@@ -200,8 +200,8 @@ def test_a_person_sees_lanes_cp_violations_and_live_updates(tmp_path):
     path = tmp_path / "live.trace"
     with open(path, "w") as fh:
         write_events(ev.take(ev.e <= 3), fh)
+    driver = browser()  # (skips before a server starts: nothing is left running)
     server = Server(path, "--follow")
-    driver = browser()
     try:
         driver.get(server.url + "/")
         wait_for(driver, "return document.querySelectorAll('#cp-table tr[data-key]').length", 30)

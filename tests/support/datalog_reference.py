@@ -8,7 +8,7 @@ the compiler or the engine.  Arithmetic follows Soufflé: 32-bit wrapping
 
 The type each term is evaluated in is read from analysis' record
 (``clause.term_types``), as the compiler reads it: type inference is
-analysis' job (tests/test_datalog_errors.py checks it); this oracle checks
+analysis' job (tests/datalog/test_errors.py checks it); this oracle checks
 that the dataflow computes what the typed rules say.
 """
 from __future__ import annotations

@@ -7,13 +7,13 @@ the rest.  Each oracle maps the input relations (``{name: set of tuples}``) to t
 relations of the program (``{name: set of tuples}``, every ``.output`` relation present).
 
 ``QUERIES`` also records, per query, the column types of the inputs and outputs and a random
-fact generator used by ``tests/test_queries.py``.
+fact generator used by ``tests/datalog/test_queries.py``.
 
 Regenerate the expected outputs of the query library (never produced by diffflow) with
 
-    python tests/oracles.py --write-expected
+    python -m tests.support.oracles --write-expected
 
-and check that they are current with ``python tests/oracles.py --check``.
+and check that they are current with ``python -m tests.support.oracles --check``.
 """
 from __future__ import annotations
 
@@ -402,7 +402,7 @@ def main(argv):
             for rel, rows in QUERIES[name].oracle(read_facts(QUERIES[name])).items():
                 print(f"{name}.{rel}: {len(rows)} tuples")
         return 0
-    print("usage: python tests/oracles.py --write-expected | --check | --show [query ...]")
+    print("usage: python -m tests.support.oracles --write-expected | --check | --show [query ...]")
     return 2
 
 

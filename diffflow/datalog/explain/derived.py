@@ -38,8 +38,9 @@ from diffflow.common.errors import ExplainError
 from diffflow.datalog.explain.correct import correct, needs_correction, replay
 from diffflow.datalog.explain.proof import (GroupNode, Leaf, ProofTree, format_fact, format_value,
                                             show)
-from diffflow.datalog.explain.witness import Evaluator, Unsupported, group_rows, witness_rows
+from diffflow.datalog.explain.witness import (Evaluator, Unsupported, group_rows, witness_rows)
 from diffflow.datalog.lower.provenance import HEIGHTS
+from diffflow.datalog.lower.rows import check_python_rows
 from diffflow.datalog.syntax import ast
 
 # -- explanations ---------------------------------------------------------------------------
@@ -147,7 +148,7 @@ def target_fact(program, relation: str, fact) -> tuple:
         raise ExplainError(str(exc)) from None
     fact = tuple(fact) if isinstance(fact, (tuple, list)) else (fact,)
     try:
-        program._check_python_rows(rel, [fact])
+        check_python_rows(rel, [fact])
     except ValueError as exc:
         raise ExplainError(str(exc)) from None
     return tuple(float(v) if t == "float" else v for v, t in zip(fact, rel.types))

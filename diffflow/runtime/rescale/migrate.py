@@ -368,9 +368,9 @@ def _copy_live(batch: Batch, budget: int):
         return None, budget
     batch._live_copy = None
     n = out + k  # (trimmed in place: the dead rows' room goes back, nothing is copied)
-    copy = Batch(columnar._trim(rows, n), columnar._trim(times, n), columnar._trim(diffs, n),
+    copy = Batch(columnar.trim(rows, n), columnar.trim(times, n), columnar.trim(diffs, n),
                  batch.key_width, batch.lower, batch.upper, batch.since)
-    copy.present, copy._bins = batch.present, (len(dead_at_start), columnar._trim(bins, n), n)
+    copy.present, copy._bins = batch.present, (len(dead_at_start), columnar.trim(bins, n), n)
     return copy.mark_died(died_since(dead_at_start, batch.dead)), budget
 
 

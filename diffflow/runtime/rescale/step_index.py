@@ -28,7 +28,7 @@ import weakref
 
 import numpy as np
 
-from diffflow.arrangements import columnar
+from diffflow.arrangements import grouping
 from diffflow.arrangements.batch import Batch
 from diffflow.lattice import Antichain, advance_by
 from diffflow.runtime.routing import BINS
@@ -110,7 +110,7 @@ def build(batch: Batch, plan, budget: int | None = None) -> StepIndex | None:
     budget -= batch.fill_bins(BINS, budget)
     if not batch.bins_ready(BINS):
         return None
-    kernels, bins = columnar._k(), batch._bins[1]
+    bins = batch._bins[1]
     while budget > 0 and index.phase != "done":
         if index.phase == "touch":  # the fresh arrays' pages, a slice at a time (below)
             m = len(index.diffs)
@@ -124,11 +124,11 @@ def build(batch: Batch, plan, budget: int | None = None) -> StepIndex | None:
             continue
         stop = min(n, index.at + budget)
         if index.phase == "count":
-            kernels.count_groups(bins, step_of_bin, index.at, stop, index.counts)
+            grouping.count_groups(bins, step_of_bin, index.at, stop, index.counts)
         else:
-            kernels.scatter_rows_by_group(bins, step_of_bin, index.at, stop, index.cursor,
-                                          batch.rows, batch.times, batch.diffs, index.rows,
-                                          index.times, index.diffs, index.bins)
+            grouping.scatter_rows_by_group(bins, step_of_bin, index.at, stop, index.cursor,
+                                           batch.rows, batch.times, batch.diffs, index.rows,
+                                           index.times, index.diffs, index.bins)
         budget -= stop - index.at
         index.at = stop
         if stop < n:
