@@ -17,16 +17,13 @@ itself, at run time, is :mod:`diffflow.arrangements`.)
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from diffflow.api.aggregates import aggregate_reducer
 from diffflow.api.custom_reducers import custom_reducer
 from diffflow.common.errors import GraphError
 from diffflow.common.schema import Schema
 
-if TYPE_CHECKING:
-    from diffflow.api.collection import Collection
-    from diffflow.api.outputs import Output
+# Annotations naming types of modules above this one (Collection, Output, Dataflow) are
+# strings (``from __future__ import annotations``): they name the type without importing it.
 
 
 def as_names(value, what: str) -> list:
@@ -53,14 +50,14 @@ class Arranged:
     several operators share one copy of the indexed data.
     """
 
-    def __init__(self, collection: Collection, node, keys):
+    def __init__(self, collection: Collection, node, keys):  # noqa: F821
         self.collection, self.node, self.keys = collection, node, list(keys)
         self.flow = collection.flow
 
     def __repr__(self) -> str:
         return f"<Arranged by {self.keys} of {self.collection!r}>"
 
-    def join(self, other, on=None, left_on=None, right_on=None, rename=None) -> Collection:
+    def join(self, other, on=None, left_on=None, right_on=None, rename=None) -> Collection:  # noqa: F821
         """Join with another collection or arrangement; this side's keys are the arrangement's.
 
         >>> import diffflow as dd
@@ -74,15 +71,15 @@ class Arranged:
                              f"(got {left_keys}) or arrange by the columns you need")
         return self.collection.join(other, on, left_on, right_on, rename)
 
-    def semijoin(self, other, on=None, left_on=None, right_on=None) -> Collection:
+    def semijoin(self, other, on=None, left_on=None, right_on=None) -> Collection:  # noqa: F821
         """See :meth:`Collection.semijoin`."""
         return self.collection.semijoin(other, on, left_on, right_on)
 
-    def antijoin(self, other, on=None, left_on=None, right_on=None) -> Collection:
+    def antijoin(self, other, on=None, left_on=None, right_on=None) -> Collection:  # noqa: F821
         """See :meth:`Collection.antijoin`."""
         return self.collection.antijoin(other, on, left_on, right_on)
 
-    def aggregate(self, **aggregates) -> Collection:
+    def aggregate(self, **aggregates) -> Collection:  # noqa: F821
         """Aggregate per key of the arrangement.
 
         >>> import diffflow as dd
@@ -92,7 +89,7 @@ class Arranged:
         """
         return self.collection._derived(aggregate_node(self, aggregates))
 
-    def reduce(self, fn, columns=None, out=None, negative: str = "drop") -> Collection:
+    def reduce(self, fn, columns=None, out=None, negative: str = "drop") -> Collection:  # noqa: F821
         """A custom reducer per key of the arrangement (see :meth:`Collection.reduce`).
 
         >>> import diffflow as dd
@@ -104,7 +101,7 @@ class Arranged:
         return self.collection._derived(
             custom_reduce_node(self.collection, self.keys, fn, columns, out, negative, self))
 
-    def output(self, name: str | None = None) -> "Output":
+    def output(self, name: str | None = None) -> "Output":  # noqa: F821
         """See :meth:`Collection.output`."""
         return self.collection.output(name)
 
@@ -173,7 +170,7 @@ def reduce_node(arranged: Arranged, reducer, schema: Schema, label: str):
     return node
 
 
-def reduce_with(arranged: Arranged, reducer, schema: Schema, label: str) -> "Collection":
+def reduce_with(arranged: Arranged, reducer, schema: Schema, label: str) -> "Collection":  # noqa: F821
     """The collection of :func:`reduce_node` (a reducer the collection API has no name for:
     the Datalog lowering's own).
 

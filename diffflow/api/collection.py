@@ -21,8 +21,6 @@ Nothing computes until :meth:`Dataflow.advance` closes an epoch.
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING
-
 from diffflow.api.arranged import (Arranged, aggregate_node, as_names, custom_reduce_node,
                                    join_keys, join_node, reduce_node)
 from diffflow.api.outputs import Output
@@ -31,14 +29,14 @@ from diffflow.common.schema import Schema
 from diffflow.dataflow.expr import Col, Expr, ExpressionError, Lit
 from diffflow.operators.reducers import DistinctReducer, ThresholdReducer
 
-if TYPE_CHECKING:
-    from diffflow.api.flow import Dataflow
+# Annotations naming types of modules above this one (Collection, Output, Dataflow) are
+# strings (``from __future__ import annotations``): they name the type without importing it.
 
 
 class Collection:
     """A collection of rows that changes over epochs; methods build new collections."""
 
-    def __init__(self, flow: Dataflow, node):
+    def __init__(self, flow: Dataflow, node):  # noqa: F821
         self.flow, self.node = flow, node
 
     @property

@@ -11,19 +11,17 @@ An :class:`Output` reads only through the runtime interface
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from diffflow.arrangements.updates import concat
 from diffflow.common.schema import decode_rows
 
-if TYPE_CHECKING:
-    from diffflow.api.flow import Dataflow
+# Annotations naming types of modules above this one (Collection, Output, Dataflow) are
+# strings (``from __future__ import annotations``): they name the type without importing it.
 
 
 class Output:
     """Reads a collection's current contents and its changes."""
 
-    def __init__(self, flow: Dataflow, node, name):
+    def __init__(self, flow: Dataflow, node, name):  # noqa: F821
         self.flow, self.node, self.name = flow, node, name
 
     def _decode(self, rows):
