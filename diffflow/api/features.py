@@ -99,11 +99,6 @@ class FlowAccess:
         """The running runtime, or ``None`` before the first ``advance()`` (or after close)."""
         return self.flow._runtime
 
-    @property
-    def inputs(self) -> list:
-        """The dataflow's :class:`~diffflow.api.inputs.InputCollection` s, in creation order."""
-        return list(self.flow._inputs)
-
     def input_name(self, node_id: int) -> str:
         """The name of the input whose node is ``node_id``."""
         return next(i.name for i in self.flow._inputs if i.node.id == node_id)
