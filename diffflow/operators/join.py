@@ -32,7 +32,8 @@ from diffflow.operators.base import Operator
 
 
 def matching_pairs(probe_keys: np.ndarray, batch_keys: np.ndarray):
-    """Index pairs ``(i, j)`` with ``probe_keys[i] == batch_keys[j]``; both sorted.
+    """Index pairs ``(i, j)`` with ``probe_keys[i] == batch_keys[j]``; both sorted by key
+    (the pairs come in no particular order).
 
     >>> i, j = matching_pairs(np.array([[1], [3]]), np.array([[1], [1], [2], [3]]))
     >>> i.tolist(), j.tolist()
@@ -41,9 +42,15 @@ def matching_pairs(probe_keys: np.ndarray, batch_keys: np.ndarray):
     m, n = len(probe_keys), len(batch_keys)
     if m == 0 or n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    if m * max(1, n.bit_length()) < n + m:
+    # binary-search the smaller side's keys in the larger side when that beats one merge
+    # pass: a one-row delta against a big trace batch costs O(log n), not O(n)
+    if m <= n and m * max(1, n.bit_length()) < n + m:
         lo, hi = columnar.key_ranges(batch_keys, probe_keys)
         return expand_ranges(lo, hi)
+    if n < m and n * max(1, m.bit_length()) < n + m:
+        lo, hi = columnar.key_ranges(probe_keys, batch_keys)
+        j, i = expand_ranges(lo, hi)
+        return i, j
     return columnar.match_sorted(probe_keys, batch_keys)
 
 

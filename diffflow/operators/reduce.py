@@ -37,6 +37,7 @@ from diffflow.arrangements.spine import Spine
 from diffflow.arrangements.updates import Updates, concat
 from diffflow.lattice.times import advance_by, minimal, rows_less_equal
 from diffflow.operators.base import Operator
+from diffflow.operators.reduce_abelian import abelian_corrections, abelian_of
 from diffflow.operators.reduce_extremum import extremum_corrections, extremum_of
 from diffflow.operators.reducers import segment_starts
 
@@ -125,6 +126,10 @@ class ReduceOp(Operator):
         if hasattr(self.reducer, "bind_symbols"):  # a tactic comparing symbols by text
             self.reducer = self.reducer.bind_symbols(ctx.symbols)
         self.extremum = extremum_of(self.reducer)  # a lone min/max: O(change) shortcut
+        self.abelian = abelian_of(self.reducer)  # counts and int sums: O(change) shortcut
+        # whether a row of negative multiplicity was ever met: the count/sum shortcut then
+        # cannot tell a group's presence from its count (see reduce_abelian)
+        self.negatives_seen = False
         # a function of each key's total multiplicity alone, with no value columns
         self.by_totals = hasattr(self.reducer, "from_totals") and self.reducer.out_width == 0
         self.in_spine = ctx.peer(node.inputs[0]).spine
@@ -144,6 +149,16 @@ class ReduceOp(Operator):
 
     def imported(self) -> None:
         self.fed = True  # the input trace now holds more than the first delta
+        if self.abelian is not None:  # rows that arrived before this operator: look once
+            every = self.in_spine.to_updates()
+            _, _, mults = columnar.consolidate(every.rows, np.zeros((len(every), 1), np.int64),
+                                               every.diffs)
+            self._note_negatives(mults)
+
+    def _note_negatives(self, mults) -> None:
+        """Remember a negative multiplicity among a group's accumulated rows."""
+        if self.abelian is not None and len(mults) and mults.min() < 0:
+            self.negatives_seen = True
 
     def step(self, inputs, frontiers):
         frontier = frontiers[0]
@@ -195,10 +210,10 @@ class ReduceOp(Operator):
         loop's first epoch are all like this.  When every batch of both traces
         lies below the new times (their ``max_time``), no key's history times
         need reading; a min/max aggregate then reads only the changed values
-        (:mod:`.reduce_extremum`), and a built-in tactic learns a key's previous
-        output by applying itself to the key's input without this delta, so the
-        output trace is not read (as Differential Dataflow's ``count_total``
-        reads one trace).  Returns ``(corrections or None, other keys' new
+        (:mod:`.reduce_extremum`), counts and int sums only the change and the
+        key's output row (:mod:`.reduce_abelian`), and another built-in tactic
+        learns a key's previous output by applying itself to the key's input
+        without this delta, so the output trace is not read.  Returns ``(corrections or None, other keys' new
         (key, time) pairs, their history as (query, times))``; the history is
         read once, for both.
         """
@@ -216,9 +231,8 @@ class ReduceOp(Operator):
         made = []
         todo = None  # every key, unless the extremum shortcut handles some
         sub_keys, sub_t = keys, first_t
-        if below and self.extremum is not None and simple.any():
-            fast, handled = extremum_corrections(self.extremum, self.in_spine, self.out_spine,
-                                                 self.key_width, keys, first_t, simple, delta)
+        if below and simple.any():
+            fast, handled = self._shortcut(keys, first_t, simple, delta)
             if fast is not None:
                 made.append(fast)
             if handled.any():
@@ -253,7 +267,9 @@ class ReduceOp(Operator):
                 found = self._from_totals(q_in, d_in, q_was, d_was, sub_keys, sub_t,
                                           previous_input=derive)
             else:
-                desired = self.reducer.reduce(*self._groups(q_in, rows_in, d_in))
+                grouped = self._groups(q_in, rows_in, d_in)
+                self._note_negatives(grouped[2])
+                desired = self.reducer.reduce(*grouped)
                 current = self._groups(q_was, rows_was, d_was)
                 if derive:
                     current = self.reducer.reduce(*current)
@@ -272,6 +288,20 @@ class ReduceOp(Operator):
         is_rest[rest if todo is None else todo[rest]] = True
         pairs = np.repeat(is_rest, np.diff(starts))
         return made, new_k[pairs], new_t[pairs], history
+
+    def _shortcut(self, keys, times, simple, delta):
+        """``(corrections or None, handled)`` of an O(change) shortcut for the simple keys:
+        a lone min/max (:mod:`.reduce_extremum`), counts and int sums (:mod:`.reduce_abelian`)."""
+        if self.extremum is not None:
+            return extremum_corrections(self.extremum, self.in_spine, self.out_spine,
+                                        self.key_width, keys, times, simple, delta)
+        if self.abelian is not None and not self.negatives_seen:
+            fast, handled, negative = abelian_corrections(
+                self.abelian, self.in_spine, self.out_spine, self.key_width, keys, times,
+                simple, delta)
+            self.negatives_seen = negative
+            return fast, handled
+        return None, np.zeros(len(keys), dtype=bool)
 
     def _first_delta(self, delta, keys, todo):
         """``delta`` as ``Spine.gather`` of ``keys[todo]`` (all keys if None) would read it."""
@@ -381,6 +411,7 @@ class ReduceOp(Operator):
             earlier = concat(made, self.out_spine.width, self.ctx.dim).consolidated() \
                 if made else None
             g_in, v_in, m_in = self._accumulate([self.in_spine], None, rk, rt)
+            self._note_negatives(m_in)
             desired = self.reducer.reduce(g_in, v_in, m_in)
             current = self._accumulate([self.out_spine], earlier, rk, rt)
             delta = self._difference(desired, current, rk, rt)
