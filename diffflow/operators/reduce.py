@@ -292,13 +292,14 @@ class ReduceOp(Operator):
     def _shortcut(self, keys, times, simple, delta):
         """``(corrections or None, handled)`` of an O(change) shortcut for the simple keys:
         a lone min/max (:mod:`.reduce_extremum`), counts and int sums (:mod:`.reduce_abelian`)."""
+        first = not self.fed  # the input trace holds exactly this delta
         if self.extremum is not None:
             return extremum_corrections(self.extremum, self.in_spine, self.out_spine,
-                                        self.key_width, keys, times, simple, delta)
+                                        self.key_width, keys, times, simple, delta, first=first)
         if self.abelian is not None and not self.negatives_seen:
             fast, handled, negative = abelian_corrections(
                 self.abelian, self.in_spine, self.out_spine, self.key_width, keys, times,
-                simple, delta)
+                simple, delta, first=first)
             self.negatives_seen = negative
             return fast, handled
         return None, np.zeros(len(keys), dtype=bool)

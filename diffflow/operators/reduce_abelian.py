@@ -51,15 +51,16 @@ def abelian_of(reducer) -> tuple | None:
     return tuple(a[0] for a in reducer.aggs), tuple(a[1] for a in reducer.aggs)
 
 
-def rows_turned_negative(in_spine, rows: np.ndarray, diffs: np.ndarray) -> bool:
+def rows_turned_negative(in_spine, rows: np.ndarray, diffs: np.ndarray, first=False) -> bool:
     """Whether a changed input row now has negative multiplicity in ``in_spine``.
 
     ``rows``/``diffs`` are the change, consolidated (one entry per distinct
     row); only rows whose net change is negative can have turned negative.
+    With ``first`` the spine holds exactly the change.
     """
     falling = diffs < 0
-    if not falling.any():
-        return False
+    if first or not falling.any():
+        return bool(falling.any())
     fall = np.ascontiguousarray(rows[falling])
     q, _, _, d = in_spine.gather(fall, width=fall.shape[1])
     after = np.zeros(len(fall), np.int64)
@@ -68,7 +69,7 @@ def rows_turned_negative(in_spine, rows: np.ndarray, diffs: np.ndarray) -> bool:
 
 
 def abelian_corrections(abelian, in_spine, out_spine, key_width, keys, key_times, candidate,
-                        delta):
+                        delta, first=False):
     """Corrections for the ``candidate`` keys whose new counts and sums follow from the change.
 
     ``keys`` (sorted, distinct) with one new time each (``key_times``), every
@@ -76,7 +77,8 @@ def abelian_corrections(abelian, in_spine, out_spine, key_width, keys, key_times
     spine already contains them).  Returns ``(corrections or None, handled,
     negative)``: ``handled`` a bool mask over ``keys``; ``negative`` true when
     a changed row's multiplicity went negative, in which case nothing is
-    handled and the caller must read groups from now on.
+    handled and the caller must read groups from now on.  With ``first`` the
+    input spine holds exactly ``delta`` (its first input).
     """
     kinds, columns = abelian
     handled = np.zeros(len(keys), dtype=bool)
@@ -87,7 +89,7 @@ def abelian_corrections(abelian, in_spine, out_spine, key_width, keys, key_times
     if not mine.any():
         return None, handled, False
     rows, diffs, at = rows[mine], diffs[mine], at[mine]
-    if rows_turned_negative(in_spine, rows, diffs):
+    if rows_turned_negative(in_spine, rows, diffs, first):
         return None, handled, True
     seg = segment_starts(at)  # rows sorted by key: one segment per changed key
     seg_key = at[seg]

@@ -45,13 +45,15 @@ def extremum_of(reducer) -> tuple | None:
 
 
 def extremum_corrections(extremum, in_spine, out_spine, key_width, keys, key_times, candidate,
-                         delta):
+                         delta, first=False):
     """Corrections for the ``candidate`` keys whose new min/max follows from the change.
 
     ``keys`` (sorted, distinct) with one new time each (``key_times``), every
     history time ``<=`` it; ``delta`` holds the new input updates (each key's
     at its time; the input spine already contains them).  Returns
     ``(corrections or None, handled)``, ``handled`` a bool mask over ``keys``.
+    With ``first`` the input spine holds exactly ``delta`` (its first input), so
+    the changed rows' multiplicities are the delta's: nothing is searched.
     """
     kind, column = extremum
     handled = np.zeros(len(keys), dtype=bool)
@@ -62,9 +64,12 @@ def extremum_corrections(extremum, in_spine, out_spine, key_width, keys, key_tim
         return None, handled
     rows, diffs, at = rows[mine], diffs[mine], at[mine]
     # each changed (key, value) row's multiplicity now: all its history counts at the new time
-    q, _, _, d = in_spine.gather(rows, width=rows.shape[1])
-    after = np.zeros(len(rows), np.int64)
-    np.add.at(after, q, d)  # exact int64 sums
+    if first:
+        after = diffs
+    else:
+        q, _, _, d = in_spine.gather(rows, width=rows.shape[1])
+        after = np.zeros(len(rows), np.int64)
+        np.add.at(after, q, d)  # exact int64 sums
     before = after - diffs
     value = rows[:, key_width + column]
     worst = _MAX if kind == "min" else _MIN

@@ -28,9 +28,10 @@ def abelian_counts(monkeypatch):
     counts = Counter()
     original = reduce_module.abelian_corrections
 
-    def counting(abelian, in_spine, out_spine, key_width, keys, key_times, candidate, delta):
+    def counting(abelian, in_spine, out_spine, key_width, keys, key_times, candidate, delta,
+                 **options):
         made, handled, negative = original(abelian, in_spine, out_spine, key_width, keys,
-                                           key_times, candidate, delta)
+                                           key_times, candidate, delta, **options)
         counts["handled"] += int(handled.sum())
         counts["fallback"] += int((candidate & ~handled).sum())
         counts["negative"] += int(negative)

@@ -30,9 +30,10 @@ def shortcut_counts(monkeypatch):
     counts = Counter()
     original = reduce_module.extremum_corrections
 
-    def counting(extremum, in_spine, out_spine, key_width, keys, key_times, candidate, delta):
+    def counting(extremum, in_spine, out_spine, key_width, keys, key_times, candidate, delta,
+                 **options):
         made, handled = original(extremum, in_spine, out_spine, key_width, keys, key_times,
-                                 candidate, delta)
+                                 candidate, delta, **options)
         counts["handled"] += int(handled.sum())
         counts["fallback"] += int((candidate & ~handled).sum())
         return made, handled
