@@ -138,6 +138,12 @@ class ReduceOp(Operator):
         self.pending_times = np.zeros((0, ctx.dim), np.int64)
         self.fed = False  # whether any input arrived yet (before: the input trace is empty)
 
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if "abelian" not in state:  # pickled before the count/sum shortcut existed
+            self.abelian = abelian_of(self.reducer)
+            self.negatives_seen = True  # the rows it met were not watched: read groups
+
     def capabilities(self):
         return self.pending_times if len(self.pending_times) else None
 
