@@ -126,7 +126,8 @@ class ReduceOp(Operator):
         if hasattr(self.reducer, "bind_symbols"):  # a tactic comparing symbols by text
             self.reducer = self.reducer.bind_symbols(ctx.symbols)
         self.extremum = extremum_of(self.reducer)  # a lone min/max: O(change) shortcut
-        self.abelian = abelian_of(self.reducer)  # counts and int sums: O(change) shortcut
+        # counts, int sums and distinct: O(change) shortcut
+        self.abelian = abelian_of(self.reducer)
         # whether a row of negative multiplicity was ever met: the count/sum shortcut then
         # cannot tell a group's presence from its count (see reduce_abelian)
         self.negatives_seen = False
@@ -348,6 +349,7 @@ class ReduceOp(Operator):
         input's rows before this step (whose totals give the previous output)."""
         n = len(keys)
         total_in, total_out = _sums(q_in, d_in, n), _sums(q_out, d_out, n)
+        self._note_negatives(total_in)
         if previous_input:
             total_out = self.reducer.from_totals(total_out)
         change = self.reducer.from_totals(total_in) - total_out

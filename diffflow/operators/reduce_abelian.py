@@ -23,6 +23,12 @@ as before.  Without a ``count`` among the aggregates the old count is not in
 the output row: a present key whose rows net-decrease may have emptied, and
 reads its group.
 
+``distinct`` is the same with no aggregates: a key is present while its total
+multiplicity is positive, so a present key that gains rows stays, an absent
+one that gains rows appears, and only a present key losing rows reads its
+group.  In a semi-naive loop's first epoch (transitive closure and the like)
+no key loses rows: a new fact costs one search of the output trace.
+
 Floating-point sums are not abelian here (rounding depends on the order of
 the additions, and the answer must equal a from-scratch sum), and ``min`` /
 ``max`` have their own shortcut (:mod:`.reduce_extremum`).
@@ -32,18 +38,25 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.arrangements import columnar
+from diffflow.arrangements.batch import Batch
 from diffflow.arrangements.updates import Updates
-from diffflow.operators.reducers import AggregateReducer, segment_starts
+from diffflow.operators.reducers import AggregateReducer, DistinctReducer, segment_starts
 
 
 def abelian_of(reducer) -> tuple | None:
     """The aggregates as ``(kinds, value columns)`` when each is a count or an int sum.
 
+    ``distinct`` is the case of no aggregates: a key's presence alone.
+
     >>> abelian_of(AggregateReducer([("count", None, "int"), ("sum", 1, "int")]))
     (('count', 'sum'), (None, 1))
     >>> abelian_of(AggregateReducer([("sum", 0, "float")])) is None
     True
+    >>> abelian_of(DistinctReducer())
+    ((), ())
     """
+    if type(reducer) is DistinctReducer:
+        return (), ()
     if not isinstance(reducer, AggregateReducer) or not reducer.aggs:
         return None
     if any(kind not in ("count", "sum") or typ != "int" for kind, _, typ in reducer.aggs):
@@ -82,8 +95,11 @@ def abelian_corrections(abelian, in_spine, out_spine, key_width, keys, key_times
     """
     kinds, columns = abelian
     handled = np.zeros(len(keys), dtype=bool)
-    rows, _, diffs = columnar.consolidate(delta.rows, np.zeros((len(delta), 1), np.int64),
-                                          delta.diffs)
+    if isinstance(delta, Batch):  # sorted and consolidated; a candidate key has one time
+        rows, diffs = delta.rows, delta.diffs
+    else:
+        rows, _, diffs = columnar.consolidate(delta.rows, np.zeros((len(delta), 1), np.int64),
+                                              delta.diffs)
     at, _ = columnar.key_ranges(keys, np.ascontiguousarray(rows[:, :key_width]))
     mine = candidate[at]
     if not mine.any():

@@ -1,4 +1,4 @@
-"""Counts and integer sums from the change alone (``reduce_abelian``).
+"""Counts, integer sums and distinct from the change alone (``reduce_abelian``).
 
 Random inserts and removes through count / sum aggregates, compared at every
 epoch with a from-scratch oracle (a group is present while one of its rows has
@@ -77,6 +77,26 @@ def test_counts_and_sums_under_random_updates(with_count, parts, abelian_counts)
         assert abelian_counts["negative"] > 0, abelian_counts
         if not with_count:  # a present group losing rows reads its group: it may be empty
             assert abelian_counts["fallback"] > 0, abelian_counts
+
+
+@pytest.mark.parametrize("parts", [1, 3])
+def test_distinct_under_random_updates(parts, abelian_counts):
+    # distinct is the shortcut with no aggregates: a key's presence from the change alone
+    def build(flow, i):
+        return i["a"].select("k").distinct()
+
+    def oracle(s):
+        totals = Counter()
+        for (k, _), m in s["a"].items():
+            totals[k] += m
+        return Counter({(k,): 1 for k, m in totals.items() if m > 0})
+
+    for seed in range(8):
+        drive({"a": ["k", "v"]}, build, oracle, seed=seed, parts=parts, epochs=10, domain=5,
+              batch=12, allow_negative=seed % 2 == 1)
+    if _counted_here():
+        assert abelian_counts["handled"] > 50 and abelian_counts["fallback"] > 0, abelian_counts
+        assert abelian_counts["negative"] > 0, abelian_counts
 
 
 def _supported_reach(edges, roots):
