@@ -1,49 +1,47 @@
 """Peers table: diffflow, DuckDB, scipy and Pathway side by side, one markdown table, one run.
 
     cd <repository checkout>
-    PYTHONPATH=. python bench/bench_peers.py                  # R-MAT s15 + s17, ~10 min
+    PYTHONPATH=. python bench/bench_peers.py                  # R-MAT s15 + s17, ~5 min
     PYTHONPATH=. python bench/bench_peers.py --big --cap 900  # adds R-MAT s20 (diffflow ~17 GB)
-    PYTHONPATH=. python bench/bench_peers.py --scales 12,13 --update-scale 11 --tc-scale 8 \\
-        --repeats 1 --batches 5 --pipeline-rows 100000        # quick check of the program, ~2 min
+    PYTHONPATH=. python bench/bench_peers.py --scales 12,13 --update-scale 11 --tc-scale 8 \
+        --repeats 1 --batches 5 --pipeline-rows 100000        # quick check of the program
 
-Graphs are Graph500-sized R-MAT graphs (``bench_graphs.graph500_edges``: edge factor x 2^scale
-pairs with Graph500's a, b, c = 0.57, 0.19, 0.19, self loops and duplicates dropped, seed 0);
-"reach" counts the nodes reachable from ``--roots`` sources (seed 1, as bench_scaling picks
-them), "components" gives [weakly connected components, nodes in the largest].  Rows, with
-``--scales A,B`` (default 15,17) and ``--edge-factors F,G`` (default 8,16):
+Graphs: ``bench_graphs.graph500_edges`` (edge factor x 2^scale R-MAT pairs, Graph500's a, b,
+c = 0.57, 0.19, 0.19, self loops and duplicates dropped).  "reach" counts the nodes reachable
+from ``--roots`` sources (seed 1, as bench_scaling picks them); "components" is [weakly
+connected components, nodes in the largest].  Rows, for ``--scales A,B`` (15,17) and
+``--edge-factors F,G`` (8,16):
 
-  sA reach / components, first in process   a fresh process times from before the engine's
-      import to the answer: import (diffflow; duckdb + pandas; scipy.sparse; pathway), build,
-      load the edges, compute.  Before it only numpy and the input array (``np.load``) are
-      there, and an earlier, unreported process ran the same diffflow cases, so numba's
-      on-disk cache is filled: diffflow loads cached kernels and compiles nothing.
-  sA ... second in process                  the same query again in that process (a new
-      dataflow; DuckDB: the same connection, tables replaced).
-  TC sT (``--tc-scale``, default 10, factor F) first / second  bench_datalog's transitive
-      closure (``dd.Program``; DuckDB ``WITH RECURSIVE ... UNION``; scipy: its semi-naive
-      sparse fixpoint), timed as above; then bytes per derived fact of the first run's peak
-      memory above the process's baseline.
-  sB components, sB reach (factor G)       first in process; components also peak memory.
-  sB / sU (``--update-scale``, default 14, factor F) update  one dataflow computing reach and
-      components over the same edges; after the initial load, ``--batches`` batches of 10
-      present edges removed and 10 absent edges inserted, each then ``advance()`` (the
-      remove / insert calls are timed too): median / p90 per process.  DuckDB and scipy
-      recompute both answers from scratch (edges loaded again) on the edge set after the
-      batches, ``--recomputes`` times in a warm process: median / p90.
-  s20 (``--big``, factor G)                reach and components, first in process, time and
-      peak memory; every timed case is killed after ``--cap`` seconds ("> cap").
-  100k-update epoch, single-row epoch      bench_pipeline's join -> aggregate(count) over
+  sA reach / components, first in process: a fresh process times from before the engine's
+      import to the answer (import of diffflow / duckdb + pandas / scipy.sparse / pathway,
+      build, load the edges, compute).  Only numpy and the input array (``np.load``) precede
+      it; an earlier, unreported process ran the same diffflow cases, so numba's on-disk
+      cache is filled and diffflow loads cached kernels, compiling nothing.
+  ... second in process: the same query again in that process (a new dataflow; DuckDB: the
+      same connection, tables replaced).
+  Datalog TC on R-MAT s``--tc-scale`` (10), factor F, first / second: bench_datalog's
+      transitive closure (``dd.Program``; DuckDB ``WITH RECURSIVE ... UNION``; scipy: its
+      semi-naive sparse fixpoint), timed as above; then the first run's peak memory above
+      the baseline per derived fact (diffflow's includes loading its cached kernels, ~70 MiB).
+  sB components and reach (factor G): first in process; components also peak memory.
+  sB and s``--update-scale`` (14, factor F) update: one dataflow computing reach and
+      components; after the initial load, ``--batches`` batches of 10 present edges removed
+      and 10 absent ones inserted, each then ``advance()`` (remove / insert timed too): median
+      / p90 per process.  DuckDB and scipy recompute both answers from scratch (edges loaded
+      again) on the edge set after the batches, ``--recomputes`` times in a warm process.
+  s20 (``--big``, factor G): reach and components, first in process, time and peak memory.
+  100k-update epoch, single-row epoch: bench_pipeline's join -> aggregate(count) over
       ``--pipeline-rows`` facts: epochs of 100,000 fact updates (M updates/s over
       ``--pipeline-batches`` epochs) and single-query epochs (median ms of ``--epochs``).
 
-Peak memory above the baseline is ``ru_maxrss`` after the first run minus the RSS measured
-right after the engine's imports (the input edge array is already in the baseline).  Every
-cell is the median over ``--repeats`` fresh processes (default 3).  Single-threaded:
+Peak memory above the baseline: ``ru_maxrss`` after the first run minus the RSS right after
+the engine's imports (the input edge array is in the baseline).  A cell is the median over
+``--repeats`` fresh processes (3); a timed case still open after ``--cap`` s is killed ("> cap").
 ``--threads`` (1) sets NUMBA_NUM_THREADS, DuckDB's ``threads`` and PATHWAY_THREADS.  Answers
-are checked against scipy computed in this process; a disagreement prints MISMATCH and makes
-the exit status 1.  Pathway is measured where ``import pathway`` works (from-scratch reach and
-components, ``pw.iterate``), else its column says "not installed"; "-" marks a case an
-engine does not run.  Progress goes to stderr.  No network.  Not collected by pytest.
+are checked against scipy run in this process: a disagreement prints MISMATCH, exit status 1.
+Pathway runs where ``import pathway`` works (from-scratch reach and components with
+``pw.iterate``), else its column says "not installed"; "-": the engine does not run that case.
+Progress goes to stderr.  No network.  Not collected by pytest.
 """
 from __future__ import annotations
 
@@ -53,7 +51,6 @@ import gc
 import importlib.util
 import json
 import os
-import resource
 import shlex
 import statistics
 import subprocess
@@ -67,13 +64,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 # scaling_workers imports only numpy and the standard library: the engines stay unimported
 # until a timed case imports them.
-from scaling_workers import case, emit, rss_mib, run_worker, update_batches  # noqa: E402
+from scaling_workers import (case, emit, maxrss_mib, rss_mib, run_worker,  # noqa: E402
+                             update_batches)
 
 ENGINES = ("diffflow", "duckdb", "scipy", "pathway")
-
-
-def maxrss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,11 +344,10 @@ class Peers:
         self.rows.append([label] + self.cells(results, value, fmt, key))
 
     # -- the cases ---------------------------------------------------------------------------
-    def scratch(self, scale: int, factor: int, alg: str, runs: int, memory: bool,
-                engines=ENGINES) -> None:
+    def scratch(self, scale: int, factor: int, alg: str, runs: int, memory: bool) -> None:
         g = self.graph(scale, factor)
         self.log(f"{g['label']} {alg}, {runs} run(s) per process")
-        res = self.run({"kind": "scratch", "alg": alg, "data": g["path"], "runs": runs}, engines)
+        res = self.run({"kind": "scratch", "alg": alg, "data": g["path"], "runs": runs}, ENGINES)
         want = g["want"][alg]
         self.check(f"{g['label']} {alg}", want, res, "first")
         self.check(f"{g['label']} {alg} (second)", want, res, "second")
@@ -362,10 +355,9 @@ class Peers:
         what = (f"reach from {roots} ({want:,} nodes)" if alg == "reach" else
                 f"components ({want[0]:,}; largest {want[1]:,} nodes)")
         for key, when in (("first", "first in process"), ("second", "second in process"))[:runs]:
-            self.row(f"{g['label']} {what}, {when}, s", res, seconds(key), secs, key)
+            self.row(f"{g['label']} {what}, {when}, s", res, seconds(key), num, key)
         if memory:
-            self.row(f"{g['label']} {what}: peak memory above baseline, MiB", res, growth,
-                     lambda m: f"{m:,.0f}")
+            self.row(f"{g['label']} {what}: peak memory above baseline, MiB", res, growth, num)
 
     def tc_graph(self) -> tuple:
         """The TC input saved for the workers: (path, edges)."""
@@ -400,10 +392,9 @@ class Peers:
                        ("diffflow", "duckdb", "scipy"))
         for key in ("first", "second"):
             self.check(f"{label} {key}", facts, res, key)
-            self.row(f"{label}, {key} in process, s", res, seconds(key), secs, key)
+            self.row(f"{label}, {key} in process, s", res, seconds(key), num, key)
         self.row(f"{label}: peak memory above baseline, bytes / derived fact", res,
-                 lambda r: None if growth(r) is None else growth(r) * 2**20 / facts,
-                 lambda b: f"{b:,.0f}")
+                 lambda r: None if growth(r) is None else growth(r) * 2**20 / facts, num)
 
     def updates(self, scale: int, factor: int) -> None:
         g = self.graph(scale, factor, self.args.batches)
@@ -427,7 +418,7 @@ class Peers:
             return statistics.median(ms), ms[min(len(ms) - 1, int(0.9 * len(ms)))]
         self.row(f"{g['label']} 10+10-edge update, reach + components (DuckDB, scipy: "
                  f"recompute), median / p90 ms", res, latency,
-                 lambda t: f"{t[0]:.3g} / {t[1]:.3g}")
+                 lambda t: f"{num(t[0])} / {num(t[1])}")
 
     def pipeline(self) -> None:
         a = self.args
@@ -438,8 +429,7 @@ class Peers:
         what = f"join -> aggregate(count) over {a.pipeline_rows:,} rows"
         self.row(f"{what}: 100,000-update epoch, M updates/s", res,
                  lambda r: r.get("rate") and r["rate"] / 1e6, lambda v: f"{v:.2f}")
-        self.row(f"{what}: single-row epoch, median ms", res, lambda r: r.get("single_ms"),
-                 lambda v: f"{v:.3g}")
+        self.row(f"{what}: single-row epoch, median ms", res, lambda r: r.get("single_ms"), num)
 
 
 def seconds(key: str):
@@ -453,8 +443,9 @@ def growth(r):
     return max(0.0, r["peak_first_mib"] - r["base_mib"])
 
 
-def secs(x: float) -> str:
-    return f"{x:.3g}" if x < 100 else f"{x:.0f}"
+def num(x: float) -> str:
+    """Three significant digits, or a whole number with thousands separators from 100 up."""
+    return f"{x:.3g}" if x < 100 else f"{x:,.0f}"
 
 
 def main() -> None:

@@ -54,6 +54,11 @@ def rss_mib() -> float:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def maxrss_mib() -> float:
+    """The process's peak resident memory so far (``ru_maxrss``)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def case(key, fn, *args):
     """Run ``fn(*args)`` as the timed case ``key``; fn returns (answer, untimed_reader)."""
     emit(begin=key)
@@ -284,7 +289,7 @@ def diffflow_datalog(spec):
         return lambda: int(program.size(name))
 
     case("initial", initial)
-    emit(peak_after_initial_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    emit(peak_after_initial_mib=maxrss_mib())
     case("update", update)
 
 
@@ -463,7 +468,7 @@ def run_cold(engine: str, threads: int = 1, timeout: float = 600.0) -> dict:
 def main() -> None:
     spec = json.loads(sys.argv[1])
     TASKS[spec["task"], spec["engine"]](spec)
-    emit(peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    emit(peak_mib=maxrss_mib())
 
 
 if __name__ == "__main__":
