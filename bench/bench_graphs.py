@@ -24,28 +24,44 @@ import time
 import numpy as np
 from datasets import add_data_option, load_graph, require, stats_entry  # noqa: F401
 
-import diffflow as dd
-from diffflow import graphs
+# diffflow is imported inside the functions that use it: bench_peers.py times scipy_reach /
+# scipy_wcc in processes that must not have imported diffflow.
+
+
+def rmat_sample(rng, scale: int, n: int, a=0.57, b=0.19, c=0.19) -> np.ndarray:
+    """``n`` R-MAT (Graph500 Kronecker) node pairs over ``2**scale`` nodes, self loops and
+    duplicates included."""
+    src = np.zeros(n, np.int64)
+    dst = np.zeros(n, np.int64)
+    for bit in range(scale):
+        r = rng.random(n)
+        right = (r >= a) & (r < a + b) | (r >= a + b + c)
+        down = r >= a + b
+        src |= down.astype(np.int64) << bit
+        dst |= right.astype(np.int64) << bit
+    return np.stack([src, dst], 1)
 
 
 def rmat_edges(scale: int, count: int, seed: int = 0, a=0.57, b=0.19, c=0.19) -> np.ndarray:
-    """Distinct R-MAT (Graph500 Kronecker) edges over ``2**scale`` nodes, no self loops."""
+    """``count`` distinct R-MAT (Graph500 Kronecker) edges over ``2**scale`` nodes, no self
+    loops."""
     rng = np.random.default_rng(seed)
     out = np.zeros((0, 2), np.int64)
     while len(out) < count:
-        n = int((count - len(out)) * 1.3) + 16
-        src = np.zeros(n, np.int64)
-        dst = np.zeros(n, np.int64)
-        for bit in range(scale):
-            r = rng.random(n)
-            right = (r >= a) & (r < a + b) | (r >= a + b + c)
-            down = r >= a + b
-            src |= down.astype(np.int64) << bit
-            dst |= right.astype(np.int64) << bit
-        batch = np.stack([src, dst], 1)
+        batch = rmat_sample(rng, scale, int((count - len(out)) * 1.3) + 16, a, b, c)
         batch = batch[batch[:, 0] != batch[:, 1]]
         out = np.unique(np.concatenate([out, batch]), axis=0)
     return out[rng.permutation(len(out))[:count]]
+
+
+def graph500_edges(scale: int, edge_factor: int, seed: int = 0) -> np.ndarray:
+    """Graph500-sized R-MAT graph: ``edge_factor * 2**scale`` pairs sampled (Graph500's a, b,
+    c), self loops and duplicates dropped (s15 x8: 243,678 edges; s17 x16: 1,942,371), in
+    random order.  Unlike Graph500, node ids are not permuted."""
+    rng = np.random.default_rng(seed)
+    out = rmat_sample(rng, scale, edge_factor << scale)
+    out = np.unique(out[out[:, 0] != out[:, 1]], axis=0)
+    return out[rng.permutation(len(out))]
 
 
 def scipy_reach(edges: np.ndarray, roots: np.ndarray) -> int:
@@ -62,7 +78,8 @@ def scipy_reach(edges: np.ndarray, roots: np.ndarray) -> int:
     return int(seen.sum())
 
 
-def scipy_wcc(edges: np.ndarray) -> int:
+def scipy_components(edges: np.ndarray) -> list:
+    """``[number of weakly connected components, nodes in the largest]``."""
     import scipy.sparse as sp
     from scipy.sparse.csgraph import connected_components
 
@@ -70,7 +87,12 @@ def scipy_wcc(edges: np.ndarray) -> int:
     e = inv.reshape(-1, 2)
     m = sp.csr_matrix((np.ones(len(e)), (e[:, 0], e[:, 1])), shape=(len(ids), len(ids)))
     n, labels = connected_components(m, directed=True, connection="weak")
-    return int(np.bincount(labels).max())
+    return [int(n), int(np.bincount(labels).max())]
+
+
+def scipy_wcc(edges: np.ndarray) -> int:
+    """Nodes in the largest weakly connected component."""
+    return scipy_components(edges)[1]
 
 
 def nx_reach(edges, roots) -> int:
@@ -100,6 +122,9 @@ def timed(fn, *args):
 
 
 def run(algorithm: str, edges_np: np.ndarray, batches: int, parts: int, seed: int = 1):
+    import diffflow as dd
+    from diffflow import graphs
+
     rng = np.random.default_rng(seed)
     flow = dd.Dataflow(partitions=parts)
     edges = flow.input("edges", ["src", "dst"])
@@ -152,6 +177,9 @@ def run(algorithm: str, edges_np: np.ndarray, batches: int, parts: int, seed: in
 def trace_overhead(algorithm: str, edges_np: np.ndarray, batches: int, parts: int, trace: str,
                    seed: int = 1, runtime: str = "local") -> None:
     """Update latency untraced and traced, the two copies fed the same batches in turns."""
+    import diffflow as dd
+    from diffflow import graphs
+
     rng = np.random.default_rng(seed)
     roots_np = rng.choice(np.unique(edges_np[:, 0]), 10, replace=False)
     root, ext = os.path.splitext(trace)
@@ -190,6 +218,9 @@ def trace_overhead(algorithm: str, edges_np: np.ndarray, batches: int, parts: in
 
 def component_sizes(edges_np: np.ndarray, graph: str, data=None) -> None:
     """Largest WCC and SCC computed by diffflow, checked against the graph's stats.json."""
+    import diffflow as dd
+    from diffflow import graphs
+
     entry = stats_entry(graph, data)
     flow = dd.Dataflow()
     edges = flow.input("edges", ["src", "dst"])

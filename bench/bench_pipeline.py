@@ -41,6 +41,61 @@ def build(rows: int, queries: int, parts: int, seed: int = 0):
     return flow, q, facts, out, fact_rows, keys, load, rng
 
 
+def timed_epochs(flow, change, epochs: int) -> tuple:
+    """Median and p90 ms of ``flow.advance()`` over ``epochs`` epochs, each after ``change()``."""
+    samples = []
+    for _ in range(epochs):
+        change()
+        t0 = time.perf_counter()
+        flow.advance()
+        samples.append(time.perf_counter() - t0)
+    samples.sort()
+    return statistics.median(samples) * 1e3, samples[int(len(samples) * 0.9)] * 1e3
+
+
+def query_change(q, keys: int, rng):
+    """A change that inserts one random query key, or removes it if it is present."""
+    live_queries = set()
+
+    def change():
+        k = int(rng.integers(0, keys))
+        if k in live_queries:
+            q.remove([(k,)])
+            live_queries.discard(k)
+        else:
+            q.insert([(k,)])
+            live_queries.add(k)
+    return change
+
+
+def fact_change(facts, fact_rows, rng):
+    """A change that replaces one random fact's value (one removal + one insertion)."""
+    def change():
+        i = int(rng.integers(0, len(fact_rows)))
+        facts.update(fact_rows[i:i + 1], np.array([-1]))
+        fact_rows[i, 1] = int(rng.integers(0, 1 << 40))
+        facts.update(fact_rows[i:i + 1].copy(), np.array([1]))
+    return change
+
+
+def batch_epochs(flow, facts, fact_rows, keys: int, rng, batch: int, epochs: int) -> tuple:
+    """``epochs`` epochs of ``batch`` fact updates (half removals of present facts, half
+    insertions); returns (updates per second, seconds per epoch) of ``flow.advance()``."""
+    total, spent = 0, 0.0
+    half = batch // 2
+    for _ in range(epochs):
+        removed = rng.choice(len(fact_rows), size=half, replace=False)
+        added = np.stack([rng.integers(0, keys, half), rng.integers(0, 1 << 40, half)], axis=1)
+        facts.update(fact_rows[removed], -np.ones(half, np.int64))
+        facts.update(added, np.ones(half, np.int64))
+        fact_rows[removed] = added
+        t0 = time.perf_counter()
+        flow.advance()
+        spent += time.perf_counter() - t0
+        total += 2 * half
+    return total / spent, spent / epochs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -55,54 +110,14 @@ def main() -> None:
                                                             args.partitions)
     print(f"initial load: {args.rows:,} facts + {args.queries:,} queries in {load:.2f} s "
           f"({(args.rows + args.queries) / load / 1e6:.2f} M updates/s)")
-
-    def timed(change):
-        samples = []
-        for _ in range(args.epochs):
-            change()
-            t0 = time.perf_counter()
-            flow.advance()
-            samples.append(time.perf_counter() - t0)
-        samples.sort()
-        return statistics.median(samples) * 1e3, samples[int(len(samples) * 0.9)] * 1e3
-
-    live_queries = set()
-
-    def query_change():
-        k = int(rng.integers(0, keys))
-        if k in live_queries:
-            q.remove([(k,)])
-            live_queries.discard(k)
-        else:
-            q.insert([(k,)])
-            live_queries.add(k)
-
-    med, p90 = timed(query_change)
+    med, p90 = timed_epochs(flow, query_change(q, keys, rng), args.epochs)
     print(f"single-row query epochs: median {med:.3f} ms, p90 {p90:.3f} ms")
-
-    def fact_change():
-        i = int(rng.integers(0, len(fact_rows)))
-        facts.update(fact_rows[i:i + 1], np.array([-1]))
-        fact_rows[i, 1] = int(rng.integers(0, 1 << 40))
-        facts.update(fact_rows[i:i + 1].copy(), np.array([1]))
-
-    med, p90 = timed(fact_change)
+    med, p90 = timed_epochs(flow, fact_change(facts, fact_rows, rng), args.epochs)
     print(f"single-fact replace epochs (1 remove + 1 insert): median {med:.3f} ms, p90 {p90:.3f} ms")
-
-    total, spent = 0, 0.0
-    half = args.batch // 2
-    for _ in range(args.batch_epochs):
-        removed = rng.choice(len(fact_rows), size=half, replace=False)
-        added = np.stack([rng.integers(0, keys, half), rng.integers(0, 1 << 40, half)], axis=1)
-        facts.update(fact_rows[removed], -np.ones(half, np.int64))
-        facts.update(added, np.ones(half, np.int64))
-        fact_rows[removed] = added
-        t0 = time.perf_counter()
-        flow.advance()
-        spent += time.perf_counter() - t0
-        total += 2 * half
-    print(f"{args.batch:,}-update epochs: {total / spent / 1e6:.2f} M updates/s "
-          f"({spent / args.batch_epochs * 1e3:.0f} ms per epoch)")
+    rate, per_epoch = batch_epochs(flow, facts, fact_rows, keys, rng, args.batch,
+                                   args.batch_epochs)
+    print(f"{args.batch:,}-update epochs: {rate / 1e6:.2f} M updates/s "
+          f"({per_epoch * 1e3:.0f} ms per epoch)")
     print(f"output groups: {len(out.snapshot()):,}")
 
 

@@ -54,6 +54,11 @@ def rss_mib() -> float:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def maxrss_mib() -> float:
+    """The process's peak resident memory so far (``ru_maxrss``)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def case(key, fn, *args):
     """Run ``fn(*args)`` as the timed case ``key``; fn returns (answer, untimed_reader)."""
     emit(begin=key)
@@ -122,33 +127,51 @@ def load_kernels() -> None:
     columnar._k()
 
 
-def diffflow_graph(spec):
+def graph_flow(algs, roots):
+    """A dataflow over one ``edges`` input computing each of ``algs`` ("reach": nodes reachable
+    from ``roots``; "cc": connected components); returns (flow, edges input, {alg: reader}),
+    a reader giving the reached count or [components, largest] after ``advance()``."""
     import diffflow as dd
-    load_kernels()
     from diffflow import graphs
 
-    def build(roots):
-        flow = dd.Dataflow()
-        edges = flow.input("edges", ["src", "dst"])
-        if spec["alg"] == "reach":
-            r = flow.input("roots", ["node"])
-            out = graphs.reachable(edges, r).aggregate(by=[], n=dd.count()).output()
-            r.insert(np.asarray(roots, np.int64)[:, None])
-            return flow, edges, lambda: int(next(iter(out.snapshot()))[0])
-        out = graphs.connected_components(edges).aggregate(by=["label"], size=dd.count()).output()
+    flow = dd.Dataflow()
+    edges = flow.input("edges", ["src", "dst"])
+    readers = {}
+    if "reach" in algs:
+        r = flow.input("roots", ["node"])
+        reach = graphs.reachable(edges, r).aggregate(by=[], n=dd.count()).output()
+        r.insert(np.asarray(roots, np.int64)[:, None])
+        readers["reach"] = lambda: int(next(iter(reach.snapshot()))[0])
+    if "cc" in algs:
+        cc = graphs.connected_components(edges).aggregate(by=["label"], size=dd.count()).output()
 
         def components():
-            sizes = [r[1] for r in out.snapshot()]
+            sizes = [r[1] for r in cc.snapshot()]
             return [len(sizes), int(max(sizes))]
-        return flow, edges, components
+        readers["cc"] = components
+    return flow, edges, readers
 
-    warm = chain(20)                          # numba kernels load (or compile) here, untimed
-    flow, edges, read = build([0])
+
+def warm_graph_flow(algs) -> None:
+    """Untimed warm-up: numba kernels load (or compile) on a 20-node chain, its first epoch
+    and one edge removed."""
+    load_kernels()
+    warm = chain(20)
+    flow, edges, readers = graph_flow(algs, [0])
     edges.insert(warm)
     flow.advance()
-    read()
+    for read in readers.values():
+        read()
     edges.remove(warm[[10]])
     flow.advance()
+
+
+def diffflow_graph(spec):
+    def build(roots):
+        flow, edges, readers = graph_flow([spec["alg"]], roots)
+        return flow, edges, readers[spec["alg"]]
+
+    warm_graph_flow([spec["alg"]])
     emit(ready=True, rss_mib=rss_mib())
     data = np.load(spec["data"])
     flow, edges, read = build(data["roots"])
@@ -169,9 +192,32 @@ def diffflow_graph(spec):
         case(f"step{i}", step, i)
 
 
+def duckdb_graph_query(con, alg: str, edges: np.ndarray, roots, using_key: bool = True):
+    """Load ``edges`` into DuckDB connection ``con`` and answer ``alg`` ("reach": count of nodes
+    reachable from ``roots``; "cc": [components, largest]) with recursive SQL; ``using_key``
+    False iterates an UPDATE instead of ``WITH RECURSIVE ... USING KEY`` (DuckDB < 1.3)."""
+    import pandas as pd
+
+    edge_df = pd.DataFrame(edges, columns=["src", "dst"])  # noqa: F841 (read by the SQL)
+    con.execute("CREATE OR REPLACE TABLE edges AS SELECT * FROM edge_df")
+    if alg == "reach":
+        root_df = pd.DataFrame({"node": np.asarray(roots, np.int64)})  # noqa: F841
+        con.execute("CREATE OR REPLACE TABLE roots AS SELECT * FROM root_df")
+        return int(con.execute(REACH_SQL).fetchone()[0])
+    con.execute("CREATE OR REPLACE TABLE und AS SELECT src, dst FROM edges "
+                "UNION SELECT dst, src FROM edges")
+    con.execute("CREATE OR REPLACE TABLE nodes AS SELECT DISTINCT src AS node FROM und")
+    if using_key:
+        return list(map(int, con.execute(CC_SQL).fetchone()))
+    con.execute("CREATE OR REPLACE TABLE labels AS SELECT node, node AS label FROM nodes")
+    while con.execute(CC_UPDATE).fetchone()[0]:
+        pass
+    return list(map(int, con.execute("SELECT count(*), max(c) FROM (SELECT count(*) c "
+                                     "FROM labels GROUP BY label)").fetchone()))
+
+
 def duckdb_graph(spec):
     import duckdb
-    import pandas as pd
 
     con = duckdb.connect()
     con.execute(f"SET threads = {spec['threads']}")
@@ -183,23 +229,8 @@ def duckdb_graph(spec):
         using_key = False
 
     def run(path, roots):
-        edge_df = pd.DataFrame(np.load(path) if isinstance(path, str) else path,  # noqa: F841
-                               columns=["src", "dst"])
-        con.execute("CREATE OR REPLACE TABLE edges AS SELECT * FROM edge_df")
-        if spec["alg"] == "reach":
-            root_df = pd.DataFrame({"node": np.asarray(roots, np.int64)})  # noqa: F841
-            con.execute("CREATE OR REPLACE TABLE roots AS SELECT * FROM root_df")
-            return int(con.execute(REACH_SQL).fetchone()[0])
-        con.execute("CREATE OR REPLACE TABLE und AS SELECT src, dst FROM edges "
-                    "UNION SELECT dst, src FROM edges")
-        con.execute("CREATE OR REPLACE TABLE nodes AS SELECT DISTINCT src AS node FROM und")
-        if using_key:
-            return list(map(int, con.execute(CC_SQL).fetchone()))
-        con.execute("CREATE OR REPLACE TABLE labels AS SELECT node, node AS label FROM nodes")
-        while con.execute(CC_UPDATE).fetchone()[0]:
-            pass
-        return list(map(int, con.execute("SELECT count(*), max(c) FROM (SELECT count(*) c "
-                                         "FROM labels GROUP BY label)").fetchone()))
+        edges = np.load(path) if isinstance(path, str) else path
+        return duckdb_graph_query(con, spec["alg"], edges, roots, using_key)
 
     run(chain(20), [0])                       # warm-up: first query of the connection, untimed
     emit(ready=True, version=duckdb.__version__, using_key=using_key)
@@ -258,23 +289,30 @@ def diffflow_datalog(spec):
         return lambda: int(program.size(name))
 
     case("initial", initial)
-    emit(peak_after_initial_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    emit(peak_after_initial_mib=maxrss_mib())
     case("update", update)
+
+
+def duckdb_datalog_query(con, workload: str, edges: np.ndarray) -> int:
+    """Load ``edges`` as ``edge(x, y)`` into DuckDB connection ``con``; the size of
+    ``workload``'s output (bench_datalog's recursive SQL)."""
+    import pandas as pd
+    from bench_datalog import DUCKDB_SQL
+
+    edge_df = pd.DataFrame(edges, columns=["x", "y"])  # noqa: F841 (read by the SQL)
+    con.execute("CREATE OR REPLACE TABLE edge AS SELECT * FROM edge_df")
+    return int(con.execute(DUCKDB_SQL[workload]).fetchone()[0])
 
 
 def duckdb_datalog(spec):
     import duckdb
-    import pandas as pd
-    from bench_datalog import DUCKDB_SQL
 
     con = duckdb.connect()
     con.execute(f"SET threads = {spec['threads']}")
 
     def run(path):
-        edge_df = pd.DataFrame(np.load(path) if isinstance(path, str) else path,  # noqa: F841
-                               columns=["x", "y"])
-        con.execute("CREATE OR REPLACE TABLE edge AS SELECT * FROM edge_df")
-        return int(con.execute(DUCKDB_SQL[spec["workload"]]).fetchone()[0])
+        edges = np.load(path) if isinstance(path, str) else path
+        return duckdb_datalog_query(con, spec["workload"], edges)
 
     run(chain(20))                        # warm-up, untimed
     emit(ready=True, version=duckdb.__version__)
@@ -361,11 +399,14 @@ def child_env(threads: int) -> dict:
     return dict(os.environ, NUMBA_NUM_THREADS=t, OMP_NUM_THREADS=t, OPENBLAS_NUM_THREADS=t)
 
 
-def run_worker(spec: dict, cap: float, threads: int = 1, setup: float = 900.0) -> dict:
-    """Run one worker; returns {"done": {key: event}, "capped": key or None, "error": str or
-    None, **other events}.  A case open for more than ``cap`` s kills the worker (its whole
-    process group); so does ``setup`` s without any event (warm-up stuck)."""
-    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), json.dumps(spec)],
+def run_worker(spec: dict, cap: float, threads: int = 1, setup: float = 900.0,
+               script: str | None = None) -> dict:
+    """Run one worker (``script``, default this file, given the spec as JSON); returns {"done":
+    {key: event}, "capped": key or None, "error": str or None, **other events}.  A case open for
+    more than ``cap`` s kills the worker (its whole process group); so does ``setup`` s without
+    any event (warm-up stuck)."""
+    script = script or os.path.abspath(__file__)
+    proc = subprocess.Popen([sys.executable, script, json.dumps(spec)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=child_env(threads), start_new_session=True)
     lines: queue.Queue = queue.Queue()
@@ -427,7 +468,7 @@ def run_cold(engine: str, threads: int = 1, timeout: float = 600.0) -> dict:
 def main() -> None:
     spec = json.loads(sys.argv[1])
     TASKS[spec["task"], spec["engine"]](spec)
-    emit(peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    emit(peak_mib=maxrss_mib())
 
 
 if __name__ == "__main__":
