@@ -107,9 +107,9 @@ def _advanced(times: np.ndarray, lower: np.ndarray) -> np.ndarray:
     early = times[:, 0] < lower[:, 0].min()
     if not early.any():
         return times
-    times = times.copy()
-    times[early] = advance_by(times[early], lower)
-    return times
+    if early.all():  # (inside a loop, history is mostly earlier epochs': no masked copies)
+        return advance_by(times, lower)
+    return np.where(early[:, None], advance_by(times, lower), times)
 
 
 class ReduceOp(Operator):
