@@ -71,8 +71,25 @@ def test_lone_extremum_under_random_updates(kind, parts, shortcut_counts):
         assert shortcut_counts["handled"] > 50 and shortcut_counts["fallback"] > 5, shortcut_counts
 
 
+@pytest.fixture
+def rule_counts(monkeypatch):
+    """(key, time) pairs the extremum rule settled at partially ordered times, and keys it
+    left to the general path."""
+    counts = Counter()
+    original = reduce_module.ReduceOp._by_rule
+
+    def counting(self, new_k, new_t, delta):
+        rest_k, rest_t, rest_delta, known = original(self, new_k, new_t, delta)
+        counts["settled"] += 0 if known is None else len(known[0])
+        counts["general"] += len(rest_k)
+        return rest_k, rest_t, rest_delta, known
+
+    monkeypatch.setattr(reduce_module.ReduceOp, "_by_rule", counting)
+    return counts
+
+
 @pytest.mark.parametrize("parts", [1, 3])
-def test_extremum_shortcut_inside_loops(parts, shortcut_counts):
+def test_extremum_shortcut_inside_loops(parts, shortcut_counts, rule_counts):
     # components and shortest paths on random graphs: min aggregates in a loop, under cuts
     rng = random.Random(parts)
     for algorithm, oracle, weighted in [("cc", wcc_oracle, False), ("sssp", sssp_oracle, True)]:
@@ -98,6 +115,8 @@ def test_extremum_shortcut_inside_loops(parts, shortcut_counts):
             case.apply("edges", drop + add, [-1] * len(drop) + [1] * len(add))
             case.advance_and_check(epoch)
         case.close()
+    if _counted_here():  # later epochs: the rule at partially ordered times, and its fallback
+        assert rule_counts["settled"] > 20 and rule_counts["general"] > 0, rule_counts
     if _counted_here():
         assert shortcut_counts["handled"] > 100, shortcut_counts
 
