@@ -40,7 +40,11 @@ import numpy as np
 from diffflow.arrangements import columnar
 from diffflow.arrangements.batch import Batch
 from diffflow.arrangements.updates import Updates
-from diffflow.operators.reducers import AggregateReducer, DistinctReducer, segment_starts
+from diffflow.operators.reducers import (
+    AggregateReducer,
+    DistinctReducer,
+    segment_starts,
+)
 
 
 def abelian_of(reducer) -> tuple | None:
