@@ -39,7 +39,7 @@ from diffflow.lattice.times import advance_by, minimal, rows_less_equal
 from diffflow.operators.base import Operator
 from diffflow.operators.reduce_abelian import abelian_corrections, abelian_of
 from diffflow.operators.reduce_extremum import extremum_corrections, extremum_of
-from diffflow.operators.reduce_extremum_times import extremum_at, gather_evidence
+from diffflow.operators.reduce_extremum_times import ExtremumAtTimes
 from diffflow.operators.reduce_times import advanced as _advanced
 from diffflow.operators.reduce_times import (
     closure_groups_small as _closure_groups_small,
@@ -61,7 +61,7 @@ def _kernels():
     return _KERNELS
 
 
-class ReduceOp(Operator):
+class ReduceOp(ExtremumAtTimes, Operator):
     """Maintain ``f(input)`` per key in an output trace; emit its changes."""
 
     kind = "reduce"
@@ -80,6 +80,8 @@ class ReduceOp(Operator):
         # whether a row of negative multiplicity was ever met: the count/sum shortcut then
         # cannot tell a group's presence from its count (see reduce_abelian)
         self.negatives_seen = False
+        # corrections the extremum rule made at times not yet complete (reduce_extremum_times)
+        self.early = Updates.empty(kk + self.reducer.out_width, ctx.dim)
         # a function of each key's total multiplicity alone, with no value columns
         self.by_totals = hasattr(self.reducer, "from_totals") and self.reducer.out_width == 0
         self.in_spine = ctx.peer(node.inputs[0]).spine
@@ -90,11 +92,15 @@ class ReduceOp(Operator):
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        if "early" not in state:  # pickled before the extremum rule at partial orders
+            self.early = Updates.empty(self.out_spine.width, self.out_spine.dim)
         if "abelian" not in state:  # pickled before the count/sum shortcut existed
             self.abelian = abelian_of(self.reducer)
             self.negatives_seen = True  # the rows it met were not watched: read groups
 
     def capabilities(self):
+        if len(self.early):
+            return np.concatenate([self.pending_times, self.early.times])
         return self.pending_times if len(self.pending_times) else None
 
     def traces(self) -> list:
@@ -122,18 +128,15 @@ class ReduceOp(Operator):
         delta = self.port_chunks(inputs, 0)
         cand_k, cand_t = self.pending_keys, self.pending_times
         made = None
-        known = None  # (key, time) pairs whose output the extremum rule settled
         if len(delta):
             new_k, new_t = _unique_pairs(delta.rows[:, :kk], delta.times)
             if self.extremum is not None and dim > 1 and self.fed:
-                new_k, new_t, delta, known = self._by_rule(new_k, new_t, delta)
+                new_k, new_t, delta = self._by_rule(new_k, new_t, delta, frontier)
+                cand_k, cand_t = self.pending_keys, self.pending_times  # (+ given-up keys')
             if len(new_k):
                 made, new_k, new_t, history = self._simple(new_k, new_t, frontier, delta)
                 if dim > 1 and len(new_k):
                     new_k, new_t = self._interesting(new_k, new_t, history)
-            if known is not None:
-                new_k, new_t = _unique_pairs(np.concatenate([new_k, known[0]]),
-                                             np.concatenate([new_t, known[1]]))
             if len(cand_k):
                 new_k, new_t = _unique_pairs(np.concatenate([cand_k, new_k]),
                                              np.concatenate([cand_t, new_t]))
@@ -146,12 +149,12 @@ class ReduceOp(Operator):
                 complete = ~frontier.admits(cand_t)
             self.pending_keys, self.pending_times = cand_k[~complete], cand_t[~complete]
             if complete.any():
-                corrections = self._corrections(cand_k[complete], cand_t[complete], known)
-            elif made is None:
-                return []
-        if made is not None:
-            corrections = made if corrections is None else \
-                concat([made, corrections], self.out_spine.width, dim)
+                corrections = self._corrections(cand_k[complete], cand_t[complete])
+        due = self._early_due(frontier) if len(self.early) else None  # the rule's
+        parts = [c for c in (made, corrections, due) if c is not None]
+        if not parts and frontier == self.out_spine.upper:
+            return []
+        corrections = concat(parts, self.out_spine.width, dim) if parts else None
         self._seal(corrections, frontier)
         return [corrections] if corrections is not None and len(corrections) else []
 
@@ -366,68 +369,17 @@ class ReduceOp(Operator):
             group, times = _kernels().join_closure_groups(new_t, starts, ht, bounds)
         return _unique_pairs(keys[group], times)
 
-    # -- a lone min/max at partially ordered times ---------------------------
-    def _by_rule(self, new_k, new_t, delta):
-        """Settle the keys whose min/max follows from the change at all their interesting
-        times (:mod:`.reduce_extremum_times`), when the history is not all below the new times.
-
-        Returns the other keys' ``(new_k, new_t, delta)`` and the settled keys' ``(keys,
-        times, present, values)`` over their interesting times (complete or not), or None.
-        """
-        kk = self.key_width
-        lower = self._lower(new_t)
-        starts = columnar.group_starts(new_k)
-        keys = new_k[starts[:-1]]
-        if self._history_below(new_t.min(axis=0), lower):
-            return new_k, new_t, delta, None  # every key simple: _simple's shortcut
-        ruled = np.ones(len(keys), dtype=bool)
-        if len(self.pending_keys):  # the output is not yet right at a key's pending times
-            lo, hi = columnar.key_ranges(self.pending_keys, keys)
-            ruled &= hi == lo
-        if not ruled.any():
-            return new_k, new_t, delta, None
-        delta_keys = np.ascontiguousarray(delta.rows[:, :kk])
-        at, _ = columnar.key_ranges(keys, delta_keys)
-        rk = keys[ruled]
-        pairs = np.repeat(ruled, np.diff(starts))
-        ev = gather_evidence(self.extremum[1], self.in_spine, self.out_spine, kk, rk,
-                             _restricted(delta, ruled[at]))
-        hq, ht = ev.history()
-        qk, qt = self._interesting(new_k[pairs], new_t[pairs], (hq, _advanced(ht, lower)))
-        q_key, _ = columnar.key_ranges(rk, qk)
-        present, values, fails = extremum_at(self.extremum[0], ev, len(rk), q_key, qt)
-        bad = np.zeros(len(rk), dtype=bool)
-        bad[q_key[fails]] = True
-        if bad.any():  # these keys read their groups after all
-            ruled[np.flatnonzero(ruled)[bad]] = False
-            good = ~bad[q_key]
-            qk, qt, present, values = qk[good], qt[good], present[good], values[good]
-        if not ruled.any():
-            return new_k, new_t, delta, None
-        rest = ~np.repeat(ruled, np.diff(starts))
-        return new_k[rest], new_t[rest], _restricted(delta, ~ruled[at]), \
-            (qk, qt, present, values)
-
-    def _known_desired(self, known, rk, rt):
-        """Queries the rule settled: ``(settled mask, (group, vals, mults))`` over ``rk``."""
-        table = np.ascontiguousarray(np.concatenate([known[0], known[1]], axis=1))
-        lo, hi = columnar.key_ranges(table, np.ascontiguousarray(np.concatenate([rk, rt], 1)))
-        found = hi > lo
-        at = np.flatnonzero(found)
-        show = known[2][lo[at]]
-        group = at[show]
-        return found, (group, known[3][lo[at]][show][:, None], np.ones(len(group), np.int64))
-
     # -- corrections ---------------------------------------------------------
-    def _corrections(self, qk, qt, known=None):
+    def _corrections(self, qk, qt, known=None, base=None):
         """Emit ``f(I(t)) - O(t)`` at every complete interesting (key, time); ``known``:
-        the desired outputs the extremum rule found (:meth:`_by_rule`)."""
+        the desired outputs the extremum rule found (:meth:`_by_rule`), ``base``: output
+        not yet in the output trace (:attr:`early`)."""
         made = []
         while len(qk):
             ready = self._ready(qk, qt)
             rk, rt = qk[ready], qt[ready]
-            earlier = concat(made, self.out_spine.width, self.ctx.dim).consolidated() \
-                if made else None
+            earlier = concat(made + ([base] if base is not None else []), self.out_spine.width,
+                             self.ctx.dim).consolidated() if made or base is not None else None
             if known is not None:
                 found, settled = self._known_desired(known, rk, rt)
                 ask = np.flatnonzero(~found)
@@ -502,11 +454,6 @@ class ReduceOp(Operator):
         group = table[:, 0]
         rows = np.concatenate([qk[group], table[:, 1:]], axis=1)
         return Updates(np.ascontiguousarray(rows), np.ascontiguousarray(qt[group]), diffs)
-
-
-def _restricted(delta, mask) -> Updates:
-    """The updates of ``delta`` (an ``Updates`` or a ``Batch``) that ``mask`` selects."""
-    return Updates(delta.rows[mask], delta.times[mask], delta.diffs[mask])
 
 
 def _sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:

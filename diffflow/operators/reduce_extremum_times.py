@@ -20,6 +20,17 @@ other time sees the same inputs as the greatest such join below it.  Keys
 where the rule fails anywhere (complete or not) take the driver's general path
 with their whole history.  Reads: the output trace of the key and the
 changed rows' histories (by whole-row prefix), never the group.
+
+Corrections at times not yet complete.  The rule's closure reaches later
+rounds than the frontier.  Rather than hold those times as pending (a pending
+key's output is not yet right at them, so its next change would have to read
+the group), the rule makes the corrections there at once and keeps them in
+``early`` until the frontier passes their times: the key's output is the
+output trace plus its early corrections, right at every time, and its next
+change takes the rule again.  If the input changes below an early time, the
+rule's closure holds that time (an output time) and amends it.  A key that
+leaves the rule turns its early corrections back into pending times, which
+the general path owes as before.
 """
 from __future__ import annotations
 
@@ -29,7 +40,9 @@ import numpy as np
 
 from diffflow.arrangements import columnar
 from diffflow.arrangements.small import expand_ranges
+from diffflow.arrangements.updates import Updates, concat
 from diffflow.lattice.times import rows_less_equal
+from diffflow.operators.reduce_times import advanced, unique_pairs
 
 _MAX = np.iinfo(np.int64).max
 _MIN = np.iinfo(np.int64).min
@@ -68,11 +81,12 @@ def _grouped(index, *arrays):
     return (index[order],) + tuple(a[order] for a in arrays)
 
 
-def gather_evidence(column, in_spine, out_spine, key_width, keys, delta) -> Evidence:
+def gather_evidence(column, in_spine, out_spine, key_width, keys, delta, early) -> Evidence:
     """The :class:`Evidence` for ``keys`` (sorted, distinct) of ``delta``'s updates.
 
     ``column`` is the aggregated value column (after the key); every key of
-    ``keys`` has updates in ``delta``, and ``delta`` only those.
+    ``keys`` has updates in ``delta``, and ``delta`` only those.  ``early``:
+    output updates not yet in ``out_spine`` (consolidated; any keys).
     """
     rows = np.ascontiguousarray(delta.rows)
     changed, _, _ = columnar.consolidate(rows, np.zeros((len(rows), 1), np.int64),
@@ -83,6 +97,12 @@ def gather_evidence(column, in_spine, out_spine, key_width, keys, delta) -> Evid
     h_row, _, h_times, h_diffs = in_spine.gather(changed, width=changed.shape[1])
     h_row, h_times, h_diffs = _grouped(h_row, h_times, h_diffs)
     o_key, o_rows, o_times, o_diffs = out_spine.gather(keys)
+    if len(early):
+        lo, hi = columnar.key_ranges(np.ascontiguousarray(early.rows[:, :key_width]), keys)
+        q, pos = expand_ranges(lo, hi)
+        o_key, o_rows = np.concatenate([o_key, q]), np.concatenate([o_rows, early.rows[pos]])
+        o_times = np.concatenate([o_times, early.times[pos]])
+        o_diffs = np.concatenate([o_diffs, early.diffs[pos]])
     o_key, o_value, o_times, o_diffs = _grouped(o_key, o_rows[:, key_width], o_times, o_diffs)
     return Evidence(key, changed[:, key_width + column], h_row, h_times, h_diffs,
                     d_row, d_times, d_diffs, o_key, o_value, o_times, o_diffs)
@@ -151,3 +171,97 @@ def extremum_at(kind, ev: Evidence, n_keys: int, pair_key, pair_times):
     present = kept | has_best
     new = np.where(kept, np.where(has_best, better(cur, best), cur), best)
     return present, new, fails
+
+
+def _restricted(delta, mask) -> Updates:
+    """The updates of ``delta`` (an ``Updates`` or a ``Batch``) that ``mask`` selects."""
+    return Updates(delta.rows[mask], delta.times[mask], delta.diffs[mask])
+
+
+class ExtremumAtTimes:
+    """The reduce driver's use of the rule (a mixin of :class:`.reduce.ReduceOp`, whose
+    ``extremum``, ``early``, pending times, traces and time helpers it uses)."""
+
+    def _by_rule(self, new_k, new_t, delta, frontier):
+        """Settle the keys whose min/max follows from the change at all their interesting
+        times, when the history is not all below the new times (else ``_simple`` does).
+
+        Returns the other keys' ``(new_k, new_t, delta)``; the settled keys'
+        corrections join :attr:`early` (``_early_due`` emits them when their times are
+        complete).  Keys the rule gives up leave their early corrections as pending
+        times.
+        """
+        kk = self.key_width
+        starts = columnar.group_starts(new_k)
+        keys = new_k[starts[:-1]]
+        has_early = np.zeros(len(keys), dtype=bool)
+        if len(self.early):
+            lo, hi = columnar.key_ranges(np.ascontiguousarray(self.early.rows[:, :kk]), keys)
+            has_early = hi > lo
+        lower = self._lower(new_t)
+        if not has_early.any() and self._history_below(new_t.min(axis=0), lower):
+            return new_k, new_t, delta  # every key simple: _simple's shortcut
+        ruled = np.ones(len(keys), dtype=bool)
+        if len(self.pending_keys):  # the output is not yet right at a key's pending times
+            lo, hi = columnar.key_ranges(self.pending_keys, keys)
+            ruled &= hi == lo
+        at, _ = columnar.key_ranges(keys, np.ascontiguousarray(delta.rows[:, :kk]))
+        found = None
+        if ruled.any():
+            rk = keys[ruled]
+            pairs = np.repeat(ruled, np.diff(starts))
+            ev = gather_evidence(self.extremum[1], self.in_spine, self.out_spine, kk, rk,
+                                 _restricted(delta, ruled[at]), self.early)
+            hq, ht = ev.history()
+            qk, qt = self._interesting(new_k[pairs], new_t[pairs], (hq, advanced(ht, lower)))
+            q_key, _ = columnar.key_ranges(rk, qk)
+            present, values, fails = extremum_at(self.extremum[0], ev, len(rk), q_key, qt)
+            bad = np.zeros(len(rk), dtype=bool)
+            bad[q_key[fails]] = True
+            ruled[np.flatnonzero(ruled)[bad]] = False
+            good = ~bad[q_key]
+            if good.any():
+                found = (qk[good], qt[good], present[good], values[good])
+        self._early_to_pending(keys[has_early & ~ruled])
+        if found is not None:  # corrections at every interesting time, complete or not
+            made = self._corrections(found[0], found[1], known=found, base=self.early)
+            if made is not None:
+                self.early = concat([self.early, made], self.out_spine.width,
+                                    self.ctx.dim).consolidated()
+        rest = ~np.repeat(ruled, np.diff(starts))
+        return new_k[rest], new_t[rest], _restricted(delta, ~ruled[at])
+
+    def _early_to_pending(self, keys) -> None:
+        """Turn the early corrections of ``keys`` into pending times (the general path's)."""
+        if not len(keys) or not len(self.early):
+            return
+        kk = self.key_width
+        lo, hi = columnar.key_ranges(keys, np.ascontiguousarray(self.early.rows[:, :kk]))
+        mine = hi > lo
+        if not mine.any():
+            return
+        self.pending_keys, self.pending_times = unique_pairs(
+            np.concatenate([self.pending_keys, self.early.rows[mine, :kk]]),
+            np.concatenate([self.pending_times, self.early.times[mine]]))
+        self.early = self.early.take(~mine)
+
+    def _early_due(self, frontier):
+        """The early corrections the frontier has passed (taken out of :attr:`early`), or
+        None."""
+        due = np.ones(len(self.early), dtype=bool) if frontier.is_empty() else \
+            ~frontier.admits(self.early.times)
+        if not due.any():
+            return None
+        out = self.early.take(due)
+        self.early = self.early.take(~due)
+        return out
+
+    def _known_desired(self, known, rk, rt):
+        """Queries the rule settled: ``(settled mask, (group, vals, mults))`` over ``rk``."""
+        table = np.ascontiguousarray(np.concatenate([known[0], known[1]], axis=1))
+        lo, hi = columnar.key_ranges(table, np.ascontiguousarray(np.concatenate([rk, rt], 1)))
+        found = hi > lo
+        at = np.flatnonzero(found)
+        show = known[2][lo[at]]
+        group = at[show]
+        return found, (group, known[3][lo[at]][show][:, None], np.ones(len(group), np.int64))

@@ -133,3 +133,31 @@ def run_case(seed, which, dim, compact, extra_cols):
 def test_reduce_fast_paths_partial_order(which, dim, compact):
     for seed in range(20):
         run_case(seed, which, dim, compact, extra_cols=seed % 2)
+
+
+def test_extremum_rule_early_corrections_and_giving_up(monkeypatch):
+    # a lone min/max at partially ordered times makes corrections at times the frontier
+    # still admits (held until complete), and gives them back as pending times when a
+    # key's rule fails: both must happen in these schedules, exactly
+    from diffflow.operators.reduce_extremum_times import ExtremumAtTimes
+
+    counts = Counter()
+    due, to_pending = ExtremumAtTimes._early_due, ExtremumAtTimes._early_to_pending
+
+    def counting_due(self, frontier):
+        out = due(self, frontier)
+        counts["early"] += 0 if out is None else len(out)
+        return out
+
+    def counting_to_pending(self, keys):
+        before = len(self.early)
+        to_pending(self, keys)
+        counts["given up"] += before - len(self.early)
+
+    monkeypatch.setattr(ExtremumAtTimes, "_early_due", counting_due)
+    monkeypatch.setattr(ExtremumAtTimes, "_early_to_pending", counting_to_pending)
+    for which in ("min", "max_col1"):
+        for dim in (2, 3):
+            for seed in range(20):
+                run_case(seed, which, dim, compact=seed % 2 == 1, extra_cols=seed % 2)
+    assert counts["early"] > 200 and counts["given up"] > 5, counts

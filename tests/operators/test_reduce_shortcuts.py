@@ -73,16 +73,16 @@ def test_lone_extremum_under_random_updates(kind, parts, shortcut_counts):
 
 @pytest.fixture
 def rule_counts(monkeypatch):
-    """(key, time) pairs the extremum rule settled at partially ordered times, and keys it
-    left to the general path."""
+    """New (key, time) pairs the extremum rule settled at partially ordered times, and
+    those it left to the general path."""
     counts = Counter()
     original = reduce_module.ReduceOp._by_rule
 
-    def counting(self, new_k, new_t, delta):
-        rest_k, rest_t, rest_delta, known = original(self, new_k, new_t, delta)
-        counts["settled"] += 0 if known is None else len(known[0])
+    def counting(self, new_k, new_t, delta, frontier):
+        rest_k, rest_t, rest_delta = original(self, new_k, new_t, delta, frontier)
+        counts["settled"] += len(new_k) - len(rest_k)
         counts["general"] += len(rest_k)
-        return rest_k, rest_t, rest_delta, known
+        return rest_k, rest_t, rest_delta
 
     monkeypatch.setattr(reduce_module.ReduceOp, "_by_rule", counting)
     return counts
