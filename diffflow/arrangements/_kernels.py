@@ -9,9 +9,9 @@ inputs were validated by the wrapper:
 * "sorted" means lexicographic by the row columns, then the time columns,
   all compared as signed ``int64``.
 
-All kernels are single-threaded ``@njit(cache=True)`` functions; each is
-compiled for one type signature because the wrapper always passes
-C-contiguous ``int64`` / ``uint64`` arrays and Python ints / bools.  Large
+All kernels are single-threaded ``@kernel`` functions (numba's ``njit``, cached on
+disk: :mod:`diffflow.common.jit`); each is compiled for one type signature because the
+wrapper always passes C-contiguous ``int64`` / ``uint64`` arrays and Python ints / bools.  Large
 outputs are allocated by the wrapper with numpy and passed in (``out``
 arguments): numpy requests transparent huge pages for big buffers, which
 makes first-touch page faults and the TLB misses of scatters much cheaper
@@ -19,7 +19,8 @@ than with numba's own allocator.
 """
 
 import numpy as np
-from numba import njit
+
+from diffflow.common.jit import kernel
 
 # --------------------------------------------------------------------------
 # uint64 constants (numba freezes module globals; all are typed uint64 so
@@ -40,7 +41,7 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 # --------------------------------------------------------------------------
 # lexicographic comparison helpers
 # --------------------------------------------------------------------------
-@njit(cache=True)
+@kernel
 def _cmp_prefix(a, i, b, j, width):
     """Compare ``a[i, :width]`` with ``b[j, :width]`` lexicographically: -1, 0 or 1."""
     for c in range(width):
@@ -53,13 +54,13 @@ def _cmp_prefix(a, i, b, j, width):
     return 0
 
 
-@njit(cache=True)
+@kernel
 def _cmp_row(a, i, b, j):
     """Compare row ``a[i]`` with row ``b[j]``: -1, 0 or 1."""
     return _cmp_prefix(a, i, b, j, a.shape[1])
 
 
-@njit(cache=True)
+@kernel
 def _cmp_rt(ra, ta, i, rb, tb, j):
     """Compare ``(ra[i], ta[i])`` with ``(rb[j], tb[j])``: -1, 0 or 1."""
     c = _cmp_row(ra, i, rb, j)
@@ -71,7 +72,7 @@ def _cmp_rt(ra, ta, i, rb, tb, j):
 # --------------------------------------------------------------------------
 # sorting: column statistics, key packing, radix sorts
 # --------------------------------------------------------------------------
-@njit(cache=True)
+@kernel
 def _minmax_cols(a, mins, maxs, base):
     """Column-wise min/max of ``a`` (n >= 1) into ``mins/maxs[base:]``."""
     n = a.shape[0]
@@ -86,7 +87,7 @@ def _minmax_cols(a, mins, maxs, base):
         maxs[base + c] = mx
 
 
-@njit(cache=True)
+@kernel
 def col_minmax(rows, times, mins, maxs):
     """Per-column min and max of the concatenated columns ``rows | times``
     into ``mins`` / ``maxs`` (length ``w + d``); requires ``n >= 1``."""
@@ -94,7 +95,7 @@ def col_minmax(rows, times, mins, maxs):
     _minmax_cols(times, mins, maxs, rows.shape[1])
 
 
-@njit(cache=True)
+@kernel
 def minmax1(a):
     """``(min, max)`` of a non-empty 1-D int64 array."""
     mn = a[0]
@@ -106,7 +107,7 @@ def minmax1(a):
     return mn, mx
 
 
-@njit(cache=True)
+@kernel
 def pack_single(rows, times, mins, p_col, p_dst, diffs, dmin, mode, out, base):
     """Pack ``(rows, times)`` into one uint64 word per row, written to ``out``.
 
@@ -137,7 +138,7 @@ def pack_single(rows, times, mins, p_col, p_dst, diffs, dmin, mode, out, base):
         out[i] = acc
 
 
-@njit(cache=True)
+@kernel
 def pack_words(rows, times, mins, p_col, p_src, p_mask, p_word, p_dst, out):
     """Pack ``(rows, times)`` into bit chunks ``out`` (nchunks, n), zeroed.
 
@@ -159,7 +160,7 @@ def pack_words(rows, times, mins, p_col, p_src, p_mask, p_word, p_dst, out):
             out[p_word[p], i] |= (u & p_mask[p]) << p_dst[p]
 
 
-@njit(cache=True)
+@kernel
 def _scatter_u64(src, dst, off, sh, nb, buf, cnt):
     """One stable counting-sort pass of ``src`` into ``dst`` by digit
     ``(k >> sh) & (nb - 1)``; ``off`` holds the bucket start offsets.
@@ -193,7 +194,7 @@ def _scatter_u64(src, dst, off, sh, nb, buf, cnt):
             dst[o + t] = buf[b * L + t]
 
 
-@njit(cache=True)
+@kernel
 def radix_sort_u64(keys, scratch, lo_bit, hi_bit, max_digit_bits):
     """LSD radix sort of ``keys`` (uint64) by bits ``[lo_bit, hi_bit)``.
 
@@ -241,7 +242,7 @@ def radix_sort_u64(keys, scratch, lo_bit, hi_bit, max_digit_bits):
     return src
 
 
-@njit(cache=True)
+@kernel
 def chunk_keys(chunk, perm, ib, first, out):
     """``out[i] = (chunk[perm[i]] << ib) | i`` (``perm`` ignored if ``first``,
     i.e. the identity).  Prepares one LSD stage of a multi-chunk sort."""
@@ -255,7 +256,7 @@ def chunk_keys(chunk, perm, ib, first, out):
             out[i] = (chunk[perm[i]] << ush) | np.uint64(i)
 
 
-@njit(cache=True)
+@kernel
 def compose_perm(perm, sorted_keys, mask, first, out):
     """``out = perm[sorted_keys & mask]`` (or just ``sorted_keys & mask`` if
     ``first``): the permutation after one stable LSD stage."""
@@ -268,7 +269,7 @@ def compose_perm(perm, sorted_keys, mask, first, out):
             out[i] = perm[np.int64(sorted_keys[i] & mask)]
 
 
-@njit(cache=True)
+@kernel
 def low_bits(a, mask, out):
     """``out = a & mask`` as int64 (extracts the row index of packed keys)."""
     for i in range(a.shape[0]):
@@ -278,7 +279,7 @@ def low_bits(a, mask, out):
 # --------------------------------------------------------------------------
 # consolidation
 # --------------------------------------------------------------------------
-@njit(cache=True)
+@kernel
 def sortedness(rows, times):
     """0 if unsorted, 1 if sorted with equal neighbours, 2 if strictly sorted."""
     n = rows.shape[0]
@@ -292,7 +293,7 @@ def sortedness(rows, times):
     return 2 if strict else 1
 
 
-@njit(cache=True)
+@kernel
 def is_consolidated(rows, times, diffs):
     """True iff (row, time) strictly increases and no diff is zero."""
     n = rows.shape[0]
@@ -304,13 +305,13 @@ def is_consolidated(rows, times, diffs):
     return True
 
 
-@njit(cache=True)
+@kernel
 def _emit(out_r, out_t, out_d, m, r, t, i, dv):
     """Write row ``r[i]``, time ``t[i]`` and diff ``dv`` at output slot ``m``."""
     _emit_wd(out_r, out_t, out_d, m, r, t, i, dv, r.shape[1], t.shape[1])
 
 
-@njit(cache=True)
+@kernel
 def consolidate_packed(sorted_keys, low, mode, mins, c_sh, c_mask, diffs, dmin,
                        out_r, out_t, out_d):
     """Consolidate from sorted packed words ``(key << low) | payload``.
@@ -355,7 +356,7 @@ def consolidate_packed(sorted_keys, low, mode, mins, c_sh, c_mask, diffs, dmin,
     return m
 
 
-@njit(cache=True)
+@kernel
 def consolidate_perm(perm, rows, times, diffs, out_r, out_t, out_d):
     """Consolidate rows visited in the (sorting) order ``perm``.
 
@@ -377,7 +378,7 @@ def consolidate_perm(perm, rows, times, diffs, out_r, out_t, out_d):
     return m
 
 
-@njit(cache=True)
+@kernel
 def consolidate_sorted(rows, times, diffs, out_r, out_t, out_d):
     """Consolidate input already sorted (possibly with equal neighbours).
 
@@ -399,7 +400,7 @@ def consolidate_sorted(rows, times, diffs, out_r, out_t, out_d):
     return m
 
 
-@njit(cache=True)
+@kernel
 def merge_consolidated(ra, ta, da, rb, tb, db, out_r, out_t, out_d):
     """Two-pointer merge of two consolidated runs into a consolidated run.
 
@@ -461,7 +462,7 @@ def merge_consolidated(ra, ta, da, rb, tb, db, out_r, out_t, out_d):
     return m
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _emit_wd(out_r, out_t, out_d, m, r, t, i, dv, w, d):
     """Write row ``r[i]`` (``w`` columns), time ``t[i]`` (``d``) and diff ``dv`` at output
     slot ``m`` (widths given: a caller's loop hoists them)."""
@@ -475,7 +476,7 @@ def _emit_wd(out_r, out_t, out_d, m, r, t, i, dv, w, d):
 # --------------------------------------------------------------------------
 # hashing and partitioning
 # --------------------------------------------------------------------------
-@njit(cache=True)
+@kernel
 def _hash_prefix(rows, i, width):
     """Hash of ``rows[i, :width]``: splitmix64 finalizer chained over columns."""
     h = _HASH_SEED
@@ -487,13 +488,13 @@ def _hash_prefix(rows, i, width):
     return h
 
 
-@njit(cache=True)
+@kernel
 def _hash_row(keys, i):
     """Hash of row ``keys[i]`` (every column)."""
     return _hash_prefix(keys, i, keys.shape[1])
 
 
-@njit(cache=True)
+@kernel
 def hash_rows(keys, out):
     """Fixed 64-bit hash of each row into ``out`` (uint64); see
     ``columnar.hash_rows`` for the definition."""
@@ -501,7 +502,7 @@ def hash_rows(keys, out):
         out[i] = _hash_row(keys, i)
 
 
-@njit(cache=True)
+@kernel
 def partition_of(keys, parts, out):
     """``hash_rows(keys) % parts`` (unsigned) as int64, into ``out``."""
     up = np.uint64(parts)
@@ -509,7 +510,7 @@ def partition_of(keys, parts, out):
         out[i] = np.int64(_hash_row(keys, i) % up)
 
 
-@njit(cache=True)
+@kernel
 def bin_of_prefix(rows, width, bins, start, stop, out):
     """``hash_rows(rows[i, :width]) % bins`` for ``start <= i < stop``, into ``out[i]``."""
     ub = np.uint64(bins)
@@ -517,7 +518,7 @@ def bin_of_prefix(rows, width, bins, start, stop, out):
         out[i] = np.int64(_hash_prefix(rows, i, width) % ub)
 
 
-@njit(cache=True)
+@kernel
 def count_groups(bins, group_of_bin, start, stop, counts):
     """Add to ``counts[g + 1]`` the rows ``start <= i < stop`` whose bin is in group ``g``
     (``group_of_bin[b]``, -1 counting as group -1 at ``counts[0]``)."""
@@ -525,7 +526,7 @@ def count_groups(bins, group_of_bin, start, stop, counts):
         counts[group_of_bin[bins[i]] + 1] += 1
 
 
-@njit(cache=True)
+@kernel
 def scatter_rows_by_group(bins, group_of_bin, start, stop, cursor, rows, times, diffs,
                           out_rows, out_times, out_diffs, out_bins):
     """Copy the updates ``start <= i < stop`` whose bin is in a group ``g >= 0`` to their
@@ -547,7 +548,7 @@ def scatter_rows_by_group(bins, group_of_bin, start, stop, cursor, rows, times, 
         cursor[g] = c + 1
 
 
-@njit(cache=True)
+@kernel
 def owner_by_table(keys, table, out):
     """``table[hash_rows(keys) % len(table)]`` as int64, into ``out``."""
     ub = np.uint64(table.shape[0])
@@ -555,7 +556,7 @@ def owner_by_table(keys, table, out):
         out[i] = np.int64(table[np.int64(_hash_row(keys, i) % ub)])
 
 
-@njit(cache=True)
+@kernel
 def part_range_ok(part, parts):
     """True iff every entry of ``part`` lies in ``[0, parts)``."""
     for i in range(part.shape[0]):
@@ -565,7 +566,7 @@ def part_range_ok(part, parts):
     return True
 
 
-@njit(cache=True)
+@kernel
 def group_by_partition(part, parts, perm):
     """Stable counting sort of indices by partition id into ``perm``;
     returns ``offsets`` (length ``parts + 1``)."""
@@ -586,7 +587,7 @@ def group_by_partition(part, parts, perm):
 # --------------------------------------------------------------------------
 # searching and joining sorted rows
 # --------------------------------------------------------------------------
-@njit(cache=True)
+@kernel
 def _lower_bound(s, q, j, lo, hi):
     """First index in ``[lo, hi)`` with ``s[idx] >= q[j]``."""
     while lo < hi:
@@ -598,13 +599,13 @@ def _lower_bound(s, q, j, lo, hi):
     return lo
 
 
-@njit(cache=True)
+@kernel
 def _upper_bound(s, q, j, lo, hi):
     """First index in ``[lo, hi)`` with ``s[idx] > q[j]``."""
     return prefix_upper_bound(s, lo, hi, q, j, s.shape[1])
 
 
-@njit(cache=True)
+@kernel
 def prefix_upper_bound(s, lo, hi, q, j, width):
     """First index in ``[lo, hi)`` with ``s[idx, :width] > q[j, :width]`` (sorted ``s``)."""
     while lo < hi:
@@ -616,7 +617,7 @@ def prefix_upper_bound(s, lo, hi, q, j, width):
     return lo
 
 
-@njit(cache=True)
+@kernel
 def _gallop_upper(s, q, j, lo, n):
     """First index in ``[lo, n)`` with ``s[idx] > q[j]``, given that no
     index below ``lo`` qualifies: galloping (1, 2, 4, ... steps) and then a
@@ -635,7 +636,7 @@ def _gallop_upper(s, q, j, lo, n):
     return _upper_bound(s, q, j, lo, hi)
 
 
-@njit(cache=True)
+@kernel
 def key_ranges(sorted_keys, query_keys, lo, hi):
     """Per query the half-open range ``[lo, hi)`` of equal sorted rows."""
     n = sorted_keys.shape[0]
@@ -645,7 +646,7 @@ def key_ranges(sorted_keys, query_keys, lo, hi):
         hi[j] = _gallop_upper(sorted_keys, query_keys, j, a, n)
 
 
-@njit(cache=True)
+@kernel
 def searchsorted_rows(sorted_rows, query_rows, right, out):
     """Lexicographic ``np.searchsorted`` (left or right side) into ``out``."""
     n = sorted_rows.shape[0]
@@ -656,7 +657,7 @@ def searchsorted_rows(sorted_rows, query_rows, right, out):
             out[j] = _lower_bound(sorted_rows, query_rows, j, 0, n)
 
 
-@njit(cache=True)
+@kernel
 def _run_end(a, i, n):
     """End of the run of rows equal to ``a[i]`` starting at ``i``."""
     j = i + 1
@@ -665,7 +666,7 @@ def _run_end(a, i, n):
     return j
 
 
-@njit(cache=True)
+@kernel
 def match_count(left, right):
     """Number of equal-key pairs between two sorted key arrays."""
     nl = left.shape[0]
@@ -688,7 +689,7 @@ def match_count(left, right):
     return total
 
 
-@njit(cache=True)
+@kernel
 def match_fill(left, right, li, ri):
     """All equal-key pairs ``(i, j)``, ordered by i then j, into ``li, ri``
     (sized by ``match_count``)."""
@@ -715,7 +716,7 @@ def match_fill(left, right, li, ri):
             j = j1
 
 
-@njit(cache=True)
+@kernel
 def group_starts(sorted_rows, buf):
     """Start offsets of runs of equal rows, with ``n`` appended, written to
     ``buf`` (capacity ``n + 1``); returns the number of entries."""
@@ -744,7 +745,7 @@ def group_starts(sorted_rows, buf):
 GROUP = 16  # queries searched in lockstep (enough loads in flight to hide most of a miss)
 
 
-@njit(cache=True)
+@kernel
 def _sorted_run(queries, g0, g1, width):
     """Whether ``queries[g0:g1]`` is non-decreasing and not below ``queries[g0 - 1]``."""
     for j in range(max(g0, 1), g1):
@@ -753,7 +754,7 @@ def _sorted_run(queries, g0, g1, width):
     return True
 
 
-@njit(cache=True)
+@kernel
 def prefix_lower_bounds(rows, queries, width, out):
     """``out[j]``: the first index ``i`` with ``rows[i, :width] >= queries[j, :width]``.
 
@@ -795,7 +796,7 @@ def prefix_lower_bounds(rows, queries, width, out):
         start = out[g1 - 1]
 
 
-@njit(cache=True)
+@kernel
 def gather_prefix(rows, times, diffs, width, queries):
     """Every update whose first ``width`` row columns equal a query row.
 
