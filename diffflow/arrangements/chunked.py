@@ -60,7 +60,7 @@ def consolidate_chunks(chunks, width: int, dim: int):
         return columnar.consolidate(*(parts[0] if parts else (
             np.zeros((0, width), np.int64), np.zeros((0, dim), np.int64), np.zeros(0, np.int64))))
     n = sum(len(p[2]) for p in parts)
-    if small.prefer(n, small.SMALL):
+    if small.prefer(n, small.SMALL, n):
         return small.consolidate(*_concat(parts))
     K = columnar._k()
     if _sorted_run(parts, K):  # consolidate's O(n) path for sorted input

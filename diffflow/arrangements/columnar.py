@@ -278,6 +278,8 @@ def sort_permutation(rows, times=None) -> np.ndarray:
         raise ValueError(f"times has {t.shape[0]} rows, expected {n}")
     if n < 2:
         return np.arange(n, dtype=np.int64)
+    if small.prefer(n, small.SMALL, n):
+        return small.sort_permutation(r, t)
     plan = _sort_plan(r, t)
     if plan[0] == "identity":
         return np.arange(n, dtype=np.int64)
@@ -311,7 +313,7 @@ def consolidate(rows, times, diffs):
     """
     r, t, d = _triple(rows, times, diffs)
     n = r.shape[0]
-    if n >= 2 and small.prefer(n, small.SMALL):
+    if n >= 2 and small.prefer(n, small.SMALL, n):
         return small.consolidate(r, t, d)
     state = _k().sortedness(r, t) if n >= 2 else 2
     if state == 2:  # strictly sorted: only zero diffs can go
@@ -343,6 +345,8 @@ def is_consolidated(rows, times, diffs) -> bool:
     False
     """
     r, t, d = _triple(rows, times, diffs)
+    if small.prefer(len(d), small.SMALL, len(d)):
+        return small.is_consolidated(r, t, d)
     return bool(_k().is_consolidated(r, t, d))
 
 
@@ -363,7 +367,7 @@ def merge_consolidated(rows_a, times_a, diffs_a, rows_b, times_b, diffs_b):
     _same_width(ra, rb, "rows_a", "rows_b")
     _same_width(ta, tb, "times_a", "times_b")
     cap = ra.shape[0] + rb.shape[0]
-    if small.prefer(cap, small.SMALL):
+    if small.prefer(cap, small.SMALL, cap):
         return small.merge_consolidated(ra, ta, da, rb, tb, db)
     out = (np.empty((cap, ra.shape[1]), np.int64), np.empty((cap, ta.shape[1]), np.int64),
            np.empty(cap, np.int64))
@@ -399,6 +403,8 @@ def hash_rows(keys) -> np.ndarray:
     True
     """
     k = _rows(keys, "keys")
+    if small.prefer(k.shape[0], small.SMALL, k.shape[0]):
+        return _hash_rows_numpy(k)
     out = np.empty(k.shape[0], dtype=np.uint64)
     _k().hash_rows(k, out)
     return out
@@ -444,7 +450,7 @@ def partition_of(keys, parts) -> np.ndarray:
     """
     parts = _check_parts(parts)
     k = _rows(keys, "keys")
-    if small.prefer(k.shape[0], small.SMALL):
+    if small.prefer(k.shape[0], small.SMALL, k.shape[0]):
         return (_hash_rows_numpy(k) % np.uint64(parts)).astype(np.int64)
     out = np.empty(k.shape[0], dtype=np.int64)
     _k().partition_of(k, parts, out)
@@ -477,7 +483,7 @@ def bin_of_prefix(rows, width: int, bins: int, out: np.ndarray, start: int = 0,
     """
     r = _rows(rows, "rows")
     stop = len(r) if stop is None else stop
-    if small.prefer(stop - start, small.SMALL):
+    if small.prefer(stop - start, small.SMALL, stop - start):
         keys = np.ascontiguousarray(r[start:stop, :width])
         out[start:stop] = (_hash_rows_numpy(keys) % np.uint64(bins)).astype(np.int64)
         return
@@ -494,7 +500,7 @@ def owner_by_table(keys, table) -> np.ndarray:
     True
     """
     k = _rows(keys, "keys")
-    if small.prefer(k.shape[0], small.SMALL):
+    if small.prefer(k.shape[0], small.SMALL, k.shape[0]):
         return table[(_hash_rows_numpy(k) % np.uint64(len(table))).astype(np.int64)].astype(
             np.int64)
     out = np.empty(k.shape[0], dtype=np.int64)
@@ -515,7 +521,7 @@ def group_by_partition(part, parts):
     """
     parts = _check_parts(parts)
     p = _int64(part, "part", 1)
-    if small.prefer(p.shape[0], small.SMALL):
+    if small.prefer(p.shape[0], small.SMALL, p.shape[0]):
         if len(p) and (p.min() < 0 or p.max() >= parts):
             raise ValueError(f"part values must lie in [0, {parts})")
         offsets = np.zeros(parts + 1, np.int64)
@@ -547,7 +553,7 @@ def key_ranges(sorted_keys, query_keys):
     s = _rows(sorted_keys, "sorted_keys")
     q = _rows(query_keys, "query_keys")
     _same_width(s, q, "sorted_keys", "query_keys")
-    if small.prefer(s.shape[0] * q.shape[0], small.SMALL_PAIRS):
+    if small.prefer(s.shape[0] * q.shape[0], small.SMALL_PAIRS, s.shape[0] + q.shape[0]):
         return small.key_ranges(s, q)
     lo = np.empty(q.shape[0], dtype=np.int64)
     hi = np.empty(q.shape[0], dtype=np.int64)
@@ -578,7 +584,8 @@ def gather_prefix(rows, times, diffs, width: int, query_keys):
 
 def gather_prefix_unchecked(rows, times, diffs, width: int, queries):
     """:func:`gather_prefix` on arrays known valid (a spine's batches): no checks."""
-    if small.prefer(rows.shape[0] * queries.shape[0], small.SMALL_PAIRS):
+    n, m = rows.shape[0], queries.shape[0]
+    if small.prefer(n * m, small.SMALL_PAIRS, n + m):
         return small.gather_prefix(rows, times, diffs, width, queries)
     return _k().gather_prefix(rows, times, diffs, width, queries)
 
@@ -601,6 +608,8 @@ def searchsorted_rows(sorted_rows, query_rows, side: str = "left") -> np.ndarray
     s = _rows(sorted_rows, "sorted_rows")
     q = _rows(query_rows, "query_rows")
     _same_width(s, q, "sorted_rows", "query_rows")
+    if small.prefer(s.shape[0] * q.shape[0], small.SMALL_PAIRS, s.shape[0] + q.shape[0]):
+        return small.searchsorted_rows(s, q, side == "right")
     out = np.empty(q.shape[0], dtype=np.int64)
     _k().searchsorted_rows(s, q, side == "right", out)
     return out
@@ -620,7 +629,7 @@ def match_sorted(left_keys, right_keys):
     a = _rows(left_keys, "left_keys")
     b = _rows(right_keys, "right_keys")
     _same_width(a, b, "left_keys", "right_keys")
-    if small.prefer(a.shape[0] * b.shape[0], small.SMALL_PAIRS):
+    if small.prefer(a.shape[0] * b.shape[0], small.SMALL_PAIRS, a.shape[0] + b.shape[0]):
         return small.match_sorted(a, b)
     K = _k()
     total = K.match_count(a, b)
@@ -642,7 +651,7 @@ def group_starts(sorted_rows) -> np.ndarray:
     [0]
     """
     s = _rows(sorted_rows, "sorted_rows")
-    if small.prefer(s.shape[0], small.SMALL):
+    if small.prefer(s.shape[0], small.SMALL, s.shape[0]):
         return small.group_starts(s)
     buf = np.empty(s.shape[0] + 1, dtype=np.int64)
     return trim(buf, _k().group_starts(s, buf))

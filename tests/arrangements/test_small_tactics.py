@@ -1,9 +1,10 @@
-"""The numpy tactics for small inputs return exactly what the numba kernels return.
+"""The numpy tactics return exactly what the numba kernels return.
 
-They serve a fresh process's first small queries (no kernel load), so any
-difference -- order, consolidation, empty cases -- would make results depend
-on what ran before.  Seeded random inputs, compared field by field; and a
-first small query in a fresh process must not import numba.
+They serve a fresh process's first queries (no kernel load), small ones and, until the
+rows they have processed reach ``small.COLD_ROWS``, large ones, so any difference --
+order, consolidation, empty cases -- would make results depend on what ran before.
+Seeded random inputs, small and large, keys narrow and wider than a word, compared field
+by field; and a first small query in a fresh process must not import numba.
 """
 from __future__ import annotations
 
@@ -132,6 +133,80 @@ def test_reduce_closure_and_readiness_match_the_kernels(seed):
     times = np.ascontiguousarray(new_t)
     assert np.array_equal(reduce_mod._ready_small(times, ns),
                           _reduce_kernels.ready_mask(times, ns))
+
+
+def large_updates(rng, n, width, dim, wide):
+    """Rows past the pairwise limits; ``wide``: full int64 ranges (ranks, not packed words)."""
+    if wide:
+        rows = rng.integers(-2**63, 2**63 - 1, (n, width), dtype=np.int64, endpoint=True)
+        rows[rng.random(n) < 0.3] = rows[0]  # some equal rows to consolidate
+    else:
+        rows = rng.integers(-50, 50, (n, width)).astype(np.int64)
+    times = rng.integers(0, 3, (n, dim)).astype(np.int64)
+    diffs = rng.integers(-2, 3, n).astype(np.int64)
+    if rng.random() < 0.3:  # diffs too wide to be packed beside the key
+        diffs = rng.integers(-2**62, 2**62, n).astype(np.int64)
+    return rows, times, diffs
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_large_inputs_match_the_kernels(seed):
+    rng = np.random.default_rng(300 + seed)
+    K = kernels()
+    wide = seed % 3 == 0
+    width, dim = int(rng.integers(0 if not wide else 2, 4)), int(rng.integers(1, 3))
+    n = int(rng.integers(small.SMALL + 1, 3000))
+    r, t, d = large_updates(rng, n, width, dim, wide)
+    expected = (np.empty_like(r), np.empty_like(t), np.empty_like(d))
+    m = K.consolidate_perm(columnar.sort_permutation(r, t), r, t, d, *expected)
+    expected = tuple(x[:m] for x in expected)
+    got = small.consolidate(r, t, d)
+    same(got, expected)
+    assert small.is_consolidated(*got) and bool(K.is_consolidated(*got))
+    assert small.is_consolidated(r, t, d) == bool(K.is_consolidated(r, t, d))
+    assert small.consolidate(*got)[0].shape == got[0].shape  # sorted input: the fast path
+    # (kernels() loaded the kernels: columnar's sort takes them)
+    assert np.array_equal(small.sort_permutation(r, t), columnar.sort_permutation(r, t))
+    # merging two consolidated runs
+    b = small.consolidate(*large_updates(rng, int(rng.integers(0, 2000)), width, dim, wide))
+    cap = len(got[2]) + len(b[2])
+    out = (np.empty((cap, width), np.int64), np.empty((cap, dim), np.int64),
+           np.empty(cap, np.int64))
+    m = K.merge_consolidated(*got, *b, *out)
+    same(small.merge_consolidated(*got, *b), tuple(x[:m] for x in out))
+    # searches, joins and groups on the sorted rows (duplicates kept: rows of distinct times)
+    keys = np.ascontiguousarray(got[0])
+    queries = np.concatenate([keys[rng.integers(0, len(keys), 300)] if len(keys) else keys,
+                              large_updates(rng, 300, width, 1, wide)[0]])
+    lo, hi = np.empty(len(queries), np.int64), np.empty(len(queries), np.int64)
+    K.key_ranges(keys, queries, lo, hi)
+    same(small.key_ranges(keys, queries), (lo, hi))
+    for right in (False, True):
+        out1 = np.empty(len(queries), np.int64)
+        K.searchsorted_rows(keys, queries, right, out1)
+        same((small.searchsorted_rows(keys, queries, right),), (out1,))
+    other = np.ascontiguousarray(b[0])
+    total = K.match_count(keys, other)
+    li, ri = np.empty(total, np.int64), np.empty(total, np.int64)
+    K.match_fill(keys, other, li, ri)
+    same(small.match_sorted(keys, other), (li, ri))
+    buf = np.empty(len(keys) + 1, np.int64)
+    same((small.group_starts(keys),), (buf[:K.group_starts(keys, buf)],))
+    prefix = int(rng.integers(0, width + 1))
+    q = np.ascontiguousarray(queries[:, :prefix])
+    same(small.gather_prefix(*got, prefix, q), K.gather_prefix(*got, prefix, q))
+
+
+def test_large_inputs_take_numpy_until_the_budget_is_spent(monkeypatch):
+    monkeypatch.setattr(small, "_state", {"kernels_loaded": False, "small_calls": 0,
+                                          "cold_rows": 0})
+    monkeypatch.setattr(small, "COLD_ROWS", 1000)
+    assert small.prefer(600, small.SMALL, 600)       # large, within the budget: numpy
+    assert not small.prefer(600, small.SMALL)         # no tactic that scales: the kernels
+    assert not small.prefer(600, small.SMALL, 600)   # past the budget: the kernels
+    assert small.prefer(10, small.SMALL)              # small inputs still take numpy ...
+    small.kernels_loaded()
+    assert not small.prefer(10, small.SMALL)          # ... until the kernels are loaded
 
 
 @pytest.mark.parametrize("parts", [1, 3])
