@@ -95,14 +95,13 @@ def _pack(cols, n: int, lows, varying) -> np.ndarray:
     """The words of one item's columns under :func:`_layout`'s packing (total <= 64 bits)."""
     if not varying:
         return np.zeros(n, np.uint64)
-    words = None
-    for c, bits in varying:  # wrapping uint64 arithmetic: full int64 ranges fit
-        offset = cols[c].view(np.uint64) - lows[c]
-        if words is None:
-            words = offset
-        else:
-            words <<= np.uint64(bits)
-            words |= offset
+    (c, _), rest = varying[0], varying[1:]
+    words = np.subtract(cols[c].view(np.uint64), lows[c])  # wrapping: full int64 ranges fit
+    offset = np.empty_like(words) if rest else None  # one scratch array: fewer page faults
+    for c, bits in rest:
+        np.subtract(cols[c].view(np.uint64), lows[c], out=offset)
+        words <<= np.uint64(bits)
+        words |= offset
     return words
 
 
@@ -199,24 +198,36 @@ def consolidate(rows: np.ndarray, times: np.ndarray, diffs: np.ndarray):
 
 def _consolidate_packed(words, diff_bits, low, diffs, lows, varying, width, dim):
     """:func:`consolidate` with the diff packed below the key, as the kernels' mode 2: one
-    sort, then rows decoded from the sorted words and diffs summed from them -- no gather."""
-    shift, mask = np.uint64(diff_bits), np.uint64((1 << diff_bits) - 1)
-    packed = words << shift
-    packed |= diffs.view(np.uint64) - np.uint64(low % (1 << 64))
-    packed.sort()
-    keys = packed >> shift
+    sort, then rows decoded from the sorted words and diffs summed from them -- no gather.
+    (Every temporary costs fresh pages once the dataflow has trimmed the heap, so the steps
+    work in place where they can, and skip the payload when every diff is the same.)"""
+    if diff_bits:
+        shift = np.uint64(diff_bits)
+        words <<= shift  # (words is this call's own array)
+        payload = np.subtract(diffs.view(np.uint64), np.uint64(low % (1 << 64)))
+        words |= payload
+        words.sort()
+        keys = words >> shift
+    else:
+        words.sort()
+        keys = words
     first = np.ones(len(keys), dtype=bool)
     np.not_equal(keys[1:], keys[:-1], out=first[1:])
     starts = np.flatnonzero(first)
-    payload = (packed & mask).view(np.int64)
-    payload += np.int64(low)  # wrapping, as the kernels' sums
-    sums = np.add.reduceat(payload, starts)
+    if diff_bits:
+        np.bitwise_and(words, np.uint64((1 << diff_bits) - 1), out=payload)
+        payload = payload.view(np.int64)
+        payload += np.int64(low)  # wrapping, as the kernels' sums
+        sums = np.add.reduceat(payload, starts)
+    else:  # every diff is ``low``: a group sums its size times it
+        sums = np.diff(starts, append=len(keys)) * np.int64(low)
     keep = sums != 0
-    kept = np.take(keys, starts[keep])
-    out_rows, out_times = np.empty((len(kept), width), np.int64), np.empty((len(kept), dim),
-                                                                          np.int64)
+    kept = np.take(keys, starts[keep]) if not keep.all() else np.take(keys, starts)
+    out_rows = np.empty((len(kept), width), np.int64)
+    out_times = np.empty((len(kept), dim), np.int64)
     bits_of = dict(varying)
     offset = sum(bits_of.values())
+    column = np.empty_like(kept)
     for c in range(width + dim):
         target, j = (out_rows, c) if c < width else (out_times, c - width)
         bits = bits_of.get(c, 0)
@@ -224,7 +235,8 @@ def _consolidate_packed(words, diff_bits, low, diffs, lows, varying, width, dim)
         if not bits:  # a constant column
             target[:, j] = lows[c].view(np.int64)
             continue
-        column = (kept >> np.uint64(offset)) & np.uint64((1 << bits) - 1)
+        np.right_shift(kept, np.uint64(offset), out=column)
+        column &= np.uint64((1 << bits) - 1)
         column += lows[c]
         target[:, j] = column.view(np.int64)
     return out_rows, out_times, sums[keep]
@@ -272,10 +284,9 @@ def key_ranges(sorted_keys: np.ndarray, query_keys: np.ndarray):
     ([1, 3, 0], [3, 3, 0])
     """
     m, n = query_keys.shape[0], sorted_keys.shape[0]
-    if m * n > SMALL_PAIRS:  # binary searches of order-preserving words
-        (keys, queries), _ = order_words(sorted_keys, query_keys)
-        return (np.searchsorted(keys, queries, "left").astype(np.int64),
-                np.searchsorted(keys, queries, "right").astype(np.int64))
+    if sorted_keys.shape[1] == 1 or m * n > SMALL_PAIRS:
+        lo, hi = _searches(sorted_keys, query_keys, ("left", "right"))
+        return lo, hi
     equal = np.ones((m, n), dtype=bool)
     less = np.zeros((m, n), dtype=bool)
     for c in range(sorted_keys.shape[1]):  # lexicographic comparison, column by column
@@ -292,8 +303,18 @@ def searchsorted_rows(sorted_rows: np.ndarray, query_rows: np.ndarray, right: bo
     >>> searchsorted_rows(np.array([[1, 0], [1, 2]]), np.array([[1, 2]]), False).tolist()
     [1]
     """
-    (keys, queries), _ = order_words(sorted_rows, query_rows)
-    return np.searchsorted(keys, queries, "right" if right else "left").astype(np.int64)
+    return _searches(sorted_rows, query_rows, ("right" if right else "left",))[0]
+
+
+def _searches(sorted_rows, query_rows, sides) -> list:
+    """``np.searchsorted`` of rows for each side: of the one column itself when there is
+    one (O(m log n); packing the sorted rows would cost O(n) a search, and a join searches
+    a large batch for a few keys at every step), else of order-preserving words."""
+    if sorted_rows.shape[1] == 1:
+        keys, queries = sorted_rows[:, 0], query_rows[:, 0]
+    else:
+        (keys, queries), _ = order_words(sorted_rows, query_rows)
+    return [np.searchsorted(keys, queries, side).astype(np.int64) for side in sides]
 
 
 def expand_ranges(lo: np.ndarray, hi: np.ndarray):

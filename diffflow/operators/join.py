@@ -78,8 +78,11 @@ def join_updates(left, right, key_width: int, perm: np.ndarray) -> Updates:
         for j, c in enumerate(perm.tolist()):
             rows[:, j] = (np.take(left.rows[:, c], li) if c < lw else
                           np.take(right.rows[:, c - lw + key_width], ri))
-        times = np.maximum(np.take(left.times, li, axis=0), np.take(right.times, ri, axis=0))
-        return Updates(rows, times, np.take(left.diffs, li) * np.take(right.diffs, ri))
+        times = np.take(left.times, li, axis=0)
+        np.maximum(times, np.take(right.times, ri, axis=0), out=times)
+        diffs = np.take(left.diffs, li)
+        diffs *= np.take(right.diffs, ri)
+        return Updates(rows, times, diffs)
     source = np.where(perm < lw, perm, perm + key_width)
     rows = np.empty((len(li), len(perm)), np.int64)
     times = np.empty((len(li), left.times.shape[1]), np.int64)
