@@ -195,7 +195,7 @@ def _scatter_u64(src, dst, off, sh, nb, buf, cnt):
 
 
 @kernel
-def radix_sort_u64(keys, scratch, lo_bit, hi_bit, max_digit_bits):
+def radix_sort_u64(keys, scratch, lo_bit, hi_bit, max_digit_bits, hist, buf, cnt, off):
     """LSD radix sort of ``keys`` (uint64) by bits ``[lo_bit, hi_bit)``.
 
     The bit range is split into near-equal digits of at most
@@ -204,7 +204,9 @@ def radix_sort_u64(keys, scratch, lo_bit, hi_bit, max_digit_bits):
     below ``lo_bit`` are ignored (they hold a unique row index or a payload
     in the packed layouts).  Returns the sorted array: ``keys`` or
     ``scratch`` (same shape; allocating both with numpy gives transparent
-    huge pages, which the scatter passes need).
+    huge pages, which the scatter passes need).  Work arrays, from the
+    wrapper (``columnar._sort_u64``): ``hist`` zeros ``(npass, 2**width)``,
+    ``buf`` ``2**width * _WC`` uint64, ``cnt`` and ``off`` ``2**width``.
     """
     n = keys.shape[0]
     nbits = hi_bit - lo_bit
@@ -212,17 +214,12 @@ def radix_sort_u64(keys, scratch, lo_bit, hi_bit, max_digit_bits):
     if n < 2 or npass <= 0:
         return keys
     width = (nbits + npass - 1) // npass
-    nbmax = 1 << width
-    hist = np.zeros((npass, nbmax), np.int64)
     for p in range(npass):
         sh = np.uint64(lo_bit + p * width)
         mask = np.uint64((1 << min(width, hi_bit - lo_bit - p * width)) - 1)
         hp = hist[p]
         for i in range(n):
             hp[(keys[i] >> sh) & mask] += 1
-    buf = np.empty(nbmax * _WC, np.uint64)
-    cnt = np.empty(nbmax, np.int64)
-    off = np.empty(nbmax, np.int64)
     src = keys
     dst = scratch
     for p in range(npass):
@@ -312,13 +309,15 @@ def _emit(out_r, out_t, out_d, m, r, t, i, dv):
 
 
 @kernel
-def consolidate_packed(sorted_keys, low, mode, mins, c_sh, c_mask, diffs, dmin,
+def consolidate_packed(sorted_keys, low, mode, umins, c_sh, c_mask, diffs, dmin,
                        out_r, out_t, out_d):
     """Consolidate from sorted packed words ``(key << low) | payload``.
 
     Equal ``key`` (the bits above ``low``) <=> equal (row, time), and the
     row / time columns are decoded from the key (``mins[c] + ((k >> c_sh[c])
-    & c_mask[c])``), so only the diffs may need a random access: the payload
+    & c_mask[c])``; ``umins``: the mins as uint64, a view the wrapper makes:
+    converting here would load numba's array allocation with the kernel), so
+    only the diffs may need a random access: the payload
     is the row index (``mode == 1``: diff = ``diffs[idx]``) or the diff
     itself (``mode == 2``: diff = ``payload + dmin``).  Writes into the
     ``out_*`` buffers (capacity ``n``) and returns the number of rows ``m``.
@@ -328,7 +327,6 @@ def consolidate_packed(sorted_keys, low, mode, mins, c_sh, c_mask, diffs, dmin,
     d = out_t.shape[1]
     ush = np.uint64(low)
     lmask = (_U1 << ush) - _U1
-    umins = mins.astype(np.uint64)
     m = 0
     i = 0
     while i < n:
@@ -567,20 +565,21 @@ def part_range_ok(part, parts):
 
 
 @kernel
-def group_by_partition(part, parts, perm):
-    """Stable counting sort of indices by partition id into ``perm``;
-    returns ``offsets`` (length ``parts + 1``)."""
+def group_by_partition(part, parts, perm, offsets):
+    """Stable counting sort of indices by partition id into ``perm``; fills
+    ``offsets`` (zeros, length ``parts + 1``) and returns it."""
     n = part.shape[0]
-    offsets = np.zeros(parts + 1, np.int64)
     for i in range(n):
         offsets[part[i] + 1] += 1
     for p in range(parts):
         offsets[p + 1] += offsets[p]
-    pos = offsets[:parts].copy()
-    for i in range(n):
+    for i in range(n):  # offsets[p] is partition p's cursor: it ends at p + 1's start ...
         p = part[i]
-        perm[pos[p]] = i
-        pos[p] += 1
+        perm[offsets[p]] = i
+        offsets[p] += 1
+    for p in range(parts, 0, -1):  # ... so shift the cursors back to starts
+        offsets[p] = offsets[p - 1]
+    offsets[0] = 0
     return offsets
 
 
@@ -755,15 +754,15 @@ def _sorted_run(queries, g0, g1, width):
 
 
 @kernel
-def prefix_lower_bounds(rows, queries, width, out):
+def prefix_lower_bounds(rows, queries, width, out, base):
     """``out[j]``: the first index ``i`` with ``rows[i, :width] >= queries[j, :width]``.
 
     ``rows`` sorted lexicographically; queries in any order (a group that is not sorted
-    after its predecessor is searched over the whole batch).
+    after its predecessor is searched over the whole batch).  ``base``: ``GROUP`` int64 of
+    scratch.
     """
     n = rows.shape[0]
     m = queries.shape[0]
-    base = np.empty(GROUP, np.int64)
     start = 0  # the previous group's last answer: a sorted group's answers are not below it
     for g0 in range(0, m, GROUP):
         g1 = min(g0 + GROUP, m)
@@ -797,18 +796,16 @@ def prefix_lower_bounds(rows, queries, width, out):
 
 
 @kernel
-def gather_prefix(rows, times, diffs, width, queries):
-    """Every update whose first ``width`` row columns equal a query row.
+def prefix_ranges(rows, queries, width, lo, hi, base):
+    """Per query ``j``, ``[lo[j], hi[j])``: the rows whose first ``width`` columns equal it;
+    returns the total.
 
     ``rows`` sorted lexicographically; queries in any order (sorted ones cost
-    O(m log(n/m)) probes, see :func:`prefix_lower_bounds`), then one copy pass.
-    Returns ``(query_index, rows, times, diffs)``.
+    O(m log(n/m)) probes, see :func:`prefix_lower_bounds`).
     """
     n = rows.shape[0]
     m = queries.shape[0]
-    lo = np.empty(m, np.int64)
-    prefix_lower_bounds(rows, queries, width, lo)
-    hi = np.empty(m, np.int64)
+    prefix_lower_bounds(rows, queries, width, lo, base)
     total = 0
     for j in range(m):
         a = lo[j]
@@ -819,14 +816,17 @@ def gather_prefix(rows, times, diffs, width, queries):
         hi[j] = prefix_upper_bound(rows, a, a + step - 1 if a + step - 1 < n else n, queries, j,
                                    width)
         total += hi[j] - lo[j]
+    return total
+
+
+@kernel
+def gather_ranges(rows, times, diffs, lo, hi, out_q, out_r, out_t, out_d):
+    """Copy the updates of every range ``[lo[j], hi[j])``, range by range, tagged ``j``
+    (the outputs are sized by :func:`prefix_ranges`' total)."""
     w = rows.shape[1]
     d = times.shape[1]
-    out_q = np.empty(total, np.int64)
-    out_r = np.empty((total, w), np.int64)
-    out_t = np.empty((total, d), np.int64)
-    out_d = np.empty(total, np.int64)
     p = 0
-    for j in range(m):
+    for j in range(lo.shape[0]):
         for i in range(lo[j], hi[j]):
             out_q[p] = j
             for k in range(w):
@@ -835,4 +835,3 @@ def gather_prefix(rows, times, diffs, width, queries):
                 out_t[p, k] = times[i, k]
             out_d[p] = diffs[i]
             p += 1
-    return out_q, out_r, out_t, out_d

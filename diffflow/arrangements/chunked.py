@@ -84,5 +84,5 @@ def consolidate_chunks(chunks, width: int, dim: int):
     # mode 2 decodes diffs from the words; mode 1 reads them by global index
     diffs = np.concatenate([d for _, _, d in parts]) if mode == 1 else np.zeros(0, np.int64)
     out = (np.empty((n, width), np.int64), np.empty((n, dim), np.int64), np.empty(n, np.int64))
-    return columnar._finish(out, K.consolidate_packed(words, low, mode, mins, c_sh, c_mask,
-                                                      diffs, dmin, *out))
+    return columnar._finish(out, K.consolidate_packed(words, low, mode, mins.view(np.uint64),
+                                                      c_sh, c_mask, diffs, dmin, *out))

@@ -187,8 +187,16 @@ def trim(buf: np.ndarray, m: int) -> np.ndarray:
 def _sort_u64(words: np.ndarray, low: int, high: int) -> np.ndarray:
     """Sort uint64 ``words`` by bits ``[low, high)``; the bits below ``low``
     make every word unique (row index) or are an order-irrelevant payload."""
-    if -(-(high - low) // _DIGIT_BITS) <= _MAX_RADIX_PASSES:
-        return _k().radix_sort_u64(words, np.empty_like(words), low, high, _DIGIT_BITS)
+    npass = -(-(high - low) // _DIGIT_BITS)
+    if npass <= _MAX_RADIX_PASSES:
+        K = _k()
+        # the kernel's work arrays, allocated here: numba's own allocation would load numba's
+        # array implementation (~45 ms) with the kernel's cached code
+        width = -(-(high - low) // max(npass, 1))
+        return K.radix_sort_u64(words, np.empty_like(words), low, high, _DIGIT_BITS,
+                                np.zeros((npass, 1 << width), np.int64),
+                                np.empty((1 << width) * K._WC, np.uint64),
+                                np.empty(1 << width, np.int64), np.empty(1 << width, np.int64))
     words.sort()  # numpy 2: AVX-512 / AVX2 quicksort on uint64
     return words
 
@@ -329,7 +337,8 @@ def consolidate(rows, times, diffs):
     plan = _sort_plan(r, t, d)
     if plan[0] == "packed":
         _, words, low, mode, mins, c_sh, c_mask, dmin = plan
-        return _finish(out, K.consolidate_packed(words, low, mode, mins, c_sh, c_mask, d, dmin, *out))
+        return _finish(out, K.consolidate_packed(words, low, mode, mins.view(np.uint64), c_sh,
+                                                 c_mask, d, dmin, *out))
     # (an unsorted input always has a varying column, so plan is not identity)
     return _finish(out, K.consolidate_perm(plan[1], r, t, d, *out))
 
@@ -531,7 +540,7 @@ def group_by_partition(part, parts):
     if not K.part_range_ok(p, parts):
         raise ValueError(f"part values must lie in [0, {parts})")
     perm = np.empty(p.shape[0], dtype=np.int64)
-    return perm, K.group_by_partition(p, parts, perm)
+    return perm, K.group_by_partition(p, parts, perm, np.zeros(parts + 1, np.int64))
 
 
 # ---------------------------------------------------------------------------
@@ -587,7 +596,13 @@ def gather_prefix_unchecked(rows, times, diffs, width: int, queries):
     n, m = rows.shape[0], queries.shape[0]
     if small.prefer(n * m, small.SMALL_PAIRS, n + m):
         return small.gather_prefix(rows, times, diffs, width, queries)
-    return _k().gather_prefix(rows, times, diffs, width, queries)
+    K = _k()
+    lo, hi = np.empty(m, np.int64), np.empty(m, np.int64)
+    total = K.prefix_ranges(rows, queries, width, lo, hi, np.empty(K.GROUP, np.int64))
+    out = (np.empty(total, np.int64), np.empty((total, rows.shape[1]), np.int64),
+           np.empty((total, times.shape[1]), np.int64), np.empty(total, np.int64))
+    K.gather_ranges(rows, times, diffs, lo, hi, *out)
+    return out
 
 
 def searchsorted_rows(sorted_rows, query_rows, side: str = "left") -> np.ndarray:
