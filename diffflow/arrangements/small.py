@@ -1,23 +1,28 @@
 """Plain numpy tactics of the columnar operations, for inputs met before the kernels load.
 
 :mod:`.columnar` runs numba kernels once they are loaded, and these numpy tactics before.
-Loading costs a fresh process ~0.2-0.3 s however small its work: numba's import (~0.16 s;
-with the compiler's registries skipped, :mod:`diffflow.common.jit`), its runtime, and each
-kernel read from the on-disk cache.  numpy does the same work without it: on a handful of
-rows in a few microseconds (a kernel is faster once loaded: ~5 us against 15-20 us), on
-large inputs ~1.5-3x slower than the kernels (it sorts the same packed words with the same
-``np.sort``, but makes more passes over memory).  Whether to load is a rent-or-buy choice,
-made as for skis: numpy serves (rents) until what it has cost reaches about what loading
-costs, then the kernels load (buy) and serve everything from then on, so a process pays at
-most about twice what the better choice in hindsight would have cost, and a short one (a
-``diffflow run``, a first query) never loads numba.  :func:`prefer` keeps the account:
+Loading costs a fresh process ~0.25 s however small its work: numba's import (~0.15-0.2 s;
+with the compiler's registries skipped, :mod:`diffflow.common.jit`), its runtime, the kernel
+modules, and each kernel a query calls read from numba's on-disk cache (~3 ms each).  numpy
+does the same work without it: on a handful of rows in a few microseconds (a kernel is
+faster once loaded: ~5 us against 15-20 us), on large inputs ~1.3-2x slower than the
+kernels (it sorts the same packed words with the same ``np.sort``, but makes more passes
+over memory: ~10-15 ns a row more, and ~50 us a call).  Whether to load is a rent-or-buy
+choice, made as for skis: numpy serves (rents) until what it has cost more reaches about
+what loading costs, then the kernels load (buy) and serve everything from then on, so a
+process pays at most about twice what the better choice in hindsight would have cost, and a
+short one (a ``diffflow run``, a first query) never loads numba.  :func:`prefer` keeps the
+account:
 
 * an input of at most :data:`SMALL` rows (:data:`SMALL_PAIRS` compared pairs) counts one
-  call; after :data:`LOAD_AFTER` of them (~50 ms of numpy work) the kernels load;
-* a larger input counts its rows, where the caller has a tactic that scales (every function
-  here does, the pairwise comparisons switching to sorted words past :data:`SMALL_PAIRS`);
-  after :data:`COLD_ROWS` rows the kernels load.  A caller without one (the reduce
-  operator's closures) loads them at its first large input.
+  call; after :data:`LOAD_AFTER` of them the kernels load;
+* a larger input counts its rows plus :data:`CALL_ROWS`, where the caller has a tactic that
+  scales (every function here does: the pairwise comparisons switch to sorted words past
+  :data:`SMALL_PAIRS`); past :data:`COLD_ROWS` the kernels load.  A caller without one
+  (the reduce operator's closures) loads them at its first large input.
+
+Measured on R-MAT s15 reachability (bench/bench_cold.py): a query charges ~3.1M, numpy costs
+it ~45 ms more than the kernels, and the kernels load in its sixth run.
 
 Every function here returns exactly what its kernel counterpart returns -- the same rows
 in the same order -- and the tests compare the two on random inputs, small and large, keys
@@ -34,9 +39,11 @@ SMALL = 256
 SMALL_PAIRS = 4096
 # Small calls after which the kernels are loaded anyway (~50 ms of numpy work).
 LOAD_AFTER = 3000
-# Rows of large inputs after which the kernels are loaded: numpy's extra cost on them is
-# ~20-40 ns a row, so ~0.15-0.3 s by then, about what loading the kernels costs.
-COLD_ROWS = 8_000_000
+# Rows (of large inputs, each call counting CALL_ROWS more: numpy's overhead of a call) after
+# which the kernels are loaded: numpy has then cost ~10-15 ns a row more than the kernels,
+# ~0.2-0.25 s, about what loading them costs.
+COLD_ROWS = 16_000_000
+CALL_ROWS = 4096
 
 _state = {"kernels_loaded": False, "small_calls": 0, "cold_rows": 0}
 
@@ -62,7 +69,7 @@ def prefer(size: int, limit: int, rows: int | None = None) -> bool:
         return _state["small_calls"] <= LOAD_AFTER
     if rows is None:
         return False
-    _state["cold_rows"] += rows
+    _state["cold_rows"] += rows + CALL_ROWS
     return _state["cold_rows"] <= COLD_ROWS
 
 

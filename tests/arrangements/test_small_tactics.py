@@ -203,9 +203,10 @@ def test_large_inputs_take_numpy_until_the_budget_is_spent(monkeypatch):
     monkeypatch.setattr(small, "_state", {"kernels_loaded": False, "small_calls": 0,
                                           "cold_rows": 0})
     monkeypatch.setattr(small, "COLD_ROWS", 1000)
+    monkeypatch.setattr(small, "CALL_ROWS", 100)
     assert small.prefer(600, small.SMALL, 600)       # large, within the budget: numpy
     assert not small.prefer(600, small.SMALL)         # no tactic that scales: the kernels
-    assert not small.prefer(600, small.SMALL, 600)   # past the budget: the kernels
+    assert not small.prefer(300, small.SMALL, 300)   # past the budget (700 + 400): the kernels
     assert small.prefer(10, small.SMALL)              # small inputs still take numpy ...
     small.kernels_loaded()
     assert not small.prefer(10, small.SMALL)          # ... until the kernels are loaded
