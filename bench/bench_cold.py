@@ -12,9 +12,9 @@ on-disk cache (and Python's ``__pycache__``, as an installed package has it):
           made by this script, loaded by the child with ``np.load`` before the first query,
           untimed), counted with ``aggregate``: first query, then the same query again in the
           same process (warm).  Reported: import, first, warm, and import + first - warm;
-          then, in the same process, the kernels forced to load (``columnar._k()``, the join's
-          kernel module: what numba's import costs), the query once more (the kernels'
-          specialisations load from numba's cache) and again (the kernels warm).
+          then, in the same process, the kernels forced to load (``columnar.load_kernels()``
+          and the join's kernel module: what numba's import costs), the query once more (the
+          kernels' specialisations load from numba's cache) and again (the kernels warm).
 ``cli``   wall time of ``python -m diffflow run queries/transitive_closure/prog.dl
           -F queries/transitive_closure/facts -D <tmp>`` from start to exit.
 
@@ -63,7 +63,7 @@ numba_used = "numba" in sys.modules
 # then the kernels, loaded now whatever numpy has served: what loading costs, and their speed
 from diffflow.arrangements import columnar
 from diffflow.operators import join
-columnar._k(); join._kernels(); t4 = time.perf_counter()
+columnar.load_kernels(); join._kernels(); t4 = time.perf_counter()
 c = query(); t5 = time.perf_counter(); query(); t6 = time.perf_counter()
 import json
 print("@@ " + json.dumps({{"import": t_import, "first": t2 - t1, "warm": t3 - t2,

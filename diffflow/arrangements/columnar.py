@@ -15,7 +15,7 @@ The wrappers here validate shapes and dtypes (raising ``ValueError`` /
 ``TypeError``), convert every array to C-contiguous ``int64`` (any integer or
 bool dtype that casts *safely* to ``int64`` is accepted; ``uint64`` and
 floats are rejected) and then call the private numba kernels in
-``_kernels.py`` -- or, for small inputs before the kernels are loaded, the
+``_kernels.py`` -- or, before the kernels are loaded (:func:`load_kernels`), the
 numpy tactics of :mod:`.small`.  numba and the kernels are imported lazily on
 first use, so importing this module is cheap and compiles nothing.  Arrays returned by
 functions that drop rows (``consolidate``, ``merge_consolidated``) are
@@ -113,6 +113,17 @@ def _k():
         _KERNELS = importlib.import_module("diffflow.arrangements._kernels")
         small.kernels_loaded()
     return _KERNELS
+
+
+def load_kernels() -> None:
+    """Load the numba kernels now, so that they serve every size from here on.
+
+    A fresh process otherwise starts on the numpy tactics (:mod:`.small`) and loads the
+    kernels once that work has cost about what loading them costs (~0.25 s); a long-running
+    service, or a benchmark measuring the kernels, can load them first.  (Each kernel is then
+    read from numba's cache at its first call.)
+    """
+    _k()
 
 
 # ---------------------------------------------------------------------------
