@@ -53,6 +53,11 @@ def kernels_loaded() -> None:
     _state["kernels_loaded"] = True
 
 
+def loaded() -> bool:
+    """Whether the numba kernels are loaded (and serve every size)."""
+    return _state["kernels_loaded"]
+
+
 def prefer(size: int, limit: int, rows: int | None = None) -> bool:
     """Whether an input of ``size`` (rows, or compared pairs) should take the numpy tactic.
 
@@ -322,6 +327,23 @@ def _searches(sorted_rows, query_rows, sides) -> list:
     else:
         (keys, queries), _ = order_words(sorted_rows, query_rows)
     return [np.searchsorted(keys, queries, side).astype(np.int64) for side in sides]
+
+
+def prefix_upper_bound(rows: np.ndarray, lo: int, hi: int, bound: tuple) -> int:
+    """First index in ``[lo, hi)`` whose first ``len(bound)`` columns exceed ``bound``
+    (``rows`` sorted): a bisection in Python, O(log n) steps of one row each.
+
+    >>> prefix_upper_bound(np.array([[1, 0], [2, 5], [2, 9], [3, 0]]), 0, 4, (2,))
+    3
+    """
+    width = len(bound)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if tuple(rows[mid, :width].tolist()) <= bound:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def expand_ranges(lo: np.ndarray, hi: np.ndarray):
