@@ -31,6 +31,8 @@ check).  A string column still loads pandas once, for its hash (:mod:`diffflow.c
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 # Row counts up to which the numpy tactic sorts and merges ...
@@ -151,7 +153,7 @@ def _rank_words(columns, sizes):
     ranks[order] = np.cumsum(new) - np.uint64(1)
     bounds = np.cumsum([0] + sizes)
     top = int(ranks.max()) if len(ranks) else 0
-    return [ranks[a:b] for a, b in zip(bounds[:-1], bounds[1:])], top.bit_length()
+    return [ranks[a:b] for a, b in itertools.pairwise(bounds)], top.bit_length()
 
 
 def sorted_order(words: np.ndarray, bits: int):

@@ -31,7 +31,7 @@ from numba import njit
 from numba.core.caching import FunctionCache
 from numba.core.runtime import rtsys
 
-__all__ = ["kernel", "QuickLoadCache"]
+__all__ = ["QuickLoadCache", "kernel"]
 
 
 class QuickLoadCache(FunctionCache):
@@ -41,7 +41,7 @@ class QuickLoadCache(FunctionCache):
     (:class:`numba.core.caching.FunctionCache`); only :meth:`load_overload` differs.
     """
 
-    def __init__(self, py_func):  # noqa: D107 - numba's set-up waits for the first use
+    def __init__(self, py_func):  # numba's set-up waits for the first use (_setup)
         self._py_func = py_func
         self._ready = False
 

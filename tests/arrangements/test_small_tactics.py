@@ -241,7 +241,9 @@ def test_reduce_times_in_numpy_match_the_kernels(seed):
     ns, hs = np.array(new_starts, np.int64), np.array(hist_starts, np.int64)
     g1, t1 = closure_groups(new_t, ns, hist_t, hs)
     g2, t2 = _reduce_kernels.join_closure_groups(new_t, ns, hist_t, hs)
-    as_set = lambda g, t: sorted(set(zip(g.tolist(), map(tuple, t.tolist()))))  # noqa: E731
+    def as_set(g, t):
+        return sorted(set(zip(g.tolist(), map(tuple, t.tolist()))))
+
     assert as_set(g1, t1) == as_set(g2, t2)
     times = np.ascontiguousarray(new_t)
     assert np.array_equal(ready_pairs(times, ns), _reduce_kernels.ready_mask(times, ns))
