@@ -16,8 +16,9 @@ rows = rng.integers(0, 1000, (5000, 2))
 K = columnar._k()  # from here the kernels serve every size
 r, t, d = columnar.consolidate(rows, np.zeros((5000, 1), np.int64), np.ones(5000, np.int64))
 q, gr, gt, gd = columnar.gather_prefix(r, t, d, 1, np.arange(0, 1000, 7)[:, None])
+registries = ("numba.np.arraymath", "numba.np.linalg", "scipy.linalg")
 print(len(r), int(d.sum()), len(q), int(gr.sum()), sum(K.sortedness.stats.cache_hits.values()),
-      sorted(m for m in ("numba.np.arraymath", "numba.np.linalg", "scipy.linalg") if m in sys.modules))
+      sorted(m for m in registries if m in sys.modules))
 """
 
 
