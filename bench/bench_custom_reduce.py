@@ -146,6 +146,10 @@ def components(scale: int, edges: int, batches: int) -> None:
 
 
 def main() -> None:
+    from diffflow.arrangements.columnar import load_kernels
+
+    load_kernels()  # time the kernels, not the numpy tactics a fresh process starts on
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--groups", type=int, default=100_000)

@@ -41,6 +41,10 @@ def links(size: int, classes: int, rng) -> list:
 
 
 def main(argv=None):
+    from diffflow.arrangements.columnar import load_kernels
+
+    load_kernels()  # time the kernels, not the numpy tactics a fresh process starts on
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=50, help="members per class")
     parser.add_argument("--classes", type=int, default=100)

@@ -213,6 +213,10 @@ def measure_collections(name, workload, edges, sources, args, conciseness) -> No
 
 
 def main() -> None:
+    from diffflow.arrangements.columnar import load_kernels
+
+    load_kernels()  # time the kernels, not the numpy tactics a fresh process starts on
+
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--workload", choices=["reach", "cc", "both"], default="both")
     p.add_argument("--graph", default="wiki-Vote", help="the reach workload's graph")

@@ -145,6 +145,7 @@ if __name__ == "__main__":
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
+    C.load_kernels()  # the kernels serve every size (not the numpy tactics of a fresh process)
     print(f"NUMBA_NUM_THREADS={os.environ['NUMBA_NUM_THREADS']}  numpy {np.__version__}")
     generator = np.random.default_rng(args.seed)
     for n_rows in args.rows:

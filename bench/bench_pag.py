@@ -100,6 +100,10 @@ def traced_run_events(path: str) -> Events:
 
 
 def main(argv=None) -> int:
+    from diffflow.arrangements.columnar import load_kernels
+
+    load_kernels()  # time the kernels, not the numpy tactics a fresh process starts on
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=10_000_000, help="events per workload (default 10^7)")
     args = parser.parse_args(argv)

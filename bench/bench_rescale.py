@@ -392,6 +392,10 @@ def plot(results: dict, path: str) -> None:
 
 
 def main() -> None:
+    from diffflow.arrangements.columnar import load_kernels
+
+    load_kernels()  # time the kernels, not the numpy tactics a fresh process starts on
+
     from datasets import add_data_option
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -120,11 +120,12 @@ def update_batches(edges: np.ndarray, count: int, size: int = 10, seed: int = 1)
 # graphs: reach from roots / connected components (answer: reached count / [components, largest])
 
 def load_kernels() -> None:
-    """Make the untimed warm-up load numba's kernels: small inputs would otherwise take
-    diffflow's numpy tactics (arrangements/small.py) and leave the load to the timed run."""
+    """Make the untimed warm-up load numba's kernels: diffflow's numpy tactics
+    (arrangements/small.py) would otherwise serve the first work and leave the load to a
+    timed run."""
     from diffflow.arrangements import columnar
 
-    columnar._k()
+    columnar.load_kernels()
 
 
 def graph_flow(algs, roots):

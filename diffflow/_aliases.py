@@ -16,7 +16,6 @@ path.  ``docs/ARCHITECTURE.md`` shows where everything lives now.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.util
 import os
 import sys
@@ -156,8 +155,10 @@ class _Forwarding(types.ModuleType):
         return sorted(names)
 
 
-class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds the old paths of :data:`MOVED` (and only those)."""
+class _Finder:
+    """Finds the old paths of :data:`MOVED` (and only those): a meta path finder and the
+    loader of what it finds (the import protocol's methods; not importlib.abc's classes,
+    whose import costs ~10 ms of every ``import diffflow``)."""
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in MOVED:

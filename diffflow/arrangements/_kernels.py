@@ -9,9 +9,9 @@ inputs were validated by the wrapper:
 * "sorted" means lexicographic by the row columns, then the time columns,
   all compared as signed ``int64``.
 
-All kernels are single-threaded ``@njit(cache=True)`` functions; each is
-compiled for one type signature because the wrapper always passes
-C-contiguous ``int64`` / ``uint64`` arrays and Python ints / bools.  Large
+All kernels are single-threaded ``@kernel`` functions (numba's ``njit``, cached on
+disk: :mod:`diffflow.common.jit`); each is compiled for one type signature because the
+wrapper always passes C-contiguous ``int64`` / ``uint64`` arrays and Python ints / bools.  Large
 outputs are allocated by the wrapper with numpy and passed in (``out``
 arguments): numpy requests transparent huge pages for big buffers, which
 makes first-touch page faults and the TLB misses of scatters much cheaper
@@ -19,7 +19,8 @@ than with numba's own allocator.
 """
 
 import numpy as np
-from numba import njit
+
+from diffflow.common.jit import kernel
 
 # --------------------------------------------------------------------------
 # uint64 constants (numba freezes module globals; all are typed uint64 so
@@ -40,7 +41,7 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 # --------------------------------------------------------------------------
 # lexicographic comparison helpers
 # --------------------------------------------------------------------------
-@njit(cache=True)
+@kernel
 def _cmp_prefix(a, i, b, j, width):
     """Compare ``a[i, :width]`` with ``b[j, :width]`` lexicographically: -1, 0 or 1."""
     for c in range(width):
@@ -53,13 +54,13 @@ def _cmp_prefix(a, i, b, j, width):
     return 0
 
 
-@njit(cache=True)
+@kernel
 def _cmp_row(a, i, b, j):
     """Compare row ``a[i]`` with row ``b[j]``: -1, 0 or 1."""
     return _cmp_prefix(a, i, b, j, a.shape[1])
 
 
-@njit(cache=True)
+@kernel
 def _cmp_rt(ra, ta, i, rb, tb, j):
     """Compare ``(ra[i], ta[i])`` with ``(rb[j], tb[j])``: -1, 0 or 1."""
     c = _cmp_row(ra, i, rb, j)
@@ -71,7 +72,7 @@ def _cmp_rt(ra, ta, i, rb, tb, j):
 # --------------------------------------------------------------------------
 # sorting: column statistics, key packing, radix sorts
 # --------------------------------------------------------------------------
-@njit(cache=True)
+@kernel
 def _minmax_cols(a, mins, maxs, base):
     """Column-wise min/max of ``a`` (n >= 1) into ``mins/maxs[base:]``."""
     n = a.shape[0]
@@ -86,7 +87,7 @@ def _minmax_cols(a, mins, maxs, base):
         maxs[base + c] = mx
 
 
-@njit(cache=True)
+@kernel
 def col_minmax(rows, times, mins, maxs):
     """Per-column min and max of the concatenated columns ``rows | times``
     into ``mins`` / ``maxs`` (length ``w + d``); requires ``n >= 1``."""
@@ -94,7 +95,7 @@ def col_minmax(rows, times, mins, maxs):
     _minmax_cols(times, mins, maxs, rows.shape[1])
 
 
-@njit(cache=True)
+@kernel
 def minmax1(a):
     """``(min, max)`` of a non-empty 1-D int64 array."""
     mn = a[0]
@@ -106,7 +107,7 @@ def minmax1(a):
     return mn, mx
 
 
-@njit(cache=True)
+@kernel
 def pack_single(rows, times, mins, p_col, p_dst, diffs, dmin, mode, out, base):
     """Pack ``(rows, times)`` into one uint64 word per row, written to ``out``.
 
@@ -137,7 +138,7 @@ def pack_single(rows, times, mins, p_col, p_dst, diffs, dmin, mode, out, base):
         out[i] = acc
 
 
-@njit(cache=True)
+@kernel
 def pack_words(rows, times, mins, p_col, p_src, p_mask, p_word, p_dst, out):
     """Pack ``(rows, times)`` into bit chunks ``out`` (nchunks, n), zeroed.
 
@@ -159,7 +160,7 @@ def pack_words(rows, times, mins, p_col, p_src, p_mask, p_word, p_dst, out):
             out[p_word[p], i] |= (u & p_mask[p]) << p_dst[p]
 
 
-@njit(cache=True)
+@kernel
 def _scatter_u64(src, dst, off, sh, nb, buf, cnt):
     """One stable counting-sort pass of ``src`` into ``dst`` by digit
     ``(k >> sh) & (nb - 1)``; ``off`` holds the bucket start offsets.
@@ -193,8 +194,8 @@ def _scatter_u64(src, dst, off, sh, nb, buf, cnt):
             dst[o + t] = buf[b * L + t]
 
 
-@njit(cache=True)
-def radix_sort_u64(keys, scratch, lo_bit, hi_bit, max_digit_bits):
+@kernel
+def radix_sort_u64(keys, scratch, lo_bit, hi_bit, max_digit_bits, hist, buf, cnt, off):
     """LSD radix sort of ``keys`` (uint64) by bits ``[lo_bit, hi_bit)``.
 
     The bit range is split into near-equal digits of at most
@@ -203,7 +204,9 @@ def radix_sort_u64(keys, scratch, lo_bit, hi_bit, max_digit_bits):
     below ``lo_bit`` are ignored (they hold a unique row index or a payload
     in the packed layouts).  Returns the sorted array: ``keys`` or
     ``scratch`` (same shape; allocating both with numpy gives transparent
-    huge pages, which the scatter passes need).
+    huge pages, which the scatter passes need).  Work arrays, from the
+    wrapper (``columnar._sort_u64``): ``hist`` zeros ``(npass, 2**width)``,
+    ``buf`` ``2**width * _WC`` uint64, ``cnt`` and ``off`` ``2**width``.
     """
     n = keys.shape[0]
     nbits = hi_bit - lo_bit
@@ -211,17 +214,12 @@ def radix_sort_u64(keys, scratch, lo_bit, hi_bit, max_digit_bits):
     if n < 2 or npass <= 0:
         return keys
     width = (nbits + npass - 1) // npass
-    nbmax = 1 << width
-    hist = np.zeros((npass, nbmax), np.int64)
     for p in range(npass):
         sh = np.uint64(lo_bit + p * width)
         mask = np.uint64((1 << min(width, hi_bit - lo_bit - p * width)) - 1)
         hp = hist[p]
         for i in range(n):
             hp[(keys[i] >> sh) & mask] += 1
-    buf = np.empty(nbmax * _WC, np.uint64)
-    cnt = np.empty(nbmax, np.int64)
-    off = np.empty(nbmax, np.int64)
     src = keys
     dst = scratch
     for p in range(npass):
@@ -241,7 +239,7 @@ def radix_sort_u64(keys, scratch, lo_bit, hi_bit, max_digit_bits):
     return src
 
 
-@njit(cache=True)
+@kernel
 def chunk_keys(chunk, perm, ib, first, out):
     """``out[i] = (chunk[perm[i]] << ib) | i`` (``perm`` ignored if ``first``,
     i.e. the identity).  Prepares one LSD stage of a multi-chunk sort."""
@@ -255,7 +253,7 @@ def chunk_keys(chunk, perm, ib, first, out):
             out[i] = (chunk[perm[i]] << ush) | np.uint64(i)
 
 
-@njit(cache=True)
+@kernel
 def compose_perm(perm, sorted_keys, mask, first, out):
     """``out = perm[sorted_keys & mask]`` (or just ``sorted_keys & mask`` if
     ``first``): the permutation after one stable LSD stage."""
@@ -268,7 +266,7 @@ def compose_perm(perm, sorted_keys, mask, first, out):
             out[i] = perm[np.int64(sorted_keys[i] & mask)]
 
 
-@njit(cache=True)
+@kernel
 def low_bits(a, mask, out):
     """``out = a & mask`` as int64 (extracts the row index of packed keys)."""
     for i in range(a.shape[0]):
@@ -278,7 +276,7 @@ def low_bits(a, mask, out):
 # --------------------------------------------------------------------------
 # consolidation
 # --------------------------------------------------------------------------
-@njit(cache=True)
+@kernel
 def sortedness(rows, times):
     """0 if unsorted, 1 if sorted with equal neighbours, 2 if strictly sorted."""
     n = rows.shape[0]
@@ -292,7 +290,7 @@ def sortedness(rows, times):
     return 2 if strict else 1
 
 
-@njit(cache=True)
+@kernel
 def is_consolidated(rows, times, diffs):
     """True iff (row, time) strictly increases and no diff is zero."""
     n = rows.shape[0]
@@ -304,20 +302,22 @@ def is_consolidated(rows, times, diffs):
     return True
 
 
-@njit(cache=True)
+@kernel
 def _emit(out_r, out_t, out_d, m, r, t, i, dv):
     """Write row ``r[i]``, time ``t[i]`` and diff ``dv`` at output slot ``m``."""
     _emit_wd(out_r, out_t, out_d, m, r, t, i, dv, r.shape[1], t.shape[1])
 
 
-@njit(cache=True)
-def consolidate_packed(sorted_keys, low, mode, mins, c_sh, c_mask, diffs, dmin,
+@kernel
+def consolidate_packed(sorted_keys, low, mode, umins, c_sh, c_mask, diffs, dmin,
                        out_r, out_t, out_d):
     """Consolidate from sorted packed words ``(key << low) | payload``.
 
     Equal ``key`` (the bits above ``low``) <=> equal (row, time), and the
     row / time columns are decoded from the key (``mins[c] + ((k >> c_sh[c])
-    & c_mask[c])``), so only the diffs may need a random access: the payload
+    & c_mask[c])``; ``umins``: the mins as uint64, a view the wrapper makes:
+    converting here would load numba's array allocation with the kernel), so
+    only the diffs may need a random access: the payload
     is the row index (``mode == 1``: diff = ``diffs[idx]``) or the diff
     itself (``mode == 2``: diff = ``payload + dmin``).  Writes into the
     ``out_*`` buffers (capacity ``n``) and returns the number of rows ``m``.
@@ -327,7 +327,6 @@ def consolidate_packed(sorted_keys, low, mode, mins, c_sh, c_mask, diffs, dmin,
     d = out_t.shape[1]
     ush = np.uint64(low)
     lmask = (_U1 << ush) - _U1
-    umins = mins.astype(np.uint64)
     m = 0
     i = 0
     while i < n:
@@ -355,7 +354,7 @@ def consolidate_packed(sorted_keys, low, mode, mins, c_sh, c_mask, diffs, dmin,
     return m
 
 
-@njit(cache=True)
+@kernel
 def consolidate_perm(perm, rows, times, diffs, out_r, out_t, out_d):
     """Consolidate rows visited in the (sorting) order ``perm``.
 
@@ -377,7 +376,7 @@ def consolidate_perm(perm, rows, times, diffs, out_r, out_t, out_d):
     return m
 
 
-@njit(cache=True)
+@kernel
 def consolidate_sorted(rows, times, diffs, out_r, out_t, out_d):
     """Consolidate input already sorted (possibly with equal neighbours).
 
@@ -399,7 +398,7 @@ def consolidate_sorted(rows, times, diffs, out_r, out_t, out_d):
     return m
 
 
-@njit(cache=True)
+@kernel
 def merge_consolidated(ra, ta, da, rb, tb, db, out_r, out_t, out_d):
     """Two-pointer merge of two consolidated runs into a consolidated run.
 
@@ -461,7 +460,7 @@ def merge_consolidated(ra, ta, da, rb, tb, db, out_r, out_t, out_d):
     return m
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _emit_wd(out_r, out_t, out_d, m, r, t, i, dv, w, d):
     """Write row ``r[i]`` (``w`` columns), time ``t[i]`` (``d``) and diff ``dv`` at output
     slot ``m`` (widths given: a caller's loop hoists them)."""
@@ -475,7 +474,7 @@ def _emit_wd(out_r, out_t, out_d, m, r, t, i, dv, w, d):
 # --------------------------------------------------------------------------
 # hashing and partitioning
 # --------------------------------------------------------------------------
-@njit(cache=True)
+@kernel
 def _hash_prefix(rows, i, width):
     """Hash of ``rows[i, :width]``: splitmix64 finalizer chained over columns."""
     h = _HASH_SEED
@@ -487,13 +486,13 @@ def _hash_prefix(rows, i, width):
     return h
 
 
-@njit(cache=True)
+@kernel
 def _hash_row(keys, i):
     """Hash of row ``keys[i]`` (every column)."""
     return _hash_prefix(keys, i, keys.shape[1])
 
 
-@njit(cache=True)
+@kernel
 def hash_rows(keys, out):
     """Fixed 64-bit hash of each row into ``out`` (uint64); see
     ``columnar.hash_rows`` for the definition."""
@@ -501,7 +500,7 @@ def hash_rows(keys, out):
         out[i] = _hash_row(keys, i)
 
 
-@njit(cache=True)
+@kernel
 def partition_of(keys, parts, out):
     """``hash_rows(keys) % parts`` (unsigned) as int64, into ``out``."""
     up = np.uint64(parts)
@@ -509,7 +508,7 @@ def partition_of(keys, parts, out):
         out[i] = np.int64(_hash_row(keys, i) % up)
 
 
-@njit(cache=True)
+@kernel
 def bin_of_prefix(rows, width, bins, start, stop, out):
     """``hash_rows(rows[i, :width]) % bins`` for ``start <= i < stop``, into ``out[i]``."""
     ub = np.uint64(bins)
@@ -517,7 +516,7 @@ def bin_of_prefix(rows, width, bins, start, stop, out):
         out[i] = np.int64(_hash_prefix(rows, i, width) % ub)
 
 
-@njit(cache=True)
+@kernel
 def count_groups(bins, group_of_bin, start, stop, counts):
     """Add to ``counts[g + 1]`` the rows ``start <= i < stop`` whose bin is in group ``g``
     (``group_of_bin[b]``, -1 counting as group -1 at ``counts[0]``)."""
@@ -525,7 +524,7 @@ def count_groups(bins, group_of_bin, start, stop, counts):
         counts[group_of_bin[bins[i]] + 1] += 1
 
 
-@njit(cache=True)
+@kernel
 def scatter_rows_by_group(bins, group_of_bin, start, stop, cursor, rows, times, diffs,
                           out_rows, out_times, out_diffs, out_bins):
     """Copy the updates ``start <= i < stop`` whose bin is in a group ``g >= 0`` to their
@@ -547,7 +546,7 @@ def scatter_rows_by_group(bins, group_of_bin, start, stop, cursor, rows, times, 
         cursor[g] = c + 1
 
 
-@njit(cache=True)
+@kernel
 def owner_by_table(keys, table, out):
     """``table[hash_rows(keys) % len(table)]`` as int64, into ``out``."""
     ub = np.uint64(table.shape[0])
@@ -555,7 +554,7 @@ def owner_by_table(keys, table, out):
         out[i] = np.int64(table[np.int64(_hash_row(keys, i) % ub)])
 
 
-@njit(cache=True)
+@kernel
 def part_range_ok(part, parts):
     """True iff every entry of ``part`` lies in ``[0, parts)``."""
     for i in range(part.shape[0]):
@@ -565,28 +564,29 @@ def part_range_ok(part, parts):
     return True
 
 
-@njit(cache=True)
-def group_by_partition(part, parts, perm):
-    """Stable counting sort of indices by partition id into ``perm``;
-    returns ``offsets`` (length ``parts + 1``)."""
+@kernel
+def group_by_partition(part, parts, perm, offsets):
+    """Stable counting sort of indices by partition id into ``perm``; fills
+    ``offsets`` (zeros, length ``parts + 1``) and returns it."""
     n = part.shape[0]
-    offsets = np.zeros(parts + 1, np.int64)
     for i in range(n):
         offsets[part[i] + 1] += 1
     for p in range(parts):
         offsets[p + 1] += offsets[p]
-    pos = offsets[:parts].copy()
-    for i in range(n):
+    for i in range(n):  # offsets[p] is partition p's cursor: it ends at p + 1's start ...
         p = part[i]
-        perm[pos[p]] = i
-        pos[p] += 1
+        perm[offsets[p]] = i
+        offsets[p] += 1
+    for p in range(parts, 0, -1):  # ... so shift the cursors back to starts
+        offsets[p] = offsets[p - 1]
+    offsets[0] = 0
     return offsets
 
 
 # --------------------------------------------------------------------------
 # searching and joining sorted rows
 # --------------------------------------------------------------------------
-@njit(cache=True)
+@kernel
 def _lower_bound(s, q, j, lo, hi):
     """First index in ``[lo, hi)`` with ``s[idx] >= q[j]``."""
     while lo < hi:
@@ -598,13 +598,13 @@ def _lower_bound(s, q, j, lo, hi):
     return lo
 
 
-@njit(cache=True)
+@kernel
 def _upper_bound(s, q, j, lo, hi):
     """First index in ``[lo, hi)`` with ``s[idx] > q[j]``."""
     return prefix_upper_bound(s, lo, hi, q, j, s.shape[1])
 
 
-@njit(cache=True)
+@kernel
 def prefix_upper_bound(s, lo, hi, q, j, width):
     """First index in ``[lo, hi)`` with ``s[idx, :width] > q[j, :width]`` (sorted ``s``)."""
     while lo < hi:
@@ -616,7 +616,7 @@ def prefix_upper_bound(s, lo, hi, q, j, width):
     return lo
 
 
-@njit(cache=True)
+@kernel
 def _gallop_upper(s, q, j, lo, n):
     """First index in ``[lo, n)`` with ``s[idx] > q[j]``, given that no
     index below ``lo`` qualifies: galloping (1, 2, 4, ... steps) and then a
@@ -635,7 +635,7 @@ def _gallop_upper(s, q, j, lo, n):
     return _upper_bound(s, q, j, lo, hi)
 
 
-@njit(cache=True)
+@kernel
 def key_ranges(sorted_keys, query_keys, lo, hi):
     """Per query the half-open range ``[lo, hi)`` of equal sorted rows."""
     n = sorted_keys.shape[0]
@@ -645,7 +645,7 @@ def key_ranges(sorted_keys, query_keys, lo, hi):
         hi[j] = _gallop_upper(sorted_keys, query_keys, j, a, n)
 
 
-@njit(cache=True)
+@kernel
 def searchsorted_rows(sorted_rows, query_rows, right, out):
     """Lexicographic ``np.searchsorted`` (left or right side) into ``out``."""
     n = sorted_rows.shape[0]
@@ -656,7 +656,7 @@ def searchsorted_rows(sorted_rows, query_rows, right, out):
             out[j] = _lower_bound(sorted_rows, query_rows, j, 0, n)
 
 
-@njit(cache=True)
+@kernel
 def _run_end(a, i, n):
     """End of the run of rows equal to ``a[i]`` starting at ``i``."""
     j = i + 1
@@ -665,7 +665,7 @@ def _run_end(a, i, n):
     return j
 
 
-@njit(cache=True)
+@kernel
 def match_count(left, right):
     """Number of equal-key pairs between two sorted key arrays."""
     nl = left.shape[0]
@@ -688,7 +688,7 @@ def match_count(left, right):
     return total
 
 
-@njit(cache=True)
+@kernel
 def match_fill(left, right, li, ri):
     """All equal-key pairs ``(i, j)``, ordered by i then j, into ``li, ri``
     (sized by ``match_count``)."""
@@ -715,7 +715,7 @@ def match_fill(left, right, li, ri):
             j = j1
 
 
-@njit(cache=True)
+@kernel
 def group_starts(sorted_rows, buf):
     """Start offsets of runs of equal rows, with ``n`` appended, written to
     ``buf`` (capacity ``n + 1``); returns the number of entries."""
@@ -744,7 +744,7 @@ def group_starts(sorted_rows, buf):
 GROUP = 16  # queries searched in lockstep (enough loads in flight to hide most of a miss)
 
 
-@njit(cache=True)
+@kernel
 def _sorted_run(queries, g0, g1, width):
     """Whether ``queries[g0:g1]`` is non-decreasing and not below ``queries[g0 - 1]``."""
     for j in range(max(g0, 1), g1):
@@ -753,16 +753,16 @@ def _sorted_run(queries, g0, g1, width):
     return True
 
 
-@njit(cache=True)
-def prefix_lower_bounds(rows, queries, width, out):
+@kernel
+def prefix_lower_bounds(rows, queries, width, out, base):
     """``out[j]``: the first index ``i`` with ``rows[i, :width] >= queries[j, :width]``.
 
     ``rows`` sorted lexicographically; queries in any order (a group that is not sorted
-    after its predecessor is searched over the whole batch).
+    after its predecessor is searched over the whole batch).  ``base``: ``GROUP`` int64 of
+    scratch.
     """
     n = rows.shape[0]
     m = queries.shape[0]
-    base = np.empty(GROUP, np.int64)
     start = 0  # the previous group's last answer: a sorted group's answers are not below it
     for g0 in range(0, m, GROUP):
         g1 = min(g0 + GROUP, m)
@@ -795,19 +795,17 @@ def prefix_lower_bounds(rows, queries, width, out):
         start = out[g1 - 1]
 
 
-@njit(cache=True)
-def gather_prefix(rows, times, diffs, width, queries):
-    """Every update whose first ``width`` row columns equal a query row.
+@kernel
+def prefix_ranges(rows, queries, width, lo, hi, base):
+    """Per query ``j``, ``[lo[j], hi[j])``: the rows whose first ``width`` columns equal it;
+    returns the total.
 
     ``rows`` sorted lexicographically; queries in any order (sorted ones cost
-    O(m log(n/m)) probes, see :func:`prefix_lower_bounds`), then one copy pass.
-    Returns ``(query_index, rows, times, diffs)``.
+    O(m log(n/m)) probes, see :func:`prefix_lower_bounds`).
     """
     n = rows.shape[0]
     m = queries.shape[0]
-    lo = np.empty(m, np.int64)
-    prefix_lower_bounds(rows, queries, width, lo)
-    hi = np.empty(m, np.int64)
+    prefix_lower_bounds(rows, queries, width, lo, base)
     total = 0
     for j in range(m):
         a = lo[j]
@@ -818,14 +816,17 @@ def gather_prefix(rows, times, diffs, width, queries):
         hi[j] = prefix_upper_bound(rows, a, a + step - 1 if a + step - 1 < n else n, queries, j,
                                    width)
         total += hi[j] - lo[j]
+    return total
+
+
+@kernel
+def gather_ranges(rows, times, diffs, lo, hi, out_q, out_r, out_t, out_d):
+    """Copy the updates of every range ``[lo[j], hi[j])``, range by range, tagged ``j``
+    (the outputs are sized by :func:`prefix_ranges`' total)."""
     w = rows.shape[1]
     d = times.shape[1]
-    out_q = np.empty(total, np.int64)
-    out_r = np.empty((total, w), np.int64)
-    out_t = np.empty((total, d), np.int64)
-    out_d = np.empty(total, np.int64)
     p = 0
-    for j in range(m):
+    for j in range(lo.shape[0]):
         for i in range(lo[j], hi[j]):
             out_q[p] = j
             for k in range(w):
@@ -834,4 +835,3 @@ def gather_prefix(rows, times, diffs, width, queries):
                 out_t[p, k] = times[i, k]
             out_d[p] = diffs[i]
             p += 1
-    return out_q, out_r, out_t, out_d

@@ -60,7 +60,7 @@ def consolidate_chunks(chunks, width: int, dim: int):
         return columnar.consolidate(*(parts[0] if parts else (
             np.zeros((0, width), np.int64), np.zeros((0, dim), np.int64), np.zeros(0, np.int64))))
     n = sum(len(p[2]) for p in parts)
-    if small.prefer(n, small.SMALL):
+    if small.prefer(n, small.SMALL, n):
         return small.consolidate(*_concat(parts))
     K = columnar._k()
     if _sorted_run(parts, K):  # consolidate's O(n) path for sorted input
@@ -84,5 +84,5 @@ def consolidate_chunks(chunks, width: int, dim: int):
     # mode 2 decodes diffs from the words; mode 1 reads them by global index
     diffs = np.concatenate([d for _, _, d in parts]) if mode == 1 else np.zeros(0, np.int64)
     out = (np.empty((n, width), np.int64), np.empty((n, dim), np.int64), np.empty(n, np.int64))
-    return columnar._finish(out, K.consolidate_packed(words, low, mode, mins, c_sh, c_mask,
-                                                      diffs, dmin, *out))
+    return columnar._finish(out, K.consolidate_packed(words, low, mode, mins.view(np.uint64),
+                                                      c_sh, c_mask, diffs, dmin, *out))

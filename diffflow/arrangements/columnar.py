@@ -15,7 +15,7 @@ The wrappers here validate shapes and dtypes (raising ``ValueError`` /
 ``TypeError``), convert every array to C-contiguous ``int64`` (any integer or
 bool dtype that casts *safely* to ``int64`` is accepted; ``uint64`` and
 floats are rejected) and then call the private numba kernels in
-``_kernels.py`` -- or, for small inputs before the kernels are loaded, the
+``_kernels.py`` -- or, before the kernels are loaded (:func:`load_kernels`), the
 numpy tactics of :mod:`.small`.  numba and the kernels are imported lazily on
 first use, so importing this module is cheap and compiles nothing.  Arrays returned by
 functions that drop rows (``consolidate``, ``merge_consolidated``) are
@@ -115,6 +115,17 @@ def _k():
     return _KERNELS
 
 
+def load_kernels() -> None:
+    """Load the numba kernels now, so that they serve every size from here on.
+
+    A fresh process otherwise starts on the numpy tactics (:mod:`.small`) and loads the
+    kernels once that work has cost about what loading them costs (~0.25 s); a long-running
+    service, or a benchmark measuring the kernels, can load them first.  (Each kernel is then
+    read from numba's cache at its first call.)
+    """
+    _k()
+
+
 # ---------------------------------------------------------------------------
 # validation helpers
 # ---------------------------------------------------------------------------
@@ -187,8 +198,16 @@ def trim(buf: np.ndarray, m: int) -> np.ndarray:
 def _sort_u64(words: np.ndarray, low: int, high: int) -> np.ndarray:
     """Sort uint64 ``words`` by bits ``[low, high)``; the bits below ``low``
     make every word unique (row index) or are an order-irrelevant payload."""
-    if -(-(high - low) // _DIGIT_BITS) <= _MAX_RADIX_PASSES:
-        return _k().radix_sort_u64(words, np.empty_like(words), low, high, _DIGIT_BITS)
+    npass = -(-(high - low) // _DIGIT_BITS)
+    if npass <= _MAX_RADIX_PASSES:
+        K = _k()
+        # the kernel's work arrays, allocated here: numba's own allocation would load numba's
+        # array implementation (~45 ms) with the kernel's cached code
+        width = -(-(high - low) // max(npass, 1))
+        return K.radix_sort_u64(words, np.empty_like(words), low, high, _DIGIT_BITS,
+                                np.zeros((npass, 1 << width), np.int64),
+                                np.empty((1 << width) * K._WC, np.uint64),
+                                np.empty(1 << width, np.int64), np.empty(1 << width, np.int64))
     words.sort()  # numpy 2: AVX-512 / AVX2 quicksort on uint64
     return words
 
@@ -278,6 +297,8 @@ def sort_permutation(rows, times=None) -> np.ndarray:
         raise ValueError(f"times has {t.shape[0]} rows, expected {n}")
     if n < 2:
         return np.arange(n, dtype=np.int64)
+    if small.prefer(n, small.SMALL, n):
+        return small.sort_permutation(r, t)
     plan = _sort_plan(r, t)
     if plan[0] == "identity":
         return np.arange(n, dtype=np.int64)
@@ -311,7 +332,7 @@ def consolidate(rows, times, diffs):
     """
     r, t, d = _triple(rows, times, diffs)
     n = r.shape[0]
-    if n >= 2 and small.prefer(n, small.SMALL):
+    if n >= 2 and small.prefer(n, small.SMALL, n):
         return small.consolidate(r, t, d)
     state = _k().sortedness(r, t) if n >= 2 else 2
     if state == 2:  # strictly sorted: only zero diffs can go
@@ -327,7 +348,8 @@ def consolidate(rows, times, diffs):
     plan = _sort_plan(r, t, d)
     if plan[0] == "packed":
         _, words, low, mode, mins, c_sh, c_mask, dmin = plan
-        return _finish(out, K.consolidate_packed(words, low, mode, mins, c_sh, c_mask, d, dmin, *out))
+        return _finish(out, K.consolidate_packed(words, low, mode, mins.view(np.uint64), c_sh,
+                                                 c_mask, d, dmin, *out))
     # (an unsorted input always has a varying column, so plan is not identity)
     return _finish(out, K.consolidate_perm(plan[1], r, t, d, *out))
 
@@ -343,6 +365,8 @@ def is_consolidated(rows, times, diffs) -> bool:
     False
     """
     r, t, d = _triple(rows, times, diffs)
+    if small.prefer(len(d), small.SMALL, len(d)):
+        return small.is_consolidated(r, t, d)
     return bool(_k().is_consolidated(r, t, d))
 
 
@@ -363,7 +387,7 @@ def merge_consolidated(rows_a, times_a, diffs_a, rows_b, times_b, diffs_b):
     _same_width(ra, rb, "rows_a", "rows_b")
     _same_width(ta, tb, "times_a", "times_b")
     cap = ra.shape[0] + rb.shape[0]
-    if small.prefer(cap, small.SMALL):
+    if small.prefer(cap, small.SMALL, cap):
         return small.merge_consolidated(ra, ta, da, rb, tb, db)
     out = (np.empty((cap, ra.shape[1]), np.int64), np.empty((cap, ta.shape[1]), np.int64),
            np.empty(cap, np.int64))
@@ -399,6 +423,8 @@ def hash_rows(keys) -> np.ndarray:
     True
     """
     k = _rows(keys, "keys")
+    if small.prefer(k.shape[0], small.SMALL, k.shape[0]):
+        return _hash_rows_numpy(k)
     out = np.empty(k.shape[0], dtype=np.uint64)
     _k().hash_rows(k, out)
     return out
@@ -444,7 +470,7 @@ def partition_of(keys, parts) -> np.ndarray:
     """
     parts = _check_parts(parts)
     k = _rows(keys, "keys")
-    if small.prefer(k.shape[0], small.SMALL):
+    if small.prefer(k.shape[0], small.SMALL, k.shape[0]):
         return (_hash_rows_numpy(k) % np.uint64(parts)).astype(np.int64)
     out = np.empty(k.shape[0], dtype=np.int64)
     _k().partition_of(k, parts, out)
@@ -477,7 +503,7 @@ def bin_of_prefix(rows, width: int, bins: int, out: np.ndarray, start: int = 0,
     """
     r = _rows(rows, "rows")
     stop = len(r) if stop is None else stop
-    if small.prefer(stop - start, small.SMALL):
+    if small.prefer(stop - start, small.SMALL, stop - start):
         keys = np.ascontiguousarray(r[start:stop, :width])
         out[start:stop] = (_hash_rows_numpy(keys) % np.uint64(bins)).astype(np.int64)
         return
@@ -494,7 +520,7 @@ def owner_by_table(keys, table) -> np.ndarray:
     True
     """
     k = _rows(keys, "keys")
-    if small.prefer(k.shape[0], small.SMALL):
+    if small.prefer(k.shape[0], small.SMALL, k.shape[0]):
         return table[(_hash_rows_numpy(k) % np.uint64(len(table))).astype(np.int64)].astype(
             np.int64)
     out = np.empty(k.shape[0], dtype=np.int64)
@@ -515,7 +541,7 @@ def group_by_partition(part, parts):
     """
     parts = _check_parts(parts)
     p = _int64(part, "part", 1)
-    if small.prefer(p.shape[0], small.SMALL):
+    if small.prefer(p.shape[0], small.SMALL, p.shape[0]):
         if len(p) and (p.min() < 0 or p.max() >= parts):
             raise ValueError(f"part values must lie in [0, {parts})")
         offsets = np.zeros(parts + 1, np.int64)
@@ -525,7 +551,7 @@ def group_by_partition(part, parts):
     if not K.part_range_ok(p, parts):
         raise ValueError(f"part values must lie in [0, {parts})")
     perm = np.empty(p.shape[0], dtype=np.int64)
-    return perm, K.group_by_partition(p, parts, perm)
+    return perm, K.group_by_partition(p, parts, perm, np.zeros(parts + 1, np.int64))
 
 
 # ---------------------------------------------------------------------------
@@ -547,7 +573,7 @@ def key_ranges(sorted_keys, query_keys):
     s = _rows(sorted_keys, "sorted_keys")
     q = _rows(query_keys, "query_keys")
     _same_width(s, q, "sorted_keys", "query_keys")
-    if small.prefer(s.shape[0] * q.shape[0], small.SMALL_PAIRS):
+    if small.prefer(s.shape[0] * q.shape[0], small.SMALL_PAIRS, s.shape[0] + q.shape[0]):
         return small.key_ranges(s, q)
     lo = np.empty(q.shape[0], dtype=np.int64)
     hi = np.empty(q.shape[0], dtype=np.int64)
@@ -578,9 +604,16 @@ def gather_prefix(rows, times, diffs, width: int, query_keys):
 
 def gather_prefix_unchecked(rows, times, diffs, width: int, queries):
     """:func:`gather_prefix` on arrays known valid (a spine's batches): no checks."""
-    if small.prefer(rows.shape[0] * queries.shape[0], small.SMALL_PAIRS):
+    n, m = rows.shape[0], queries.shape[0]
+    if small.prefer(n * m, small.SMALL_PAIRS, n + m):
         return small.gather_prefix(rows, times, diffs, width, queries)
-    return _k().gather_prefix(rows, times, diffs, width, queries)
+    K = _k()
+    lo, hi = np.empty(m, np.int64), np.empty(m, np.int64)
+    total = K.prefix_ranges(rows, queries, width, lo, hi, np.empty(K.GROUP, np.int64))
+    out = (np.empty(total, np.int64), np.empty((total, rows.shape[1]), np.int64),
+           np.empty((total, times.shape[1]), np.int64), np.empty(total, np.int64))
+    K.gather_ranges(rows, times, diffs, lo, hi, *out)
+    return out
 
 
 def searchsorted_rows(sorted_rows, query_rows, side: str = "left") -> np.ndarray:
@@ -601,6 +634,8 @@ def searchsorted_rows(sorted_rows, query_rows, side: str = "left") -> np.ndarray
     s = _rows(sorted_rows, "sorted_rows")
     q = _rows(query_rows, "query_rows")
     _same_width(s, q, "sorted_rows", "query_rows")
+    if small.prefer(s.shape[0] * q.shape[0], small.SMALL_PAIRS, s.shape[0] + q.shape[0]):
+        return small.searchsorted_rows(s, q, side == "right")
     out = np.empty(q.shape[0], dtype=np.int64)
     _k().searchsorted_rows(s, q, side == "right", out)
     return out
@@ -620,7 +655,7 @@ def match_sorted(left_keys, right_keys):
     a = _rows(left_keys, "left_keys")
     b = _rows(right_keys, "right_keys")
     _same_width(a, b, "left_keys", "right_keys")
-    if small.prefer(a.shape[0] * b.shape[0], small.SMALL_PAIRS):
+    if small.prefer(a.shape[0] * b.shape[0], small.SMALL_PAIRS, a.shape[0] + b.shape[0]):
         return small.match_sorted(a, b)
     K = _k()
     total = K.match_count(a, b)
@@ -642,7 +677,7 @@ def group_starts(sorted_rows) -> np.ndarray:
     [0]
     """
     s = _rows(sorted_rows, "sorted_rows")
-    if small.prefer(s.shape[0], small.SMALL):
+    if small.prefer(s.shape[0], small.SMALL, s.shape[0]):
         return small.group_starts(s)
     buf = np.empty(s.shape[0] + 1, dtype=np.int64)
     return trim(buf, _k().group_starts(s, buf))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from diffflow.arrangements import columnar
+from diffflow.arrangements import columnar, small
 from diffflow.arrangements.batch import Batch, died_since, inherit
 from diffflow.lattice import Antichain, advance_by
 
@@ -86,7 +86,13 @@ class FuelledMerge:
         """Where the next slice ends in each input: after every row whose key is at most
         the smaller of the keys ``half`` rows on in each input (so each input gives at
         most ``half`` rows plus one key's, and at least one row)."""
-        kernels, width = columnar._k(), self.older.key_width
+        width = self.older.key_width
+        if not small.loaded():  # a bisection in Python (O(log n) rows): no kernel to load
+            bound = min(tuple(batch.rows[min(len(batch) - 1, at + half), :width].tolist())
+                        for batch, at in zip(inputs, self._at) if at < len(batch))
+            return [small.prefix_upper_bound(batch.rows, at, len(batch), bound)
+                    for batch, at in zip(inputs, self._at)]
+        kernels = columnar._k()
         bound = None
         for batch, at in zip(inputs, self._at):
             if at < len(batch):
@@ -111,8 +117,15 @@ class FuelledMerge:
         (ra, ta, da), (rb, tb, db) = parts
         out_r, out_t, out_d = self._out
         w = self._written
-        self._written += columnar._k().merge_consolidated(ra, ta, da, rb, tb, db, out_r[w:],
-                                                          out_t[w:], out_d[w:])
+        n = len(da) + len(db)
+        if small.prefer(n, small.SMALL, n):
+            rows, times, diffs = small.merge_consolidated(ra, ta, da, rb, tb, db)
+            m = len(diffs)
+            out_r[w:w + m], out_t[w:w + m], out_d[w:w + m] = rows, times, diffs
+            self._written += m
+        else:
+            self._written += columnar._k().merge_consolidated(ra, ta, da, rb, tb, db,
+                                                              out_r[w:], out_t[w:], out_d[w:])
         self._hash_bins(2 * (self._written - w))
         self._at = list(stops)
 

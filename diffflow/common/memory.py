@@ -15,8 +15,6 @@ rows closes, or before a new flow starts while dropped ones may hold memory.
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import gc
 
 _trim = []  # [malloc_trim or None], looked up once
@@ -24,12 +22,21 @@ _trim = []  # [malloc_trim or None], looked up once
 
 def _malloc_trim():
     if not _trim:
+        # imported here: ctypes.util imports subprocess, ~10 ms of every `import diffflow`
+        import ctypes
+
         fn = None
         try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            fn = getattr(libc, "malloc_trim", None)  # glibc only
+            libc = ctypes.CDLL("libc.so.6")  # already loaded: no search
         except OSError:
-            pass
+            import ctypes.util
+
+            try:
+                libc = ctypes.CDLL(ctypes.util.find_library("c"))
+            except OSError:
+                libc = None
+        if libc is not None:
+            fn = getattr(libc, "malloc_trim", None)  # glibc only
         _trim.append(fn)
     return _trim[0]
 

@@ -438,13 +438,14 @@ class Program:
         >>> p.load_facts("no/such/folder", missing_ok=True)
         {'e': 0}
         """
-        from diffflow.datalog.values.facts import read_facts
+        from diffflow.datalog.values.small_facts import read_fact_rows
 
         loaded = {}
         for name, (path, delimiter, headers, rfc4180) in self.input_files(facts_dir).items():
             try:
-                loaded[name] = read_facts(path, self.relations[name], delimiter, headers,
-                                          progress, rfc4180, self.analysed.structures)
+                loaded[name] = read_fact_rows(path, self.relations[name], delimiter,
+                                              headers, progress, rfc4180,
+                                              self.analysed.structures)
             except OSError as exc:
                 missing = isinstance(exc, FileNotFoundError)
                 if missing_ok and missing:

@@ -3,10 +3,10 @@
 Imported lazily by :mod:`diffflow.operators.join` only.  The operator
 validates; the kernel assumes C-contiguous int64 arrays.
 """
-from numba import njit
+from diffflow.common.jit import kernel
 
 
-@njit(cache=True)
+@kernel
 def emit_pairs(lrows, ltimes, ldiffs, rrows, rtimes, rdiffs, li, ri, source, rows, times, diffs):
     """Write the joined update of each matched pair ``(li[o], ri[o])`` into row ``o``.
 

@@ -4,10 +4,11 @@ Imported lazily by :mod:`diffflow.operators.reduce` only.  The driver
 validates; these kernels assume C-contiguous int64 arrays.
 """
 import numpy as np
-from numba import njit
+
+from diffflow.common.jit import kernel
 
 
-@njit(cache=True)
+@kernel
 def _contains(buf, n, t):
     d = t.shape[0]
     for i in range(n):
@@ -21,7 +22,7 @@ def _contains(buf, n, t):
     return False
 
 
-@njit(cache=True)
+@kernel
 def _chain_closure(new_t, hist_t):
     """The closure when the group's times form a chain (are totally ordered), else empty.
 
@@ -64,7 +65,7 @@ def _chain_closure(new_t, hist_t):
     return out[:count]
 
 
-@njit(cache=True)
+@kernel
 def _pairwise_closure(new_t, hist_t):
     """The closure of distinct ``new_t`` under join with ``hist_t`` and itself, pair by pair."""
     d = new_t.shape[1]
@@ -96,7 +97,7 @@ def _pairwise_closure(new_t, hist_t):
     return scratch[:found]
 
 
-@njit(cache=True)
+@kernel
 def join_closure_groups(new_t, new_starts, hist_t, hist_starts):
     """Per group, the closure of its new times under join with its history and itself.
 
@@ -131,7 +132,7 @@ def join_closure_groups(new_t, new_starts, hist_t, hist_starts):
     return out_g[:n_out].copy(), out_t[:n_out].copy()
 
 
-@njit(cache=True)
+@kernel
 def ready_mask(times, starts):
     """True for times with no strictly smaller time (product order) in their group."""
     n, d = times.shape

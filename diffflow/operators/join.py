@@ -77,12 +77,19 @@ def join_updates(left, right, key_width: int, perm: np.ndarray) -> Updates:
         li, ri = li[keep], ri[keep]
     if len(li) == 0:
         return None
-    if small.prefer(len(li), small.SMALL):
-        rows = np.concatenate([left.rows[li], right.rows[ri, key_width:]], axis=1)[:, perm]
-        times = np.maximum(left.times[li], right.times[ri])
-        return Updates(np.ascontiguousarray(rows), times, left.diffs[li] * right.diffs[ri])
     # the right row's key columns are skipped: shift its sources past them
     lw = left.rows.shape[1]
+    if small.prefer(len(li), small.SMALL, len(li)):
+        # column by column: np.take of a column is ~5x faster than gathering whole rows
+        rows = np.empty((len(li), len(perm)), np.int64)
+        for j, c in enumerate(perm.tolist()):
+            rows[:, j] = (np.take(left.rows[:, c], li) if c < lw else
+                          np.take(right.rows[:, c - lw + key_width], ri))
+        times = np.take(left.times, li, axis=0)
+        np.maximum(times, np.take(right.times, ri, axis=0), out=times)
+        diffs = np.take(left.diffs, li)
+        diffs *= np.take(right.diffs, ri)
+        return Updates(rows, times, diffs)
     source = np.where(perm < lw, perm, perm + key_width)
     rows = np.empty((len(li), len(perm)), np.int64)
     times = np.empty((len(li), left.times.shape[1]), np.int64)

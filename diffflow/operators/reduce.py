@@ -42,9 +42,13 @@ from diffflow.operators.reduce_extremum import extremum_corrections, extremum_of
 from diffflow.operators.reduce_extremum_times import ExtremumAtTimes
 from diffflow.operators.reduce_times import advanced as _advanced
 from diffflow.operators.reduce_times import (
+    closure_groups,
+    join_closure,  # noqa: F401 (a public name here)
+    ready_pairs,
+)
+from diffflow.operators.reduce_times import (
     closure_groups_small as _closure_groups_small,
 )
-from diffflow.operators.reduce_times import join_closure  # noqa: F401 (a public name here)
 from diffflow.operators.reduce_times import ready_small as _ready_small
 from diffflow.operators.reduce_times import unique_pairs as _unique_pairs
 from diffflow.operators.reducers import segment_starts
@@ -363,10 +367,11 @@ class ReduceOp(ExtremumAtTimes, Operator):
         # distinct (key, time) history pairs, grouped by key
         hq, ht, _ = columnar.consolidate(hq[:, None], ht, np.ones(len(hq), np.int64))
         bounds = np.searchsorted(hq[:, 0], np.arange(len(keys) + 1))
-        if small.prefer(len(new_t) * max(1, len(ht)), 64):  # a few times: plain Python
-            group, times = _closure_groups_small(new_t, starts, ht, bounds)
-        else:
-            group, times = _kernels().join_closure_groups(new_t, starts, ht, bounds)
+        size, found = len(new_t) * max(1, len(ht)), None
+        if small.prefer(size, 64, len(new_t) + len(ht)):  # a few times: plain Python
+            found = (_closure_groups_small(new_t, starts, ht, bounds) if size <= 64 else
+                     closure_groups(new_t, starts, ht, bounds))
+        group, times = found or _kernels().join_closure_groups(new_t, starts, ht, bounds)
         return _unique_pairs(keys[group], times)
 
     # -- corrections ---------------------------------------------------------
@@ -408,9 +413,13 @@ class ReduceOp(ExtremumAtTimes, Operator):
         if self.ctx.dim == 1 or first.all():
             return first
         starts = np.append(np.flatnonzero(first), len(qk)).astype(np.int64)
-        if small.prefer(len(qt) ** 2, small.SMALL_PAIRS):
-            return _ready_small(qt, starts)
-        return _kernels().ready_mask(np.ascontiguousarray(qt), starts)
+        ready = None
+        if small.prefer(len(qt) ** 2, small.SMALL_PAIRS, len(qt)):
+            ready = (_ready_small(qt, starts) if len(qt) ** 2 <= small.SMALL_PAIRS else
+                     ready_pairs(qt, starts))
+        if ready is None:
+            ready = _kernels().ready_mask(np.ascontiguousarray(qt), starts)
+        return ready
 
     def _accumulate(self, spines, extra, qk, qt):
         """Consolidated ``(group, vals, mults)`` of each query's collection at its time."""

@@ -5,14 +5,15 @@ Compiled on first use (``cache=True``), never at import of :mod:`diffflow`.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from diffflow.common.jit import kernel
 
 # activity and kind codes, as in events.py (numba needs them as globals)
 _SCHEDULING, _PROCESSING, _SPINNING, _WAITING, _BUSY = 3, 4, 5, 12, 13
 _START, _END, _SENT, _RECEIVED = 0, 1, 2, 3
 
 
-@njit(cache=True)
+@kernel
 def local_edge_types(group, kind, act, op, n, out, edge_type, edge_op, edge_n):  # pragma: no cover - numba
     """Type the edge from each event to the next one of its group (events sorted by group, seq).
 
@@ -70,7 +71,7 @@ def local_edge_types(group, kind, act, op, n, out, edge_type, edge_op, edge_n): 
             received_in_wait = True
 
 
-@njit(cache=True)
+@kernel
 def path_counts(n_vertices, src, dst, usable, seed):  # pragma: no cover - numba
     """Number of paths over ``usable`` edges from seeded vertices to each vertex (Kahn's order).
 
@@ -113,7 +114,7 @@ def path_counts(n_vertices, src, dst, usable, seed):  # pragma: no cover - numba
     return counts, tail
 
 
-@njit(cache=True)
+@kernel
 def dense_ids(a, b, c, d):  # pragma: no cover - numba
     """Dense ids of the distinct rows ``(a, b, c, d)`` in first-seen order, by open addressing.
 
@@ -151,7 +152,7 @@ def dense_ids(a, b, c, d):  # pragma: no cover - numba
     return ids, first[:count]
 
 
-@njit(cache=True)
+@kernel
 def chain_ends(group, n_groups, t, k):  # pragma: no cover - numba
     """Per group, the row with the smallest and the largest ``(t, k)``."""
     lo = np.full(n_groups, -1, np.int64)

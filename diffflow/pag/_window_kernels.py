@@ -5,14 +5,15 @@ Compiled on first use (``cache=True``), never at import of :mod:`diffflow`.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from diffflow.common.jit import kernel
 
 _START, _END, _SENT, _RECEIVED, _BOGUS = 0, 1, 2, 3, 4
 _UNKNOWN, _WAITING = 0, 12
 _LOCAL = -1  # item kind of a local edge (markers keep their record kind)
 
 
-@njit(cache=True)
+@kernel
 def window_chains(group, t, kind, act, op, gap_ns, insert_waiting):  # pragma: no cover - numba
     """Local edges of every (window, worker) timeline (records sorted by group, then time).
 

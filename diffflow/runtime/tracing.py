@@ -88,7 +88,6 @@ Conventions (a PAG construction relies on exactly these)
 """
 from __future__ import annotations
 
-import socket
 import time
 from array import array
 from time import perf_counter_ns
@@ -358,6 +357,8 @@ def host_key() -> str:
     >>> host_key() == host_key()
     True
     """
+    import socket  # here: every run imports this module (~5 ms for socket), few trace
+
     boot = ""
     try:
         with open("/proc/sys/kernel/random/boot_id") as fh:

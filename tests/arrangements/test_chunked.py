@@ -106,7 +106,8 @@ def test_wide_keys_and_wide_diffs():
 
 
 def test_small_inputs_take_the_numpy_tactic(monkeypatch):
-    monkeypatch.setattr(small, "_state", {"kernels_loaded": False, "small_calls": 0})
+    monkeypatch.setattr(small, "_state", {"kernels_loaded": False, "small_calls": 0,
+                                          "cold_rows": 0})
     rng = np.random.default_rng(11)
     for width in range(4):
         chunks = random_chunks(rng, width, 2, [5, 0, 30, 9])

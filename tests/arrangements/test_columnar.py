@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from diffflow.arrangements import columnar as C
+from tests.support.kernels import kernel_gather
 
 I64MIN = -(2**63)
 I64MAX = 2**63 - 1
@@ -511,13 +512,14 @@ def test_grouped_lower_bounds_and_gather_match_a_scan(data, keys, width, order):
     queries = np.array(keys, dtype=np.int64).reshape(-1, 2)[:, :width].copy()
     prefixes = [tuple(r[:width]) for r in rows.tolist()]
     lower = np.empty(len(queries), np.int64)
-    K.prefix_lower_bounds(rows, queries, width, lower)
+    K.prefix_lower_bounds(rows, queries, width, lower, np.empty(K.GROUP, np.int64))
     assert lower.tolist() == [bisect.bisect_left(prefixes, tuple(q)) for q in queries.tolist()]
     times = np.arange(len(rows), dtype=np.int64).reshape(-1, 1)
     diffs = np.arange(1, len(rows) + 1, dtype=np.int64)
-    q, r, t, d = K.gather_prefix(rows, times, diffs, width, queries)
+    q, r, t, d = kernel_gather(K, rows, times, diffs, width, queries)
     expected = [(j, i) for j in range(len(queries)) for i in range(len(rows))
                 if prefixes[i] == tuple(queries[j])]
     assert list(zip(q.tolist(), (t[:, 0]).tolist())) == expected
     assert r.tolist() == [rows[i].tolist() for _, i in expected]
     assert d.tolist() == [int(diffs[i]) for _, i in expected]
+

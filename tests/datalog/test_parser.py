@@ -284,3 +284,24 @@ def test_expression_inside_a_negated_atom():
                          "r(x) :- e(x), !e(x + 1).\ne(1). e(2). e(5).\n")
     program.commit()
     assert program.relation("r") == {(2,), (5,)}
+
+
+def test_a_fresh_process_loads_the_parse_tables_from_the_cache(tmp_path):
+    # building the LALR tables is most of a small `diffflow run`; a second process must not
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from lark.parsers import lalr_analysis\n"
+            "if sys.argv[1] == 'cached':\n"
+            "    def refuse(self):\n"
+            "        raise AssertionError('the LALR tables were built again')\n"
+            "    lalr_analysis.LALR_Analyzer.compute_lalr = refuse\n"
+            "from diffflow.datalog.syntax import parser\n"
+            "print(parser.parse('.decl e(x: number)\\ne(1).').rules[0].head.relation)\n")
+    env = dict(os.environ, PYTHONPATH=str(paths.REPO), XDG_CACHE_HOME=str(tmp_path))
+    for mode in ("any", "cached"):
+        result = subprocess.run([sys.executable, "-c", code, mode], capture_output=True,
+                                text=True, env=env, cwd=paths.REPO, check=False)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "e"

@@ -1,4 +1,4 @@
-"""Run a test once with the numpy small tactics and once with the kernels."""
+"""Run a test once with the numpy tactics (every size) and once with the kernels."""
 import pytest
 
 from diffflow.arrangements import small
@@ -10,7 +10,9 @@ def tactic(request, monkeypatch):
     if request.param == "small":
         monkeypatch.setitem(small._state, "kernels_loaded", False)
         monkeypatch.setitem(small._state, "small_calls", 0)
+        monkeypatch.setitem(small._state, "cold_rows", 0)
         monkeypatch.setattr(small, "LOAD_AFTER", 10 ** 12)
+        monkeypatch.setattr(small, "COLD_ROWS", 10 ** 15)
     else:
         monkeypatch.setitem(small._state, "kernels_loaded", True)
     yield request.param

@@ -179,7 +179,7 @@ def _steps(folder):
 
 def _read_step(program, folder) -> list:
     """``[(sign, relation, encoded rows)]`` of one update step, removals first."""
-    from diffflow.datalog.values.facts import read_facts
+    from diffflow.datalog.values.small_facts import read_fact_rows
 
     suffixes = {".insert.facts": +1, ".remove.facts": -1}
     batches = []
@@ -194,7 +194,8 @@ def _read_step(program, folder) -> list:
                 except (KeyError, ValueError) as exc:
                     message = exc.args[0] if exc.args else exc
                     raise ValueError(f"{path}: {message}") from None
-                rows = read_facts(path, relation, structures=program.analysed.structures)
+                rows = read_fact_rows(path, relation,
+                                      structures=program.analysed.structures)
                 batches.append((sign, name, program.encode(name, rows)))
                 break
         else:

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from diffflow.common.jit import kernel
 
 
-@njit(cache=True)
+@kernel
 def greedy_choice(ids, bounds):
     """Which rows a greedy pass keeps, group by group (``bounds``: group starts + end): a row
     is kept when none of its domain ids (``ids[i, d]``, dense per domain) is taken yet in

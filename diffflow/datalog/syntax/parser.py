@@ -19,7 +19,28 @@ from diffflow.datalog.syntax.intrinsics import (CONSTRAINTS,
 def _parser():
     from lark import Lark  # imported lazily: importing diffflow stays cheap
 
-    return Lark(GRAMMAR, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+    # building the LALR tables takes ~0.15 s, loading them from lark's cache ~10 ms: every
+    # `diffflow run` is a fresh process.  lark checks the file against a hash of the grammar,
+    # the options and its own version, and rebuilds (and rewrites) it when they differ.
+    return Lark(GRAMMAR, parser="lalr", propagate_positions=True, maybe_placeholders=True,
+                cache=_cache_file() or False)
+
+
+def _cache_file():
+    """Where lark's parse tables are cached: ``__pycache__`` beside this module as Python's
+    bytecode is, else the user's cache folder, else nowhere (None)."""
+    import os
+
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    for folder in (os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__"),
+                   os.path.join(home, "diffflow")):
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(folder, os.W_OK):
+            return os.path.join(folder, "datalog-grammar.lark")
+    return None
 
 
 def parse(source: str, filename: str = "<program>") -> ast.Program:

@@ -1,0 +1,91 @@
+"""``kernel``: numba's ``njit(cache=True)``, with a cache that loads without the compiler.
+
+Every numba kernel of diffflow is declared with :func:`kernel`.  Importing this module imports
+numba, so only the private kernel modules import it, and they are imported on first use.
+
+Why not plain ``njit(cache=True)``: a fresh process with numba's on-disk cache filled still
+paid ~0.35-0.5 s before its first kernel ran, and most of it was not loading kernels.
+numba's ``Cache.load_overload`` first *refreshes* the target context, which imports every
+lowering registry numba has (``numba.np.arraymath``, ``numba.typed``, ``numba.cpython.*``...,
+~0.2 s; ``numba.np.arraymath`` imports ``scipy.linalg`` to probe for BLAS, another ~0.16-0.25
+s), then installs them.  Those registries serve the compiler: linking a cached object file
+needs numba's C helper symbols, registered when the target context is created, and its
+runtime (NRT) functions, registered by ``rtsys.initialize``.  So :class:`QuickLoadCache`
+initialises the runtime and loads; anything else (a cache miss compiles, and numba's
+compiler refreshes the context itself) is numba's usual path.  The cache files are numba's
+own (``__pycache__/*.nbi``, ``*.nbc``), written as numba writes them.
+
+The cache object is also built on first use rather than when the kernel is declared: numba's
+builds a cache locator per function (a directory check and a temporary file in
+``__pycache__``) although a query calls a handful of the kernels a module declares.
+
+What the kernels may use: anything that needs symbols registered only by numba's lowering
+registries (``hash()`` of strings, ``parallel=True``'s threading layer) would not link from
+the cache without the refresh; diffflow's kernels use arrays, integers and numba's runtime
+(``np.empty``).  ``tests/common/test_jit.py`` loads kernels in a fresh process and checks that
+no registry was imported.
+"""
+from __future__ import annotations
+
+from numba import njit
+from numba.core.caching import FunctionCache
+from numba.core.runtime import rtsys
+
+__all__ = ["QuickLoadCache", "kernel"]
+
+
+class QuickLoadCache(FunctionCache):
+    """numba's per-function disk cache, set up on first use, loading without a context refresh.
+
+    Saving, the index and data files, and their freshness checks are numba's
+    (:class:`numba.core.caching.FunctionCache`); only :meth:`load_overload` differs.
+    """
+
+    def __init__(self, py_func):  # numba's set-up waits for the first use (_setup)
+        self._py_func = py_func
+        self._ready = False
+
+    def __repr__(self):
+        return f"<QuickLoadCache py_func={self._py_func!r}>"
+
+    def _setup(self) -> None:
+        if not self._ready:
+            super().__init__(self._py_func)  # the locator, the index file, enable()
+            self._ready = True
+
+    @property
+    def cache_path(self):
+        """The folder of the cache files (numba's ``__pycache__`` beside the source)."""
+        self._setup()
+        return self._cache_path
+
+    def load_overload(self, sig, target_context):
+        """The cached compile result for ``sig``, or None; links it without refreshing the
+        target context (see the module docstring), only initialising numba's runtime."""
+        self._setup()
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+
+    def save_overload(self, sig, data):
+        """Save a fresh compile result (numba's own code)."""
+        self._setup()
+        super().save_overload(sig, data)
+
+    def flush(self):
+        """Forget every cached compile result (numba's own code)."""
+        self._setup()
+        super().flush()
+
+
+def kernel(fn=None, **options):
+    """Compile ``fn`` lazily with numba (``njit``), cached on disk through
+    :class:`QuickLoadCache`; ``options`` are ``njit``'s (``inline="always"``...).
+
+    Use as ``@kernel`` or ``@kernel(inline="always")``.
+    """
+    if fn is None:
+        return lambda f: kernel(f, **options)
+    dispatcher = njit(**options)(fn)
+    dispatcher._cache = QuickLoadCache(fn)  # what Dispatcher.enable_caching() sets, lazily
+    return dispatcher

@@ -1,0 +1,49 @@
+"""Kernels declared with ``diffflow.common.jit.kernel`` load from numba's on-disk cache without
+numba's lowering registries (no ``numba.np.arraymath``, so no ``scipy.linalg``), give the same
+answers as when compiled, and compile and save on a cache miss."""
+import os
+import subprocess
+import sys
+
+from tests.support.paths import REPO
+
+LOAD = """
+import sys
+import numpy as np
+from diffflow.arrangements import columnar
+rng = np.random.default_rng(0)
+rows = rng.integers(0, 1000, (5000, 2))
+K = columnar._k()  # from here the kernels serve every size
+r, t, d = columnar.consolidate(rows, np.zeros((5000, 1), np.int64), np.ones(5000, np.int64))
+q, gr, gt, gd = columnar.gather_prefix(r, t, d, 1, np.arange(0, 1000, 7)[:, None])
+registries = ("numba.np.arraymath", "numba.np.linalg", "scipy.linalg")
+print(len(r), int(d.sum()), len(q), int(gr.sum()), sum(K.sortedness.stats.cache_hits.values()),
+      sorted(m for m in registries if m in sys.modules))
+"""
+
+
+def _run(code, cwd=REPO, path=()):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), *map(str, path)]))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=env, cwd=cwd, check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split(maxsplit=5)
+
+
+def test_cached_kernels_load_without_the_compilers_registries():
+    first = _run(LOAD)   # may compile, if the cache is stale
+    second = _run(LOAD)  # loads from the cache
+    assert second[:4] == first[:4]
+    assert second[4] == "1"  # sortedness came from the cache
+    assert second[5].strip() == "[]"
+
+
+def test_a_cache_miss_compiles_and_saves(tmp_path):
+    (tmp_path / "twice_kernel.py").write_text(
+        "from diffflow.common.jit import kernel\n\n\n@kernel\ndef twice(x):\n    return 2 * x\n")
+    code = ("import twice_kernel as m\n"
+            "print(m.twice(21), sum(m.twice.stats.cache_hits.values()),"
+            " sum(m.twice.stats.cache_misses.values()))")
+    assert _run(code, tmp_path, [tmp_path]) == ["42", "0", "1"]
+    assert _run(code, tmp_path, [tmp_path]) == ["42", "1", "0"]
+    assert any(p.suffix == ".nbi" for p in (tmp_path / "__pycache__").iterdir())
