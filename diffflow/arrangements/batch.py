@@ -208,8 +208,16 @@ class Batch:
             same.dead, same.dead_rows, same.present = self.dead, self.dead_rows, self.present
             return same
         source = self.live()
-        times = advance_by(source.times, frontier)
-        rows, times, diffs = columnar.consolidate(source.rows, times, source.diffs)
+        t = source.times
+        if len(t) and np.array_equal(t.min(axis=0), t.max(axis=0)):
+            # one time (a small epoch's batch, a merged tail): every row moves to the same
+            # time, so the rows stay sorted and distinct -- nothing to consolidate
+            times = np.empty_like(t)
+            times[:] = advance_by(t[0], frontier)
+            rows, diffs = source.rows, source.diffs
+        else:
+            times = advance_by(t, frontier)
+            rows, times, diffs = columnar.consolidate(source.rows, times, source.diffs)
         advanced = Batch(rows, times, diffs, self.key_width, self.lower, self.upper, frontier)
         advanced.present = self.present
         return advanced
