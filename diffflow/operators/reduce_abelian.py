@@ -68,6 +68,21 @@ def abelian_of(reducer) -> tuple | None:
     return tuple(a[0] for a in reducer.aggs), tuple(a[1] for a in reducer.aggs)
 
 
+def key_index(keys: np.ndarray, row_keys: np.ndarray) -> np.ndarray:
+    """Each of ``row_keys``' index in ``keys`` (sorted, distinct, holding every one of them);
+    ``row_keys`` sorted.  When their distinct keys are all of ``keys`` they are counted, not
+    searched.
+
+    >>> key_index(np.array([[2], [5]]), np.array([[2], [2], [5]])).tolist()
+    [0, 0, 1]
+    """
+    if len(row_keys):
+        starts = columnar.group_starts(row_keys)
+        if len(starts) - 1 == len(keys):
+            return np.repeat(np.arange(len(keys)), np.diff(starts))
+    return columnar.key_ranges(keys, row_keys)[0]
+
+
 def rows_turned_negative(in_spine, rows: np.ndarray, diffs: np.ndarray, first=False) -> bool:
     """Whether a changed input row now has negative multiplicity in ``in_spine``.
 
@@ -104,7 +119,7 @@ def abelian_corrections(abelian, in_spine, out_spine, key_width, keys, key_times
     else:
         rows, _, diffs = columnar.consolidate(delta.rows, np.zeros((len(delta), 1), np.int64),
                                               delta.diffs)
-    at, _ = columnar.key_ranges(keys, np.ascontiguousarray(rows[:, :key_width]))
+    at = key_index(keys, np.ascontiguousarray(rows[:, :key_width]))
     mine = candidate[at]
     if not mine.any():
         return None, handled, False

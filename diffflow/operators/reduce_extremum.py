@@ -22,7 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.arrangements import columnar
+from diffflow.arrangements.batch import Batch
 from diffflow.arrangements.updates import Updates
+from diffflow.operators.reduce_abelian import key_index
 from diffflow.operators.reducers import AggregateReducer
 
 _MAX = np.iinfo(np.int64).max
@@ -57,8 +59,11 @@ def extremum_corrections(extremum, in_spine, out_spine, key_width, keys, key_tim
     """
     kind, column = extremum
     handled = np.zeros(len(keys), dtype=bool)
-    rows, _, diffs = columnar.consolidate(delta.rows, delta.times, delta.diffs)
-    at, _ = columnar.key_ranges(keys, np.ascontiguousarray(rows[:, :key_width]))
+    if isinstance(delta, Batch):  # sorted and consolidated already
+        rows, diffs = delta.rows, delta.diffs
+    else:
+        rows, _, diffs = columnar.consolidate(delta.rows, delta.times, delta.diffs)
+    at = key_index(keys, np.ascontiguousarray(rows[:, :key_width]))
     mine = candidate[at]
     if not mine.any():
         return None, handled
