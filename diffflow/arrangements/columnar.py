@@ -121,9 +121,11 @@ def load_kernels() -> None:
     A fresh process otherwise starts on the numpy tactics (:mod:`.small`) and loads the
     kernels once that work has cost about what loading them costs (~0.25 s); a long-running
     service, or a benchmark measuring the kernels, can load them first.  (Each kernel is then
-    read from numba's cache at its first call.)
+    read from numba's cache at its first call, a few ms each; the first call also starts
+    numba's runtime and code loader, ~0.1-0.2 s, so one is made here.)
     """
-    _k()
+    rows = np.zeros((2, 1), np.int64)
+    _k().group_starts(rows, np.empty(3, np.int64))
 
 
 # ---------------------------------------------------------------------------

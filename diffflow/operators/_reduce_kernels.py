@@ -23,6 +23,45 @@ def _contains(buf, n, t):
 
 
 @kernel
+def _stable_order(keys, order, work):
+    """``order`` := the indices of ``keys`` in ascending, stable order (a merge sort; numpy's
+    ``argsort`` in a kernel makes its cached code load numba's whole array library, ~0.3 s)."""
+    n = keys.shape[0]
+    for i in range(n):
+        order[i] = i
+    src, dst = order, work
+    flipped = False
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if keys[src[j]] < keys[src[i]]:
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+        src, dst = dst, src
+        flipped = not flipped
+        width *= 2
+    if flipped:
+        for i in range(n):
+            order[i] = work[i]
+
+
+@kernel
 def _chain_closure(new_t, hist_t):
     """The closure when the group's times form a chain (are totally ordered), else empty.
 
@@ -36,8 +75,14 @@ def _chain_closure(new_t, hist_t):
     times = np.empty((n + m, d), np.int64)
     times[:n] = new_t
     times[n:] = hist_t
-    sums = times.sum(axis=1)
-    order = np.argsort(sums, kind="mergesort")
+    sums = np.empty(n + m, np.int64)
+    for i in range(n + m):
+        total = 0
+        for k in range(d):
+            total += times[i, k]
+        sums[i] = total
+    order = np.empty(n + m, np.int64)
+    _stable_order(sums, order, np.empty(n + m, np.int64))
     for i in range(n + m - 1):
         x, y = order[i], order[i + 1]
         for k in range(d):

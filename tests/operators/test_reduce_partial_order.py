@@ -237,3 +237,16 @@ def test_reference_matches_definition_on_three_dimensions():
             if all(x <= y for x, y in zip(time, t)):
                 acc[(key,)] += diff
         assert {k: v for k, v in acc.items() if v} == expected_at(updates, t, distinct_python)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 7, 64, 1000])
+def test_stable_order_kernel_matches_numpy(n):
+    # the chain closure sorts by coordinate sums with its own merge sort (numpy's argsort in a
+    # kernel would load numba's whole array library): ties keep their order, as "stable" does
+    from diffflow.operators import _reduce_kernels
+
+    rng = np.random.default_rng(n)
+    keys = rng.integers(0, max(1, n // 4), n).astype(np.int64)
+    order = np.empty(n, np.int64)
+    _reduce_kernels._stable_order(keys, order, np.empty(n, np.int64))
+    assert order.tolist() == np.argsort(keys, kind="stable").tolist()
