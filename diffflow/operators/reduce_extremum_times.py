@@ -178,9 +178,17 @@ def _restricted(delta, mask) -> Updates:
     return Updates(delta.rows[mask], delta.times[mask], delta.diffs[mask])
 
 
+# the rule is tried while a moving average of the share of keys it settled is at least
+# RULE_WORTH; each step it is not tried the average rises by RULE_RETRY (so it is tried again)
+RULE_WORTH = 0.3
+RULE_RETRY = 0.05
+
+
 class ExtremumAtTimes:
     """The reduce driver's use of the rule (a mixin of :class:`.reduce.ReduceOp`, whose
     ``extremum``, ``early``, pending times, traces and time helpers it uses)."""
+
+    rule_odds = 1.0  # the moving average of the share of keys the rule settled
 
     def _by_rule(self, new_k, new_t, delta, frontier):
         """Settle the keys whose min/max follows from the change at all their interesting
@@ -202,6 +210,9 @@ class ExtremumAtTimes:
         if not has_early.any() and self._history_below(new_t.min(axis=0), lower):
             return new_k, new_t, delta  # every key simple: _simple's shortcut
         ruled = np.ones(len(keys), dtype=bool)
+        if self.rule_odds < RULE_WORTH:  # the rule failed for most keys lately (cuts of
+            ruled[:] = False             # deep chains): don't pay for trying, for a while
+            self.rule_odds += RULE_RETRY
         if len(self.pending_keys):  # the output is not yet right at a key's pending times
             lo, hi = columnar.key_ranges(self.pending_keys, keys)
             ruled &= hi == lo
@@ -218,6 +229,7 @@ class ExtremumAtTimes:
             present, values, fails = extremum_at(self.extremum[0], ev, len(rk), q_key, qt)
             bad = np.zeros(len(rk), dtype=bool)
             bad[q_key[fails]] = True
+            self.rule_odds = 0.5 * self.rule_odds + 0.5 * (1 - bad.mean())
             ruled[np.flatnonzero(ruled)[bad]] = False
             good = ~bad[q_key]
             if good.any():

@@ -167,3 +167,33 @@ def test_previous_output_from_previous_input(kind, parts, previous_from_input):
               batch=12, allow_negative=seed % 2 == 1)
     if _counted_here():
         assert previous_from_input["derived"] > 50, previous_from_input
+
+
+@pytest.mark.parametrize("parts", [1, 3])
+def test_extremum_rule_stands_down_where_it_keeps_failing(parts, monkeypatch):
+    # cutting a chain raises half its labels: the current minimum vanishes with nothing
+    # better at nearly every key, so the rule stops being tried for a while (its early
+    # corrections, if any, go back to the general path) -- and answers stay exact
+    from diffflow.operators import reduce_extremum_times as rule
+
+    skipped = Counter()
+    original = rule.ExtremumAtTimes._by_rule
+
+    def counting(self, *args):
+        skipped["steps"] += int(self.rule_odds < rule.RULE_WORTH)
+        return original(self, *args)
+
+    monkeypatch.setattr(rule.ExtremumAtTimes, "_by_rule", counting)
+    case = Case({"edges": ["src", "dst"]},
+                lambda f, i: graphs.connected_components(i["edges"]), wcc_oracle, parts)
+    chain = [(i, i + 1) for i in range(120)]
+    case.apply("edges", chain, [1] * len(chain))
+    case.advance_and_check(0)
+    for epoch, cut in enumerate([60, 30, 90], start=1):
+        case.apply("edges", [(cut, cut + 1)], [-1])
+        case.advance_and_check(epoch)
+    case.apply("edges", [(60, 61), (30, 31)], [1, 1])
+    case.advance_and_check(4)
+    case.close()
+    if _counted_here():
+        assert skipped["steps"] > 0, skipped
