@@ -182,6 +182,9 @@ def _restricted(delta, mask) -> Updates:
 # RULE_WORTH; each step it is not tried the average rises by RULE_RETRY (so it is tried again)
 RULE_WORTH = 0.3
 RULE_RETRY = 0.05
+# ... and while the input holds at least this many rows per output row: with smaller groups
+# (grids ~4, chains ~3; R-MAT graphs ~20) the general path's reads cost less than the rule's
+RULE_GROUP_ROWS = 8
 
 
 class ExtremumAtTimes:
@@ -213,6 +216,8 @@ class ExtremumAtTimes:
         if self.rule_odds < RULE_WORTH:  # the rule failed for most keys lately (cuts of
             ruled[:] = False             # deep chains): don't pay for trying, for a while
             self.rule_odds += RULE_RETRY
+        elif len(self.in_spine) < RULE_GROUP_ROWS * len(self.out_spine):
+            ruled[:] = False  # small groups (grids, chains): reading them costs less
         if len(self.pending_keys):  # the output is not yet right at a key's pending times
             lo, hi = columnar.key_ranges(self.pending_keys, keys)
             ruled &= hi == lo

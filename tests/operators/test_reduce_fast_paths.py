@@ -17,6 +17,15 @@ from tests.operators.test_reduce_partial_order import Harness
 from tests.support.both_tactics import tactic  # noqa: F401  (autouse: small tactics and kernels)
 
 
+@pytest.fixture(autouse=True)
+def rule_on_small_groups(monkeypatch):
+    """The min/max rule at partial orders on every group size (its driver tries it only on
+    big groups, a cost heuristic): these schedules test its answers."""
+    from diffflow.operators import reduce_extremum_times
+
+    monkeypatch.setattr(reduce_extremum_times, "RULE_GROUP_ROWS", 0)
+
+
 def expected_at(inputs, t, fn, kk):
     groups = defaultdict(Counter)
     for row, time, diff in inputs:

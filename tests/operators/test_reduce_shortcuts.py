@@ -75,6 +75,9 @@ def test_lone_extremum_under_random_updates(kind, parts, shortcut_counts):
 def rule_counts(monkeypatch):
     """New (key, time) pairs the extremum rule settled at partially ordered times, and
     those it left to the general path."""
+    from diffflow.operators import reduce_extremum_times
+
+    monkeypatch.setattr(reduce_extremum_times, "RULE_GROUP_ROWS", 0)  # small groups here
     counts = Counter()
     original = reduce_module.ReduceOp._by_rule
 
@@ -176,6 +179,7 @@ def test_extremum_rule_stands_down_where_it_keeps_failing(parts, monkeypatch):
     # corrections, if any, go back to the general path) -- and answers stay exact
     from diffflow.operators import reduce_extremum_times as rule
 
+    monkeypatch.setattr(rule, "RULE_GROUP_ROWS", 0)  # a chain's groups are small
     skipped = Counter()
     original = rule.ExtremumAtTimes._by_rule
 
@@ -197,3 +201,42 @@ def test_extremum_rule_stands_down_where_it_keeps_failing(parts, monkeypatch):
     case.close()
     if _counted_here():
         assert skipped["steps"] > 0, skipped
+
+
+def test_extremum_rule_tried_on_big_groups_only(monkeypatch):
+    # the rule's own reads (the output, the changed rows' histories) beat reading groups only
+    # when groups are big: a hub's in-neighbourhood yes, a grid node's four neighbours no
+    from diffflow.operators import reduce_extremum_times as rule
+
+    tried = Counter()
+    original = rule.extremum_at
+
+    def counting(*args):
+        tried["keys"] += args[2]
+        return original(*args)
+
+    monkeypatch.setattr(rule, "extremum_at", counting)
+
+    def cut_once(edges, cut):
+        flow = dd.Dataflow()
+        e = flow.input("e", ["a", "b"])
+        out = graphs.connected_components(e).output()
+        e.insert(edges)
+        flow.advance()
+        e.remove([cut])
+        flow.advance()
+        return sorted(out.snapshot())
+
+    side = 12
+    grid = [(r * side + c, r * side + c + 1) for r in range(side) for c in range(side - 1)] + \
+           [(r * side + c, (r + 1) * side + c) for r in range(side - 1) for c in range(side)]
+    got = cut_once(grid, grid[5])
+    assert got == sorted(wcc_oracle({"edges": Counter({e: 1 for e in grid[:5] + grid[6:]})}))
+    if _counted_here():
+        assert tried["keys"] == 0, tried
+    star = [(0, i) for i in range(1, 60)] + [(i, i + 1) for i in range(1, 59)]  # a hub
+    got = cut_once(star, (0, 30))
+    rest = [e for e in star if e != (0, 30)]
+    assert got == sorted(wcc_oracle({"edges": Counter({e: 1 for e in rest})}))
+    if _counted_here():
+        assert tried["keys"] > 0, tried
