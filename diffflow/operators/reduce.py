@@ -377,21 +377,18 @@ class ReduceOp(ExtremumAtTimes, Operator):
     # -- corrections ---------------------------------------------------------
     def _corrections(self, qk, qt, known=None, base=None):
         """Emit ``f(I(t)) - O(t)`` at every complete interesting (key, time); ``known``:
-        the desired outputs the extremum rule found (:meth:`_by_rule`), ``base``: output
-        not yet in the output trace (:attr:`early`)."""
+        ``(present, values)`` of every query, the extremum rule's desired outputs
+        (:meth:`_by_rule`), ``base``: output not yet in the output trace (:attr:`early`)."""
         made = []
         while len(qk):
             ready = self._ready(qk, qt)
             rk, rt = qk[ready], qt[ready]
             earlier = concat(made + ([base] if base is not None else []), self.out_spine.width,
                              self.ctx.dim).consolidated() if made or base is not None else None
-            if known is not None:
-                found, settled = self._known_desired(known, rk, rt)
-                ask = np.flatnonzero(~found)
-                g_in, v_in, m_in = self._accumulate([self.in_spine], None, rk[ask], rt[ask])
-                g, v, m = self.reducer.reduce(g_in, v_in, m_in)
-                desired = (np.concatenate([ask[g], settled[0]]),
-                           np.concatenate([v, settled[1]]), np.concatenate([m, settled[2]]))
+            if known is not None:  # one row (or none) per query, in query order
+                group = np.flatnonzero(known[0][ready])
+                desired = (group, known[1][ready][group][:, None], np.ones(len(group), np.int64))
+                known = (known[0][~ready], known[1][~ready])
             else:
                 g_in, v_in, m_in = self._accumulate([self.in_spine], None, rk, rt)
                 self._note_negatives(m_in)

@@ -42,6 +42,7 @@ from diffflow.arrangements import columnar
 from diffflow.arrangements.small import expand_ranges
 from diffflow.arrangements.updates import Updates, concat
 from diffflow.lattice.times import rows_less_equal
+from diffflow.operators.reduce_abelian import key_index
 from diffflow.operators.reduce_times import advanced, unique_pairs
 
 _MAX = np.iinfo(np.int64).max
@@ -91,7 +92,7 @@ def gather_evidence(column, in_spine, out_spine, key_width, keys, delta, early) 
     rows = np.ascontiguousarray(delta.rows)
     changed, _, _ = columnar.consolidate(rows, np.zeros((len(rows), 1), np.int64),
                                          np.ones(len(rows), np.int64))
-    key, _ = columnar.key_ranges(keys, np.ascontiguousarray(changed[:, :key_width]))
+    key = key_index(keys, np.ascontiguousarray(changed[:, :key_width]))
     d_row, _ = columnar.key_ranges(changed, rows)
     d_row, d_times, d_diffs = _grouped(d_row, delta.times, delta.diffs)
     h_row, _, h_times, h_diffs = in_spine.gather(changed, width=changed.shape[1])
@@ -230,7 +231,7 @@ class ExtremumAtTimes:
                                  _restricted(delta, ruled[at]), self.early)
             hq, ht = ev.history()
             qk, qt = self._interesting(new_k[pairs], new_t[pairs], (hq, advanced(ht, lower)))
-            q_key, _ = columnar.key_ranges(rk, qk)
+            q_key = key_index(rk, qk)
             present, values, fails = extremum_at(self.extremum[0], ev, len(rk), q_key, qt)
             bad = np.zeros(len(rk), dtype=bool)
             bad[q_key[fails]] = True
@@ -241,7 +242,11 @@ class ExtremumAtTimes:
                 found = (qk[good], qt[good], present[good], values[good])
         self._early_to_pending(keys[has_early & ~ruled])
         if found is not None:  # corrections at every interesting time, complete or not
-            made = self._corrections(found[0], found[1], known=found, base=self.early)
+            base = self.early
+            if len(base):  # (only the settled keys' early corrections matter to them)
+                lo, hi = columnar.key_ranges(rk[~bad], np.ascontiguousarray(base.rows[:, :kk]))
+                base = base.take(hi > lo)
+            made = self._corrections(found[0], found[1], known=found[2:], base=base)
             if made is not None:
                 self.early = concat([self.early, made], self.out_spine.width,
                                     self.ctx.dim).consolidated()
@@ -272,13 +277,3 @@ class ExtremumAtTimes:
         out = self.early.take(due)
         self.early = self.early.take(~due)
         return out
-
-    def _known_desired(self, known, rk, rt):
-        """Queries the rule settled: ``(settled mask, (group, vals, mults))`` over ``rk``."""
-        table = np.ascontiguousarray(np.concatenate([known[0], known[1]], axis=1))
-        lo, hi = columnar.key_ranges(table, np.ascontiguousarray(np.concatenate([rk, rt], 1)))
-        found = hi > lo
-        at = np.flatnonzero(found)
-        show = known[2][lo[at]]
-        group = at[show]
-        return found, (group, known[3][lo[at]][show][:, None], np.ones(len(group), np.int64))
