@@ -835,3 +835,13 @@ def gather_ranges(rows, times, diffs, lo, hi, out_q, out_r, out_t, out_d):
                 out_t[p, k] = times[i, k]
             out_d[p] = diffs[i]
             p += 1
+
+
+@kernel
+def add_range_sums(diffs, lo, hi, out):
+    """``out[j] += sum(diffs[lo[j]:hi[j]])`` for every query ``j`` (exact int64 sums)."""
+    for j in range(lo.shape[0]):
+        s = 0
+        for i in range(lo[j], hi[j]):
+            s += diffs[i]
+        out[j] += s

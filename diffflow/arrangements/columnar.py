@@ -618,6 +618,28 @@ def gather_prefix_unchecked(rows, times, diffs, width: int, queries):
     return out
 
 
+def add_prefix_sums_unchecked(rows, diffs, width: int, queries, out) -> None:
+    """Add to ``out[j]`` the diffs of the rows (sorted, a batch's) whose first ``width``
+    columns equal ``queries[j]``: :func:`gather_prefix`'s diffs summed per query, without
+    copying the matched updates.
+
+    >>> out = np.zeros(2, np.int64)
+    >>> add_prefix_sums_unchecked(np.array([[1, 5], [3, 6], [3, 7]]), np.array([1, 1, 2]), 1,
+    ...                           np.array([[3], [9]]), out)
+    >>> out.tolist()
+    [3, 0]
+    """
+    n, m = rows.shape[0], queries.shape[0]
+    if small.prefer(n * m, small.SMALL_PAIRS, n + m):
+        query, position = small.expand_ranges(*small.key_ranges(rows[:, :width], queries))
+        np.add.at(out, query, np.take(diffs, position))
+        return
+    K = _k()
+    lo, hi = np.empty(m, np.int64), np.empty(m, np.int64)
+    K.prefix_ranges(rows, queries, width, lo, hi, np.empty(K.GROUP, np.int64))
+    K.add_range_sums(diffs, lo, hi, out)
+
+
 def searchsorted_rows(sorted_rows, query_rows, side: str = "left") -> np.ndarray:
     """Lexicographic ``np.searchsorted`` over rows: insertion points, int64 ``(m,)``.
 

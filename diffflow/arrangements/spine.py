@@ -325,6 +325,39 @@ class Spine:
             merged = merge(merged, batch, self.since)
         self.batches = [merged]
 
+    def _asked(self, query_keys: np.ndarray, width: int | None):
+        """``(width, queries)`` checked, then per non-empty batch ``(batch, queries,
+        picked)``: the queries to search it for, ``picked`` their indices into
+        ``query_keys`` (None: all of them).  Bins a batch does not hold (``present``) or
+        that moved away (``dead``) are not asked for."""
+        width = self.key_width if width is None else width
+        query_keys = np.ascontiguousarray(query_keys, dtype=np.int64)
+        if query_keys.ndim != 2 or query_keys.shape[1] != width or not \
+                self.key_width <= width <= self.width:
+            raise ValueError(f"gather: query keys of shape {query_keys.shape} do not match "
+                             f"key width {width}")
+        return width, query_keys, self._batches_asked(query_keys)
+
+    def _batches_asked(self, query_keys):
+        query_bins = None  # (a found row's key is its query's: one hash per query, at most)
+        for batch in self.batches if len(query_keys) else ():  # (no query: search nothing)
+            if not len(batch):
+                continue
+            masks = [m for m in (batch.present, batch.dead) if m is not None]
+            if not masks:
+                yield batch, query_keys, None
+                continue
+            if query_bins is None:  # (masks: one entry per bin)
+                query_bins = np.empty(len(query_keys), np.int32)
+                columnar.bin_of_prefix(query_keys, self.key_width, len(masks[0]), query_bins)
+            asked = np.ones(len(query_keys), bool) if batch.present is None else \
+                batch.present[query_bins]
+            if batch.dead is not None:
+                asked &= ~batch.dead[query_bins]
+            picked = np.flatnonzero(asked)
+            if len(picked):
+                yield batch, query_keys[picked], picked
+
     def gather(self, query_keys: np.ndarray, width: int | None = None):
         """All updates whose key equals one of ``query_keys`` (an ``(m, key_width)`` array).
 
@@ -334,33 +367,9 @@ class Spine:
         self.width``): e.g. whole rows, to read the multiplicities of a few
         ``(key, value)`` pairs without reading their keys' other values.
         """
-        width = self.key_width if width is None else width
-        query_keys = np.ascontiguousarray(query_keys, dtype=np.int64)
-        if query_keys.ndim != 2 or query_keys.shape[1] != width or not \
-                self.key_width <= width <= self.width:
-            raise ValueError(f"gather: query keys of shape {query_keys.shape} do not match "
-                             f"key width {width}")
+        width, query_keys, asked = self._asked(query_keys, width)
         parts = []
-        query_bins = None  # (a found row's key is its query's: one hash per query, at most)
-        for batch in self.batches if len(query_keys) else ():  # (no query: search nothing)
-            if not len(batch):
-                continue
-            queries, picked = query_keys, None
-            masks = [m for m in (batch.present, batch.dead) if m is not None]
-            if masks:  # ask only for keys of bins the batch holds (present), not of bins
-                # that moved away (dead)
-                if query_bins is None:  # (masks: one entry per bin)
-                    query_bins = np.empty(len(query_keys), np.int32)
-                    columnar.bin_of_prefix(query_keys, self.key_width, len(masks[0]),
-                                           query_bins)
-                asked = np.ones(len(query_keys), bool) if batch.present is None else \
-                    batch.present[query_bins]
-                if batch.dead is not None:
-                    asked &= ~batch.dead[query_bins]
-                picked = np.flatnonzero(asked)
-                if not len(picked):
-                    continue
-                queries = query_keys[picked]
+        for batch, queries, picked in asked:
             # (batches hold valid arrays: no checks per call)
             found = columnar.gather_prefix_unchecked(batch.rows, batch.times, batch.diffs,
                                                      width, queries)
@@ -374,6 +383,30 @@ class Spine:
         if len(parts) == 1:
             return parts[0]
         return tuple(np.concatenate(x) for x in zip(*parts))
+
+    def multiplicities(self, query_rows: np.ndarray, width: int | None = None) -> np.ndarray:
+        """Per query, the sum of the diffs :meth:`gather` would return for it (over every
+        batch and time), without copying the updates: a row's multiplicity once all its
+        history counts.  ``width`` as for :meth:`gather` (whole rows, usually).
+
+        >>> from diffflow.lattice import Antichain
+        >>> s = Spine(2, 1, 1)
+        >>> _ = s.insert_updates(Updates.from_lists([(1, 5), (1, 5), (2, 7)], [(0,), (0,), (0,)],
+        ...                                         [1, 2, -1]), Antichain([(1,)]))
+        >>> s.multiplicities(np.array([[1, 5], [2, 7], [3, 0]]), width=2).tolist()
+        [3, -1, 0]
+        """
+        width, query_keys, asked = self._asked(query_keys=query_rows, width=width)
+        out = np.zeros(len(query_keys), np.int64)
+        for batch, queries, picked in asked:
+            if picked is None:
+                columnar.add_prefix_sums_unchecked(batch.rows, batch.diffs, width, queries, out)
+            else:
+                part = np.zeros(len(picked), np.int64)
+                columnar.add_prefix_sums_unchecked(batch.rows, batch.diffs, width, queries,
+                                                   part)
+                out[picked] += part
+        return out
 
     def to_updates(self) -> Updates:
         """Every update in the spine, consolidated."""

@@ -94,10 +94,7 @@ def rows_turned_negative(in_spine, rows: np.ndarray, diffs: np.ndarray, first=Fa
     if first or not falling.any():
         return bool(falling.any())
     fall = np.ascontiguousarray(rows[falling])
-    q, _, _, d = in_spine.gather(fall, width=fall.shape[1])
-    after = np.zeros(len(fall), np.int64)
-    np.add.at(after, q, d)  # exact int64 sums
-    return bool((after < 0).any())
+    return bool((in_spine.multiplicities(fall, width=fall.shape[1]) < 0).any())
 
 
 def abelian_corrections(abelian, in_spine, out_spine, key_width, keys, key_times, candidate,

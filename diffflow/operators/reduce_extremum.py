@@ -72,9 +72,7 @@ def extremum_corrections(extremum, in_spine, out_spine, key_width, keys, key_tim
     if first:
         after = diffs
     else:
-        q, _, _, d = in_spine.gather(rows, width=rows.shape[1])
-        after = np.zeros(len(rows), np.int64)
-        np.add.at(after, q, d)  # exact int64 sums
+        after = in_spine.multiplicities(rows, width=rows.shape[1])
     before = after - diffs
     value = rows[:, key_width + column]
     worst = _MAX if kind == "min" else _MIN

@@ -184,3 +184,35 @@ def test_small_tail_merges_keep_batch_descriptions_true():
     spine.insert_updates(Updates.from_lists([(99,)], [(2,)], [1]), Antichain([(3,)]))
     spine._check()
     assert len(spine.batches) == 1 and len(spine) == 21
+
+
+@pytest.mark.parametrize("numpy_tactic", [False, True])
+@pytest.mark.parametrize("seed", range(8))
+def test_multiplicities_sum_what_gather_finds(seed, numpy_tactic, monkeypatch):
+    """``Spine.multiplicities`` sums per query, over every batch and time, the diffs that
+    ``gather`` returns -- for whole rows and key prefixes, and under both tactics (numpy
+    for a fresh process's first inputs, the kernels after)."""
+    from diffflow.arrangements import small
+
+    monkeypatch.setattr(small, "prefer", lambda *args, **kw: numpy_tactic)
+    rng = np.random.default_rng(seed)
+    spine = Spine(width=3, key_width=1, dim=2)
+    for epoch in range(20):
+        u = random_updates(rng, 25, width=3, dim=2, domain=4, t_lo=epoch, t_hi=epoch + 1)
+        spine.insert_updates(u, Antichain([(epoch + 1, 0)]))
+    if seed % 2:  # rows held in some bins only, as after rescaling
+        for batch in spine.batches[::2]:
+            batch.present = rng.random(spine_bins()) < 0.5
+    for width in (1, 2, 3):
+        queries = np.unique(rng.integers(-1, 5, (30, width)), axis=0)
+        q, _, _, diffs = spine.gather(queries, width=width)
+        want = np.zeros(len(queries), np.int64)
+        np.add.at(want, q, diffs)
+        assert spine.multiplicities(queries, width=width).tolist() == want.tolist()
+    assert spine.multiplicities(np.zeros((0, 3), np.int64), width=3).tolist() == []
+
+
+def spine_bins() -> int:
+    from diffflow.runtime.routing import BINS
+
+    return BINS
