@@ -40,8 +40,10 @@ the engine's imports (the input edge array is in the baseline).  A cell is the m
 ``--repeats`` fresh processes (3); a timed case still open after ``--cap`` s is killed ("> cap").
 ``--threads`` (1) sets NUMBA_NUM_THREADS, DuckDB's ``threads`` and PATHWAY_THREADS.  Answers
 are checked against scipy run in this process: a disagreement prints MISMATCH, exit status 1.
-Pathway runs where ``import pathway`` works (from-scratch reach and components with
-``pw.iterate``), else its column says "not installed"; "-": the engine does not run that case.
+Pathway runs where ``import pathway`` works (``pip install pathway``; from-scratch reach and
+components with ``pw.iterate``, and the updates through a streaming input: bench/peers_pathway.py
+says how they are timed), else its column says "not installed"; "-": the engine does not run
+that case.
 Progress goes to stderr.  No network.  Not collected by pytest.
 """
 from __future__ import annotations
@@ -128,46 +130,9 @@ def setup_scipy(spec):
 
 
 def setup_pathway(spec):
-    """Pathway from scratch with ``pw.iterate`` (its user guide's connected components), run
-    in batch mode by ``pw.debug.table_to_pandas``.  Not exercised where pathway is missing."""
-    import pandas as pd
-    import pathway as pw
+    from peers_pathway import setup_pathway as pathway_query
 
-    def reach(edges, roots):
-        e = pw.debug.table_from_pandas(pd.DataFrame(edges, columns=["a", "b"]))
-        start = pw.debug.table_from_pandas(pd.DataFrame({"node": np.asarray(roots)}),
-                                           id_from=["node"])
-
-        def step(reached, e):
-            new = reached.join(e, reached.node == e.a).select(node=e.b)
-            both = pw.Table.concat_reindex(reached, new)
-            return both.groupby(pw.this.node).reduce(pw.this.node)   # ids from node
-        return len(pw.debug.table_to_pandas(pw.iterate(step, reached=pw.iterate_universe(start),
-                                                       e=e)))
-
-    def components(edges, roots):
-        nodes = np.unique(edges)
-        vertices = pw.debug.table_from_pandas(pd.DataFrame({"a": nodes, "repr": nodes}),
-                                              id_from=["a"])
-        e = pw.debug.table_from_pandas(pd.DataFrame(edges, columns=["a", "b"]))
-        und = pw.Table.concat_reindex(e, e.select(a=pw.this.b, b=pw.this.a),
-                                      vertices.select(a=pw.this.a, b=pw.this.a))
-
-        def step(vertices, und):
-            offers = und.join(vertices, und.b == vertices.a).select(und.a, vertices.repr)
-            best = offers.groupby(pw.this.a).reduce(pw.this.a, repr=pw.reducers.min(pw.this.repr))
-            return best.with_universe_of(vertices)
-        sizes = pw.debug.table_to_pandas(pw.iterate(step, vertices=vertices, und=und))
-        sizes = sizes.groupby("repr").size()
-        return [len(sizes), int(sizes.max())]
-
-    def query(edges, roots):
-        try:                  # forget the previous run's tables, so they are not run again
-            pw.internals.parse_graph.G.clear()
-        except AttributeError:
-            pass
-        return (reach if spec["alg"] == "reach" else components)(edges, roots)
-    return query
+    return pathway_query(spec)
 
 
 SETUPS = {"diffflow": setup_diffflow, "duckdb": setup_duckdb, "scipy": setup_scipy,
@@ -194,6 +159,10 @@ def scratch_worker(spec, edges, roots) -> None:
 def update_worker(spec, data) -> None:
     """diffflow: the batches of updates on one reach + components dataflow; peers: recompute
     both answers on each given edge set."""
+    if spec["engine"] == "pathway":       # a streaming input: see peers_pathway
+        from peers_pathway import update_worker as pathway_updates
+
+        return pathway_updates(data, emit)
     if spec["engine"] != "diffflow":
         states = [np.load(p) for p in spec["states"]]     # the same edge set each time
         reach = SETUPS[spec["engine"]](dict(spec, alg="reach"))
@@ -395,7 +364,7 @@ class Peers:
                  f"({len(edges):,} edges, {facts:,} facts)")
         self.log(label)
         res = self.run({"kind": "scratch", "alg": "tc", "data": path, "runs": 2},
-                       ("diffflow", "duckdb", "scipy"))
+                       ("diffflow", "duckdb", "scipy", "pathway"))
         for key in ("first", "second"):
             self.check(f"{label} {key}", facts, res, key)
             self.row(f"{label}, {key} in process, s", res, seconds(key), num, key)
@@ -407,12 +376,13 @@ class Peers:
         self.log(f"{g['label']} updates")
         states = [g["final_path"]] * self.args.recomputes
         res = self.run({"kind": "update", "data": g["path"], "states": states},
-                       ("diffflow", "duckdb", "scipy"))
+                       ("diffflow", "duckdb", "scipy", "pathway"))
         from bench_graphs import scipy_components, scipy_reach
 
         final = {"reach": scipy_reach(g["final"], g["roots"]), "cc": scipy_components(g["final"])}
         what = f"{g['label']} after {self.args.batches} batches"
-        self.check(what, final, {"diffflow": res.get("diffflow")}, f"step{self.args.batches - 1}")
+        self.check(what, final, {e: res.get(e) for e in ("diffflow", "pathway")},
+                   f"step{self.args.batches - 1}")
         for i in range(len(states)):
             self.check(what, final, {e: res.get(e) for e in ("duckdb", "scipy")}, f"state{i}")
 
