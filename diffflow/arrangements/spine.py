@@ -53,6 +53,9 @@ SMALL_BATCH = 256
 EAGER_MERGE = 1 << 17
 # rows of merge work each inserted row pays to every merge under way
 FUEL = 8
+# rows of merge work per row inserted since the last run, given when a run ends (the
+# dataflow is idle then): merges under way finish sooner and give their inputs' memory back
+IDLE_FUEL = 8
 # a spine with more batches than this finishes its merges at once (a safety valve: the
 # fuel keeps merges ahead of the tail, so it should never open)
 MAX_BATCHES = 64
@@ -85,6 +88,7 @@ class Spine:
         self.since = Antichain.minimum(dim)
         self.upper = Antichain.minimum(dim)
         self.merges: list[FuelledMerge] = []  # under way, each of two adjacent batches
+        self.inserted = 0  # rows inserted since the last idle()
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -94,6 +98,7 @@ class Spine:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.__dict__.setdefault("merges", [])
+        self.__dict__.setdefault("inserted", 0)
 
     def __len__(self) -> int:
         return sum(len(b) for b in self.batches)
@@ -104,6 +109,7 @@ class Spine:
         if batch.lower != self.upper:
             raise ValueError(f"batch lower {batch.lower!r} does not continue spine upper {self.upper!r}")
         self.upper = batch.upper
+        self.inserted += len(batch)
         if len(batch) == 0 and self.batches:
             self._extend_last(batch.upper)
             return
@@ -247,6 +253,23 @@ class Spine:
                 self._finish(m, at)
                 self._cascade(at + 1)  # the result as the older of a pair, then the newer
                 self._cascade(min(at, len(self.batches) - 1))
+
+    def idle(self) -> None:
+        """Work on the merges under way while the dataflow is idle (a run has ended):
+        :data:`IDLE_FUEL` rows per row inserted since the last call, so the work follows
+        what the run changed, and a big epoch's merges end with it rather than holding
+        their inputs and half-written results until later inserts pay for them.
+
+        >>> s = Spine(width=1, key_width=1, dim=1)
+        >>> _ = s.insert_chunks([Updates.from_lists([(1,)], [(0,)], [1])], Antichain([(1,)]))
+        >>> s.idle(); s.inserted
+        0
+        """
+        fuel, self.inserted = IDLE_FUEL * self.inserted, 0
+        for _ in range(3):  # (a merge that ends may start the next one up the spine)
+            if not (self.merges and fuel):
+                return
+            self.work(fuel, background=True)
 
     def finish_merges(self) -> None:
         """Finish every merge under way now (see :meth:`work` for an example)."""

@@ -41,12 +41,24 @@ def _malloc_trim():
     return _trim[0]
 
 
+def trim() -> None:
+    """Return free heap pages to the OS (glibc's ``malloc_trim``; elsewhere nothing).
+
+    A run that moved millions of rows frees most of what it allocated, but glibc keeps
+    the freed pages for reuse: a transitive closure of 0.5M facts ended with 480 bytes
+    resident per fact, 244 after a trim (which took ~4 ms).
+
+    >>> trim()  # harmless at any time
+    """
+    fn = _malloc_trim()
+    if fn is not None:
+        fn(0)
+
+
 def release() -> None:
     """Collect unreachable objects and return free heap pages to the OS (glibc).
 
     >>> release()  # harmless at any time; costs a garbage collection
     """
     gc.collect()
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
+    trim()

@@ -336,3 +336,69 @@ def test_an_output_checkpointed_before_accumulators_were_spines_restores():
     restored.add(np.array([[3]]), np.array([1]))
     rows, diffs = restored.contents()
     assert rows.tolist() == [[1], [3]] and diffs.tolist() == [1, 1]
+
+
+def spine_tally(spine):
+    got = spine.to_updates()
+    held = Counter()
+    for r, d in zip(map(tuple, got.rows.tolist()), got.diffs.tolist()):
+        held[r] += d
+    return {k: v for k, v in held.items() if v}
+
+
+def test_idle_work_follows_the_rows_inserted_since_the_last_run(tiny_merges, monkeypatch):
+    """When a run ends the spine works on its merges: IDLE_FUEL rows per row inserted since
+    the last idle, so a big epoch's merges end with it, and an idle spine with nothing new
+    does no work at all (the cost follows the change, not the trace)."""
+    rng = np.random.default_rng(5)
+    spine = Spine(width=2, key_width=1, dim=1)
+    inserted = []
+    for epoch in range(12):
+        batch = random_batch(rng, 30, 2, 1, 1, epoch, epoch + 1, 1000)
+        spine.insert(batch)
+        inserted.append((batch.rows, batch.diffs))
+    assert spine.merges and spine.inserted == sum(len(d) for _, d in inserted)
+    before = spine_tally(spine)
+    work = []
+    real_work = FuelledMerge.work
+    monkeypatch.setattr(FuelledMerge, "work",
+                        lambda self, fuel: work.append(fuel) or real_work(self, fuel))
+    spine.idle()
+    assert not spine.merges and spine.inserted == 0   # the epoch's merges ended with it
+    assert work and max(work) <= spine_module.IDLE_FUEL * 12 * 30
+    assert spine_tally(spine) == before == reference_tally(inserted)
+    spine._check()
+    # a merge under way and no new rows: idle does nothing
+    for epoch in range(12, 16):
+        spine.insert(random_batch(rng, 30, 2, 1, 1, epoch, epoch + 1, 1000))
+    spine.inserted = 0
+    pending = [(m.older, m.newer, m.left) for m in spine.merges]
+    work.clear()
+    spine.idle()
+    assert work == [] and [(m.older, m.newer, m.left) for m in spine.merges] == pending
+
+
+def test_a_run_ends_its_merges_and_trims_the_heap_after_a_big_epoch(tiny_merges, monkeypatch):
+    """After a run the engine gives its traces idle work and, when they took in many rows,
+    returns free heap pages (memory.trim); small runs do not trim."""
+    from diffflow.common import memory
+    from diffflow.runtime import engine as engine_module
+
+    trims = []
+    monkeypatch.setattr(memory, "trim", lambda: trims.append(1))
+    monkeypatch.setattr(engine_module, "TRIM_AFTER_ROWS", 500)
+    flow = dd.Dataflow()
+    edges = flow.input("edges", ["src", "dst"])
+    out = graphs.connected_components(edges).output()
+    rng = np.random.default_rng(2)
+    edges.insert(rng.integers(0, 300, (600, 2)))
+    flow.advance()
+    assert len(trims) == 1
+    traces = flow._runtime.engines[0].traces()
+    assert all(s.inserted == 0 for s in traces), [s.inserted for s in traces]
+    assert all(not s.merges for s in traces), [(len(s.merges), [len(b) for b in s.batches]) for s in traces]
+    edges.insert([(1000, 1001)])
+    flow.advance()
+    assert len(trims) == 1          # a one-edge epoch: no trim
+    labels = dict(out.snapshot())
+    assert labels and all(v == 1 for v in labels.values())
