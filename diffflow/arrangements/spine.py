@@ -44,6 +44,7 @@ from diffflow.arrangements import columnar
 from diffflow.arrangements.batch import Batch, merge
 from diffflow.arrangements.merging import FuelledMerge
 from diffflow.arrangements.updates import Updates, concat
+from diffflow.common import memory
 from diffflow.lattice import Antichain
 
 # Batches below this many updates are merged with the next one regardless of the
@@ -110,6 +111,7 @@ class Spine:
             raise ValueError(f"batch lower {batch.lower!r} does not continue spine upper {self.upper!r}")
         self.upper = batch.upper
         self.inserted += len(batch)
+        memory.stored(len(batch))
         if len(batch) == 0 and self.batches:
             self._extend_last(batch.upper)
             return

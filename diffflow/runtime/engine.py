@@ -52,9 +52,6 @@ from diffflow.operators.registry import operator_class
 from diffflow.runtime.routing import Routing
 from diffflow.runtime.tracing import log_handover
 
-# a run whose traces took in this many rows gives free heap pages back when it ends (a few
-# ms; see diffflow.common.memory.trim)
-TRIM_AFTER_ROWS = 200_000
 # attributes rebuilt from the graph when an engine is restored (never checkpointed)
 _REBUILT = frozenset({"node", "ctx", "reducer"})
 
@@ -283,15 +280,13 @@ class PartitionEngine:
         """After a run: compact traces to what readers can still see; ``{loop scope id: epochs}``
         cut at their round limit."""
         topo = self.topology
-        moved = 0
         for nid in topo.traced:
             frontier = topo.compaction_frontier(nid, frontiers)
             self.ops[nid].compact(antichain_of(frontier, self.nodes[nid].dim))
             for spine in self.ops[nid].traces():
-                moved += spine.inserted
                 spine.idle()  # merges the run started move on while nothing else runs
-        if moved >= TRIM_AFTER_ROWS:  # a big run left freed heap pages behind: give them back
-            memory.trim()
+        # a big run left freed heap pages behind: give them back
+        memory.trim_if_busy(memory.TRIM_AFTER_ROWS // 4)
         overflow: dict = {}
         for nid in topo.limited:
             epochs = self.ops[nid].take_overflow()
@@ -389,6 +384,7 @@ class Sweeper:
             if new != frontiers[nid]:
                 frontiers[nid] = new
                 backward |= any(c <= nid for c, _ in topo.consumers[nid])
+        memory.trim_if_busy()
         return backward
 
     def _deliver(self, sender: int) -> None:
