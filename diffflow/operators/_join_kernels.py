@@ -32,3 +32,74 @@ def emit_pairs(lrows, ltimes, ldiffs, rrows, rtimes, rdiffs, li, ri, source, row
             b = rtimes[j, c]
             times[o, c] = a if a > b else b
         diffs[o] = ldiffs[i] * rdiffs[j]
+
+
+@kernel
+def _key_cmp(a, i, b, j):
+    """Compare row ``a[i]`` with row ``b[j]`` (same width): -1, 0 or 1."""
+    for c in range(a.shape[1]):
+        x = a[i, c]
+        y = b[j, c]
+        if x < y:
+            return -1
+        if x > y:
+            return 1
+    return 0
+
+
+@kernel
+def merge_ranges(probe, batch, lo, hi):
+    """For each row of ``probe`` the range ``[lo, hi)`` of equal rows of ``batch`` (both
+    sorted), in one merge pass; returns the total."""
+    n = batch.shape[0]
+    j = 0
+    total = 0
+    for i in range(probe.shape[0]):
+        if i > 0 and _key_cmp(probe, i, probe, i - 1) == 0:
+            lo[i] = lo[i - 1]
+            hi[i] = hi[i - 1]
+        else:
+            while j < n and _key_cmp(batch, j, probe, i) < 0:
+                j += 1
+            k = j
+            while k < n and _key_cmp(batch, k, probe, i) == 0:
+                k += 1
+            lo[i] = j
+            hi[i] = k
+            j = k
+        total += hi[i] - lo[i]
+    return total
+
+
+@kernel
+def emit_ranges(prows, ptimes, pdiffs, brows, btimes, bdiffs, lo, hi, probe_is_left, source,
+                rows, times, diffs):
+    """:func:`emit_pairs` for every probe row ``p`` with each batch row of ``[lo[p], hi[p])``
+    (no pair arrays: the join writes its output straight from the ranges).  The left
+    input is the probe side when ``probe_is_left``, else the batch side."""
+    lw = prows.shape[1] if probe_is_left else brows.shape[1]
+    w = source.shape[0]
+    d = times.shape[1]
+    o = 0
+    for p in range(lo.shape[0]):
+        for q in range(lo[p], hi[p]):
+            if probe_is_left:
+                i = p
+                j = q
+                lr, lt, ld, rr, rt, rd = prows, ptimes, pdiffs, brows, btimes, bdiffs
+            else:
+                i = q
+                j = p
+                lr, lt, ld, rr, rt, rd = brows, btimes, bdiffs, prows, ptimes, pdiffs
+            for c in range(w):
+                s = source[c]
+                if s < lw:
+                    rows[o, c] = lr[i, s]
+                else:
+                    rows[o, c] = rr[j, s - lw]
+            for c in range(d):
+                a = lt[i, c]
+                b = rt[j, c]
+                times[o, c] = a if a > b else b
+            diffs[o] = ld[i] * rd[j]
+            o += 1

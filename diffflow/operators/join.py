@@ -44,10 +44,11 @@ def matching_pairs(probe_keys: np.ndarray, batch_keys: np.ndarray):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     # binary-search the smaller side's keys in the larger side when that beats one merge
     # pass: a one-row delta against a big trace batch costs O(log n), not O(n)
-    if m <= n and m * max(1, n.bit_length()) < n + m:
+    searched = _searched(m, n)
+    if searched == "batch":
         lo, hi = columnar.key_ranges(batch_keys, probe_keys)
         return expand_ranges(lo, hi)
-    if n < m and n * max(1, m.bit_length()) < n + m:
+    if searched == "probe":
         lo, hi = columnar.key_ranges(probe_keys, batch_keys)
         j, i = expand_ranges(lo, hi)
         return i, j
@@ -66,8 +67,54 @@ def _kernels():
     return _KERNELS
 
 
+def _searched(m: int, n: int):
+    """Which side's keys to binary-search in the other's, for ``m`` probe and ``n`` batch
+    rows: "batch" (each probe row's run in the batch), "probe", or None (one merge pass)."""
+    if m <= n and m * max(1, n.bit_length()) < n + m:
+        return "batch"
+    if n < m and n * max(1, m.bit_length()) < n + m:
+        return "probe"
+    return None
+
+
+def matching_ranges(probe_keys: np.ndarray, batch_keys: np.ndarray):
+    """``(probe_first, lo, hi)``: the runs of equal keys, as ranges ``[lo, hi)`` of the
+    batch's rows per probe row (``probe_first``) or of the probe's rows per batch row --
+    the smaller side is searched in the larger when that beats a merge pass (which gives
+    ranges per probe row).  Needs the kernels loaded (:func:`small.loaded`).
+
+    >>> _ = columnar.load_kernels()
+    >>> matching_ranges(np.array([[1], [3]]), np.array([[1], [1], [2], [3]]))[1:]
+    (array([0, 3]), array([2, 4]))
+    """
+    searched = _searched(len(probe_keys), len(batch_keys))
+    if searched == "batch":
+        return (True,) + columnar.key_ranges(batch_keys, probe_keys)
+    if searched == "probe":
+        return (False,) + columnar.key_ranges(probe_keys, batch_keys)
+    lo, hi = np.empty(len(probe_keys), np.int64), np.empty(len(probe_keys), np.int64)
+    _kernels().merge_ranges(probe_keys, batch_keys, lo, hi)
+    return True, lo, hi
+
+
 def join_updates(left, right, key_width: int, perm: np.ndarray) -> Updates:
     """Join two key-sorted batches: rows ``left + right[key_width:]`` reordered by ``perm``."""
+    if small.loaded() and left.dead is None and right.dead is None:
+        # the kernels write the output straight from the runs of equal keys: no pair arrays
+        # (16 bytes a pair, plus numpy's temporaries to expand them)
+        left_first, lo, hi = matching_ranges(left.keys, right.keys)
+        total = int((hi - lo).sum())
+        if not total:
+            return None
+        lw = left.rows.shape[1]
+        source = np.where(perm < lw, perm, perm + key_width)
+        rows = np.empty((total, len(perm)), np.int64)
+        times = np.empty((total, left.times.shape[1]), np.int64)
+        diffs = np.empty(total, np.int64)
+        probe, batch = (left, right) if left_first else (right, left)
+        _kernels().emit_ranges(probe.rows, probe.times, probe.diffs, batch.rows, batch.times,
+                               batch.diffs, lo, hi, left_first, source, rows, times, diffs)
+        return Updates(rows, times, diffs)
     li, ri = matching_pairs(left.keys, right.keys)
     if len(li) and left.dead is not None:  # rows of bins that moved to another partition
         keep = left.live_mask(li)
