@@ -583,6 +583,21 @@ def key_ranges(sorted_keys, query_keys):
     return lo, hi
 
 
+def prefix_key_ranges(rows, queries, width: int):
+    """:func:`key_ranges` on the first ``width`` columns of ``rows`` (sorted) and of
+    ``queries`` (any order), which may be wider: no key columns are copied out.  Always the
+    kernel (callers take it once the kernels are loaded).
+
+    >>> lo, hi = prefix_key_ranges(np.array([[1, 0], [3, 1], [3, 2]]), np.array([[3, 9]]), 1)
+    >>> lo.tolist(), hi.tolist()
+    ([1], [3])
+    """
+    K = _k()
+    lo, hi = np.empty(len(queries), np.int64), np.empty(len(queries), np.int64)
+    K.prefix_ranges(rows, queries, width, lo, hi, np.empty(K.GROUP, np.int64))
+    return lo, hi
+
+
 def gather_prefix(rows, times, diffs, width: int, query_keys):
     """Updates whose first ``width`` row columns equal one of ``query_keys``.
 

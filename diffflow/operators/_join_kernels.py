@@ -35,9 +35,9 @@ def emit_pairs(lrows, ltimes, ldiffs, rrows, rtimes, rdiffs, li, ri, source, row
 
 
 @kernel
-def _key_cmp(a, i, b, j):
-    """Compare row ``a[i]`` with row ``b[j]`` (same width): -1, 0 or 1."""
-    for c in range(a.shape[1]):
+def _key_cmp(a, i, b, j, width):
+    """Compare ``a[i, :width]`` with ``b[j, :width]``: -1, 0 or 1."""
+    for c in range(width):
         x = a[i, c]
         y = b[j, c]
         if x < y:
@@ -48,21 +48,21 @@ def _key_cmp(a, i, b, j):
 
 
 @kernel
-def merge_ranges(probe, batch, lo, hi):
-    """For each row of ``probe`` the range ``[lo, hi)`` of equal rows of ``batch`` (both
-    sorted), in one merge pass; returns the total."""
+def merge_ranges(probe, batch, width, lo, hi):
+    """For each row of ``probe`` the range ``[lo, hi)`` of the ``batch`` rows with the same
+    first ``width`` columns (both sorted), in one merge pass; returns the total."""
     n = batch.shape[0]
     j = 0
     total = 0
     for i in range(probe.shape[0]):
-        if i > 0 and _key_cmp(probe, i, probe, i - 1) == 0:
+        if i > 0 and _key_cmp(probe, i, probe, i - 1, width) == 0:
             lo[i] = lo[i - 1]
             hi[i] = hi[i - 1]
         else:
-            while j < n and _key_cmp(batch, j, probe, i) < 0:
+            while j < n and _key_cmp(batch, j, probe, i, width) < 0:
                 j += 1
             k = j
-            while k < n and _key_cmp(batch, k, probe, i) == 0:
+            while k < n and _key_cmp(batch, k, probe, i, width) == 0:
                 k += 1
             lo[i] = j
             hi[i] = k

@@ -77,23 +77,25 @@ def _searched(m: int, n: int):
     return None
 
 
-def matching_ranges(probe_keys: np.ndarray, batch_keys: np.ndarray):
-    """``(probe_first, lo, hi)``: the runs of equal keys, as ranges ``[lo, hi)`` of the
-    batch's rows per probe row (``probe_first``) or of the probe's rows per batch row --
-    the smaller side is searched in the larger when that beats a merge pass (which gives
-    ranges per probe row).  Needs the kernels loaded (:func:`small.loaded`).
+def matching_ranges(probe_rows: np.ndarray, batch_rows: np.ndarray, width: int):
+    """``(probe_first, lo, hi)``: the runs of rows with equal keys (first ``width``
+    columns; both sorted), as ranges ``[lo, hi)`` of the batch's rows per probe row
+    (``probe_first``) or of the probe's rows per batch row -- the smaller side is searched
+    in the larger when that beats a merge pass (which gives ranges per probe row).  Reads
+    the rows in place (no key copies); needs the kernels loaded (:func:`small.loaded`).
 
-    >>> _ = columnar.load_kernels()
-    >>> matching_ranges(np.array([[1], [3]]), np.array([[1], [1], [2], [3]]))[1:]
+    >>> columnar.load_kernels()
+    >>> matching_ranges(np.array([[1, 7], [3, 7]]), np.array([[1, 0], [1, 1], [2, 0], [3, 0]]),
+    ...                 1)[1:]
     (array([0, 3]), array([2, 4]))
     """
-    searched = _searched(len(probe_keys), len(batch_keys))
+    searched = _searched(len(probe_rows), len(batch_rows))
     if searched == "batch":
-        return (True,) + columnar.key_ranges(batch_keys, probe_keys)
+        return (True,) + columnar.prefix_key_ranges(batch_rows, probe_rows, width)
     if searched == "probe":
-        return (False,) + columnar.key_ranges(probe_keys, batch_keys)
-    lo, hi = np.empty(len(probe_keys), np.int64), np.empty(len(probe_keys), np.int64)
-    _kernels().merge_ranges(probe_keys, batch_keys, lo, hi)
+        return (False,) + columnar.prefix_key_ranges(probe_rows, batch_rows, width)
+    lo, hi = np.empty(len(probe_rows), np.int64), np.empty(len(probe_rows), np.int64)
+    _kernels().merge_ranges(probe_rows, batch_rows, width, lo, hi)
     return True, lo, hi
 
 
@@ -101,8 +103,8 @@ def join_updates(left, right, key_width: int, perm: np.ndarray) -> Updates:
     """Join two key-sorted batches: rows ``left + right[key_width:]`` reordered by ``perm``."""
     if small.loaded() and left.dead is None and right.dead is None:
         # the kernels write the output straight from the runs of equal keys: no pair arrays
-        # (16 bytes a pair, plus numpy's temporaries to expand them)
-        left_first, lo, hi = matching_ranges(left.keys, right.keys)
+        # (16 bytes a pair, plus numpy's temporaries to expand them), no key column copies
+        left_first, lo, hi = matching_ranges(left.rows, right.rows, key_width)
         total = int((hi - lo).sum())
         if not total:
             return None

@@ -57,7 +57,8 @@ def test_matching_ranges_describe_the_matching_pairs(seed, sizes):
     probe = np.unique(rng.integers(0, 5, (sizes[0], width)), axis=0).repeat(2, axis=0)
     batch_keys = np.sort(rng.integers(0, 5, (sizes[1], width)), axis=0)
     batch_keys = batch_keys[np.lexsort(batch_keys.T[::-1])]
-    probe_first, lo, hi = matching_ranges(probe, batch_keys)
+    wide = np.concatenate([probe, rng.integers(-9, 9, (len(probe), 2))], axis=1)  # values
+    probe_first, lo, hi = matching_ranges(np.ascontiguousarray(wide), batch_keys, width)
     owners = np.repeat(np.arange(len(lo)), hi - lo)
     others = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi)] or [np.zeros(0, int)])
     pairs = (owners, others) if probe_first else (others, owners)
