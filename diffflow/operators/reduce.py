@@ -133,7 +133,8 @@ class ReduceOp(ExtremumAtTimes, Operator):
         cand_k, cand_t = self.pending_keys, self.pending_times
         made = None
         if len(delta):
-            new_k, new_t = _unique_pairs(delta.rows[:, :kk], delta.times)
+            new_k, new_t = _unique_pairs(delta.rows[:, :kk], delta.times,
+                                         sorted_keys=isinstance(delta, Batch))
             if self.extremum is not None and dim > 1 and self.fed:
                 new_k, new_t, delta = self._by_rule(new_k, new_t, delta, frontier)
                 cand_k, cand_t = self.pending_keys, self.pending_times  # (+ given-up keys')

@@ -114,8 +114,20 @@ def ready_pairs(times, starts):
     return np.bincount(query[below], minlength=len(times)) == 0
 
 
-def unique_pairs(keys: np.ndarray, times: np.ndarray):
-    """Distinct (key, time) pairs, sorted by key then time."""
+def unique_pairs(keys: np.ndarray, times: np.ndarray, sorted_keys: bool = False):
+    """Distinct (key, time) pairs, sorted by key then time.  ``sorted_keys``: the keys are
+    sorted (a batch's rows); then when every time is the same (a loop round's batch) the
+    distinct keys are found by one pass, without the sort (and its copies) of a
+    consolidation.
+
+    >>> k, t = unique_pairs(np.array([[1], [1], [2]]), np.array([[0, 3]] * 3), sorted_keys=True)
+    >>> k.tolist(), t.tolist()
+    ([[1], [2]], [[0, 3], [0, 3]])
+    """
+    if sorted_keys and len(keys) > 1 and (times == times[0]).all():
+        starts = columnar.group_starts(np.ascontiguousarray(keys))[:-1]
+        return (np.ascontiguousarray(keys[starts]),
+                np.ascontiguousarray(np.broadcast_to(times[0], (len(starts), times.shape[1]))))
     k, t, _ = columnar.consolidate(np.ascontiguousarray(keys), np.ascontiguousarray(times),
                                    np.ones(len(keys), np.int64))
     return k, t
