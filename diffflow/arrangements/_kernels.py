@@ -689,6 +689,27 @@ def match_count(left, right):
 
 
 @kernel
+def merge_prefix_ranges(probe, batch, width, lo, hi):
+    """For each row of ``probe`` the range ``[lo, hi)`` of the ``batch`` rows with the same
+    first ``width`` columns (both sorted), in one merge pass."""
+    n = batch.shape[0]
+    j = 0
+    for i in range(probe.shape[0]):
+        if i > 0 and _cmp_prefix(probe, i, probe, i - 1, width) == 0:
+            lo[i] = lo[i - 1]
+            hi[i] = hi[i - 1]
+            continue
+        while j < n and _cmp_prefix(batch, j, probe, i, width) < 0:
+            j += 1
+        k = j
+        while k < n and _cmp_prefix(batch, k, probe, i, width) == 0:
+            k += 1
+        lo[i] = j
+        hi[i] = k
+        j = k
+
+
+@kernel
 def match_fill(left, right, li, ri):
     """All equal-key pairs ``(i, j)``, ordered by i then j, into ``li, ri``
     (sized by ``match_count``)."""

@@ -598,6 +598,20 @@ def prefix_key_ranges(rows, queries, width: int):
     return lo, hi
 
 
+def merge_prefix_ranges(probe, rows, width: int):
+    """:func:`prefix_key_ranges` for ``probe`` rows sorted too, in one merge pass
+    (``O(n + m)``: for probes about as many as the rows).  Always the kernel.
+
+    >>> lo, hi = merge_prefix_ranges(np.array([[1, 5], [3, 9], [3, 8]]),
+    ...                              np.array([[1, 0], [3, 1], [3, 2]]), 1)
+    >>> lo.tolist(), hi.tolist()
+    ([0, 1, 1], [1, 3, 3])
+    """
+    lo, hi = np.empty(len(probe), np.int64), np.empty(len(probe), np.int64)
+    _k().merge_prefix_ranges(probe, rows, width, lo, hi)
+    return lo, hi
+
+
 def gather_prefix(rows, times, diffs, width: int, query_keys):
     """Updates whose first ``width`` row columns equal one of ``query_keys``.
 

@@ -7,6 +7,23 @@ from diffflow.common.jit import kernel
 
 
 @kernel
+def _emit(lrows, ltimes, ldiffs, i, rrows, rtimes, rdiffs, j, source, rows, times, diffs, o):
+    """Write the join of left row ``i`` and right row ``j`` into output row ``o``."""
+    lw = lrows.shape[1]
+    for c in range(source.shape[0]):
+        s = source[c]
+        if s < lw:
+            rows[o, c] = lrows[i, s]
+        else:
+            rows[o, c] = rrows[j, s - lw]
+    for c in range(times.shape[1]):
+        a = ltimes[i, c]
+        b = rtimes[j, c]
+        times[o, c] = a if a > b else b
+    diffs[o] = ldiffs[i] * rdiffs[j]
+
+
+@kernel
 def emit_pairs(lrows, ltimes, ldiffs, rrows, rtimes, rdiffs, li, ri, source, rows, times, diffs):
     """Write the joined update of each matched pair ``(li[o], ri[o])`` into row ``o``.
 
@@ -15,60 +32,9 @@ def emit_pairs(lrows, ltimes, ldiffs, rrows, rtimes, rdiffs, li, ri, source, row
     time is the two times' join (elementwise max), the diff their product.
     One pass, instead of a gather per input column and a permutation copy.
     """
-    lw = lrows.shape[1]
-    w = source.shape[0]
-    d = times.shape[1]
     for o in range(li.shape[0]):
-        i = li[o]
-        j = ri[o]
-        for c in range(w):
-            s = source[c]
-            if s < lw:
-                rows[o, c] = lrows[i, s]
-            else:
-                rows[o, c] = rrows[j, s - lw]
-        for c in range(d):
-            a = ltimes[i, c]
-            b = rtimes[j, c]
-            times[o, c] = a if a > b else b
-        diffs[o] = ldiffs[i] * rdiffs[j]
-
-
-@kernel
-def _key_cmp(a, i, b, j, width):
-    """Compare ``a[i, :width]`` with ``b[j, :width]``: -1, 0 or 1."""
-    for c in range(width):
-        x = a[i, c]
-        y = b[j, c]
-        if x < y:
-            return -1
-        if x > y:
-            return 1
-    return 0
-
-
-@kernel
-def merge_ranges(probe, batch, width, lo, hi):
-    """For each row of ``probe`` the range ``[lo, hi)`` of the ``batch`` rows with the same
-    first ``width`` columns (both sorted), in one merge pass; returns the total."""
-    n = batch.shape[0]
-    j = 0
-    total = 0
-    for i in range(probe.shape[0]):
-        if i > 0 and _key_cmp(probe, i, probe, i - 1, width) == 0:
-            lo[i] = lo[i - 1]
-            hi[i] = hi[i - 1]
-        else:
-            while j < n and _key_cmp(batch, j, probe, i, width) < 0:
-                j += 1
-            k = j
-            while k < n and _key_cmp(batch, k, probe, i, width) == 0:
-                k += 1
-            lo[i] = j
-            hi[i] = k
-            j = k
-        total += hi[i] - lo[i]
-    return total
+        _emit(lrows, ltimes, ldiffs, li[o], rrows, rtimes, rdiffs, ri[o], source, rows, times,
+              diffs, o)
 
 
 @kernel
@@ -77,29 +43,13 @@ def emit_ranges(prows, ptimes, pdiffs, brows, btimes, bdiffs, lo, hi, probe_is_l
     """:func:`emit_pairs` for every probe row ``p`` with each batch row of ``[lo[p], hi[p])``
     (no pair arrays: the join writes its output straight from the ranges).  The left
     input is the probe side when ``probe_is_left``, else the batch side."""
-    lw = prows.shape[1] if probe_is_left else brows.shape[1]
-    w = source.shape[0]
-    d = times.shape[1]
     o = 0
     for p in range(lo.shape[0]):
         for q in range(lo[p], hi[p]):
             if probe_is_left:
-                i = p
-                j = q
-                lr, lt, ld, rr, rt, rd = prows, ptimes, pdiffs, brows, btimes, bdiffs
+                _emit(prows, ptimes, pdiffs, p, brows, btimes, bdiffs, q, source, rows, times,
+                      diffs, o)
             else:
-                i = q
-                j = p
-                lr, lt, ld, rr, rt, rd = brows, btimes, bdiffs, prows, ptimes, pdiffs
-            for c in range(w):
-                s = source[c]
-                if s < lw:
-                    rows[o, c] = lr[i, s]
-                else:
-                    rows[o, c] = rr[j, s - lw]
-            for c in range(d):
-                a = lt[i, c]
-                b = rt[j, c]
-                times[o, c] = a if a > b else b
-            diffs[o] = ld[i] * rd[j]
+                _emit(brows, btimes, bdiffs, q, prows, ptimes, pdiffs, p, source, rows, times,
+                      diffs, o)
             o += 1

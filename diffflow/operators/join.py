@@ -94,9 +94,7 @@ def matching_ranges(probe_rows: np.ndarray, batch_rows: np.ndarray, width: int):
         return (True,) + columnar.prefix_key_ranges(batch_rows, probe_rows, width)
     if searched == "probe":
         return (False,) + columnar.prefix_key_ranges(probe_rows, batch_rows, width)
-    lo, hi = np.empty(len(probe_rows), np.int64), np.empty(len(probe_rows), np.int64)
-    _kernels().merge_ranges(probe_rows, batch_rows, width, lo, hi)
-    return True, lo, hi
+    return (True,) + columnar.merge_prefix_ranges(probe_rows, batch_rows, width)
 
 
 def join_updates(left, right, key_width: int, perm: np.ndarray) -> Updates:
