@@ -12,6 +12,9 @@ Two things keep it from going back by itself:
 
 :func:`release` does both; the dataflow calls it when a flow that moved many
 rows closes, or before a new flow starts while dropped ones may hold memory.
+While a flow runs, :func:`trim_if_busy` trims once its traces have taken in many
+rows (engines call it after each sweep and run), so a big epoch's freed sort
+buffers and merged batches go back before its next sweeps allocate more.
 """
 from __future__ import annotations
 
@@ -54,9 +57,10 @@ def stored(rows: int) -> None:
 
 def trim_if_busy(rows: int = TRIM_AFTER_ROWS) -> None:
     """:func:`trim` once traces have taken in ``rows`` rows since the last trim; engines
-    call it after every sweep, and with a quarter of that when a run ends.  Trimming between the sweeps of
-    a big run lowers its peak too (a transitive closure of 0.5M facts: 620 -> 570 bytes
-    per fact, at no measurable cost), while small updates never pay for it.
+    call it after every sweep, and with a quarter of that when a run ends.  Trimming
+    between the sweeps of a big run lowers its peak too (a transitive closure of 0.5M
+    facts: 620 -> 570 bytes per fact, at no measurable cost), while small updates never
+    pay for it.
 
     >>> trim_if_busy()  # harmless at any time
     """
