@@ -21,7 +21,10 @@ its own size, not the trace's (Differential Dataflow's fuel).  Its two inputs
 stay in :attr:`batches` meanwhile (readers read both) and take part in no
 other merge; a finished merge replaces them.  A merge must keep pace with the
 tail: the tail reaches a merge's size after a sixth of its rows have been
-inserted (the geometric rule), by which time ``FUEL = 8`` has done it.
+inserted (the geometric rule), by which time ``FUEL = 8`` has done it.  When a
+run ends the engine calls :meth:`Spine.idle`, which gives ``IDLE_FUEL`` rows of
+work per row inserted during the run: a big epoch's merges end with it instead
+of holding their inputs and half-written results until later inserts pay.
 
 Logical compaction
 ------------------
