@@ -1,7 +1,7 @@
 """Pathway's side of ``bench_peers.py``: from-scratch reach and components, and updates.
 
-From scratch (:func:`setup_pathway`): ``pw.iterate`` (its user guide's connected components),
-run in batch mode by ``pw.debug.table_to_pandas``.
+From scratch (:func:`setup_pathway`): ``pw.iterate`` (its user guide's connected components;
+reach and the transitive closure alike), run in batch mode by ``pw.debug.table_to_pandas``.
 
 Updates (:func:`update_worker`): the same two computations over one streaming input, a
 ``pw.io.python`` connector subject whose rows are keyed by ``(a, b)``, so a removal retracts
@@ -24,7 +24,7 @@ import numpy as np
 
 
 def setup_pathway(spec):
-    """A query function for spec["alg"] (reach or cc), from scratch, batch mode."""
+    """A query function for spec["alg"] (reach, cc or tc), from scratch, batch mode."""
     import pandas as pd
     import pathway as pw
 
@@ -41,12 +41,25 @@ def setup_pathway(spec):
         sizes = sizes.groupby("repr").size()
         return [len(sizes), int(sizes.max())]
 
+    def closure(edges, roots):
+        e = pw.debug.table_from_pandas(pd.DataFrame(edges, columns=["a", "b"]))
+
+        def step(path, e):
+            longer = path.join(e, path.b == e.a).select(a=path.a, b=e.b)
+            both = pw.Table.concat_reindex(path, longer)
+            return both.groupby(pw.this.a, pw.this.b).reduce(pw.this.a, pw.this.b)
+        start = e.groupby(pw.this.a, pw.this.b).reduce(pw.this.a, pw.this.b)
+        return len(pw.debug.table_to_pandas(pw.iterate(step, path=pw.iterate_universe(start),
+                                                       e=e)))
+
+    queries = {"reach": reach, "cc": components, "tc": closure}
+
     def query(edges, roots):
         try:                  # forget the previous run's tables, so they are not run again
             pw.internals.parse_graph.G.clear()
         except AttributeError:
             pass
-        return (reach if spec["alg"] == "reach" else components)(edges, roots)
+        return queries[spec["alg"]](edges, roots)
     return query
 
 
