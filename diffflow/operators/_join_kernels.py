@@ -6,7 +6,7 @@ validates; the kernel assumes C-contiguous int64 arrays.
 from diffflow.common.jit import kernel
 
 
-@kernel
+@kernel(inline="always")  # (a call per pair, with 13 array arguments, would cost ~5x)
 def _emit(lrows, ltimes, ldiffs, i, rrows, rtimes, rdiffs, j, source, rows, times, diffs, o):
     """Write the join of left row ``i`` and right row ``j`` into output row ``o``."""
     lw = lrows.shape[1]
