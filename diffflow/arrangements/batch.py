@@ -102,7 +102,9 @@ class Batch:
 
     @property
     def max_time(self) -> np.ndarray:
-        """The coordinate-wise maximum of the batch's times (``(d,)``; cached).
+        """A bound of the batch's times (``(d,)``; cached): their coordinate-wise maximum,
+        or for a merged batch whose inputs knew theirs, those bounds advanced as the
+        times were (no pass over the rows).
 
         Every time of the batch is ``<=`` it: readers use it to learn that a
         whole batch lies below a time without looking at its updates.
@@ -278,6 +280,11 @@ def inherit(merged: Batch, older: Batch, newer: Batch) -> Batch:
         merged._step_index = index.merged(older, newer, merged)  # (parts of the inputs')
     if older.present is not None and newer.present is not None:
         merged.present = older.present | newer.present
+    if older._max_time is not None and newer._max_time is not None and len(merged):
+        # the inputs' bounds, advanced as their times were: a bound for the merge without a
+        # pass over its rows (a first read of a big merged batch's max took ~0.1 s)
+        merged._max_time = advance_by(np.maximum(older._max_time, newer._max_time),
+                                      merged.since)
     return merged
 
 

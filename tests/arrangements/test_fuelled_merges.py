@@ -402,3 +402,24 @@ def test_a_run_ends_its_merges_and_trims_the_heap_after_a_big_epoch(tiny_merges,
     assert len(trims) == trimmed    # a one-edge epoch: no trim
     labels = dict(out.snapshot())
     assert labels and all(v == 1 for v in labels.values())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_merged_batch_bounds_its_times_from_its_inputs_bounds(seed, tiny_merges):
+    """A merge of batches that know their ``max_time`` takes their bounds, advanced as the
+    times were, instead of a pass over its rows; every time it holds stays below it."""
+    rng = np.random.default_rng(seed)
+    spine = Spine(width=2, key_width=1, dim=2)
+    for epoch in range(14):
+        batch = random_batch(rng, 25, 2, 1, 2, epoch, epoch + 1, 50)
+        batch.max_time  # known, as readers make it
+        spine.insert(batch)
+        if epoch % 5 == 4:
+            spine.set_compaction(Antichain([(epoch - 1, epoch - 2)]))
+        for b in spine.batches:
+            if len(b):
+                assert (b.times <= b.max_time).all()
+    spine.finish_merges()
+    assert any(b._max_time is not None for b in spine.batches)
+    for b in spine.batches:
+        assert (b.times <= b.max_time).all()
