@@ -40,10 +40,10 @@ the engine's imports (the input edge array is in the baseline).  A cell is the m
 ``--repeats`` fresh processes (3); a timed case still open after ``--cap`` s is killed ("> cap").
 ``--threads`` (1) sets NUMBA_NUM_THREADS, DuckDB's ``threads`` and PATHWAY_THREADS.  Answers
 are checked against scipy run in this process: a disagreement prints MISMATCH, exit status 1.
-Pathway runs where ``import pathway`` works (``pip install pathway``; from-scratch reach and
-components with ``pw.iterate``, and the updates through a streaming input: bench/peers_pathway.py
-says how they are timed), else its column says "not installed"; "-": the engine does not run
-that case.
+Pathway runs where ``import pathway`` works (``pip install pathway``; from-scratch reach,
+components and the transitive closure with ``pw.iterate``, and the updates through a streaming
+input: bench/peers_pathway.py says how they are timed), else its column says "not installed";
+"-": the engine does not run that case (the pipeline rows).
 Progress goes to stderr.  No network.  Not collected by pytest.
 """
 from __future__ import annotations
