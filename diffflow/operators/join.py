@@ -18,7 +18,10 @@ times and its diff the product of the diffs.
 For each (delta, batch) pair the tactic is chosen by size: vectorised binary
 search of the delta's keys into the batch (``O(m log n)``, tiny deltas
 against big traces: the low-latency path), or a linear merge of the two
-sorted key columns (``O(n + m)``, bulk loads).
+sorted key columns (``O(n + m)``, bulk loads).  Either gives runs of equal
+keys; once the kernels are loaded the output is written straight from them
+(:func:`matching_ranges`), the numpy tactic and batches with dead bins
+(rescaling) list the matching pairs first (:func:`matching_pairs`).
 """
 from __future__ import annotations
 
