@@ -663,10 +663,7 @@ def add_prefix_sums_unchecked(rows, diffs, width: int, queries, out) -> None:
         query, position = small.expand_ranges(*small.key_ranges(rows[:, :width], queries))
         np.add.at(out, query, np.take(diffs, position))
         return
-    K = _k()
-    lo, hi = np.empty(m, np.int64), np.empty(m, np.int64)
-    K.prefix_ranges(rows, queries, width, lo, hi, np.empty(K.GROUP, np.int64))
-    K.add_range_sums(diffs, lo, hi, out)
+    _k().add_range_sums(diffs, *prefix_key_ranges(rows, queries, width), out)
 
 
 def searchsorted_rows(sorted_rows, query_rows, side: str = "left") -> np.ndarray:

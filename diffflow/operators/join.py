@@ -100,6 +100,19 @@ def matching_ranges(probe_rows: np.ndarray, batch_rows: np.ndarray, width: int):
     return (True,) + columnar.merge_prefix_ranges(probe_rows, batch_rows, width)
 
 
+def _sources(left, key_width: int, perm: np.ndarray) -> np.ndarray:
+    """Each output column's column in the left row followed by the right row (the right
+    row's key columns are skipped: its sources shift past them), for the join kernels."""
+    lw = left.rows.shape[1]
+    return np.where(perm < lw, perm, perm + key_width)
+
+
+def _output(left, perm: np.ndarray, n: int):
+    """Empty ``(rows, times, diffs)`` for ``n`` joined updates."""
+    return (np.empty((n, len(perm)), np.int64), np.empty((n, left.times.shape[1]), np.int64),
+            np.empty(n, np.int64))
+
+
 def join_updates(left, right, key_width: int, perm: np.ndarray) -> Updates:
     """Join two key-sorted batches: rows ``left + right[key_width:]`` reordered by ``perm``."""
     if small.loaded() and left.dead is None and right.dead is None:
@@ -109,11 +122,7 @@ def join_updates(left, right, key_width: int, perm: np.ndarray) -> Updates:
         total = int((hi - lo).sum())
         if not total:
             return None
-        lw = left.rows.shape[1]
-        source = np.where(perm < lw, perm, perm + key_width)
-        rows = np.empty((total, len(perm)), np.int64)
-        times = np.empty((total, left.times.shape[1]), np.int64)
-        diffs = np.empty(total, np.int64)
+        source, (rows, times, diffs) = _sources(left, key_width, perm), _output(left, perm, total)
         probe, batch = (left, right) if left_first else (right, left)
         _kernels().emit_ranges(probe.rows, probe.times, probe.diffs, batch.rows, batch.times,
                                batch.diffs, lo, hi, left_first, source, rows, times, diffs)
@@ -140,10 +149,7 @@ def join_updates(left, right, key_width: int, perm: np.ndarray) -> Updates:
         diffs = np.take(left.diffs, li)
         diffs *= np.take(right.diffs, ri)
         return Updates(rows, times, diffs)
-    source = np.where(perm < lw, perm, perm + key_width)
-    rows = np.empty((len(li), len(perm)), np.int64)
-    times = np.empty((len(li), left.times.shape[1]), np.int64)
-    diffs = np.empty(len(li), np.int64)
+    source, (rows, times, diffs) = _sources(left, key_width, perm), _output(left, perm, len(li))
     _kernels().emit_pairs(left.rows, left.times, left.diffs, right.rows, right.times,
                           right.diffs, li, ri, source, rows, times, diffs)
     return Updates(rows, times, diffs)
