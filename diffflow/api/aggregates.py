@@ -13,19 +13,19 @@ the specs of the reducer that computes them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from diffflow.common.errors import GraphError
+from diffflow.common.fields import FrozenFields
 from diffflow.common.schema import Schema
 from diffflow.operators.reducers import AggregateReducer
 
 
-@dataclass(frozen=True)
-class Aggregate:
+class Aggregate(FrozenFields):
     """An aggregate for :meth:`Collection.aggregate`: ``count()``, ``sum(c)``, ``min(c)``, ``max(c)``."""
 
-    kind: str
-    column: str | None = None
+    FIELDS = ("kind", "column")
+
+    def __init__(self, kind: str, column: str | None = None):
+        self.freeze(kind=kind, column=column)
 
 
 def count() -> Aggregate:

@@ -18,10 +18,11 @@ Invariant: ``decode(encode(x)) == x`` for every supported value.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
+
+from diffflow.common.fields import FrozenFields
 
 COLUMN_TYPES = {"int": int, "float": float, "bool": bool, "str": str}
 _TYPE_NAMES = {int: "int", float: "float", bool: "bool", str: "str"}
@@ -44,8 +45,7 @@ def type_name(kind) -> str:
     raise TypeError(f"unsupported column type {kind!r}: use int, float, bool or str")
 
 
-@dataclass(frozen=True)
-class Schema:
+class Schema(FrozenFields):
     """Ordered column names with their types.
 
     >>> s = Schema.of(["a", ("name", str)])
@@ -53,8 +53,10 @@ class Schema:
     (('a', 'name'), ('int', 'str'))
     """
 
-    names: tuple
-    types: tuple
+    FIELDS = ("names", "types")
+
+    def __init__(self, names: tuple, types: tuple):
+        self.freeze(names=names, types=types)
 
     @staticmethod
     def of(columns: Sequence) -> "Schema":

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
 
+from diffflow.common.fields import Fields
 from diffflow.common.schema import Schema
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -31,15 +31,17 @@ def user_location() -> str:
     return "<unknown>"
 
 
-@dataclass(eq=False)
-class Scope:
+class Scope(Fields):
     """The root scope or a loop; ``depth`` is the number of enclosing loops."""
 
-    id: int
-    parent: "Scope | None" = None
-    label: str = "root"
-    location: str = "<unknown>"
-    max_rounds: int | None = 10_000  # None: no limit
+    FIELDS = ("id", "parent", "label", "location", "max_rounds")
+    __eq__ = object.__eq__  # scopes are compared by identity
+    __hash__ = object.__hash__
+
+    def __init__(self, id: int, parent: "Scope | None" = None, label: str = "root",
+                 location: str = "<unknown>", max_rounds: int | None = 10_000):
+        self.id, self.parent, self.label, self.location = id, parent, label, location
+        self.max_rounds = max_rounds  # None: no limit
 
     @property
     def depth(self) -> int:
@@ -62,25 +64,24 @@ class Scope:
         return f"loop {self.label!r} (built at {self.location})" if self.parent else "the root scope"
 
 
-@dataclass
-class Node:
+class Node(Fields):
     """One operator of the graph.
 
     ``exchange[i]`` is ``None`` when port ``i`` takes data from the same
     partition, or the tuple of column positions whose hash routes each update.
     """
 
-    id: int
-    kind: str
-    inputs: list
-    schema: Schema
-    params: dict = field(default_factory=dict)
-    exchange: list = field(default_factory=list)
-    input_widths: list = field(default_factory=list)
-    dim: int = 1
-    location: str = "<unknown>"
-    label: str = ""
-    scope: Scope = None
+    FIELDS = ("id", "kind", "inputs", "schema", "params", "exchange", "input_widths", "dim",
+              "location", "label", "scope")
+
+    def __init__(self, id: int, kind: str, inputs: list, schema: Schema, params=None,
+                 exchange=None, input_widths=None, dim: int = 1, location: str = "<unknown>",
+                 label: str = "", scope: Scope | None = None):
+        self.id, self.kind, self.inputs, self.schema = id, kind, inputs, schema
+        self.params = {} if params is None else params
+        self.exchange = [] if exchange is None else exchange
+        self.input_widths = [] if input_widths is None else input_widths
+        self.dim, self.location, self.label, self.scope = dim, location, label, scope
 
     def describe(self) -> str:
         return f"{self.label or self.kind} (node {self.id}, built at {self.location})"

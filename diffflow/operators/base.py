@@ -43,26 +43,27 @@ node kind it implements, which registers it) and declares its *traits*:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
 from diffflow.arrangements.updates import Updates, concat
+from diffflow.common.fields import Fields
 from diffflow.lattice.frontiers import IDENTITY
 
 REGISTRY: dict = {}  # graph node kind -> Operator subclass (see operators.registry)
 
 
-@dataclass
-class OperatorContext:
+class OperatorContext(Fields):
     """What an operator instance knows about where it runs."""
 
-    partition: int
-    parts: int
-    dim: int
-    symbols: object
-    peer: Callable[[int], "Operator"] = field(default=None, repr=False)  # same-partition lookup
+    FIELDS = ("partition", "parts", "dim", "symbols", "peer")
+    HIDDEN = ("peer",)
+
+    def __init__(self, partition: int, parts: int, dim: int, symbols: object,
+                 peer: Callable[[int], "Operator"] | None = None):
+        self.partition, self.parts, self.dim, self.symbols = partition, parts, dim, symbols
+        self.peer = peer  # same-partition lookup of another node's operator
 
 
 class Operator:

@@ -50,7 +50,6 @@ from diffflow.lattice.frontiers import antichain_of, minimal_tuples, times_front
 from diffflow.operators.base import OperatorContext
 from diffflow.operators.registry import operator_class
 from diffflow.runtime.routing import Routing
-from diffflow.runtime.tracing import log_handover
 
 # attributes rebuilt from the graph when an engine is restored (never checkpointed)
 _REBUILT = frozenset({"node", "ctx", "reducer"})
@@ -392,7 +391,8 @@ class Sweeper:
         for q, pieces in enumerate(self.outgoing):
             engine = self.engines.get(q)
             if engine is not None and pieces:
-                if self.logs is not None:
+                if self.logs is not None:  # (tracing is imported only by a traced run)
+                    from diffflow.runtime.tracing import log_handover
                     log_handover(self.logs[sender], self.logs[q], pieces)
                 for consumer, port, chunk in pieces:
                     engine.receive(consumer, port, chunk)

@@ -24,8 +24,6 @@ from diffflow.runtime.engine import (PartitionEngine, Sweeper, Topology, merge_p
                                      partition_rows)
 from diffflow.runtime.rescale import migrate, step_index
 from diffflow.runtime.routing import Routing
-from diffflow.runtime.trace_sink import operator_names
-from diffflow.runtime.tracing import WorkerLog
 
 
 class LocalRuntime(Runtime):
@@ -50,7 +48,8 @@ class LocalRuntime(Runtime):
         self.sweeps = 0  # sweeps of the last run (a measure of its latency)
         self.closed = 0  # epochs closed (advance() calls): the epoch a run's events carry
         self.trace = trace  # a trace_sink.TraceSink, or None
-        if trace is not None:
+        if trace is not None:  # (tracing is imported only by a traced run: cold start)
+            from diffflow.runtime.tracing import WorkerLog
             self.sweeper.logs = {p: WorkerLog(p, trace.origin) for p in range(parts)}
             for p, engine in self.engines.items():
                 engine.log = self.sweeper.logs[p]
@@ -83,6 +82,7 @@ class LocalRuntime(Runtime):
             for scope_id, epochs in engine.finish(self.frontiers).items():
                 overflow.setdefault(scope_id, set()).update(epochs)
         if logs is not None:
+            from diffflow.runtime.trace_sink import operator_names
             self.trace.emit([log.take_block() for log in logs.values()],
                             operator_names(self.graph))
         if overflow:
@@ -107,6 +107,7 @@ class LocalRuntime(Runtime):
             engine.catch_up(self.closed, self.frontiers)
             migrate.set_plan(engine, *self._plan)
             if self.sweeper.logs is not None:
+                from diffflow.runtime.tracing import WorkerLog
                 engine.log = self.sweeper.logs[p] = WorkerLog(p, self.trace.origin)
             self.engines[p] = engine
         parcels = {p: migrate.extract(engine, routing, step)
