@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from diffflow.arrangements import columnar
+from diffflow.arrangements import columnar, small
 from diffflow.arrangements.small import expand_ranges
 from diffflow.arrangements.updates import Updates, concat
 from diffflow.lattice.times import rows_less_equal
@@ -174,6 +174,55 @@ def extremum_at(kind, ev: Evidence, n_keys: int, pair_key, pair_times):
     return present, new, fails
 
 
+def chain_rule(kind, ev: Evidence, keys, new_counts, new_t, lower):
+    """The rule and its corrections by one kernel, when the new times are rounds of one epoch
+    (of one outer time) and every other time lies at or below it: ``(bad, corrections or None)``, ``bad`` a bool per key of ``keys`` (the keys
+    of ``ev``); None when the times are not such a chain (:func:`extremum_at` then serves).
+
+    ``new_counts``: how many of ``new_t`` (grouped by key) each key has; ``lower`` the
+    driver's lower bound, by which history is advanced.  The compiled sweep is
+    :func:`diffflow.operators._extremum_kernels.chain_rule`; :func:`extremum_at` with the
+    driver's closure and corrections is its reference (the tests run both).
+    """
+    # every new time is (P, round) for one P, every other time's P' <= P: then each query
+    # (a join with a new time) is (P, round) too, and a time counts there by its round alone
+    hist_t, delta_t, out_t = (advanced(t, lower) for t in
+                              (ev.hist_times, ev.delta_times, ev.out_times))
+    prefix = new_t[0, :-1]
+    if not (new_t[:, :-1] == prefix).all():
+        return None
+    for t in (hist_t, delta_t, out_t):
+        if len(t) and not (t[:, :-1] <= prefix).all():
+            return None
+    from diffflow.operators._extremum_kernels import chain_rule as kernel
+
+    m, n_rows = len(keys), len(ev.value)
+    offsets = np.zeros(m + 1, np.int64)
+    np.cumsum(new_counts, out=offsets[1:])
+    last = [np.ascontiguousarray(t[:, -1]) for t in (new_t, hist_t, delta_t, out_t)]
+    c_key, c_round, c_value, c_diff, bad = kernel(
+        kind == "min", offsets, last[0], _bounds(ev.key, m), np.ascontiguousarray(ev.value),
+        _bounds(ev.hist_row, n_rows), last[1], np.ascontiguousarray(ev.hist_diffs),
+        _bounds(ev.delta_row, n_rows), last[2], np.ascontiguousarray(ev.delta_diffs),
+        _bounds(ev.out_key, m), np.ascontiguousarray(ev.out_value), last[3],
+        np.ascontiguousarray(ev.out_diffs))
+    if not len(c_key):
+        return bad, None
+    kk = keys.shape[1]
+    rows = np.empty((len(c_key), kk + 1), np.int64)
+    rows[:, :kk] = keys[c_key]
+    rows[:, kk] = c_value
+    times = np.empty((len(c_key), new_t.shape[1]), np.int64)
+    times[:, :-1] = prefix
+    times[:, -1] = c_round
+    return bad, Updates(rows, times, c_diff)
+
+
+def _bounds(group, n):
+    """``n + 1`` offsets of each of ``n`` groups in a non-decreasing ``group``."""
+    return np.searchsorted(group, np.arange(n + 1)).astype(np.int64)
+
+
 def _restricted(delta, mask) -> Updates:
     """The updates of ``delta`` (an ``Updates`` or a ``Batch``) that ``mask`` selects."""
     return Updates(delta.rows[mask], delta.times[mask], delta.diffs[mask])
@@ -223,23 +272,29 @@ class ExtremumAtTimes:
             lo, hi = columnar.key_ranges(self.pending_keys, keys)
             ruled &= hi == lo
         at, _ = columnar.key_ranges(keys, np.ascontiguousarray(delta.rows[:, :kk]))
-        found = None
+        found = made = None
         if ruled.any():
             rk = keys[ruled]
             pairs = np.repeat(ruled, np.diff(starts))
             ev = gather_evidence(self.extremum[1], self.in_spine, self.out_spine, kk, rk,
                                  _restricted(delta, ruled[at]), self.early)
-            hq, ht = ev.history()
-            qk, qt = self._interesting(new_k[pairs], new_t[pairs], (hq, advanced(ht, lower)))
-            q_key = key_index(rk, qk)
-            present, values, fails = extremum_at(self.extremum[0], ev, len(rk), q_key, qt)
-            bad = np.zeros(len(rk), dtype=bool)
-            bad[q_key[fails]] = True
+            compiled = chain_rule(self.extremum[0], ev, rk, np.diff(starts)[ruled],
+                                  new_t[pairs], lower) if small.loaded() else None
+            if compiled is not None:  # a chain of rounds: the rule and corrections at once
+                bad, made = compiled
+            else:
+                hq, ht = ev.history()
+                qk, qt = self._interesting(new_k[pairs], new_t[pairs],
+                                           (hq, advanced(ht, lower)))
+                q_key = key_index(rk, qk)
+                present, values, fails = extremum_at(self.extremum[0], ev, len(rk), q_key, qt)
+                bad = np.zeros(len(rk), dtype=bool)
+                bad[q_key[fails]] = True
+                good = ~bad[q_key]
+                if good.any():
+                    found = (qk[good], qt[good], present[good], values[good])
             self.rule_odds = 0.5 * self.rule_odds + 0.5 * (1 - bad.mean())
             ruled[np.flatnonzero(ruled)[bad]] = False
-            good = ~bad[q_key]
-            if good.any():
-                found = (qk[good], qt[good], present[good], values[good])
         self._early_to_pending(keys[has_early & ~ruled])
         if found is not None:  # corrections at every interesting time, complete or not
             base = self.early
@@ -247,9 +302,9 @@ class ExtremumAtTimes:
                 lo, hi = columnar.key_ranges(rk[~bad], np.ascontiguousarray(base.rows[:, :kk]))
                 base = base.take(hi > lo)
             made = self._corrections(found[0], found[1], known=found[2:], base=base)
-            if made is not None:
-                self.early = concat([self.early, made], self.out_spine.width,
-                                    self.ctx.dim).consolidated()
+        if made is not None:
+            self.early = concat([self.early, made], self.out_spine.width,
+                                self.ctx.dim).consolidated()
         rest = ~np.repeat(ruled, np.diff(starts))
         return new_k[rest], new_t[rest], _restricted(delta, ~ruled[at])
 

@@ -170,3 +170,30 @@ def test_extremum_rule_early_corrections_and_giving_up(monkeypatch):
             for seed in range(20):
                 run_case(seed, which, dim, compact=seed % 2 == 1, extra_cols=seed % 2)
     assert counts["early"] > 200 and counts["given up"] > 5, counts
+
+
+def test_extremum_rule_compiled_over_chains_of_rounds(monkeypatch, tactic):
+    # with the kernels loaded, keys whose times are rounds of one outer time take the
+    # compiled rule (chain_rule); the numpy rule is its reference (the small tactic, which
+    # never calls it). These schedules must reach it with corrections and with failures.
+    from diffflow.operators import reduce_extremum_times as rule
+
+    seen = Counter()
+    original = rule.chain_rule
+
+    def counting(kind, ev, keys, new_counts, new_t, lower):
+        out = original(kind, ev, keys, new_counts, new_t, lower)
+        if out is not None:
+            seen["calls"] += 1
+            seen["failed keys"] += int(out[0].sum())
+            seen["corrections"] += 0 if out[1] is None else len(out[1])
+        return out
+
+    monkeypatch.setattr(rule, "chain_rule", counting)
+    for which in ("min", "max_col1"):
+        for seed in range(20):
+            run_case(seed, which, 2, compact=seed % 2 == 1, extra_cols=seed % 2)
+    if tactic == "small":
+        assert seen["calls"] == 0, seen
+    else:
+        assert seen["calls"] > 20 and seen["failed keys"] > 0 and seen["corrections"] > 20, seen
