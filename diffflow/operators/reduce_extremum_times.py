@@ -174,20 +174,21 @@ def extremum_at(kind, ev: Evidence, n_keys: int, pair_key, pair_times):
     return present, new, fails
 
 
-def chain_rule(kind, ev: Evidence, keys, new_counts, new_t, lower):
-    """The rule and its corrections by one kernel, when the new times are rounds of one epoch
-    (of one outer time) and every other time lies at or below it: ``(bad, corrections or None)``, ``bad`` a bool per key of ``keys`` (the keys
-    of ``ev``); None when the times are not such a chain (:func:`extremum_at` then serves).
+def chain_rule(kind, ev: Evidence, keys, new_counts, new_t):
+    """The rule and its corrections by one kernel: ``(bad, corrections or None)``, ``bad`` a
+    bool per key of ``keys`` (the keys of ``ev``), when the new times are rounds of one
+    outer time (an epoch) and every other time lies at or below it; else None
+    (:func:`extremum_at` serves).
 
-    ``new_counts``: how many of ``new_t`` (grouped by key) each key has; ``lower`` the
-    driver's lower bound, by which history is advanced.  The compiled sweep is
-    :func:`diffflow.operators._extremum_kernels.chain_rule`; :func:`extremum_at` with the
-    driver's closure and corrections is its reference (the tests run both).
+    ``new_counts``: how many of ``new_t`` (grouped by key) each key has.  The compiled sweep
+    is :func:`diffflow.operators._extremum_kernels.chain_rule`; :func:`extremum_at` with
+    the driver's closure and corrections is its reference (the tests run both).
     """
     # every new time is (P, round) for one P, every other time's P' <= P: then each query
     # (a join with a new time) is (P, round) too, and a time counts there by its round alone
-    hist_t, delta_t, out_t = (advanced(t, lower) for t in
-                              (ev.hist_times, ev.delta_times, ev.out_times))
+    # (unadvanced: for the queries, which ``lower`` admits, a time and its advanced form
+    # count alike, and the rounds they differ at hold no change of the evidence)
+    hist_t, delta_t, out_t = ev.hist_times, ev.delta_times, ev.out_times
     prefix = new_t[0, :-1]
     if not (new_t[:, :-1] == prefix).all():
         return None
@@ -279,7 +280,7 @@ class ExtremumAtTimes:
             ev = gather_evidence(self.extremum[1], self.in_spine, self.out_spine, kk, rk,
                                  _restricted(delta, ruled[at]), self.early)
             compiled = chain_rule(self.extremum[0], ev, rk, np.diff(starts)[ruled],
-                                  new_t[pairs], lower) if small.loaded() else None
+                                  new_t[pairs]) if small.loaded() else None
             if compiled is not None:  # a chain of rounds: the rule and corrections at once
                 bad, made = compiled
             else:

@@ -181,8 +181,8 @@ def test_extremum_rule_compiled_over_chains_of_rounds(monkeypatch, tactic):
     seen = Counter()
     original = rule.chain_rule
 
-    def counting(kind, ev, keys, new_counts, new_t, lower):
-        out = original(kind, ev, keys, new_counts, new_t, lower)
+    def counting(kind, ev, keys, new_counts, new_t):
+        out = original(kind, ev, keys, new_counts, new_t)
         if out is not None:
             seen["calls"] += 1
             seen["failed keys"] += int(out[0].sum())
