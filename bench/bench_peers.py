@@ -5,6 +5,7 @@
     PYTHONPATH=. python bench/bench_peers.py --big --cap 900  # adds R-MAT s20 (diffflow ~17 GB)
     PYTHONPATH=. python bench/bench_peers.py --scales 12,13 --update-scale 11 --tc-scale 8 \
         --repeats 1 --batches 5 --pipeline-rows 100000        # quick check of the program
+    PYTHONPATH=. python bench/bench_peers.py --only updates   # the update rows alone
 
 Graphs: ``bench_graphs.graph500_edges`` (edge factor x 2^scale R-MAT pairs, Graph500's a, b,
 c = 0.57, 0.19, 0.19, self loops and duplicates dropped).  "reach" counts the nodes reachable
@@ -425,6 +426,9 @@ def num(x: float) -> str:
     return f"{x:.3g}" if x < 100 else f"{x:,.0f}"
 
 
+GROUPS = ("scratch", "tc", "updates", "pipeline")  # --only: the rows each group prints
+
+
 def main() -> None:
     if len(sys.argv) == 2 and sys.argv[1].startswith("{"):     # a worker process
         worker(json.loads(sys.argv[1]))
@@ -446,6 +450,8 @@ def main() -> None:
     p.add_argument("--cap", type=float, default=600, help="seconds per timed case")
     p.add_argument("--threads", type=int, default=1, help="numba, DuckDB and Pathway threads")
     p.add_argument("--engines", default=",".join(ENGINES))
+    p.add_argument("--only", default=",".join(GROUPS),
+                   help="row groups to run, of " + ", ".join(GROUPS))
     args = p.parse_args()
     args.scales = [int(s) for s in args.scales.split(",")]
     args.factors = [int(f) for f in args.edge_factors.split(",")]
@@ -464,18 +470,24 @@ def main() -> None:
     (a, b), (f, g) = args.scales, args.factors
     with tempfile.TemporaryDirectory(prefix="bench_peers_") as tmp:
         bench = Peers(args, tmp)
+        only = set(args.only.split(","))
         bench.prime()
-        for alg in ("reach", "cc"):
-            bench.scratch(a, f, alg, runs=2, memory=False)
-        bench.tc()
-        bench.scratch(b, g, "cc", runs=1, memory=True)
-        bench.scratch(b, g, "reach", runs=1, memory=False)
-        bench.updates(b, g)
-        bench.updates(args.update_scale, f)
+        if "scratch" in only:
+            for alg in ("reach", "cc"):
+                bench.scratch(a, f, alg, runs=2, memory=False)
+        if "tc" in only:
+            bench.tc()
+        if "scratch" in only:
+            bench.scratch(b, g, "cc", runs=1, memory=True)
+            bench.scratch(b, g, "reach", runs=1, memory=False)
+        if "updates" in only:
+            bench.updates(b, g)
+            bench.updates(args.update_scale, f)
         if args.big:
             for alg in ("reach", "cc"):
                 bench.scratch(20, g, alg, runs=1, memory=True)
-        bench.pipeline()
+        if "pipeline" in only:
+            bench.pipeline()
     print(f"# diffflow and its peers, {datetime.date.today()}, commit {commit}\n\npython "
           f"{sys.version.split()[0]}, numpy {np.__version__}, duckdb {duckdb.__version__}, "
           f"scipy {scipy.__version__}, pathway {'installed' if bench.pathway else 'not installed'}"

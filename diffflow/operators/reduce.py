@@ -390,6 +390,17 @@ class ReduceOp(ExtremumAtTimes, Operator):
                 group = np.flatnonzero(known[0][ready])
                 desired = (group, known[1][ready][group][:, None], np.ones(len(group), np.int64))
                 known = (known[0][~ready], known[1][~ready])
+            elif self.by_totals:  # distinct, threshold: sums of multiplicities, no consolidation
+                n = len(rk)
+                q_in, _, d_in = self._visible([self.in_spine], None, rk, rt)
+                q_out, _, d_out = self._visible([self.out_spine], earlier, rk, rt)
+                change = self.reducer.from_totals(_sums(q_in, d_in, n)) - _sums(q_out, d_out, n)
+                at = np.flatnonzero(change)
+                if len(at):
+                    made.append(Updates(np.ascontiguousarray(rk[at]),
+                                        np.ascontiguousarray(rt[at]), change[at]))
+                qk, qt = qk[~ready], qt[~ready]
+                continue
             else:
                 g_in, v_in, m_in = self._accumulate([self.in_spine], None, rk, rt)
                 self._note_negatives(m_in)
@@ -421,6 +432,10 @@ class ReduceOp(ExtremumAtTimes, Operator):
 
     def _accumulate(self, spines, extra, qk, qt):
         """Consolidated ``(group, vals, mults)`` of each query's collection at its time."""
+        return self._groups(*self._visible(spines, extra, qk, qt))
+
+    def _visible(self, spines, extra, qk, qt):
+        """``(query, rows, diffs)`` of the updates each query's collection holds at its time."""
         kk = self.key_width
         parts = [s.gather(qk) for s in spines]
         if extra is not None and len(extra):
@@ -432,7 +447,7 @@ class ReduceOp(ExtremumAtTimes, Operator):
         times = np.concatenate([p[2] for p in parts])
         diffs = np.concatenate([p[3] for p in parts])
         visible = rows_less_equal(times, qt[q])
-        return self._groups(q[visible], rows[visible], diffs[visible])
+        return q[visible], rows[visible], diffs[visible]
 
     def _groups(self, q, rows, diffs):
         """Consolidated ``(group, vals, mults)`` of gathered rows, ``q`` their group."""
