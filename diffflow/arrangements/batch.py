@@ -211,6 +211,13 @@ class Batch:
             return same
         source = self.live()
         t = source.times
+        if len(t) and _admitted(t.min(axis=0), frontier):
+            # every time at or above a frontier element stays as it is (a loop's newest
+            # batches, above a compaction frontier that lags behind the rounds)
+            advanced = Batch(source.rows, t, source.diffs, self.key_width, self.lower,
+                             self.upper, frontier)
+            advanced.present, advanced._max_time = self.present, source._max_time
+            return advanced
         if len(t) and np.array_equal(t.min(axis=0), t.max(axis=0)):
             # one time (a small epoch's batch, a merged tail): every row moves to the same
             # time, so the rows stay sorted and distinct -- nothing to consolidate
@@ -250,6 +257,13 @@ class Batch:
     def __repr__(self) -> str:
         return (f"Batch({len(self)} updates, key_width={self.key_width}, "
                 f"lower={self.lower!r}, upper={self.upper!r}, since={self.since!r})")
+
+
+def _admitted(time: np.ndarray, frontier: Antichain) -> bool:
+    """Whether some element of ``frontier`` is ``<=`` ``time`` (one time, plain Python: the
+    frontiers here have a few elements of a few coordinates)."""
+    t = time.tolist()
+    return any(all(f <= c for f, c in zip(element, t)) for element in frontier.elements.tolist())
 
 
 def merge(older: Batch, newer: Batch, frontier: Antichain) -> Batch:

@@ -310,6 +310,9 @@ def lex_order(times) -> np.ndarray:
     return np.lexsort(t.T[::-1])
 
 
+_MINIMAL_PLAIN = 8  # up to this many times, minimal() compares them in Python
+
+
 def minimal(times, d: int | None = None) -> np.ndarray:
     """Distinct minimal elements of a set of times, sorted lexicographically.
 
@@ -324,6 +327,11 @@ def minimal(times, d: int | None = None) -> np.ndarray:
     n, d = t.shape
     if n <= 1:
         return t.copy()
+    if n <= _MINIMAL_PLAIN:  # a few times (frontiers and their bounds): plain Python
+        distinct = sorted(set(map(tuple, t.tolist())))
+        keep = [a for a in distinct
+                if not any(b != a and all(x <= y for x, y in zip(b, a)) for b in distinct)]
+        return np.array(keep, dtype=np.int64).reshape(len(keep), d)
     s = t[lex_order(t)]
     distinct = np.ones(n, dtype=bool)
     distinct[1:] = np.any(s[1:] != s[:-1], axis=1)

@@ -35,7 +35,7 @@ from diffflow.arrangements.batch import Batch
 from diffflow.arrangements.small import expand_ranges
 from diffflow.arrangements.spine import Spine
 from diffflow.arrangements.updates import Updates, concat
-from diffflow.lattice.times import advance_by, minimal, rows_less_equal
+from diffflow.lattice.times import minimal, rows_less_equal
 from diffflow.operators.base import Operator
 from diffflow.operators.reduce_abelian import abelian_corrections, abelian_of
 from diffflow.operators.reduce_extremum import extremum_corrections, extremum_of
@@ -330,10 +330,13 @@ class ReduceOp(ExtremumAtTimes, Operator):
         if not tops:
             return True
         # advancing is monotone: the coordinate-wise max of the batches bounds every time
-        top = np.max(tops, axis=0) if len(tops) > 1 else tops[0]
-        if len(lower) == 1:
-            return bool(np.all(np.maximum(top, lower[0]) <= bound))
-        return bool(np.all(advance_by(top, lower) <= bound))
+        # (plain Python: a few batches of a few coordinates)
+        top = [max(column) for column in zip(*(t.tolist() for t in tops))]
+        limit = bound.tolist()
+        # advance_by(top, lower): the meet over lower's elements of their joins with top
+        advanced = [min(column) for column in zip(*([max(a, b) for a, b in zip(top, f)]
+                                                    for f in lower.tolist()))] or top
+        return all(a <= b for a, b in zip(advanced, limit))
 
     def _lower(self, new_t):
         """A lower bound ``F`` of every time handled from now on.
