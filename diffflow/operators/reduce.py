@@ -40,6 +40,7 @@ from diffflow.operators.base import Operator
 from diffflow.operators.reduce_abelian import abelian_corrections, abelian_of
 from diffflow.operators.reduce_extremum import extremum_corrections, extremum_of
 from diffflow.operators.reduce_extremum_times import ExtremumAtTimes
+from diffflow.operators.reduce_totals_times import TotalsAtTimes
 from diffflow.operators.reduce_times import advanced as _advanced
 from diffflow.operators.reduce_times import (
     closure_groups,
@@ -65,7 +66,7 @@ def _kernels():
     return _KERNELS
 
 
-class ReduceOp(ExtremumAtTimes, Operator):
+class ReduceOp(ExtremumAtTimes, TotalsAtTimes, Operator):
     """Maintain ``f(input)`` per key in an output trace; emit its changes."""
 
     kind = "reduce"
@@ -84,7 +85,7 @@ class ReduceOp(ExtremumAtTimes, Operator):
         # whether a row of negative multiplicity was ever met: the count/sum shortcut then
         # cannot tell a group's presence from its count (see reduce_abelian)
         self.negatives_seen = False
-        # corrections the extremum rule made at times not yet complete (reduce_extremum_times)
+        # corrections made at times not yet complete (reduce_extremum_times, _totals_times)
         self.early = Updates.empty(kk + self.reducer.out_width, ctx.dim)
         # a function of each key's total multiplicity alone, with no value columns
         self.by_totals = hasattr(self.reducer, "from_totals") and self.reducer.out_width == 0
@@ -137,6 +138,9 @@ class ReduceOp(ExtremumAtTimes, Operator):
                                          sorted_keys=isinstance(delta, Batch))
             if self.extremum is not None and dim > 1 and self.fed:
                 new_k, new_t, delta = self._by_rule(new_k, new_t, delta, frontier)
+                cand_k, cand_t = self.pending_keys, self.pending_times  # (+ given-up keys')
+            elif self.by_totals and dim > 1 and self.fed:
+                new_k, new_t, delta = self._by_totals(new_k, new_t, delta, frontier)
                 cand_k, cand_t = self.pending_keys, self.pending_times  # (+ given-up keys')
             if len(new_k):
                 made, new_k, new_t, history = self._simple(new_k, new_t, frontier, delta)
@@ -397,7 +401,9 @@ class ReduceOp(ExtremumAtTimes, Operator):
                 n = len(rk)
                 q_in, _, d_in = self._visible([self.in_spine], None, rk, rt)
                 q_out, _, d_out = self._visible([self.out_spine], earlier, rk, rt)
-                change = self.reducer.from_totals(_sums(q_in, d_in, n)) - _sums(q_out, d_out, n)
+                total_in = _sums(q_in, d_in, n)  # (each key's one row's multiplicity)
+                self._note_negatives(total_in)
+                change = self.reducer.from_totals(total_in) - _sums(q_out, d_out, n)
                 at = np.flatnonzero(change)
                 if len(at):
                     made.append(Updates(np.ascontiguousarray(rk[at]),

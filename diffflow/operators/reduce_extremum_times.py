@@ -43,7 +43,7 @@ from diffflow.arrangements.small import expand_ranges
 from diffflow.arrangements.updates import Updates, concat
 from diffflow.lattice.times import rows_less_equal
 from diffflow.operators.reduce_abelian import key_index
-from diffflow.operators.reduce_times import advanced, unique_pairs
+from diffflow.operators.reduce_times import advanced, chain_prefix, unique_pairs
 
 _MAX = np.iinfo(np.int64).max
 _MIN = np.iinfo(np.int64).min
@@ -181,26 +181,19 @@ def chain_rule(kind, ev: Evidence, keys, new_counts, new_t):
     (:func:`extremum_at` serves).
 
     ``new_counts``: how many of ``new_t`` (grouped by key) each key has.  The compiled sweep
-    is :func:`diffflow.operators._extremum_kernels.chain_rule`; :func:`extremum_at` with
+    is :func:`diffflow.operators._chain_kernels.chain_rule`; :func:`extremum_at` with
     the driver's closure and corrections is its reference (the tests run both).
     """
-    # every new time is (P, round) for one P, every other time's P' <= P: then each query
-    # (a join with a new time) is (P, round) too, and a time counts there by its round alone
-    # (unadvanced: for the queries, which ``lower`` admits, a time and its advanced form
-    # count alike, and the rounds they differ at hold no change of the evidence)
-    hist_t, delta_t, out_t = ev.hist_times, ev.delta_times, ev.out_times
-    prefix = new_t[0, :-1]
-    if not (new_t[:, :-1] == prefix).all():
+    prefix = chain_prefix(new_t, ev.hist_times, ev.delta_times, ev.out_times)
+    if prefix is None:
         return None
-    for t in (hist_t, delta_t, out_t):
-        if len(t) and not (t[:, :-1] <= prefix).all():
-            return None
-    from diffflow.operators._extremum_kernels import chain_rule as kernel
+    from diffflow.operators._chain_kernels import chain_rule as kernel
 
     m, n_rows = len(keys), len(ev.value)
     offsets = np.zeros(m + 1, np.int64)
     np.cumsum(new_counts, out=offsets[1:])
-    last = [np.ascontiguousarray(t[:, -1]) for t in (new_t, hist_t, delta_t, out_t)]
+    last = [np.ascontiguousarray(t[:, -1])
+            for t in (new_t, ev.hist_times, ev.delta_times, ev.out_times)]
     c_key, c_round, c_value, c_diff, bad = kernel(
         kind == "min", offsets, last[0], _bounds(ev.key, m), np.ascontiguousarray(ev.value),
         _bounds(ev.hist_row, n_rows), last[1], np.ascontiguousarray(ev.hist_diffs),

@@ -183,3 +183,26 @@ def advanced(times: np.ndarray, lower: np.ndarray) -> np.ndarray:
     if early.all():  # (inside a loop, history is mostly earlier epochs': no masked copies)
         return advance_by(times, lower)
     return np.where(early[:, None], advance_by(times, lower), times)
+
+
+def chain_prefix(new_t: np.ndarray, *others) -> np.ndarray | None:
+    """``P`` when every new time is ``(P, round)`` for one ``P`` and every time of
+    ``others`` is ``(P', round)`` with ``P' <= P``, else None.
+
+    Then each interesting time (a join with a new time) is ``(P, round)`` too, and a time
+    of ``others`` counts there by its round alone: the rules of :mod:`._chain_kernels`
+    hold.  Unadvanced times serve: at the times ``lower`` admits a time and its advanced
+    form count alike, and the rounds they differ at hold no change.
+
+    >>> chain_prefix(np.array([[2, 1], [2, 3]]), np.array([[1, 5], [2, 0]])).tolist()
+    [2]
+    >>> chain_prefix(np.array([[2, 1], [3, 0]])) is None
+    True
+    """
+    prefix = new_t[0, :-1]
+    if not (new_t[:, :-1] == prefix).all():
+        return None
+    for t in others:
+        if len(t) and not (t[:, :-1] <= prefix).all():
+            return None
+    return prefix

@@ -197,3 +197,28 @@ def test_extremum_rule_compiled_over_chains_of_rounds(monkeypatch, tactic):
         assert seen["calls"] == 0, seen
     else:
         assert seen["calls"] > 20 and seen["failed keys"] > 0 and seen["corrections"] > 20, seen
+
+
+def test_distinct_and_threshold_compiled_over_chains_of_rounds(monkeypatch, tactic):
+    # with the kernels loaded, keys whose times are rounds of one outer time take the compiled
+    # totals (totals_corrections); the driver's general path is its reference (the small
+    # tactic, which never calls it). These schedules must reach it with corrections made.
+    from diffflow.operators import reduce_totals_times as totals
+
+    seen = Counter()
+    original = totals.totals_corrections
+
+    def counting(*args, **kwargs):
+        out = original(*args, **kwargs)
+        seen["calls" if out is not False else "not a chain"] += 1
+        seen["corrections"] += len(out) if out is not None and out is not False else 0
+        return out
+
+    monkeypatch.setattr(totals, "totals_corrections", counting)
+    for which in ("distinct", "thr_mod3"):
+        for seed in range(20):
+            run_case(seed, which, 2, compact=seed % 2 == 1, extra_cols=seed % 2)
+    if tactic == "small":
+        assert seen["calls"] == 0, seen
+    else:
+        assert seen["calls"] > 20 and seen["corrections"] > 20 and seen["not a chain"] > 0, seen

@@ -1,22 +1,25 @@
-"""The min/max rule over a chain of rounds, compiled (private; see :mod:`.reduce_extremum_times`).
+"""Reduce rules over a chain of rounds, compiled (private; used by
+:mod:`.reduce_extremum_times` and :mod:`.reduce_totals_times` once the kernels are loaded).
 
-Imported lazily by :mod:`diffflow.operators.reduce_extremum_times` only, once the kernels
-are loaded.  Inside a loop, once history is advanced by the frontier, a key's times are
-usually the rounds of the one epoch in flight: a chain, where each time is its last
-coordinate.  There the rule, its interesting times and the output corrections need no
-pairwise closure and no layer-by-layer accumulation: one sweep of each key's evidence in
-round order does them all.
+Inside a loop, once history is advanced by the frontier, a key's times are usually the
+rounds of the one epoch in flight: a chain, where each time is its last coordinate.  There a
+rule's interesting times and the output corrections need no pairwise closure and no
+layer-by-layer accumulation: one sweep of each key's evidence in round order does them.
 
-Per key, the interesting rounds are its evidence's rounds (new, history, output) raised
-to its first new round; walking them upward while applying the evidence keeps every
-changed row's multiplicity after and before the delta, and the key's output values.  At
-each round the rule gives the desired output ``D`` (one value or none) or fails; with
-``O`` the output there, ``E = D - O`` is what the corrections up to that round sum to (a
-chain: every earlier correction counts), so the correction at a round is ``E`` minus the
-previous round's ``E``.  A key whose rule fails at any round makes no corrections.
+Per key, the interesting rounds are its evidence's rounds (new, history, output) raised to
+its first new round; walking them upward while applying the evidence keeps what the rule
+reads.  With ``D`` the desired output at a round and ``O`` the output there, ``E = D - O``
+is what the corrections up to that round sum to (a chain: every earlier correction counts),
+so the correction at a round is ``E`` minus the previous round's ``E``.
 
-The driver validates; these kernels assume C-contiguous int64 arrays, each grouped by key
-(or by changed row) as :class:`.reduce_extremum_times.Evidence` holds them.
+* :func:`chain_rule`, a lone min/max: the rule of :mod:`.reduce_extremum_times` (the
+  changed rows' multiplicities after and before the delta, the output's values); a key
+  whose rule fails at any round makes no corrections.
+* :func:`chain_totals`, distinct and threshold: the key's total input and output
+  multiplicities at each round (the driver applies the reducer and telescopes).
+
+The drivers validate; these kernels assume C-contiguous int64 arrays, grouped by key (or
+by changed row).
 """
 import numpy as np
 
@@ -186,3 +189,60 @@ def chain_rule(is_min, new_lo, new_round, row_lo, value, hist_lo, hist_round, hi
             fails[k] = True
             n = start_n
     return c_key[:n], c_round[:n], c_value[:n], c_diff[:n], fails
+
+
+@kernel
+def chain_totals(new_lo, new_round, in_lo, in_round, in_diff, out_lo, out_round, out_diff):
+    """Each key's total input and output multiplicity at each of its interesting rounds.
+
+    ``new_lo`` (``m + 1`` offsets) groups ``new_round`` by key, ``in_lo`` and ``out_lo``
+    group the key's input and output updates.  Returns ``(key, round, total_in,
+    total_out)``, by key and then ascending round.
+    """
+    m = new_lo.shape[0] - 1
+    bound = new_round.shape[0] + in_round.shape[0] + out_round.shape[0]
+    q_key = np.empty(bound, np.int64)
+    q_round = np.empty(bound, np.int64)
+    q_in = np.empty(bound, np.int64)
+    q_out = np.empty(bound, np.int64)
+    n = 0
+    for k in range(m):
+        r0 = new_round[new_lo[k]]
+        for i in range(new_lo[k], new_lo[k + 1]):
+            r0 = min(r0, new_round[i])
+        n_in, n_out = in_lo[k + 1] - in_lo[k], out_lo[k + 1] - out_lo[k]
+        n_new = new_lo[k + 1] - new_lo[k]
+        n_ev = n_in + n_out
+        ev_round = np.empty(n_ev, np.int64)
+        ev_diff = np.empty(n_ev, np.int64)
+        ev_out = np.zeros(n_ev, np.bool_)
+        for i in range(n_in):
+            ev_round[i], ev_diff[i] = in_round[in_lo[k] + i], in_diff[in_lo[k] + i]
+        for i in range(n_out):
+            e = n_in + i
+            ev_round[e], ev_diff[e], ev_out[e] = out_round[out_lo[k] + i], out_diff[out_lo[k] + i], True
+        rounds = np.empty(n_ev + n_new, np.int64)
+        for i in range(n_ev):
+            rounds[i] = max(r0, ev_round[i])
+        for i in range(n_new):
+            rounds[n_ev + i] = max(r0, new_round[new_lo[k] + i])
+        order = np.empty(n_ev, np.int64)
+        _stable_order(ev_round, order, np.empty(n_ev, np.int64))
+        r_order = np.empty(n_ev + n_new, np.int64)
+        _stable_order(rounds, r_order, np.empty(n_ev + n_new, np.int64))
+        total_in, total_out, next_ev, last = 0, 0, 0, _MIN
+        for j in range(n_ev + n_new):
+            r = rounds[r_order[j]]
+            if r == last:
+                continue
+            last = r
+            while next_ev < n_ev and ev_round[order[next_ev]] <= r:
+                i = order[next_ev]
+                if ev_out[i]:
+                    total_out += ev_diff[i]
+                else:
+                    total_in += ev_diff[i]
+                next_ev += 1
+            q_key[n], q_round[n], q_in[n], q_out[n] = k, r, total_in, total_out
+            n += 1
+    return q_key[:n], q_round[:n], q_in[:n], q_out[:n]
