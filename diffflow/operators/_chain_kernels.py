@@ -38,6 +38,33 @@ def _better(a, b, is_min):
 
 
 @kernel
+def _least(values, lo, hi):
+    """The least of ``values[lo:hi]`` (not empty; a loop: numpy's ``min`` in a kernel makes
+    its cached code need numba's array library, see :mod:`diffflow.common.jit`)."""
+    least = values[lo]
+    for i in range(lo + 1, hi):
+        least = min(least, values[i])
+    return least
+
+
+@kernel
+def _orders(ev_round, new_round, lo, hi, r0):
+    """A key's interesting rounds (its evidence's and new rounds, raised to its first new
+    round ``r0``; unsorted, with repeats), their ascending order, and the evidence's."""
+    n_ev, n_new = ev_round.shape[0], hi - lo
+    rounds = np.empty(n_ev + n_new, np.int64)
+    for i in range(n_ev):
+        rounds[i] = max(r0, ev_round[i])
+    for i in range(n_new):
+        rounds[n_ev + i] = max(r0, new_round[lo + i])
+    order = np.empty(n_ev, np.int64)
+    _stable_order(ev_round, order, np.empty(n_ev, np.int64))
+    r_order = np.empty(n_ev + n_new, np.int64)
+    _stable_order(rounds, r_order, np.empty(n_ev + n_new, np.int64))
+    return rounds, order, r_order
+
+
+@kernel
 def chain_rule(is_min, new_lo, new_round, row_lo, value, hist_lo, hist_round, hist_diff,
                delta_lo, delta_round, delta_diff, out_lo, out_value, out_round, out_diff):
     """Corrections of keys ``0..m-1`` by the min/max rule over rounds, and which keys fail.
@@ -62,9 +89,7 @@ def chain_rule(is_min, new_lo, new_round, row_lo, value, hist_lo, hist_round, hi
     n = 0
     for k in range(m):
         start_n = n
-        r0 = new_round[new_lo[k]]
-        for i in range(new_lo[k], new_lo[k + 1]):
-            r0 = min(r0, new_round[i])
+        r0 = _least(new_round, new_lo[k], new_lo[k + 1])
         r_lo, r_hi = row_lo[k], row_lo[k + 1]
         # the key's evidence as events (round, kind, index, changed row): kinds 0 history,
         # 1 this step's delta, 2 output
@@ -87,16 +112,7 @@ def chain_rule(is_min, new_lo, new_round, row_lo, value, hist_lo, hist_round, hi
         for i in range(out_lo[k], out_lo[k + 1]):
             ev_round[e], ev_kind[e], ev_at[e], ev_row[e] = out_round[i], 2, i, -1
             e += 1
-        # the interesting rounds: every evidence and new round, raised to the first new one
-        rounds = np.empty(n_ev + n_new, np.int64)
-        for i in range(n_ev):
-            rounds[i] = max(r0, ev_round[i])
-        for i in range(n_new):
-            rounds[n_ev + i] = max(r0, new_round[new_lo[k] + i])
-        order = np.empty(n_ev, np.int64)
-        _stable_order(ev_round, order, np.empty(n_ev, np.int64))
-        r_order = np.empty(n_ev + n_new, np.int64)
-        _stable_order(rounds, r_order, np.empty(n_ev + n_new, np.int64))
+        rounds, order, r_order = _orders(ev_round, new_round, new_lo[k], new_lo[k + 1], r0)
 
         n_rows = r_hi - r_lo
         after = np.zeros(n_rows, np.int64)      # each changed row's multiplicity
@@ -207,9 +223,7 @@ def chain_totals(new_lo, new_round, in_lo, in_round, in_diff, out_lo, out_round,
     q_out = np.empty(bound, np.int64)
     n = 0
     for k in range(m):
-        r0 = new_round[new_lo[k]]
-        for i in range(new_lo[k], new_lo[k + 1]):
-            r0 = min(r0, new_round[i])
+        r0 = _least(new_round, new_lo[k], new_lo[k + 1])
         n_in, n_out = in_lo[k + 1] - in_lo[k], out_lo[k + 1] - out_lo[k]
         n_new = new_lo[k + 1] - new_lo[k]
         n_ev = n_in + n_out
@@ -221,15 +235,7 @@ def chain_totals(new_lo, new_round, in_lo, in_round, in_diff, out_lo, out_round,
         for i in range(n_out):
             e = n_in + i
             ev_round[e], ev_diff[e], ev_out[e] = out_round[out_lo[k] + i], out_diff[out_lo[k] + i], True
-        rounds = np.empty(n_ev + n_new, np.int64)
-        for i in range(n_ev):
-            rounds[i] = max(r0, ev_round[i])
-        for i in range(n_new):
-            rounds[n_ev + i] = max(r0, new_round[new_lo[k] + i])
-        order = np.empty(n_ev, np.int64)
-        _stable_order(ev_round, order, np.empty(n_ev, np.int64))
-        r_order = np.empty(n_ev + n_new, np.int64)
-        _stable_order(rounds, r_order, np.empty(n_ev + n_new, np.int64))
+        rounds, order, r_order = _orders(ev_round, new_round, new_lo[k], new_lo[k + 1], r0)
         total_in, total_out, next_ev, last = 0, 0, 0, _MIN
         for j in range(n_ev + n_new):
             r = rounds[r_order[j]]

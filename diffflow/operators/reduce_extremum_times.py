@@ -247,12 +247,7 @@ class ExtremumAtTimes:
         times.
         """
         kk = self.key_width
-        starts = columnar.group_starts(new_k)
-        keys = new_k[starts[:-1]]
-        has_early = np.zeros(len(keys), dtype=bool)
-        if len(self.early):
-            lo, hi = columnar.key_ranges(np.ascontiguousarray(self.early.rows[:, :kk]), keys)
-            has_early = hi > lo
+        starts, keys, has_early = self._keys_early(new_k)
         lower = self._lower(new_t)
         if not has_early.any() and self._history_below(new_t.min(axis=0), lower):
             return new_k, new_t, delta  # every key simple: _simple's shortcut
@@ -301,6 +296,18 @@ class ExtremumAtTimes:
                                 self.ctx.dim).consolidated()
         rest = ~np.repeat(ruled, np.diff(starts))
         return new_k[rest], new_t[rest], _restricted(delta, ~ruled[at])
+
+    def _keys_early(self, new_k):
+        """``(starts, keys, has_early)`` of sorted ``new_k``: its groups' starts, distinct
+        keys, and which of them have early corrections."""
+        starts = columnar.group_starts(new_k)
+        keys = new_k[starts[:-1]]
+        has_early = np.zeros(len(keys), dtype=bool)
+        if len(self.early):
+            lo, hi = columnar.key_ranges(
+                np.ascontiguousarray(self.early.rows[:, :self.key_width]), keys)
+            has_early = hi > lo
+        return starts, keys, has_early
 
     def _early_to_pending(self, keys) -> None:
         """Turn the early corrections of ``keys`` into pending times (the general path's)."""

@@ -87,7 +87,7 @@ def totals_corrections(reducer, in_spine, out_spine, keys, new_counts, new_t, ea
 class TotalsAtTimes:
     """The reduce driver's use of :func:`totals_corrections` (a mixin of
     :class:`.reduce.ReduceOp`, beside :class:`.reduce_extremum_times.ExtremumAtTimes`,
-    whose ``early`` corrections it shares)."""
+    whose ``early`` corrections and their helpers it shares)."""
 
     def _by_totals(self, new_k, new_t, delta, frontier):
         """Settle the keys without pending times by :func:`totals_corrections` when their
@@ -95,12 +95,7 @@ class TotalsAtTimes:
         With the kernels loaded only (before, the driver's general path costs less than
         loading them)."""
         kk = self.key_width
-        starts = columnar.group_starts(new_k)
-        keys = new_k[starts[:-1]]
-        has_early = np.zeros(len(keys), dtype=bool)
-        if len(self.early):
-            lo, hi = columnar.key_ranges(np.ascontiguousarray(self.early.rows[:, :kk]), keys)
-            has_early = hi > lo
+        starts, keys, has_early = self._keys_early(new_k)
         if not has_early.any() and (not small.loaded() or self._history_below(
                 new_t.min(axis=0), self._lower(new_t))):
             return new_k, new_t, delta  # _simple's shortcut, or the general path
