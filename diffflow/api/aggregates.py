@@ -22,10 +22,10 @@ from diffflow.operators.reducers import AggregateReducer
 class Aggregate(FrozenFields):
     """An aggregate for :meth:`Collection.aggregate`: ``count()``, ``sum(c)``, ``min(c)``, ``max(c)``."""
 
-    FIELDS = ("kind", "column")
+    _fields = ("kind", "column")
 
-    def __init__(self, kind: str, column: str | None = None):
-        self.freeze(kind=kind, column=column)
+    def __init__(self, kind: str, column: str | None = None) -> None:
+        self._freeze(kind=kind, column=column)
 
 
 def count() -> Aggregate:

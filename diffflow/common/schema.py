@@ -53,10 +53,10 @@ class Schema(FrozenFields):
     (('a', 'name'), ('int', 'str'))
     """
 
-    FIELDS = ("names", "types")
+    _fields = ("names", "types")
 
-    def __init__(self, names: tuple, types: tuple):
-        self.freeze(names=names, types=types)
+    def __init__(self, names: tuple, types: tuple) -> None:
+        self._freeze(names=names, types=types)
 
     @staticmethod
     def of(columns: Sequence) -> "Schema":

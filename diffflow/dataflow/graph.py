@@ -34,7 +34,7 @@ def user_location() -> str:
 class Scope(Fields):
     """The root scope or a loop; ``depth`` is the number of enclosing loops."""
 
-    FIELDS = ("id", "parent", "label", "location", "max_rounds")
+    _fields = ("id", "parent", "label", "location", "max_rounds")
     __eq__ = object.__eq__  # scopes are compared by identity
     __hash__ = object.__hash__
 
@@ -71,7 +71,7 @@ class Node(Fields):
     partition, or the tuple of column positions whose hash routes each update.
     """
 
-    FIELDS = ("id", "kind", "inputs", "schema", "params", "exchange", "input_widths", "dim",
+    _fields = ("id", "kind", "inputs", "schema", "params", "exchange", "input_widths", "dim",
               "location", "label", "scope")
 
     def __init__(self, id: int, kind: str, inputs: list, schema: Schema, params=None,

@@ -57,8 +57,8 @@ REGISTRY: dict = {}  # graph node kind -> Operator subclass (see operators.regis
 class OperatorContext(Fields):
     """What an operator instance knows about where it runs."""
 
-    FIELDS = ("partition", "parts", "dim", "symbols", "peer")
-    HIDDEN = ("peer",)
+    _fields = ("partition", "parts", "dim", "symbols", "peer")
+    _hidden = ("peer",)
 
     def __init__(self, partition: int, parts: int, dim: int, symbols: object,
                  peer: Callable[[int], "Operator"] | None = None):
