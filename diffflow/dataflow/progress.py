@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import heapq
 
-from diffflow.lattice.frontiers import minimal_tuples
+from diffflow.lattice.times import minimal_tuples
 
 
 def node_out_frontier(summary, port_frontiers, queued=(), held=()) -> tuple:

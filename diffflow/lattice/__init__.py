@@ -24,9 +24,9 @@ This package depends on numpy only.
 
 from diffflow.lattice.antichain import Antichain
 from diffflow.lattice.frontiers import (ADVANCE, ENTER, IDENTITY, LEAVE, antichain_of,
-                                        minimal_tuples, times_frontier)
+                                        times_frontier)
 from diffflow.lattice.times import (advance_by, as_times, join, less_equal, less_than, lex_order,
-                                    meet, minimal)
+                                    meet, minimal, minimal_tuples)
 
 __all__ = [
     "Antichain",

@@ -28,22 +28,7 @@ from functools import lru_cache
 import numpy as np
 
 from diffflow.lattice.antichain import Antichain
-from diffflow.lattice.times import minimal
-
-
-def minimal_tuples(points) -> tuple:
-    """The minimal elements of some times (tuples), lexicographically sorted.
-
-    Plain Python: for the few times a frontier holds it beats numpy's call overhead.
-
-    >>> minimal_tuples([(2,), (1,), (1,)])
-    ((1,),)
-    """
-    kept: list = []
-    for p in sorted(set(points)):  # lexicographic: only an earlier point can dominate p
-        if not any(all(a <= b for a, b in zip(k, p)) for k in kept):
-            kept.append(p)
-    return tuple(kept)
+from diffflow.lattice.times import minimal, minimal_tuples
 
 
 def times_frontier(times) -> tuple:

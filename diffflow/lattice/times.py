@@ -313,6 +313,21 @@ def lex_order(times) -> np.ndarray:
 _MINIMAL_PLAIN = 8  # up to this many times, minimal() compares them in Python
 
 
+def minimal_tuples(points) -> tuple:
+    """The minimal elements of some times (tuples), lexicographically sorted.
+
+    Plain Python: for the few times a frontier holds it beats numpy's call overhead.
+
+    >>> minimal_tuples([(2,), (1,), (1,)])
+    ((1,),)
+    """
+    kept: list = []
+    for p in sorted(set(points)):  # lexicographic: only an earlier point can dominate p
+        if not any(all(a <= b for a, b in zip(k, p)) for k in kept):
+            kept.append(p)
+    return tuple(kept)
+
+
 def minimal(times, d: int | None = None) -> np.ndarray:
     """Distinct minimal elements of a set of times, sorted lexicographically.
 
@@ -328,9 +343,7 @@ def minimal(times, d: int | None = None) -> np.ndarray:
     if n <= 1:
         return t.copy()
     if n <= _MINIMAL_PLAIN:  # a few times (frontiers and their bounds): plain Python
-        distinct = sorted(set(map(tuple, t.tolist())))
-        keep = [a for a in distinct
-                if not any(b != a and all(x <= y for x, y in zip(b, a)) for b in distinct)]
+        keep = minimal_tuples(map(tuple, t.tolist()))
         return np.array(keep, dtype=np.int64).reshape(len(keep), d)
     s = t[lex_order(t)]
     distinct = np.ones(n, dtype=bool)

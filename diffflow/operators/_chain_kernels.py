@@ -49,19 +49,26 @@ def _least(values, lo, hi):
 
 @kernel
 def _orders(ev_round, new_round, lo, hi, r0):
-    """A key's interesting rounds (its evidence's and new rounds, raised to its first new
-    round ``r0``; unsorted, with repeats), their ascending order, and the evidence's."""
+    """A key's interesting rounds, distinct and ascending (its evidence's and new rounds,
+    raised to its first new round ``r0``), and the evidence's ascending order by round."""
     n_ev, n_new = ev_round.shape[0], hi - lo
     rounds = np.empty(n_ev + n_new, np.int64)
     for i in range(n_ev):
         rounds[i] = max(r0, ev_round[i])
     for i in range(n_new):
         rounds[n_ev + i] = max(r0, new_round[lo + i])
-    order = np.empty(n_ev, np.int64)
-    _stable_order(ev_round, order, np.empty(n_ev, np.int64))
     r_order = np.empty(n_ev + n_new, np.int64)
     _stable_order(rounds, r_order, np.empty(n_ev + n_new, np.int64))
-    return rounds, order, r_order
+    distinct = np.empty(n_ev + n_new, np.int64)
+    n = 0
+    for j in range(n_ev + n_new):
+        r = rounds[r_order[j]]
+        if n == 0 or r != distinct[n - 1]:
+            distinct[n] = r
+            n += 1
+    order = np.empty(n_ev, np.int64)
+    _stable_order(ev_round, order, np.empty(n_ev, np.int64))
+    return distinct[:n], order
 
 
 @kernel
@@ -96,7 +103,6 @@ def chain_rule(is_min, new_lo, new_round, row_lo, value, hist_lo, hist_round, hi
         n_ev = out_lo[k + 1] - out_lo[k]
         for row in range(r_lo, r_hi):
             n_ev += hist_lo[row + 1] - hist_lo[row] + delta_lo[row + 1] - delta_lo[row]
-        n_new = new_lo[k + 1] - new_lo[k]
         ev_round = np.empty(n_ev, np.int64)
         ev_kind = np.empty(n_ev, np.int64)
         ev_at = np.empty(n_ev, np.int64)
@@ -112,7 +118,7 @@ def chain_rule(is_min, new_lo, new_round, row_lo, value, hist_lo, hist_round, hi
         for i in range(out_lo[k], out_lo[k + 1]):
             ev_round[e], ev_kind[e], ev_at[e], ev_row[e] = out_round[i], 2, i, -1
             e += 1
-        rounds, order, r_order = _orders(ev_round, new_round, new_lo[k], new_lo[k + 1], r0)
+        rounds, order = _orders(ev_round, new_round, new_lo[k], new_lo[k + 1], r0)
 
         n_rows = r_hi - r_lo
         after = np.zeros(n_rows, np.int64)      # each changed row's multiplicity
@@ -125,12 +131,7 @@ def chain_rule(is_min, new_lo, new_round, row_lo, value, hist_lo, hist_round, hi
         prev_plus, prev_has_plus, prev_minus, prev_has_minus = 0, False, 0, False
         failed = False
         next_ev = 0
-        last = _MIN
-        for j in range(n_ev + n_new):
-            r = rounds[r_order[j]]
-            if r == last:
-                continue
-            last = r
+        for r in rounds:
             while next_ev < n_ev and ev_round[order[next_ev]] <= r:
                 i = order[next_ev]
                 at, kind = ev_at[i], ev_kind[i]
@@ -225,7 +226,6 @@ def chain_totals(new_lo, new_round, in_lo, in_round, in_diff, out_lo, out_round,
     for k in range(m):
         r0 = _least(new_round, new_lo[k], new_lo[k + 1])
         n_in, n_out = in_lo[k + 1] - in_lo[k], out_lo[k + 1] - out_lo[k]
-        n_new = new_lo[k + 1] - new_lo[k]
         n_ev = n_in + n_out
         ev_round = np.empty(n_ev, np.int64)
         ev_diff = np.empty(n_ev, np.int64)
@@ -235,13 +235,9 @@ def chain_totals(new_lo, new_round, in_lo, in_round, in_diff, out_lo, out_round,
         for i in range(n_out):
             e = n_in + i
             ev_round[e], ev_diff[e], ev_out[e] = out_round[out_lo[k] + i], out_diff[out_lo[k] + i], True
-        rounds, order, r_order = _orders(ev_round, new_round, new_lo[k], new_lo[k + 1], r0)
-        total_in, total_out, next_ev, last = 0, 0, 0, _MIN
-        for j in range(n_ev + n_new):
-            r = rounds[r_order[j]]
-            if r == last:
-                continue
-            last = r
+        rounds, order = _orders(ev_round, new_round, new_lo[k], new_lo[k + 1], r0)
+        total_in, total_out, next_ev = 0, 0, 0
+        for r in rounds:
             while next_ev < n_ev and ev_round[order[next_ev]] <= r:
                 i = order[next_ev]
                 if ev_out[i]:

@@ -97,22 +97,28 @@ def gather_evidence(column, in_spine, out_spine, key_width, keys, delta, early) 
     d_row, d_times, d_diffs = _grouped(d_row, delta.times, delta.diffs)
     h_row, _, h_times, h_diffs = in_spine.gather(changed, width=changed.shape[1])
     h_row, h_times, h_diffs = _grouped(h_row, h_times, h_diffs)
-    o_key, o_rows, o_times, o_diffs = out_spine.gather(keys)
-    if len(early):
-        lo, hi = columnar.key_ranges(np.ascontiguousarray(early.rows[:, :key_width]), keys)
-        q, pos = expand_ranges(lo, hi)
-        o_key, o_rows = np.concatenate([o_key, q]), np.concatenate([o_rows, early.rows[pos]])
-        o_times = np.concatenate([o_times, early.times[pos]])
-        o_diffs = np.concatenate([o_diffs, early.diffs[pos]])
-    o_key, o_value, o_times, o_diffs = _grouped(o_key, o_rows[:, key_width], o_times, o_diffs)
+    o_key, o_rows, o_times, o_diffs = gather_grouped(out_spine, keys, early)
     return Evidence(key, changed[:, key_width + column], h_row, h_times, h_diffs,
-                    d_row, d_times, d_diffs, o_key, o_value, o_times, o_diffs)
+                    d_row, d_times, d_diffs, o_key, o_rows[:, key_width], o_times, o_diffs)
+
+
+def gather_grouped(spine, keys, early=None):
+    """``spine.gather(keys)`` with ``early``'s updates of those keys added (updates not yet
+    in the spine; any keys, or None), grouped by key: ``(key index, rows, times, diffs)``."""
+    q, rows, times, diffs = spine.gather(keys)
+    if early is not None and len(early):
+        lo, hi = columnar.key_ranges(np.ascontiguousarray(early.rows[:, :keys.shape[1]]), keys)
+        eq, pos = expand_ranges(lo, hi)
+        q, rows = np.concatenate([q, eq]), np.concatenate([rows, early.rows[pos]])
+        times = np.concatenate([times, early.times[pos]])
+        diffs = np.concatenate([diffs, early.diffs[pos]])
+    return _grouped(q, rows, times, diffs)
 
 
 def _ranges(group, n):
     """Start and end offsets of each of ``n`` groups in a non-decreasing ``group``."""
-    bounds = np.searchsorted(group, np.arange(n + 1))
-    return bounds[:-1], bounds[1:]
+    offsets = group_offsets(group, n)
+    return offsets[:-1], offsets[1:]
 
 
 def _sums_at(entry_group, entry_times, entry_diffs, n_groups, q_group, q_times):
@@ -195,10 +201,10 @@ def chain_rule(kind, ev: Evidence, keys, new_counts, new_t):
     last = [np.ascontiguousarray(t[:, -1])
             for t in (new_t, ev.hist_times, ev.delta_times, ev.out_times)]
     c_key, c_round, c_value, c_diff, bad = kernel(
-        kind == "min", offsets, last[0], _bounds(ev.key, m), np.ascontiguousarray(ev.value),
-        _bounds(ev.hist_row, n_rows), last[1], np.ascontiguousarray(ev.hist_diffs),
-        _bounds(ev.delta_row, n_rows), last[2], np.ascontiguousarray(ev.delta_diffs),
-        _bounds(ev.out_key, m), np.ascontiguousarray(ev.out_value), last[3],
+        kind == "min", offsets, last[0], group_offsets(ev.key, m), np.ascontiguousarray(ev.value),
+        group_offsets(ev.hist_row, n_rows), last[1], np.ascontiguousarray(ev.hist_diffs),
+        group_offsets(ev.delta_row, n_rows), last[2], np.ascontiguousarray(ev.delta_diffs),
+        group_offsets(ev.out_key, m), np.ascontiguousarray(ev.out_value), last[3],
         np.ascontiguousarray(ev.out_diffs))
     if not len(c_key):
         return bad, None
@@ -212,12 +218,13 @@ def chain_rule(kind, ev: Evidence, keys, new_counts, new_t):
     return bad, Updates(rows, times, c_diff)
 
 
-def _bounds(group, n):
-    """``n + 1`` offsets of each of ``n`` groups in a non-decreasing ``group``."""
+def group_offsets(group, n):
+    """``n + 1`` offsets of each of ``n`` groups in a non-decreasing ``group`` (int64, for
+    the kernels)."""
     return np.searchsorted(group, np.arange(n + 1)).astype(np.int64)
 
 
-def _restricted(delta, mask) -> Updates:
+def restricted(delta, mask) -> Updates:
     """The updates of ``delta`` (an ``Updates`` or a ``Batch``) that ``mask`` selects."""
     return Updates(delta.rows[mask], delta.times[mask], delta.diffs[mask])
 
@@ -266,7 +273,7 @@ class ExtremumAtTimes:
             rk = keys[ruled]
             pairs = np.repeat(ruled, np.diff(starts))
             ev = gather_evidence(self.extremum[1], self.in_spine, self.out_spine, kk, rk,
-                                 _restricted(delta, ruled[at]), self.early)
+                                 restricted(delta, ruled[at]), self.early)
             compiled = chain_rule(self.extremum[0], ev, rk, np.diff(starts)[ruled],
                                   new_t[pairs]) if small.loaded() else None
             if compiled is not None:  # a chain of rounds: the rule and corrections at once
@@ -295,7 +302,7 @@ class ExtremumAtTimes:
             self.early = concat([self.early, made], self.out_spine.width,
                                 self.ctx.dim).consolidated()
         rest = ~np.repeat(ruled, np.diff(starts))
-        return new_k[rest], new_t[rest], _restricted(delta, ~ruled[at])
+        return new_k[rest], new_t[rest], restricted(delta, ~ruled[at])
 
     def _keys_early(self, new_k):
         """``(starts, keys, has_early)`` of sorted ``new_k``: its groups' starts, distinct

@@ -21,24 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.arrangements import columnar, small
-from diffflow.arrangements.small import expand_ranges
 from diffflow.arrangements.updates import Updates, concat
+from diffflow.operators.reduce_extremum_times import gather_grouped, group_offsets, restricted
 from diffflow.operators.reduce_times import chain_prefix
-
-
-def _grouped_gather(spine, keys, early, key_width):
-    """``(key index, times, diffs)`` of ``keys``' updates in ``spine`` plus ``early``'s,
-    grouped by key."""
-    q, _, times, diffs = spine.gather(keys)
-    if early is not None and len(early):
-        lo, hi = columnar.key_ranges(np.ascontiguousarray(early.rows[:, :key_width]), keys)
-        eq, pos = expand_ranges(lo, hi)
-        q, times = np.concatenate([q, eq]), np.concatenate([times, early.times[pos]])
-        diffs = np.concatenate([diffs, early.diffs[pos]])
-    if len(q) > 1 and not np.all(q[1:] >= q[:-1]):
-        order = np.argsort(q, kind="stable")
-        q, times, diffs = q[order], times[order], diffs[order]
-    return q, times, diffs
 
 
 def totals_corrections(reducer, in_spine, out_spine, keys, new_counts, new_t, early,
@@ -51,9 +36,8 @@ def totals_corrections(reducer, in_spine, out_spine, keys, new_counts, new_t, ea
     keys' input totals (each the multiplicity of the key's one row: the count shortcut of
     :mod:`.reduce_abelian` must learn of negative ones).
     """
-    kk = keys.shape[1]
-    q_in, t_in, d_in = _grouped_gather(in_spine, keys, None, kk)
-    q_out, t_out, d_out = _grouped_gather(out_spine, keys, early, kk)
+    q_in, _, t_in, d_in = gather_grouped(in_spine, keys)
+    q_out, _, t_out, d_out = gather_grouped(out_spine, keys, early)
     prefix = chain_prefix(new_t, t_in, t_out)
     if prefix is None:
         return False
@@ -62,12 +46,11 @@ def totals_corrections(reducer, in_spine, out_spine, keys, new_counts, new_t, ea
     m = len(keys)
     offsets = np.zeros(m + 1, np.int64)
     np.cumsum(new_counts, out=offsets[1:])
-    span = np.arange(m + 1)
     key, rounds, total_in, total_out = chain_totals(
         offsets, np.ascontiguousarray(new_t[:, -1]),
-        np.searchsorted(q_in, span).astype(np.int64), np.ascontiguousarray(t_in[:, -1]),
+        group_offsets(q_in, m), np.ascontiguousarray(t_in[:, -1]),
         np.ascontiguousarray(d_in),
-        np.searchsorted(q_out, span).astype(np.int64), np.ascontiguousarray(t_out[:, -1]),
+        group_offsets(q_out, m), np.ascontiguousarray(t_out[:, -1]),
         np.ascontiguousarray(d_out))
     if note_negatives is not None:
         note_negatives(total_in)
@@ -99,9 +82,7 @@ class TotalsAtTimes:
         if not has_early.any() and (not small.loaded() or self._history_below(
                 new_t.min(axis=0), self._lower(new_t))):
             return new_k, new_t, delta  # _simple's shortcut, or the general path
-        ruled = np.ones(len(keys), dtype=bool)
-        if not small.loaded():
-            ruled[:] = False
+        ruled = np.full(len(keys), small.loaded())  # (not loaded: the early go back pending)
         if len(self.pending_keys):  # the output is not yet right at a key's pending times
             lo, hi = columnar.key_ranges(self.pending_keys, keys)
             ruled &= hi == lo
@@ -119,6 +100,4 @@ class TotalsAtTimes:
                                 self.ctx.dim).consolidated()
         at, _ = columnar.key_ranges(keys, np.ascontiguousarray(delta.rows[:, :kk]))
         rest = ~np.repeat(ruled, np.diff(starts))
-        keep = ~ruled[at]
-        return new_k[rest], new_t[rest], Updates(delta.rows[keep], delta.times[keep],
-                                                 delta.diffs[keep])
+        return new_k[rest], new_t[rest], restricted(delta, ~ruled[at])

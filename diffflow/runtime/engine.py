@@ -46,7 +46,8 @@ from diffflow.arrangements.updates import Updates
 from diffflow.common import memory
 from diffflow.common.errors import OperatorError, caused_by_interrupt
 from diffflow.dataflow.progress import global_frontiers, node_out_frontier
-from diffflow.lattice.frontiers import antichain_of, minimal_tuples, times_frontier
+from diffflow.lattice.frontiers import antichain_of, times_frontier
+from diffflow.lattice.times import minimal_tuples
 from diffflow.operators.base import OperatorContext
 from diffflow.operators.registry import operator_class
 from diffflow.runtime.routing import Routing

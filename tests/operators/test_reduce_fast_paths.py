@@ -172,27 +172,37 @@ def test_extremum_rule_early_corrections_and_giving_up(monkeypatch):
     assert counts["early"] > 200 and counts["given up"] > 5, counts
 
 
+def _tally_compiled(monkeypatch, module, name, tally, reducers) -> Counter:
+    """Run the 2-coordinate schedules of ``reducers`` with ``module.name`` counted: ``tally(seen,
+    result)`` per call."""
+    seen = Counter()
+    original = getattr(module, name)
+
+    def counting(*args, **kwargs):
+        out = original(*args, **kwargs)
+        tally(seen, out)
+        return out
+
+    monkeypatch.setattr(module, name, counting)
+    for which in reducers:
+        for seed in range(20):
+            run_case(seed, which, 2, compact=seed % 2 == 1, extra_cols=seed % 2)
+    return seen
+
+
 def test_extremum_rule_compiled_over_chains_of_rounds(monkeypatch, tactic):
-    # with the kernels loaded, keys whose times are rounds of one outer time take the
-    # compiled rule (chain_rule); the numpy rule is its reference (the small tactic, which
-    # never calls it). These schedules must reach it with corrections and with failures.
+    # with the kernels loaded, keys whose times are rounds of one outer time take the compiled
+    # rule (chain_rule); the numpy rule is its reference (the small tactic, which never calls
+    # it). These schedules must reach it with corrections and with failures.
     from diffflow.operators import reduce_extremum_times as rule
 
-    seen = Counter()
-    original = rule.chain_rule
-
-    def counting(kind, ev, keys, new_counts, new_t):
-        out = original(kind, ev, keys, new_counts, new_t)
+    def tally(seen, out):
         if out is not None:
             seen["calls"] += 1
             seen["failed keys"] += int(out[0].sum())
             seen["corrections"] += 0 if out[1] is None else len(out[1])
-        return out
 
-    monkeypatch.setattr(rule, "chain_rule", counting)
-    for which in ("min", "max_col1"):
-        for seed in range(20):
-            run_case(seed, which, 2, compact=seed % 2 == 1, extra_cols=seed % 2)
+    seen = _tally_compiled(monkeypatch, rule, "chain_rule", tally, ("min", "max_col1"))
     if tactic == "small":
         assert seen["calls"] == 0, seen
     else:
@@ -205,19 +215,12 @@ def test_distinct_and_threshold_compiled_over_chains_of_rounds(monkeypatch, tact
     # tactic, which never calls it). These schedules must reach it with corrections made.
     from diffflow.operators import reduce_totals_times as totals
 
-    seen = Counter()
-    original = totals.totals_corrections
-
-    def counting(*args, **kwargs):
-        out = original(*args, **kwargs)
+    def tally(seen, out):
         seen["calls" if out is not False else "not a chain"] += 1
         seen["corrections"] += len(out) if out is not None and out is not False else 0
-        return out
 
-    monkeypatch.setattr(totals, "totals_corrections", counting)
-    for which in ("distinct", "thr_mod3"):
-        for seed in range(20):
-            run_case(seed, which, 2, compact=seed % 2 == 1, extra_cols=seed % 2)
+    seen = _tally_compiled(monkeypatch, totals, "totals_corrections", tally,
+                           ("distinct", "thr_mod3"))
     if tactic == "small":
         assert seen["calls"] == 0, seen
     else:
