@@ -142,7 +142,9 @@ def connected_components(edges: Collection) -> Collection:
     [(2, 2), (5, 2), (7, 7), (8, 7), (9, 2)]
     """
     e = _edges(edges)
-    both = e.concat(e.select(src="dst", dst="src")).distinct()
+    # no distinct of the two directions: min ignores how often a candidate label arrives,
+    # and a distinct would hold every edge twice more (its input and output traces)
+    both = e.concat(e.select(src="dst", dst="src"))
     return _propagate(both, _nodes(e), "connected_components")
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from diffflow.arrangements import columnar, small
 from diffflow.arrangements.batch import Batch
+from diffflow.arrangements.chunked import consolidate_chunks
 from diffflow.arrangements.small import expand_ranges
 from diffflow.arrangements.updates import Updates, concat
 from diffflow.operators.base import Operator
@@ -115,18 +116,44 @@ def _output(left, perm: np.ndarray, n: int):
 
 def join_updates(left, right, key_width: int, perm: np.ndarray) -> Updates:
     """Join two key-sorted batches: rows ``left + right[key_width:]`` reordered by ``perm``."""
+    pieces = list(join_pieces(left, right, key_width, perm))
+    return pieces[0] if pieces else None
+
+
+def join_pieces(left, right, key_width: int, perm: np.ndarray, limit: int | None = None):
+    """:func:`join_updates` as chunks of about ``limit`` rows at most (whole runs of a probe
+    row; None: one chunk), so a caller can consolidate a big join's output as it comes.
+
+    >>> columnar.load_kernels()
+    >>> a = Batch.from_updates(Updates.from_lists([(1, 5), (2, 6)], [(0,)] * 2, [1, 1]), 1,
+    ...                        None, None)
+    >>> [u.rows.tolist() for u in join_pieces(a, a, 1, np.array([0, 1, 2]), limit=1)]
+    [[[1, 5, 5]], [[2, 6, 6]]]
+    """
     if small.loaded() and left.dead is None and right.dead is None:
         # the kernels write the output straight from the runs of equal keys: no pair arrays
         # (16 bytes a pair, plus numpy's temporaries to expand them), no key column copies
         left_first, lo, hi = matching_ranges(left.rows, right.rows, key_width)
-        total = int((hi - lo).sum())
+        ends = np.cumsum(hi - lo)
+        total = int(ends[-1]) if len(ends) else 0
         if not total:
-            return None
-        source, (rows, times, diffs) = _sources(left, key_width, perm), _output(left, perm, total)
+            return
+        source = _sources(left, key_width, perm)
         probe, batch = (left, right) if left_first else (right, left)
-        _kernels().emit_ranges(probe.rows, probe.times, probe.diffs, batch.rows, batch.times,
-                               batch.diffs, lo, hi, left_first, source, rows, times, diffs)
-        return Updates(rows, times, diffs)
+        cuts = [0, len(lo)]
+        if limit is not None and total > limit:
+            cuts = np.unique(np.concatenate([[0], np.searchsorted(
+                ends, np.arange(limit, total, limit), side="right"), [len(lo)]])).tolist()
+        for a, b in zip(cuts, cuts[1:]):
+            n = int(ends[b - 1] - (ends[a - 1] if a else 0))
+            if not n:
+                continue
+            rows, times, diffs = _output(left, perm, n)
+            _kernels().emit_ranges(probe.rows[a:b], probe.times[a:b], probe.diffs[a:b],
+                                   batch.rows, batch.times, batch.diffs, lo[a:b], hi[a:b],
+                                   left_first, source, rows, times, diffs)
+            yield Updates(rows, times, diffs)
+        return
     li, ri = matching_pairs(left.keys, right.keys)
     if len(li) and left.dead is not None:  # rows of bins that moved to another partition
         keep = left.live_mask(li)
@@ -135,7 +162,7 @@ def join_updates(left, right, key_width: int, perm: np.ndarray) -> Updates:
         keep = right.live_mask(ri)
         li, ri = li[keep], ri[keep]
     if len(li) == 0:
-        return None
+        return
     # the right row's key columns are skipped: shift its sources past them
     lw = left.rows.shape[1]
     if small.prefer(len(li), small.SMALL, len(li)):
@@ -148,11 +175,60 @@ def join_updates(left, right, key_width: int, perm: np.ndarray) -> Updates:
         np.maximum(times, np.take(right.times, ri, axis=0), out=times)
         diffs = np.take(left.diffs, li)
         diffs *= np.take(right.diffs, ri)
-        return Updates(rows, times, diffs)
+        yield Updates(rows, times, diffs)
+        return
     source, (rows, times, diffs) = _sources(left, key_width, perm), _output(left, perm, len(li))
     _kernels().emit_pairs(left.rows, left.times, left.diffs, right.rows, right.times,
                           right.diffs, li, ri, source, rows, times, diffs)
-    return Updates(rows, times, diffs)
+    yield Updates(rows, times, diffs)
+
+
+#: rows a join step emits before it consolidates them (and then whenever what came since
+#: outgrows what was consolidated): a closure's round derives each row many times over
+COMPACT_ROWS = 1 << 18
+
+
+class Compacting:
+    """A join step's output chunks, consolidated as they come once they are many.
+
+    Whenever the chunks not yet consolidated hold :data:`COMPACT_ROWS` rows and as many as
+    the consolidated part, all are consolidated into one chunk: a step that derives each
+    row ``k`` times holds about ``2 / k`` of its raw output, for sorting about twice the
+    rows the next arrange would sort (it then finds one sorted chunk: an O(n) pass).  A
+    consolidation that keeps nearly every row stops the rest of the step's.
+
+    >>> c = Compacting(1, 1); c.limit = 3
+    >>> c.extend([Updates.from_lists([(3,), (1,), (3,)], [(0,)] * 3, [1, 1, 1])] * 3)
+    >>> [(u.rows.ravel().tolist(), u.diffs.tolist()) for u in c.chunks()]
+    [([1, 3], [3, 6])]
+    """
+
+    def __init__(self, width: int, dim: int):
+        self.width, self.dim, self.limit = width, dim, COMPACT_ROWS
+        self.done: Updates | None = None  # the consolidated part
+        self.fresh: list = []
+        self.fresh_rows = 0
+
+    def extend(self, chunks) -> None:
+        for u in chunks:
+            if u is None or not len(u):
+                continue
+            self.fresh.append(u)
+            self.fresh_rows += len(u)
+            if self.fresh_rows >= max(self.limit, len(self.done) if self.done else 0):
+                self._consolidate()
+
+    def _consolidate(self) -> None:
+        parts = ([self.done] if self.done is not None else []) + self.fresh
+        before = sum(len(p) for p in parts)
+        self.done = Updates(*consolidate_chunks(parts, self.width, self.dim))
+        self.fresh, self.fresh_rows = [], 0
+        if len(self.done) > 0.9 * before:  # hardly any row repeats: not worth the sorts
+            self.limit = 1 << 62
+
+    def chunks(self) -> list:
+        """The step's output: the consolidated chunk, then the chunks since."""
+        return ([self.done] if self.done is not None and len(self.done) else []) + self.fresh
 
 
 class JoinOp(Operator):
@@ -176,23 +252,22 @@ class JoinOp(Operator):
         kk, perm = self.key_width, self.perm
         d_left = self._delta(inputs, 0)
         d_right = self._delta(inputs, 1)
-        out = []
+        out = Compacting(len(perm), self.ctx.dim)
         if d_left is not None:
             for batch in self.right_spine.batches:
-                out.append(join_updates(d_left, batch, kk, perm))
+                out.extend(join_pieces(d_left, batch, kk, perm, COMPACT_ROWS))
         if d_right is not None:
             fresh = _fresh_batches(inputs[0], self.left_spine) if d_left is not None else set()
             if fresh is not None:
                 # dA (B + dB) + A dB: the left spine without dA's batches is A, so no term cancels
                 for batch in self.left_spine.batches:
                     if id(batch) not in fresh:
-                        out.append(join_updates(batch, d_right, kk, perm))
+                        out.extend(join_pieces(batch, d_right, kk, perm, COMPACT_ROWS))
             else:  # dA was merged into older batches: (A + dA) dB - dA dB
                 for batch in self.left_spine.batches:
-                    out.append(join_updates(batch, d_right, kk, perm))
-                both = join_updates(d_left, d_right, kk, perm)
-                out.append(both.negated() if both is not None else None)
-        return [o for o in out if o is not None and len(o)]
+                    out.extend(join_pieces(batch, d_right, kk, perm, COMPACT_ROWS))
+                out.extend(u.negated() for u in join_pieces(d_left, d_right, kk, perm))
+        return out.chunks()
 
     def _delta(self, inputs, port):
         """The new batches of one port, as one key-sorted batch."""
