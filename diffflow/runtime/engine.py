@@ -48,7 +48,7 @@ from diffflow.common.errors import OperatorError, caused_by_interrupt
 from diffflow.dataflow.progress import global_frontiers, node_out_frontier
 from diffflow.lattice.frontiers import antichain_of, times_frontier
 from diffflow.lattice.times import minimal_tuples
-from diffflow.operators.base import OperatorContext
+from diffflow.operators.base import Operator, OperatorContext
 from diffflow.operators.registry import operator_class
 from diffflow.runtime.routing import Routing
 
@@ -74,6 +74,9 @@ class Topology:
         self.has_loops = any(cls.round_limit for cls in self.classes)
         self.traced = [n.id for n, cls in zip(self.nodes, self.classes) if cls.compaction]
         self.limited = [n.id for n, cls in zip(self.nodes, self.classes) if cls.round_limit]
+        # nodes whose operator can hold capabilities (the others never report any)
+        self.can_hold = [cls.capabilities is not Operator.capabilities for cls in self.classes]
+        self.capable = [n.id for n in self.nodes if self.can_hold[n.id]]
         self.fused = fused_projections(self.nodes, self.consumers)
 
     def frontiers(self, queued: dict, held: dict) -> dict:
@@ -170,6 +173,7 @@ class PartitionEngine:
         self.queues = {n.id: [[] for _ in n.inputs] for n in self.nodes}
         self._held: dict = {}  # node -> (capability array, its frontier): held data rarely moves
         self.log = None  # a tracing.WorkerLog when the dataflow is traced
+        self.emitted = False  # whether the last step emitted anything (Sweeper's marks)
         self.rescale_plan = None  # (key, step of each bin) while a plan runs that it sends in
         self.rescale_running = False  # whether a rescaling plan runs (sending in it or not)
 
@@ -230,6 +234,7 @@ class PartitionEngine:
                 raise KeyboardInterrupt from exc
             raise OperatorError(f"operator {node.describe()} failed: "
                                 f"{type(exc).__name__}: {exc}") from exc
+        self.emitted = bool(outs)
         if not outs:
             return False
         backward = False
@@ -267,10 +272,12 @@ class PartitionEngine:
     def pointstamps(self) -> tuple[dict, dict]:
         """``(queued, held)``: per node, the minimal times of queued chunks and capabilities."""
         queued, held = {}, {}
-        for nid in self.ops:
-            chunks = [c.times for port in self.queues[nid] for c in port if len(c)]
-            if chunks:
-                queued[nid] = minimal_tuples(t for arr in chunks for t in times_frontier(arr))
+        for nid, ports in self.queues.items():
+            if any(ports):
+                chunks = [c.times for port in ports for c in port if len(c)]
+                if chunks:
+                    queued[nid] = minimal_tuples(t for arr in chunks for t in times_frontier(arr))
+        for nid in self.topology.capable:
             caps = self.held(nid)
             if caps:
                 held[nid] = caps
@@ -351,8 +358,21 @@ class Sweeper:
         self.seen: dict = {n.id: None for n in topology.nodes}  # input frontiers last stepped at
         self.outgoing: list = [[] for _ in range(parts)]
         self.logs: dict | None = None  # partition -> tracing.WorkerLog (local runtime, traced)
+        # nodes the next sweep looks at: those that got input or whose inputs' frontiers moved
+        # since they were last looked at (see sweep's ``marked``)
+        self.marks = [True] * len(topology.nodes)
 
-    def sweep(self, frontiers: dict, remote=({}, {})) -> bool:
+    def mark(self, nids=None) -> None:
+        """Have the next sweep look at the consumers of ``nids`` (None: at every node) --
+        for a caller that changed frontiers between sweeps (a recomputation)."""
+        if nids is None:
+            self.marks = [True] * len(self.marks)
+            return
+        for nid in nids:
+            for consumer, _ in self.topology.consumers[nid]:
+                self.marks[consumer] = True
+
+    def sweep(self, frontiers: dict, remote=({}, {}), marked: bool = False) -> bool:
         """Step every node with input, new input frontiers (unless ``frontier_blind``) or
         ``always_steps``; True if
         something reached an earlier node (a loop's feedback edge) and needs another sweep.
@@ -360,30 +380,53 @@ class Sweeper:
         ``frontiers`` (updated in place) are every node's output frontier at
         the start; ``remote`` the ``(queued, held)`` pointstamps of partitions
         not stepped here.  Chunks for those wait in :attr:`outgoing`.
+
+        With ``marked``, only nodes marked since they were last looked at are: a sweep marks
+        the consumers of a node that emitted or whose frontier moved, :meth:`mark` those of
+        frontiers moved between sweeps.  A caller whose frontiers, queues or capabilities may
+        have changed otherwise (a new run, a coordinator's frontiers, chunks from other
+        workers) sweeps unmarked: every node is looked at, as a node with nothing new is
+        skipped either way -- marks only spare the looking.
         """
         topo, engines = self.topology, list(self.engines.values())
         remote_queued, remote_held = remote
         backward = False
+        marks, consumers = self.marks, topo.consumers
+        if not marked:
+            marks[:] = [True] * len(marks)
         for node, cls in zip(topo.nodes, topo.classes):
             nid = node.id
+            if not marks[nid]:
+                continue
+            marks[nid] = False
             ports = [frontiers[src] for src in node.inputs]
             idle = not cls.always_steps and not any(e.has_input(nid) for e in engines)
             if idle and ports == self.seen[nid]:
                 continue
             self.seen[nid] = ports
+            can_hold = topo.can_hold[nid]
             if not (idle and cls.frontier_blind  # an idle step would change nothing
-                    and not any(e.held(nid) for e in engines)):
+                    and not (can_hold and any(e.held(nid) for e in engines))):
                 in_dim = topo.input_dims[nid]
                 antichains = [antichain_of(f, in_dim) for f in ports]
+                emitted = False
                 for engine in engines:
                     backward |= engine.step(nid, antichains, self.outgoing)
+                    emitted |= engine.emitted
                     self._deliver(engine.partition)
-            held = [t for e in engines for t in e.held(nid)]
+                if emitted:
+                    for c, _ in consumers[nid]:
+                        marks[c] = True
+            if cls.always_steps:
+                marks[nid] = True
+            held = [t for e in engines for t in e.held(nid)] if can_hold else []
             held.extend(remote_held.get(nid, ()))
             new = node_out_frontier(topo.summaries[nid], ports, remote_queued.get(nid, ()), held)
             if new != frontiers[nid]:
                 frontiers[nid] = new
-                backward |= any(c <= nid for c, _ in topo.consumers[nid])
+                for c, _ in consumers[nid]:
+                    marks[c] = True
+                    backward |= c <= nid
         memory.trim_if_busy()
         return backward
 

@@ -74,9 +74,11 @@ class LocalRuntime(Runtime):
         if self.topology.has_loops:
             self._recompute()
         self.sweeps = 1
-        while self.sweeper.sweep(self.frontiers):
-            self._recompute()
+        marked = False  # a run's first sweep looks at every node: inputs were staged
+        while self.sweeper.sweep(self.frontiers, marked=marked):
+            self._recompute(marked=True)
             self.sweeps += 1
+            marked = True
         overflow: dict = {}
         for engine in self.engines.values():
             for scope_id, epochs in engine.finish(self.frontiers).items():
@@ -88,9 +90,12 @@ class LocalRuntime(Runtime):
         if overflow:
             raise loop_overflow_error(overflow, self.graph.scopes)
 
-    def _recompute(self) -> None:
+    def _recompute(self, marked: bool = False) -> None:
         reports = [engine.pointstamps() for engine in self.engines.values()]
-        self.frontiers = self.topology.frontiers(*merge_pointstamps(reports))
+        before, self.frontiers = self.frontiers, self.topology.frontiers(
+            *merge_pointstamps(reports))
+        if marked:  # the next sweep looks at the consumers of frontiers that moved
+            self.sweeper.mark([nid for nid, f in self.frontiers.items() if before[nid] != f])
 
     # -- rescaling ---------------------------------------------------------------------------
     def rescale_plan(self, key, step_of_bin) -> None:
