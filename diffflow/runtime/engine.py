@@ -74,10 +74,18 @@ class Topology:
         self.has_loops = any(cls.round_limit for cls in self.classes)
         self.traced = [n.id for n, cls in zip(self.nodes, self.classes) if cls.compaction]
         self.limited = [n.id for n, cls in zip(self.nodes, self.classes) if cls.round_limit]
+        self._holders()
+        self.fused = fused_projections(self.nodes, self.consumers)
+
+    def _holders(self) -> None:
         # nodes whose operator can hold capabilities (the others never report any)
         self.can_hold = [cls.capabilities is not Operator.capabilities for cls in self.classes]
         self.capable = [n.id for n in self.nodes if self.can_hold[n.id]]
-        self.fused = fused_projections(self.nodes, self.consumers)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if "capable" not in state:  # pickled before these were kept
+            self._holders()
 
     def frontiers(self, queued: dict, held: dict) -> dict:
         """Every node's exact output frontier from all partitions' pointstamps."""
@@ -362,12 +370,13 @@ class Sweeper:
         # since they were last looked at (see sweep's ``marked``)
         self.marks = [True] * len(topology.nodes)
 
-    def mark(self, nids=None) -> None:
-        """Have the next sweep look at the consumers of ``nids`` (None: at every node) --
-        for a caller that changed frontiers between sweeps (a recomputation)."""
-        if nids is None:
-            self.marks = [True] * len(self.marks)
-            return
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("marks", [True] * len(self.topology.nodes))  # (older pickles)
+
+    def mark(self, nids) -> None:
+        """Have the next sweep look at the consumers of ``nids``: for a caller that moved
+        their frontiers between sweeps (a recomputation)."""
         for nid in nids:
             for consumer, _ in self.topology.consumers[nid]:
                 self.marks[consumer] = True
