@@ -194,8 +194,8 @@ class Compacting:
     Whenever the chunks not yet consolidated hold :data:`COMPACT_ROWS` rows and as many as
     the consolidated part, all are consolidated into one chunk: a step that derives each
     row ``k`` times holds about ``2 / k`` of its raw output, for sorting about twice the
-    rows the next arrange would sort (it then finds one sorted chunk: an O(n) pass).  A
-    consolidation that keeps nearly every row stops the rest of the step's.
+    rows the next arrange would sort (a consolidated chunk alone costs that arrange one
+    O(n) pass).  A consolidation that keeps nearly every row stops the rest of the step's.
 
     >>> c = Compacting(1, 1); c.limit = 3
     >>> c.extend([Updates.from_lists([(3,), (1,), (3,)], [(0,)] * 3, [1, 1, 1])] * 3)
