@@ -78,15 +78,17 @@ class Batch:
         return Batch(rows, times, diffs, key_width, lower, upper, since)
 
     @staticmethod
-    def from_chunks(chunks, width: int, dim: int, key_width: int, lower, upper) -> "Batch":
+    def from_chunks(chunks, width: int, dim: int, key_width: int, lower, upper,
+                    consume: bool = False) -> "Batch":
         """Consolidate a list of chunks (as if concatenated, without copying them
-        together first) into a batch with the given description.
+        together first) into a batch with the given description (``consume``: empty the
+        list as soon as it is read, see :func:`.chunked.consolidate_chunks`).
 
         >>> u = Updates.from_lists([(2, 9), (1, 5)], [(0,), (0,)], [1, 1])
         >>> Batch.from_chunks([u, u], 2, 1, 1, None, None).diffs.tolist()
         [2, 2]
         """
-        rows, times, diffs = consolidate_chunks(chunks, width, dim)
+        rows, times, diffs = consolidate_chunks(chunks, width, dim, consume)
         return Batch(rows, times, diffs, key_width, lower, upper)
 
     def __len__(self) -> int:

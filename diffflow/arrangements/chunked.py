@@ -33,7 +33,7 @@ def _sorted_run(parts, K) -> bool:
     return all(K.sortedness(r, t) for r, t, _ in parts)
 
 
-def consolidate_chunks(chunks, width: int, dim: int):
+def consolidate_chunks(chunks, width: int, dim: int, consume: bool = False):
     """:func:`.columnar.consolidate` of the concatenation of ``(rows, times, diffs)`` chunks.
 
     ``chunks`` is a sequence of triples (e.g. :class:`.updates.Updates`) of
@@ -41,6 +41,10 @@ def consolidate_chunks(chunks, width: int, dim: int):
     Returns fresh C-contiguous ``(rows, times, diffs)``, sorted by (row,
     time) with equal pairs summed and zeros dropped.  Complexity: that of
     ``consolidate`` on the concatenation, minus one copy of the rows.
+
+    With ``consume``, ``chunks`` (a list) is emptied once the sort words hold what the
+    result needs: chunks nothing else refers to are freed before the result is written, so
+    a big arrange holds its input and its output at once no longer.
 
     >>> a = (np.array([[2], [1]]), np.array([[0], [0]]), np.array([1, 1]))
     >>> b = (np.array([[2]]), np.array([[0]]), np.array([-1]))
@@ -80,9 +84,13 @@ def consolidate_chunks(chunks, width: int, dim: int):
     for r, t, d in parts:  # each chunk into its slice; mode 1 payloads are global indices
         K.pack_single(r, t, mins, p_col, c_sh[p_col], d, dmin, mode, words[off:off + len(d)], off)
         off += len(d)
-    words = columnar._sort_u64(words, low, low + total)
     # mode 2 decodes diffs from the words; mode 1 reads them by global index
     diffs = np.concatenate([d for _, _, d in parts]) if mode == 1 else np.zeros(0, np.int64)
+    if consume:  # the words (and mode 1's diffs) are all the decode reads
+        del c, r, t, d
+        parts.clear()
+        chunks.clear()
+    words = columnar._sort_u64(words, low, low + total)
     out = (np.empty((n, width), np.int64), np.empty((n, dim), np.int64), np.empty(n, np.int64))
     return columnar._finish(out, K.consolidate_packed(words, low, mode, mins.view(np.uint64),
                                                       c_sh, c_mask, diffs, dmin, *out))

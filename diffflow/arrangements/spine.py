@@ -310,15 +310,17 @@ class Spine:
         self.insert(batch)
         return batch
 
-    def insert_chunks(self, chunks, upper: Antichain) -> Batch:
-        """:meth:`insert_updates` of a list of chunks (consolidated without concatenating).
+    def insert_chunks(self, chunks, upper: Antichain, consume: bool = False) -> Batch:
+        """:meth:`insert_updates` of a list of chunks (consolidated without concatenating;
+        ``consume``: the list is emptied once read, so the chunks can be freed early).
 
         >>> s = Spine(width=1, key_width=1, dim=1)
         >>> u = Updates.from_lists([(4,), (2,)], [(0,), (0,)], [1, 1])
         >>> s.insert_chunks([u, u.negated(), u], upper=Antichain([(1,)])).rows.tolist()
         [[2], [4]]
         """
-        batch = Batch.from_chunks(chunks, self.width, self.dim, self.key_width, self.upper, upper)
+        batch = Batch.from_chunks(chunks, self.width, self.dim, self.key_width, self.upper, upper,
+                                  consume)
         self.insert(batch)
         return batch
 

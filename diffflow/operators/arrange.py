@@ -34,8 +34,10 @@ class ArrangeOp(Operator):
 
     def step(self, inputs, frontiers):
         # The arrived chunks stay a list: the batch consolidates them without
-        # concatenating first (one copy of the rows, into the sort words).
+        # concatenating first (one copy of the rows, into the sort words), and takes them:
+        # once packed into the words they are freed, before the batch's arrays are written.
         chunks = [c for c in inputs[0] if len(c)]
+        inputs[0].clear()
         if not self.in_order:
             chunks = [Updates(np.ascontiguousarray(c.rows[:, self.order]), c.times, c.diffs)
                       for c in chunks]
@@ -58,12 +60,15 @@ class ArrangeOp(Operator):
                 else:
                     waiting.append(c.take(incomplete))
                     ready.append(c.take(~incomplete))
+            c = None  # (no reference left to a chunk: the batch takes them)
             if waiting:
                 self.pending = concat(waiting, self.node.schema.width, self.ctx.dim)
         if not ready:  # only the frontier moved: no batch to build
             self.spine.extend_to(frontier)
             return []
-        batch = self.spine.insert_chunks(ready, frontier)
+        if ready is not chunks:
+            chunks.clear()  # (what waits is in self.pending)
+        batch = self.spine.insert_chunks(ready, frontier, consume=True)
         return [batch] if len(batch) else []
 
     def capabilities(self):

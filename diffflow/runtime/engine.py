@@ -230,9 +230,9 @@ class PartitionEngine:
         try:
             if log is None:
                 outs = self.ops[nid].step(inputs, antichains)
-            else:
+            else:  # (the operator may empty its input lists: an arrange takes its chunks)
                 t0 = log.now()
-                outs = self.ops[nid].step(inputs, antichains)
+                outs = self.ops[nid].step([list(port) for port in inputs], antichains)
                 if outs or any(inputs):  # a step that did nothing is not logged
                     log.step(nid, t0, inputs, outs)
         except OperatorError:

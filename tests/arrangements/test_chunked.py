@@ -163,3 +163,27 @@ def test_arrange_emits_the_complete_updates_and_keeps_the_rest_pending(order):
         assert held == [(tuple(r), tuple(t), d) for r, t, d in pending]
         op.spine._check()
     assert op.pending is None and op.capabilities() is None
+
+
+@pytest.mark.parametrize("spread,dspread", [(6, 3), (1 << 20, 1 << 30)])  # mode 2, mode 1
+def test_consume_frees_the_chunks_before_the_sort(spread, dspread, monkeypatch):
+    """With ``consume`` the list is emptied once packed: by the time the words are sorted (and
+    the result is allocated) no chunk is alive, whether the words carry the diffs or not."""
+    import weakref
+
+    columnar.load_kernels()
+    rng = np.random.default_rng(spread)
+    chunks = random_chunks(rng, 2, 2, [3000, 2000, 500], spread=spread, dspread=dspread)
+    expect = concat_consolidate(chunks, 2, 2)
+    refs = [weakref.ref(a) for c in chunks for a in c]
+    alive_at_sort = []
+    sort = columnar._sort_u64
+
+    def watching(words, low, high):
+        alive_at_sort.append(sum(r() is not None for r in refs))
+        return sort(words, low, high)
+
+    monkeypatch.setattr(columnar, "_sort_u64", watching)
+    got = consolidate_chunks(chunks, 2, 2, consume=True)
+    assert chunks == [] and alive_at_sort == [0]
+    same(got, expect)
