@@ -131,7 +131,8 @@ def _nodes(e: Collection) -> Collection:
 def connected_components(edges: Collection) -> Collection:
     """Weakly connected components, as ``(node, label)`` with label = smallest node id.
 
-    Edges are taken as undirected.
+    Edges are taken as undirected; an edge present several times counts once, and a node is
+    in the output while some edge touches it.
 
     >>> import diffflow as dd
     >>> flow = dd.Dataflow()
