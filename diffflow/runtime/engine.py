@@ -78,13 +78,12 @@ class Topology:
         self.fused = fused_projections(self.nodes, self.consumers)
 
     def _holders(self) -> None:
-        # nodes whose operator can hold capabilities (the others never report any)
+        # per node, whether its operator can hold capabilities (the others never report any)
         self.can_hold = [cls.capabilities is not Operator.capabilities for cls in self.classes]
-        self.capable = [n.id for n in self.nodes if self.can_hold[n.id]]
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        if "capable" not in state:  # pickled before these were kept
+        if "can_hold" not in state:  # pickled before it was kept
             self._holders()
 
     def frontiers(self, queued: dict, held: dict) -> dict:
@@ -285,8 +284,8 @@ class PartitionEngine:
                 chunks = [c.times for port in ports for c in port if len(c)]
                 if chunks:
                     queued[nid] = minimal_tuples(t for arr in chunks for t in times_frontier(arr))
-        for nid in self.topology.capable:
-            caps = self.held(nid)
+        for nid, can_hold in enumerate(self.topology.can_hold):
+            caps = self.held(nid) if can_hold else ()
             if caps:
                 held[nid] = caps
         return queued, held

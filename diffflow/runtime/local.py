@@ -76,7 +76,7 @@ class LocalRuntime(Runtime):
         self.sweeps = 1
         marked = False  # a run's first sweep looks at every node: inputs were staged
         while self.sweeper.sweep(self.frontiers, marked=marked):
-            self._recompute(marked=True)
+            self._recompute()
             self.sweeps += 1
             marked = True
         overflow: dict = {}
@@ -90,12 +90,12 @@ class LocalRuntime(Runtime):
         if overflow:
             raise loop_overflow_error(overflow, self.graph.scopes)
 
-    def _recompute(self, marked: bool = False) -> None:
+    def _recompute(self) -> None:
         reports = [engine.pointstamps() for engine in self.engines.values()]
         before, self.frontiers = self.frontiers, self.topology.frontiers(
             *merge_pointstamps(reports))
-        if marked:  # the next sweep looks at the consumers of frontiers that moved
-            self.sweeper.mark([nid for nid, f in self.frontiers.items() if before[nid] != f])
+        # a marked sweep next looks at the consumers of the frontiers that moved
+        self.sweeper.mark([nid for nid, f in self.frontiers.items() if before[nid] != f])
 
     # -- rescaling ---------------------------------------------------------------------------
     def rescale_plan(self, key, step_of_bin) -> None:
