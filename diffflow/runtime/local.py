@@ -48,6 +48,7 @@ class LocalRuntime(Runtime):
         self.sweeps = 0  # sweeps of the last run (a measure of its latency)
         self.closed = 0  # epochs closed (advance() calls): the epoch a run's events carry
         self.trace = trace  # a trace_sink.TraceSink, or None
+        self.rounds = None  # compiled_rounds.CompiledRounds, built when a loop first runs
         if trace is not None:  # (tracing is imported only by a traced run: cold start)
             from diffflow.runtime.tracing import WorkerLog
             self.sweeper.logs = {p: WorkerLog(p, trace.origin) for p in range(parts)}
@@ -79,6 +80,9 @@ class LocalRuntime(Runtime):
             self._recompute()
             self.sweeps += 1
             marked = True
+            if self.topology.has_loops and self._compiled_rounds():
+                self._recompute()
+                marked = False  # queues, traces and capabilities moved: look at every node
         overflow: dict = {}
         for engine in self.engines.values():
             for scope_id, epochs in engine.finish(self.frontiers).items():
@@ -89,6 +93,15 @@ class LocalRuntime(Runtime):
                             operator_names(self.graph))
         if overflow:
             raise loop_overflow_error(overflow, self.graph.scopes)
+
+    def _compiled_rounds(self) -> bool:
+        """Run small deltas' loop rounds compiled (:mod:`.compiled_rounds`); whether any ran."""
+        if getattr(self, "rounds", None) is None:  # (runtimes pickled before it existed)
+            from diffflow.runtime.compiled_rounds import CompiledRounds, mode
+            if mode() == "off":
+                return False
+            self.rounds = CompiledRounds(self.graph, self.symbols)
+        return self.rounds.run(self)
 
     def _recompute(self) -> None:
         reports = [engine.pointstamps() for engine in self.engines.values()]

@@ -1,0 +1,530 @@
+"""The compiled round loop (private; driven by :mod:`diffflow.runtime.compiled_rounds`).
+
+:func:`run_rounds` runs a loop's rounds of one epoch for a lowered program
+(:mod:`.program`): per round, the loop's operators in construction order over that
+round's updates, with no Python call per operator or per round.  The layout of every
+array it reads and writes is described in :mod:`.program`; the mathematics (why rounds
+of one epoch are a chain, what a ``distinct`` reads) in ``docs/ARCHITECTURE.md``,
+"Compiled rounds".
+
+Traces are read in place: their batches' arrays arrive as addresses (:func:`_view`), so
+entering the loop copies no history; what the rounds add lives in a hash-chained
+overlay (``over``) until the driver seals it into the spines.
+
+Kernels here use integers, arrays and numba's runtime only (see
+:mod:`diffflow.common.jit`): no numpy function that needs numba's array library.
+"""
+import numpy as np
+from numba import carray, types
+from numba.extending import intrinsic
+
+from diffflow.common.jit import kernel
+
+from diffflow.operators.rounds.codes import (  # noqa: F401 (the kernel's constants)
+    ARRANGE, CONCAT, DISTINCT, ENTER, EXIT, FEEDBACK, FILTER, JOIN, NEGATE, ROUND_LIMIT,
+    SELECT, SETTLED, TOO_BIG, X_ABS, X_ADD, X_AND, X_COL, X_EQ, X_GE, X_GT, X_LE, X_LIT,
+    X_LT, X_MAX, X_MIN, X_MUL, X_NE, X_NEG, X_NOT, X_OR, X_SUB, X_WRAP32, X_WRAPU32)
+
+# columns of the work, overlay, schedule and exit buffers before the row
+W_NODE, W_PORT, W_ROUND, W_DIFF, W_ROW = 0, 1, 2, 3, 4
+O_TRACE, O_ROUND, O_DIFF, O_NEXT, O_ROW = 0, 1, 2, 3, 4
+S_NODE, S_ROUND, S_ROW = 0, 1, 2
+X_NODE, X_ROUND, X_DIFF, X_ROW = 0, 1, 2, 3
+
+_BIG = np.iinfo(np.int64).max
+
+
+@intrinsic
+def _int64_pointer(typingctx, address):
+    """The int64 pointer at ``address`` (an array's ``ctypes.data``)."""
+    sig = types.CPointer(types.int64)(types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.int64)))
+    return sig, codegen
+
+
+@kernel
+def _view(address, rows, width):
+    """A C-contiguous ``(rows, width)`` int64 array at ``address`` (kept alive by the caller)."""
+    return carray(_int64_pointer(address), (rows, width))
+
+
+@kernel
+def _vector(address, n):
+    return carray(_int64_pointer(address), (n,))
+
+
+@kernel
+def _grown(buf, n):
+    """``buf`` with room for row ``n`` (doubled when full)."""
+    if n < buf.shape[0]:
+        return buf
+    bigger = np.zeros((2 * buf.shape[0], buf.shape[1]), np.int64)
+    for i in range(n):
+        for j in range(buf.shape[1]):
+            bigger[i, j] = buf[i, j]
+    return bigger
+
+
+@kernel
+def _hash(buf, i, start, k, salt):
+    h = salt * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019
+    for j in range(start, start + k):
+        h ^= buf[i, j]
+        h *= 0xBF58476D1CE4E5B9
+        h ^= (h >> 31) & 0x1FFFFFFFF
+    return h
+
+
+@kernel
+def _lower_bound(rows, n, key, key_start, kk):
+    """First row of ``rows[:n]`` (sorted) whose first ``kk`` columns are >= the key."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        less = False
+        for j in range(kk):
+            a, b = rows[mid, j], key[key_start + j]
+            if a != b:
+                less = a < b
+                break
+        if less:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@kernel
+def _key_range(rows, n, key, key_start, kk):
+    """``[lo, hi)``: the rows of ``rows[:n]`` (sorted) whose first ``kk`` columns equal the key."""
+    lo = _lower_bound(rows, n, key, key_start, kk)
+    hi = lo
+    while hi < n:
+        same = True
+        for j in range(kk):
+            if rows[hi, j] != key[key_start + j]:
+                same = False
+                break
+        if not same:
+            break
+        hi += 1
+    return lo, hi
+
+
+@kernel
+def _evaluate(code, lo, hi, row, stack):
+    """The value of the expression ``code[lo:hi]`` (postfix) on ``row``."""
+    top = 0
+    for p in range(lo, hi):
+        op, arg = code[p, 0], code[p, 1]
+        if op == X_COL:
+            stack[top] = row[arg]
+            top += 1
+        elif op == X_LIT:
+            stack[top] = arg
+            top += 1
+        elif op == X_NEG:
+            stack[top - 1] = -stack[top - 1]
+        elif op == X_ABS:
+            stack[top - 1] = abs(stack[top - 1])
+        elif op == X_NOT:
+            stack[top - 1] = 1 if stack[top - 1] == 0 else 0
+        elif op == X_WRAP32:
+            v = (stack[top - 1] + 2147483648) % 4294967296
+            if v < 0:
+                v += 4294967296
+            stack[top - 1] = v - 2147483648
+        elif op == X_WRAPU32:
+            v = stack[top - 1] % 4294967296
+            if v < 0:
+                v += 4294967296
+            stack[top - 1] = v
+        else:
+            b = stack[top - 1]
+            a = stack[top - 2]
+            top -= 1
+            if op == X_ADD:
+                r = a + b
+            elif op == X_SUB:
+                r = a - b
+            elif op == X_MUL:
+                r = a * b
+            elif op == X_EQ:
+                r = 1 if a == b else 0
+            elif op == X_NE:
+                r = 1 if a != b else 0
+            elif op == X_LT:
+                r = 1 if a < b else 0
+            elif op == X_LE:
+                r = 1 if a <= b else 0
+            elif op == X_GT:
+                r = 1 if a > b else 0
+            elif op == X_GE:
+                r = 1 if a >= b else 0
+            elif op == X_AND:
+                r = 1 if (a != 0 and b != 0) else 0
+            elif op == X_OR:
+                r = 1 if (a != 0 or b != 0) else 0
+            elif op == X_MAX:
+                r = a if a >= b else b
+            else:  # X_MIN
+                r = a if a <= b else b
+            stack[top - 1] = r
+    return stack[0]
+
+
+@kernel
+def _overlay_add(over, n_over, heads, trace_kk, trace, row, width, rnd, diff):
+    """Add ``diff`` to the overlay's update ``(row, rnd)`` of ``trace``; returns the overlay,
+    its length and the heads (rehashed when the overlay outgrew them).  Chains hash the
+    key (``trace_kk[trace]`` columns), so a trace's updates of one key share a chain."""
+    kk = trace_kk[trace]
+    mask = heads.shape[0] - 1
+    h = _hash(row.reshape(1, row.shape[0]), 0, 0, kk, trace) & mask
+    e = heads[h]
+    while e >= 0:
+        if over[e, O_TRACE] == trace and over[e, O_ROUND] == rnd:
+            same = True
+            for j in range(width):
+                if over[e, O_ROW + j] != row[j]:
+                    same = False
+                    break
+            if same:
+                over[e, O_DIFF] += diff
+                return over, n_over, heads
+        e = over[e, O_NEXT]
+    over = _grown(over, n_over)
+    over[n_over, O_TRACE] = trace
+    over[n_over, O_ROUND] = rnd
+    over[n_over, O_DIFF] = diff
+    over[n_over, O_NEXT] = heads[h]
+    for j in range(width):
+        over[n_over, O_ROW + j] = row[j]
+    heads[h] = n_over
+    n_over += 1
+    if n_over > heads.shape[0]:  # rehash into twice the heads
+        heads = np.full(2 * heads.shape[0], -1, np.int64)
+        mask = heads.shape[0] - 1
+        for i in range(n_over):
+            h = _hash(over, i, O_ROW, trace_kk[over[i, O_TRACE]], over[i, O_TRACE]) & mask
+            over[i, O_NEXT] = heads[h]
+            heads[h] = i
+    return over, n_over, heads
+
+
+@kernel
+def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, sources, code,
+               code_ptr, trace_kk, trace_width, trace_batches_ptr, trace_batches,
+               batch_rows, batch_times, batch_diffs, batch_len, work, n_work, schedule,
+               n_schedule, first_round, limit, heads_size):
+    """Run rounds from ``first_round`` until nothing is left (SETTLED), the work waiting
+    at a round's end exceeds ``limit`` rows (TOO_BIG) or a feedback would pass its round
+    limit (ROUND_LIMIT).
+
+    Returns ``(reason, last complete round, work, n_work, schedule, n_schedule, overlay,
+    n_overlay, exits, n_exits, negative)``: what waits (work and schedule rows, rounds
+    above the last complete one), the overlay (updates added to each trace), the updates
+    that left the loop, and per node whether a distinct met a negative total.
+    """
+    n_nodes = nodes.shape[0]
+    rw = work.shape[1] - W_ROW
+    over = np.zeros((64, O_ROW + rw), np.int64)
+    n_over = 0
+    heads = np.full(heads_size, -1, np.int64)
+    exits = np.zeros((16, X_ROW + rw), np.int64)
+    n_exits = 0
+    negative = np.zeros(n_nodes, np.int64)
+    stack = np.zeros(64, np.int64)
+    row = np.zeros(rw, np.int64)
+    out = np.zeros(rw, np.int64)
+    seen = np.full(16, -1, np.int64)  # a distinct's keys this round (hash set of S rows)
+    r = first_round
+    done = -1
+    reason = SETTLED
+    while True:
+        stop_limit = False
+        for i in range(n_nodes):
+            op = nodes[i, 0]
+            if op == DISTINCT:
+                # every key scheduled at this round, once: total in, total out, correct
+                kk = nodes[i, 5]
+                m = 0
+                for s in range(n_schedule):
+                    if schedule[s, S_NODE] == i and schedule[s, S_ROUND] == r:
+                        m += 1
+                if m == 0:
+                    continue
+                size = 16
+                while size < 2 * m:
+                    size *= 2
+                if seen.shape[0] < size:
+                    seen = np.full(size, -1, np.int64)
+                mask = seen.shape[0] - 1
+                for s in range(n_schedule):
+                    if schedule[s, S_NODE] != i or schedule[s, S_ROUND] != r:
+                        continue
+                    schedule[s, S_NODE] = -1
+                    h = _hash(schedule, s, S_ROW, kk, i) & mask
+                    dup = False
+                    while seen[h] >= 0:
+                        o = seen[h]
+                        same = True
+                        for j in range(kk):
+                            if schedule[o, S_ROW + j] != schedule[s, S_ROW + j]:
+                                same = False
+                                break
+                        if same:
+                            dup = True
+                            break
+                        h = (h + 1) & mask
+                    if dup:
+                        continue
+                    seen[h] = s
+                    for j in range(kk):
+                        row[j] = schedule[s, S_ROW + j]
+                    t_in, t_out = nodes[i, 3], nodes[i, 4]
+                    total_in, total_out, nxt = 0, 0, _BIG
+                    for side in range(2):
+                        t = t_in if side == 0 else t_out
+                        for q in range(trace_batches_ptr[t], trace_batches_ptr[t + 1]):
+                            b = trace_batches[q]
+                            n = batch_len[b]
+                            rows = _view(batch_rows[b], n, trace_width[t])
+                            times = _view(batch_times[b], n, 2)
+                            diffs = _vector(batch_diffs[b], n)
+                            lo, hi = _key_range(rows, n, row, 0, kk)
+                            for p in range(lo, hi):
+                                rr = times[p, 1]
+                                if rr <= r:
+                                    if side == 0:
+                                        total_in += diffs[p]
+                                    else:
+                                        total_out += diffs[p]
+                                elif rr < nxt:
+                                    nxt = rr
+                        mask_o = heads.shape[0] - 1
+                        e = heads[_hash(row.reshape(1, rw), 0, 0, kk, t) & mask_o]
+                        while e >= 0:
+                            if over[e, O_TRACE] == t:
+                                same = True
+                                for j in range(kk):
+                                    if over[e, O_ROW + j] != row[j]:
+                                        same = False
+                                        break
+                                if same:
+                                    rr = over[e, O_ROUND]
+                                    if rr <= r:
+                                        if side == 0:
+                                            total_in += over[e, O_DIFF]
+                                        else:
+                                            total_out += over[e, O_DIFF]
+                                    elif rr < nxt:
+                                        nxt = rr
+                            e = over[e, O_NEXT]
+                    if total_in < 0:
+                        negative[i] = 1
+                    change = (1 if total_in > 0 else 0) - total_out
+                    if change != 0:
+                        over, n_over, heads = _overlay_add(over, n_over, heads, trace_kk,
+                                                           t_out, row, kk, r, change)
+                        for c in range(consumers_ptr[i], consumers_ptr[i + 1]):
+                            work = _grown(work, n_work)
+                            work[n_work, W_NODE] = consumers[c, 0]
+                            work[n_work, W_PORT] = consumers[c, 1]
+                            work[n_work, W_ROUND] = r
+                            work[n_work, W_DIFF] = change
+                            for j in range(kk):
+                                work[n_work, W_ROW + j] = row[j]
+                            n_work += 1
+                    if nxt != _BIG:  # the key's next round with history: look again there
+                        schedule = _grown(schedule, n_schedule)
+                        schedule[n_schedule, S_NODE] = i
+                        schedule[n_schedule, S_ROUND] = nxt
+                        for j in range(kk):
+                            schedule[n_schedule, S_ROW + j] = row[j]
+                        n_schedule += 1
+                for s in range(seen.shape[0]):
+                    seen[s] = -1
+                continue
+            # the updates waiting at node i at this round, in arrival order
+            for w in range(n_work):
+                if work[w, W_NODE] != i or work[w, W_ROUND] != r:
+                    continue
+                work[w, W_NODE] = -1
+                diff = work[w, W_DIFF]
+                port = work[w, W_PORT]
+                in_width = nodes[i, 1]
+                for j in range(in_width):
+                    row[j] = work[w, W_ROW + j]
+                rnd = r
+                width = nodes[i, 2]
+                if op == CONCAT:
+                    for j in range(width):
+                        out[j] = row[j]
+                elif op == NEGATE:
+                    diff = -diff
+                    for j in range(width):
+                        out[j] = row[j]
+                elif op == SELECT:
+                    first = nodes[i, 3]
+                    for j in range(width):
+                        out[j] = _evaluate(code, code_ptr[first + j], code_ptr[first + j + 1],
+                                           row, stack)
+                elif op == FILTER:
+                    first = nodes[i, 3]
+                    if _evaluate(code, code_ptr[first], code_ptr[first + 1], row, stack) == 0:
+                        continue
+                    for j in range(width):
+                        out[j] = row[j]
+                elif op == FEEDBACK:
+                    limit_round = nodes[i, 3]
+                    if limit_round >= 0 and r + 1 > limit_round:
+                        work[w, W_NODE] = i  # left for the engine's feedback, which cuts it
+                        stop_limit = True
+                        continue
+                    rnd = r + 1
+                    for j in range(width):
+                        out[j] = row[j]
+                elif op == EXIT:
+                    exits = _grown(exits, n_exits)
+                    exits[n_exits, X_NODE] = i
+                    exits[n_exits, X_ROUND] = r
+                    exits[n_exits, X_DIFF] = diff
+                    for j in range(in_width):
+                        exits[n_exits, X_ROW + j] = row[j]
+                    n_exits += 1
+                    continue
+                elif op == ARRANGE:
+                    if port == 0:  # (port 1: rows already in the arranged order)
+                        first = nodes[i, 5]
+                        for j in range(width):
+                            out[j] = row[orders[first + j]]
+                        for j in range(width):
+                            row[j] = out[j]
+                    if diff == 0:
+                        continue
+                    t = nodes[i, 3]
+                    kk = nodes[i, 4]
+                    for q in range(readers_ptr[i], readers_ptr[i + 1]):
+                        reader, side = readers[q, 0], readers[q, 1]
+                        if side == 2:  # a distinct: look at the key at this round
+                            schedule = _grown(schedule, n_schedule)
+                            schedule[n_schedule, S_NODE] = reader
+                            schedule[n_schedule, S_ROUND] = r
+                            for j in range(nodes[reader, 5]):
+                                schedule[n_schedule, S_ROW + j] = row[j]
+                            n_schedule += 1
+                            continue
+                        # a join: this update against the other side's trace, as it is now
+                        other = nodes[reader, 4] if side == 0 else nodes[reader, 3]
+                        t_other = nodes[other, 3]
+                        jk = nodes[reader, 5]
+                        src = nodes[reader, 6]
+                        lw = nodes[reader, 7]
+                        out_w = nodes[reader, 2]
+                        ow = trace_width[t_other]
+                        for q2 in range(trace_batches_ptr[t_other], trace_batches_ptr[t_other + 1]):
+                            b = trace_batches[q2]
+                            n = batch_len[b]
+                            rows = _view(batch_rows[b], n, ow)
+                            times = _view(batch_times[b], n, 2)
+                            diffs = _vector(batch_diffs[b], n)
+                            lo, hi = _key_range(rows, n, row, 0, jk)
+                            for p in range(lo, hi):
+                                for j in range(out_w):
+                                    s = sources[src + j]
+                                    if side == 0:
+                                        out[j] = row[s] if s < lw else rows[p, s - lw]
+                                    else:
+                                        out[j] = rows[p, s] if s < lw else row[s - lw]
+                                rr = times[p, 1] if times[p, 1] > r else r
+                                for c in range(consumers_ptr[reader], consumers_ptr[reader + 1]):
+                                    work = _grown(work, n_work)
+                                    work[n_work, W_NODE] = consumers[c, 0]
+                                    work[n_work, W_PORT] = consumers[c, 1]
+                                    work[n_work, W_ROUND] = rr
+                                    work[n_work, W_DIFF] = diff * diffs[p]
+                                    for j in range(out_w):
+                                        work[n_work, W_ROW + j] = out[j]
+                                    n_work += 1
+                        mask_o = heads.shape[0] - 1
+                        e = heads[_hash(row.reshape(1, rw), 0, 0, jk, t_other) & mask_o]
+                        while e >= 0:
+                            if over[e, O_TRACE] == t_other and over[e, O_DIFF] != 0:
+                                same = True
+                                for j in range(jk):
+                                    if over[e, O_ROW + j] != row[j]:
+                                        same = False
+                                        break
+                                if same:
+                                    for j in range(out_w):
+                                        s = sources[src + j]
+                                        if side == 0:
+                                            out[j] = row[s] if s < lw else over[e, O_ROW + s - lw]
+                                        else:
+                                            out[j] = over[e, O_ROW + s] if s < lw else \
+                                                row[s - lw]
+                                    rr = over[e, O_ROUND] if over[e, O_ROUND] > r else r
+                                    for c in range(consumers_ptr[reader],
+                                                   consumers_ptr[reader + 1]):
+                                        work = _grown(work, n_work)
+                                        work[n_work, W_NODE] = consumers[c, 0]
+                                        work[n_work, W_PORT] = consumers[c, 1]
+                                        work[n_work, W_ROUND] = rr
+                                        work[n_work, W_DIFF] = diff * over[e, O_DIFF]
+                                        for j in range(out_w):
+                                            work[n_work, W_ROW + j] = out[j]
+                                        n_work += 1
+                            e = over[e, O_NEXT]
+                    over, n_over, heads = _overlay_add(over, n_over, heads, trace_kk, t, row,
+                                                       width, r, diff)
+                    continue
+                else:  # (ENTER, JOIN: never queued here)
+                    continue
+                for c in range(consumers_ptr[i], consumers_ptr[i + 1]):
+                    work = _grown(work, n_work)
+                    work[n_work, W_NODE] = consumers[c, 0]
+                    work[n_work, W_PORT] = consumers[c, 1]
+                    work[n_work, W_ROUND] = rnd
+                    work[n_work, W_DIFF] = diff
+                    for j in range(width):
+                        work[n_work, W_ROW + j] = out[j]
+                    n_work += 1
+        # the round is complete: drop what was handled, find the next round
+        n_work = _compacted(work, n_work, W_NODE)
+        n_schedule = _compacted(schedule, n_schedule, S_NODE)
+        done = r
+        if stop_limit:
+            reason = ROUND_LIMIT
+            break
+        if n_work == 0 and n_schedule == 0:
+            reason = SETTLED
+            break
+        if n_work + n_schedule > limit:
+            reason = TOO_BIG
+            break
+        nxt = _BIG
+        for w in range(n_work):
+            if work[w, W_ROUND] < nxt:
+                nxt = work[w, W_ROUND]
+        for s in range(n_schedule):
+            if schedule[s, S_ROUND] < nxt:
+                nxt = schedule[s, S_ROUND]
+        r = nxt
+    return (reason, done, work, n_work, schedule, n_schedule, over, n_over, exits, n_exits,
+            negative)
+
+
+@kernel
+def _compacted(buf, n, node_column):
+    """Move the rows whose node is not -1 to the front; their count."""
+    k = 0
+    for i in range(n):
+        if buf[i, node_column] >= 0:
+            if k != i:
+                for j in range(buf.shape[1]):
+                    buf[k, j] = buf[i, j]
+            k += 1
+    return k
