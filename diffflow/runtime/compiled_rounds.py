@@ -2,7 +2,8 @@
 
 Between two sweeps, when the only work left in an outermost loop is a small delta of one
 epoch, :meth:`CompiledRounds.run` takes that work out of the engine (queued chunks, the
-updates an arrange holds back, a distinct's pending times and early corrections), runs the
+updates an arrange holds back, a distinct's pending times and the corrections it made
+early, which become pending times again, as on the general path), runs the
 loop's rounds in :func:`diffflow.operators.rounds._kernels.run_rounds` until the loop
 settles, the waiting work outgrows :data:`LIMIT` rows, or a feedback would pass its round
 limit, and puts the result back where the engine keeps it:
@@ -176,12 +177,10 @@ def _take_state(program, engine, frontiers, limit):
                 return None
             if b.since is not None and len(b.since.elements) and b.since.elements[:, 1:].any():
                 return None
+            if b.max_time[0] > epoch:  # a later epoch is in flight: its rounds are not ours
+                return None
             batches.append(len(keep))
             keep.append(b)
-        if kind == "reduce" and len(op.early):
-            early = op.early.consolidated()
-            batches.append(len(keep))
-            keep.append(_Contiguous(early))
         traces.append(batches)
     # ready: take the work out of the engine
     work = np.zeros((max(16, size), _ROW + width), np.int64)
@@ -204,12 +203,16 @@ def _take_state(program, engine, frontiers, limit):
         if kind == C.ARRANGE:
             engine.ops[nid].pending = None
     sched = []
-    for i in held:
-        op = engine.ops[program.node_ids[i]]
+    for i in held:  # pending times, and early corrections (made, not yet emitted): looked at
+        op = engine.ops[program.node_ids[i]]  # again at their rounds, as the general path does
+        kk = op.key_width
         if len(op.pending_keys):
             sched.append((i, op.pending_keys, op.pending_times[:, 1]))
-            op.pending_keys = op.pending_keys[:0]
-            op.pending_times = op.pending_times[:0]
+        if len(op.early):
+            sched.append((i, np.ascontiguousarray(op.early.rows[:, :kk]), op.early.times[:, 1]))
+        op.pending_keys = op.pending_keys[:0]
+        op.pending_times = op.pending_times[:0]
+        op.early = op.early.take(np.zeros(len(op.early), bool))
     schedule = np.zeros((max(16, sum(len(k) for _, k, _ in sched)), 2 + width), np.int64)
     s = 0
     for i, keys, rounds in sched:
@@ -224,18 +227,6 @@ def _take_state(program, engine, frontiers, limit):
         rounds.append(schedule[:n_schedule, 1])
     first_round = int(np.concatenate(rounds).min()) if rounds else 0
     return epoch, work, n, schedule, n_schedule, first_round, traces, keep
-
-
-class _Contiguous:
-    """An Updates' arrays, C-contiguous, as the kernel reads a batch."""
-
-    def __init__(self, updates):
-        self.rows = np.ascontiguousarray(updates.rows, np.int64)
-        self.times = np.ascontiguousarray(updates.times, np.int64)
-        self.diffs = np.ascontiguousarray(updates.diffs, np.int64)
-
-    def __len__(self):
-        return len(self.diffs)
 
 
 def _hand_back(program, engine, epoch, settled, last, work, schedule, over, exits, negative):
@@ -254,22 +245,11 @@ def _hand_back(program, engine, epoch, settled, last, work, schedule, over, exit
             times[:, 1] = mine[:, 1]
             parts.append(Updates(np.ascontiguousarray(mine[:, 4:4 + width]), times,
                                  np.ascontiguousarray(mine[:, 2])))
-        if kind == "reduce":
-            early = op.early
-            if len(early):
-                done = early.times[:, 1] <= last if not settled else \
-                    np.ones(len(early), bool)
-                if done.any():
-                    parts.append(early.take(done))
-                op.early = early.take(~done)
-            if parts:
-                op.fed = True
+        if kind == "reduce" and parts:
+            op.fed = True
         if parts:
             spine = op.spine if kind == "arrange" else op.out_spine
-            merged = parts[0] if len(parts) == 1 else Updates(
-                np.concatenate([p.rows for p in parts]), np.concatenate([p.times for p in parts]),
-                np.concatenate([p.diffs for p in parts]))
-            spine.insert_updates(merged, upper)
+            spine.insert_updates(parts[0], upper)
     # what waits: queued chunks, held updates, pending times
     for i in np.unique(work[:, 0]).tolist() if len(work) else []:
         nid = program.node_ids[i]
