@@ -42,3 +42,11 @@ def _every_dataflow_on_the_test_runtime(request, monkeypatch):
 
     monkeypatch.setattr(Dataflow, "__init__", on_test_runtime)
     yield
+
+
+@pytest.fixture(params=["force", "0"], ids=["compiled-rounds", "general-rounds"])
+def compiled_rounds_both_ways(request, monkeypatch):
+    """Run a loop test twice: every ready loop's rounds compiled
+    (``DIFFFLOW_COMPILED_ROUNDS=force``), and never (``=0``)."""
+    monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", request.param)
+    return request.param

@@ -219,6 +219,29 @@ class Dataflow:
             for feature in self._features.values():
                 feature.after_run()
 
+    def explain_plan(self) -> str:
+        """Which path each loop's rounds take here, and why: compiled rounds for small deltas
+        (:mod:`diffflow.runtime.compiled_rounds`), or the general path, naming the operator
+        that keeps a loop on it.
+
+        >>> import diffflow as dd
+        >>> flow = dd.Dataflow(); e = flow.input("e", ["src", "dst"]); r = flow.input("r", ["n"])
+        >>> _ = r.iterate(lambda c: r.concat(c.join(e, left_on="n", right_on="src")
+        ...                                   .select(n="dst")).distinct(), name="reach").output()
+        >>> print(flow.explain_plan())  # doctest: +ELLIPSIS
+        loop 'reach' (built at ...): compiled rounds for small deltas
+        """
+        from diffflow.dataflow.rounds import describe_loop_paths
+
+        note = None
+        if self.runtime_name != "local" or self.partitions != 1:
+            note = (f"not on the {self.runtime_name} runtime with {self.partitions} "
+                    "partition(s) yet: only the local runtime with one partition runs them")
+        elif self._trace is not None:
+            note = "not while the dataflow is traced yet"
+        lines = describe_loop_paths(self.graph, self.symbols, note)
+        return "\n".join(lines) if lines else "no loops"
+
     def explanations(self, output):
         """Live explanations of rows of ``output``, kept current by every :meth:`advance`
         (:class:`~diffflow.explain.live.LiveExplanations`: ``ask(rows)``, index by row,

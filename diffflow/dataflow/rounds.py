@@ -8,13 +8,14 @@ every loop and nothing is compiled per query.  The compiled forms:
 * ``concat``, ``negate``, ``select`` and ``filter`` whose expressions are integer, boolean
   or symbol arithmetic and comparisons (``+ - * abs min max``, comparisons, ``& | ~``,
   Datalog's 32-bit wrapping) -- expressions become postfix code;
-* ``arrange`` (keyed by a prefix of its columns) read by ``join`` s keyed by that prefix and
-  by ``distinct`` s over whole rows;
+* ``arrange`` (keyed by a prefix of its columns) read by ``join`` s keyed by that prefix,
+  ``distinct`` s over whole rows, and aggregates by that key of ``count``, ``sum``, ``min``
+  and ``max`` over int columns;
 * ``enter`` (what enters is fixed while the rounds run), ``feedback`` (with its round
   limit) and ``leave``.
 
-Anything else -- floats, division, functions, other reductions (``min``, ``count``, a
-user's reducer), per-row Python, a nested loop, a join of an arrangement with itself --
+Anything else -- floats, division, functions, other reductions (a user's reducer,
+aggregates of floats or strings), per-row Python, a nested loop, a join of an arrangement with itself --
 keeps the loop on the engine's general path; :func:`loop_paths` says which loop takes
 which path and why (``Dataflow.explain_plan()``, ``diffflow explain-plan``).
 
@@ -32,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.dataflow.expr import BinOp, Col, Lit, UnOp
-from diffflow.operators.reducers import DistinctReducer
+from diffflow.operators.reducers import AggregateReducer, DistinctReducer
 from diffflow.operators.rounds import codes as C
 
 COMPILED = "compiled rounds for small deltas"
@@ -50,11 +51,11 @@ class LoopProgram:
     (an arrange's, or a distinct's output).
     """
 
-    def __init__(self, scope, node_ids, nodes, consumers, readers, orders, sources, code,
+    def __init__(self, scope, node_ids, nodes, aggs, consumers, readers, orders, sources, code,
                  code_ptr, traces, trace_kk, trace_width, row_width):
         self.scope, self.node_ids = scope, node_ids
         self.index = {nid: i for i, nid in enumerate(node_ids)}
-        self.nodes = nodes
+        self.nodes, self.aggs = nodes, aggs
         self.consumers_ptr, self.consumers = consumers
         self.readers_ptr, self.readers = readers
         self.orders, self.sources, self.code, self.code_ptr = orders, sources, code, code_ptr
@@ -74,6 +75,25 @@ def loop_paths(graph, symbols=None) -> list:
         except NotLowered as why:
             found.append((scope, None, str(why)))
     return found
+
+
+def describe_loop_paths(graph, symbols=None, note: str | None = None) -> list:
+    """Lines saying which path each loop's rounds take and why (``note``: a caveat for
+    every loop, e.g. a runtime that keeps the general path); empty without loops.
+
+    >>> import diffflow as dd
+    >>> flow = dd.Dataflow(); s = flow.input("s", ["x"])
+    >>> _ = s.iterate(lambda c: s.concat(c.select(x=dd.col("x") / 2)), name="halve").output()
+    >>> print("\n".join(describe_loop_paths(flow.graph)))  # doctest: +ELLIPSIS
+    loop 'halve' (built at ...): general path: select (node ..., built at ...) computes a float ...
+    """
+    lines = []
+    for scope, program, why in loop_paths(graph, symbols):
+        path = why if program is not None else f"general path: {why}"
+        if program is not None and note:
+            path = f"{path} ({note})"
+        lines.append(f"{scope.describe()}: {path}")
+    return lines
 
 
 def _loop_scopes(graph) -> list:
@@ -100,7 +120,7 @@ def lower_loop(graph, scope, symbols=None) -> LoopProgram:
     index = {n.id: i for i, n in enumerate(chosen)}
     rows = []
     code_rows, code_ptr = [], [0]
-    orders, sources = [], []
+    orders, sources, aggs = [], [], []
     traces, trace_kk, trace_width = [], [], []
     trace_of = {}
     for node in chosen:
@@ -164,15 +184,20 @@ def lower_loop(graph, scope, symbols=None) -> LoopProgram:
             reducer = node.params["reducer"]
             kk = int(node.params["key_width"])
             source = nodes[node.inputs[0]]
-            if type(reducer) is not DistinctReducer:
-                raise NotLowered(f"{node.describe()} has no compiled form yet (only distinct)")
-            if kk != source.schema.width or int(source.params["key_width"]) != kk:
-                raise NotLowered(f"{node.describe()} reads a key narrower than its rows")
+            if source.kind != "arrange" or int(source.params["key_width"]) != kk:
+                raise NotLowered(f"{node.describe()} does not read an arrangement by its key")
             trace_of[node.id] = len(traces)
             traces.append(("reduce", node.id))
             trace_kk.append(kk)
-            trace_width.append(kk)
-            row[:6] = [C.DISTINCT, kk, kk, None, trace_of[node.id], kk]
+            trace_width.append(width)
+            if type(reducer) is DistinctReducer:
+                if kk != source.schema.width:
+                    raise NotLowered(f"{node.describe()} reads a key narrower than its rows")
+                row[:6] = [C.DISTINCT, kk, kk, None, trace_of[node.id], kk]
+            else:
+                row[:8] = [C.AGGREGATE, source.schema.width, width, None, trace_of[node.id],
+                           kk, len(aggs), 0]
+                row[7] = _aggregates(reducer, kk, node, aggs)
         else:
             raise NotLowered(f"{node.describe()} has no compiled form")
         rows.append(row)
@@ -202,13 +227,27 @@ def lower_loop(graph, scope, symbols=None) -> LoopProgram:
                 continue  # (arrangements feed their readers through the traces)
             edges[i].append((index[consumer], port))
     table = np.array(rows, np.int64).reshape(-1, C.NODE_COLUMNS)
-    return LoopProgram(scope, [n.id for n in chosen], table,
+    return LoopProgram(scope, [n.id for n in chosen], table, np.array(aggs, np.int64).reshape(-1, 2),
                        _csr(edges), _csr(readers), np.array(orders, np.int64),
                        np.array(sources, np.int64),
                        np.array(code_rows, np.int64).reshape(-1, 2),
                        np.array(code_ptr, np.int64), traces, np.array(trace_kk, np.int64),
                        np.array(trace_width, np.int64),
                        max([1] + [max(r[1], r[2]) for r in rows]))
+
+
+def _aggregates(reducer, kk: int, node, out: list) -> int:
+    """Append the ``(kind, input column)`` rows of an aggregate; how many (NotLowered for a
+    reducer or a type without a compiled form)."""
+    if not isinstance(reducer, AggregateReducer) or not reducer.aggs:
+        raise NotLowered(f"{node.describe()} has no compiled form yet (a reducer other than "
+                         "distinct, count, sum, min and max)")
+    for how, column, typ in reducer.aggs:
+        if typ != "int" or how not in C.AGG_KINDS:
+            raise NotLowered(f"{node.describe()} computes {how} over a {typ} column, which "
+                             "has no compiled form yet")
+        out.append((C.AGG_KINDS.index(how), 0 if column is None else kk + int(column)))
+    return len(reducer.aggs)
 
 
 def _csr(lists):

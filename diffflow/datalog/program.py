@@ -411,7 +411,13 @@ class Program:
           p(y) :- e(x, y), x > 2.
               scan e(x, y) → filter x > 2
         """
-        return "\n".join(self._compiled.plan)
+        from diffflow.dataflow.rounds import describe_loop_paths
+
+        loops = describe_loop_paths(self.flow.graph, self.flow.symbols)
+        lines = list(self._compiled.plan)
+        if loops:  # which path each recursive stratum's rounds take
+            lines += ["loops"] + [f"  {line}" for line in loops]
+        return "\n".join(lines)
 
     # -- Soufflé-style files ---------------------------------------------------------------------
     def input_files(self, facts_dir) -> dict:

@@ -103,8 +103,8 @@ class CompiledRounds:
             program.nodes, program.consumers_ptr, program.consumers, program.readers_ptr,
             program.readers, program.orders, program.sources, program.code, program.code_ptr,
             program.trace_kk, program.trace_width, ptr, flat, batch_rows, batch_times,
-            batch_diffs, batch_len, work, n_work, schedule, n_schedule, first_round,
-            limit, 1 << max(6, (4 * (n_work + n_schedule)).bit_length()))
+            batch_diffs, batch_len, program.aggs, work, n_work, schedule, n_schedule,
+            first_round, limit, 1 << max(6, (4 * (n_work + n_schedule)).bit_length()))
         del keep  # (the kernel read the batches in place: they lived until here)
         reason, last, work, n_work, schedule, n_schedule, over, n_over, exits, n_exits, \
             negative = result
@@ -129,7 +129,7 @@ def _take_state(program, engine, frontiers, limit):
             live = [c for c in chunks if len(c)]
             if not live:
                 continue
-            if kind in (C.JOIN, C.DISTINCT, C.ENTER):
+            if kind in (C.JOIN, C.DISTINCT, C.AGGREGATE, C.ENTER):
                 return None  # (between sweeps nothing waits there: a mid-sweep state)
             if kind == C.EXIT:
                 continue  # (left for the engine's leave)
@@ -138,7 +138,7 @@ def _take_state(program, engine, frontiers, limit):
         op = engine.ops[nid]
         if kind == C.ARRANGE and op.pending is not None and len(op.pending):
             found.append((i, 1, op.pending))  # (port 1: rows already in arranged order)
-        elif kind == C.DISTINCT:
+        elif kind in (C.DISTINCT, C.AGGREGATE):
             if len(op.pending_keys) or len(op.early):
                 held.append(i)
     times = [c.times for _, _, c in found]

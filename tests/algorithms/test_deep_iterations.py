@@ -17,6 +17,9 @@ from diffflow.operators.reduce import join_closure
 from tests.algorithms.test_graphs import reach_oracle, scc_oracle, sssp_oracle, wcc_oracle
 from tests.support.helpers import Case
 
+# every loop test here runs with compiled rounds forced on and off (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("compiled_rounds_both_ways")
+
 
 def chain_edges(n: int) -> list:
     return [(i, i + 1) for i in range(n - 1)]

@@ -13,6 +13,9 @@ from diffflow import graphs
 from tests.support import paths
 from tests.support.helpers import drive
 
+# every loop test here runs with compiled rounds forced on and off (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("compiled_rounds_both_ways")
+
 # real graphs shipped inside the repository (data/README.md: source and licence)
 DATA = str(paths.DATA / "graphs")
 

@@ -7,6 +7,9 @@ import pytest
 import diffflow as dd
 from tests.support.helpers import check_traces, drive
 
+# every loop test here runs with compiled rounds forced on and off (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("compiled_rounds_both_ways")
+
 
 def reach_oracle(state):
     edges = {r for r, m in state["edges"].items() if m > 0}

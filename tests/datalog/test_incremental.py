@@ -15,6 +15,9 @@ import diffflow as dd
 from tests.support.datalog_reference import evaluate
 from tests.support.helpers import RUNTIME_OPTIONS
 
+# every loop test here runs with compiled rounds forced on and off (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("compiled_rounds_both_ways")
+
 NUM = ("num", range(-3, 5))
 NODE = ("num", range(0, 6))
 SYM = ("sym", ["a", "b", "c", "d"])

@@ -21,7 +21,7 @@ from numba.extending import intrinsic
 from diffflow.common.jit import kernel
 
 from diffflow.operators.rounds.codes import (  # noqa: F401 (the kernel's constants)
-    ARRANGE, CONCAT, DISTINCT, ENTER, EXIT, FEEDBACK, FILTER, JOIN, NEGATE, ROUND_LIMIT,
+    AGG_COUNT, AGG_MAX, AGG_MIN, AGG_SUM, AGGREGATE, ARRANGE, CONCAT, DISTINCT, ENTER, EXIT, FEEDBACK, FILTER, JOIN, NEGATE, ROUND_LIMIT,
     SELECT, SETTLED, TOO_BIG, X_ABS, X_ADD, X_AND, X_COL, X_EQ, X_GE, X_GT, X_LE, X_LIT,
     X_LT, X_MAX, X_MIN, X_MUL, X_NE, X_NEG, X_NOT, X_OR, X_SUB, X_WRAP32, X_WRAPU32)
 
@@ -215,10 +215,107 @@ def _overlay_add(over, n_over, heads, trace_kk, trace, row, width, rnd, diff):
 
 
 @kernel
+def _gather(t, key, kk, r, trace_width, trace_batches_ptr, trace_batches, batch_rows,
+            batch_times, batch_diffs, batch_len, over, heads, vals, diffs, n):
+    """Append to ``(vals, diffs)`` from row ``n`` on the updates of trace ``t`` whose key is
+    ``key[:kk]`` at rounds ``<= r`` (whole rows); returns the buffers, their length, and the
+    key's first round above ``r`` (or the int64 maximum)."""
+    width = trace_width[t]
+    nxt = _BIG
+    for q in range(trace_batches_ptr[t], trace_batches_ptr[t + 1]):
+        b = trace_batches[q]
+        m = batch_len[b]
+        rows = _view(batch_rows[b], m, width)
+        times = _view(batch_times[b], m, 2)
+        ds = _vector(batch_diffs[b], m)
+        lo, hi = _key_range(rows, m, key, 0, kk)
+        for p in range(lo, hi):
+            rr = times[p, 1]
+            if rr > r:
+                if rr < nxt:
+                    nxt = rr
+                continue
+            vals = _grown(vals, n)
+            if n >= diffs.shape[0]:
+                bigger = np.zeros(2 * diffs.shape[0], np.int64)
+                bigger[:n] = diffs[:n]
+                diffs = bigger
+            for j in range(width):
+                vals[n, j] = rows[p, j]
+            diffs[n] = ds[p]
+            n += 1
+    mask = heads.shape[0] - 1
+    e = heads[_hash(key.reshape(1, key.shape[0]), 0, 0, kk, t) & mask]
+    while e >= 0:
+        if over[e, O_TRACE] == t and over[e, O_DIFF] != 0:
+            same = True
+            for j in range(kk):
+                if over[e, O_ROW + j] != key[j]:
+                    same = False
+                    break
+            if same:
+                rr = over[e, O_ROUND]
+                if rr > r:
+                    if rr < nxt:
+                        nxt = rr
+                else:
+                    vals = _grown(vals, n)
+                    if n >= diffs.shape[0]:
+                        bigger = np.zeros(2 * diffs.shape[0], np.int64)
+                        bigger[:n] = diffs[:n]
+                        diffs = bigger
+                    for j in range(width):
+                        vals[n, j] = over[e, O_ROW + j]
+                    diffs[n] = over[e, O_DIFF]
+                    n += 1
+        e = over[e, O_NEXT]
+    return vals, diffs, n, nxt
+
+
+@kernel
+def _consolidate(vals, diffs, n, width, table):
+    """Sum the diffs of equal rows of ``vals[:n]`` into their first copy; moves the distinct
+    rows to the front and returns how many there are (``table``: a scratch hash table, at
+    least ``2 n`` slots, a power of two, every slot -1; left so)."""
+    mask = table.shape[0] - 1
+    m = 0
+    for i in range(n):
+        h = _hash(vals, i, 0, width, 7) & mask
+        found = -1
+        while table[h] >= 0:
+            o = table[h]
+            same = True
+            for j in range(width):
+                if vals[o, j] != vals[i, j]:
+                    same = False
+                    break
+            if same:
+                found = o
+                break
+            h = (h + 1) & mask
+        if found >= 0:
+            diffs[found] += diffs[i]
+            continue
+        if m != i:
+            for j in range(width):
+                vals[m, j] = vals[i, j]
+            diffs[m] = diffs[i]
+        # (rows are re-hashed from their new place: the table holds positions)
+        table[h] = m
+        m += 1
+    for i in range(m):  # clear the slots used
+        h = _hash(vals, i, 0, width, 7) & mask
+        while table[h] >= 0:
+            table[h] = -1
+            h = (h + 1) & mask
+    return m
+
+
+@kernel
 def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, sources, code,
                code_ptr, trace_kk, trace_width, trace_batches_ptr, trace_batches,
-               batch_rows, batch_times, batch_diffs, batch_len, work, n_work, schedule,
-               n_schedule, first_round, limit, heads_size):
+               batch_rows, batch_times, batch_diffs, batch_len, aggs, work, n_work,
+               schedule, n_schedule, first_round, limit, heads_size):
     """Run rounds from ``first_round`` until nothing is left (SETTLED), the work waiting
     at a round's end exceeds ``limit`` rows (TOO_BIG) or a feedback would pass its round
     limit (ROUND_LIMIT).
@@ -226,7 +323,8 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
     Returns ``(reason, last complete round, work, n_work, schedule, n_schedule, overlay,
     n_overlay, exits, n_exits, negative)``: what waits (work and schedule rows, rounds
     above the last complete one), the overlay (updates added to each trace), the updates
-    that left the loop, and per node whether a distinct met a negative total.
+    that left the loop, and per node whether a distinct or aggregate met a negative
+    multiplicity.
     """
     n_nodes = nodes.shape[0]
     rw = work.shape[1] - W_ROW
@@ -240,6 +338,13 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
     row = np.zeros(rw, np.int64)
     out = np.zeros(rw, np.int64)
     seen = np.full(16, -1, np.int64)  # a distinct's keys this round (hash set of S rows)
+    # an aggregate's scratch: a key's input and output rows, and a hash table over them
+    in_vals = np.zeros((16, rw), np.int64)
+    in_diffs = np.zeros(16, np.int64)
+    out_vals = np.zeros((16, rw), np.int64)
+    out_diffs = np.zeros(16, np.int64)
+    table = np.full(64, -1, np.int64)
+    desired = np.zeros(rw, np.int64)
     r = first_round
     done = -1
     reason = SETTLED
@@ -247,7 +352,7 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
         stop_limit = False
         for i in range(n_nodes):
             op = nodes[i, 0]
-            if op == DISTINCT:
+            if op == DISTINCT or op == AGGREGATE:
                 # every key scheduled at this round, once: total in, total out, correct
                 kk = nodes[i, 5]
                 m = 0
@@ -285,6 +390,97 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
                     for j in range(kk):
                         row[j] = schedule[s, S_ROW + j]
                     t_in, t_out = nodes[i, 3], nodes[i, 4]
+                    if op == AGGREGATE:
+                        in_vals, in_diffs, n_in, nxt = _gather(
+                            t_in, row, kk, r, trace_width, trace_batches_ptr, trace_batches,
+                            batch_rows, batch_times, batch_diffs, batch_len, over, heads,
+                            in_vals, in_diffs, 0)
+                        out_vals, out_diffs, n_out, nxt_out = _gather(
+                            t_out, row, kk, r, trace_width, trace_batches_ptr, trace_batches,
+                            batch_rows, batch_times, batch_diffs, batch_len, over, heads,
+                            out_vals, out_diffs, 0)
+                        if nxt_out < nxt:
+                            nxt = nxt_out
+                        size = table.shape[0]
+                        while size < 2 * max(n_in, n_out):
+                            size *= 2
+                        if size > table.shape[0]:
+                            table = np.full(size, -1, np.int64)
+                        w_in, w_out = nodes[i, 1], nodes[i, 2]
+                        n_in = _consolidate(in_vals, in_diffs, n_in, w_in, table)
+                        n_out = _consolidate(out_vals, out_diffs, n_out, w_out, table)
+                        present = False
+                        for p in range(n_in):
+                            if in_diffs[p] > 0:
+                                present = True
+                            elif in_diffs[p] < 0:
+                                negative[i] = 1
+                        for j in range(kk):
+                            desired[j] = row[j]
+                        first_agg = nodes[i, 6]
+                        for a in range(nodes[i, 7]):
+                            how, column = aggs[first_agg + a, 0], aggs[first_agg + a, 1]
+                            if how == AGG_COUNT:
+                                v = 0
+                                for p in range(n_in):
+                                    v += in_diffs[p]
+                            elif how == AGG_SUM:
+                                v = 0
+                                for p in range(n_in):
+                                    v += in_vals[p, column] * in_diffs[p]
+                            elif how == AGG_MIN:
+                                v = _BIG
+                                for p in range(n_in):
+                                    if in_diffs[p] > 0 and in_vals[p, column] < v:
+                                        v = in_vals[p, column]
+                            else:  # AGG_MAX
+                                v = -_BIG - 1
+                                for p in range(n_in):
+                                    if in_diffs[p] > 0 and in_vals[p, column] > v:
+                                        v = in_vals[p, column]
+                            desired[kk + a] = v
+                        found = False
+                        for p in range(n_out + 1):
+                            if p < n_out:
+                                if out_diffs[p] == 0:
+                                    continue
+                                same = present
+                                if same:
+                                    for j in range(w_out):
+                                        if out_vals[p, j] != desired[j]:
+                                            same = False
+                                            break
+                                change = 1 - out_diffs[p] if same else -out_diffs[p]
+                                found |= same
+                                for j in range(w_out):
+                                    out[j] = out_vals[p, j]
+                            else:
+                                if found or not present:
+                                    continue
+                                change = 1
+                                for j in range(w_out):
+                                    out[j] = desired[j]
+                            if change == 0:
+                                continue
+                            over, n_over, heads = _overlay_add(over, n_over, heads, trace_kk,
+                                                               t_out, out, w_out, r, change)
+                            for c in range(consumers_ptr[i], consumers_ptr[i + 1]):
+                                work = _grown(work, n_work)
+                                work[n_work, W_NODE] = consumers[c, 0]
+                                work[n_work, W_PORT] = consumers[c, 1]
+                                work[n_work, W_ROUND] = r
+                                work[n_work, W_DIFF] = change
+                                for j in range(w_out):
+                                    work[n_work, W_ROW + j] = out[j]
+                                n_work += 1
+                        if nxt != _BIG:
+                            schedule = _grown(schedule, n_schedule)
+                            schedule[n_schedule, S_NODE] = i
+                            schedule[n_schedule, S_ROUND] = nxt
+                            for j in range(kk):
+                                schedule[n_schedule, S_ROW + j] = row[j]
+                            n_schedule += 1
+                        continue
                     total_in, total_out, nxt = 0, 0, _BIG
                     for side in range(2):
                         t = t_in if side == 0 else t_out

@@ -1,0 +1,263 @@
+"""Compiled rounds (``diffflow.runtime.compiled_rounds``) against the general path.
+
+Every case runs the same random inserts and removes twice, with
+``DIFFFLOW_COMPILED_ROUNDS=force`` (every ready loop runs compiled, whatever its delta)
+and ``=0`` (never), and asserts identical ``changes()`` and snapshots at every epoch,
+that the compiled path really ran, and that the answer equals an oracle computed from
+scratch.  The loop test modules (``tests/api/test_iterate.py``,
+``tests/algorithms/test_deep_iterations.py``, ``tests/datalog/test_incremental.py``) also
+run under both settings (``compiled_rounds_both_ways`` in their ``pytestmark``).
+"""
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import diffflow as dd
+from diffflow import graphs
+from diffflow.arrangements import columnar
+from diffflow.dataflow.rounds import COMPILED, loop_paths
+from diffflow.datalog import Program
+from tests.algorithms.test_graphs import wcc_oracle
+
+pytestmark = pytest.mark.local_runtime  # (what it tests exists on the local runtime only)
+
+
+def _reach(flow):
+    edges, roots = flow.input("edges", ["src", "dst"]), flow.input("roots", ["node"])
+    out = roots.iterate(lambda r: roots.concat(
+        r.join(edges, left_on="node", right_on="src").select(node="dst")).distinct())
+    return {"edges": edges, "roots": roots}, out
+
+
+def _parity(flow):
+    """Mutual recursion: nodes reachable by an even and by an odd number of steps."""
+    edges, roots = flow.input("edges", ["src", "dst"]), flow.input("roots", ["node"])
+    with flow.loop("parity") as loop:
+        even = loop.variable(roots)
+        odd = loop.variable(columns=["node"])
+        step = lambda c: c.join(edges, left_on="node", right_on="src").select(node="dst")  # noqa
+        even.set(roots.concat(step(odd)).distinct())
+        odd.set(step(even).distinct())
+    both = even.leave().select(node="node", odd=0).concat(odd.leave().select(node="node", odd=1))
+    return {"edges": edges, "roots": roots}, both
+
+
+def _closure(flow):
+    """Transitive closure with a filter and arithmetic in the loop (pairs within 40 steps of
+    their source's id)."""
+    edges = flow.input("edges", ["src", "dst"])
+    roots = flow.input("roots", ["node"])
+    start = edges.select(src="src", dst="dst", hops=1)
+
+    def body(paths):
+        longer = paths.join(edges, left_on="dst", right_on="src", rename={"dst": "dst_right"}).select(
+            src="src", dst="dst_right", hops=dd.col("hops") + 1)
+        return start.concat(longer.filter(dd.col("hops") <= 40)).select(
+            src="src", dst="dst", hops=dd.lit(1)).distinct()
+
+    return {"edges": edges, "roots": roots}, start.iterate(body).select(src="src", dst="dst")
+
+
+def _components(flow):
+    """Components by label propagation with pointer jumping: a ``min`` in the loop."""
+    edges, roots = flow.input("edges", ["src", "dst"]), flow.input("roots", ["node"])
+    return {"edges": edges, "roots": roots}, graphs.connected_components(edges)
+
+
+def _reach_oracle(state):
+    edges, roots = state["edges"], state["roots"]
+    out, todo = set(), [r[0] for r, m in roots.items() if m > 0]
+    while todo:
+        n = todo.pop()
+        if n in out:
+            continue
+        out.add(n)
+        todo.extend(d for (s, d), m in edges.items() if m > 0 and s == n)
+    return Counter({(n,): 1 for n in out})
+
+
+def _parity_oracle(state):
+    edges = [e for e, m in state["edges"].items() if m > 0]
+    seen, todo = set(), [(r[0], 0) for r, m in state["roots"].items() if m > 0]
+    while todo:
+        n, p = todo.pop()
+        if (n, p) in seen:
+            continue
+        seen.add((n, p))
+        todo.extend((d, 1 - p) for s, d in edges if s == n)
+    return Counter({(n, p): 1 for n, p in seen})
+
+
+def _closure_oracle(state):
+    edges = [e for e, m in state["edges"].items() if m > 0]
+    pairs = set(edges)
+    while True:
+        more = {(a, d) for a, b in pairs for c, d in edges if b == c} - pairs
+        if not more:
+            return Counter({p: 1 for p in pairs})
+        pairs |= more
+
+
+def _run(monkeypatch, mode, build, seed, epochs, domain, batch, shape):
+    """Random inserts and removes; per epoch ``(snapshot, changes)``, and the runs made."""
+    monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", mode)
+    rng = random.Random(seed)
+    flow = dd.Dataflow()
+    handles, out = build(flow)
+    out = out.output()
+    state = {name: Counter() for name in handles}
+    seen = []
+    for epoch in range(epochs):
+        for name in handles:
+            rows, diffs = [], []
+            width = 2 if name == "edges" else 1
+            for _ in range(rng.randrange(batch + 1)):
+                present = [r for r, m in state[name].items() if m > 0]
+                if present and rng.random() < 0.4:
+                    row, d = rng.choice(present), -1
+                elif shape == "chain" and name == "edges":
+                    a = rng.randrange(domain - 1)
+                    row, d = (a, a + 1), 1
+                else:
+                    row, d = tuple(rng.randrange(domain) for _ in range(width)), 1
+                state[name][row] += d
+                rows.append(row)
+                diffs.append(d)
+            if rows:
+                handles[name].update(rows, diffs)
+        flow.advance()
+        seen.append((out.snapshot(), sorted(out.changes())))
+    rounds = flow._runtime.rounds
+    return seen, state, (rounds.runs if rounds is not None else 0)
+
+
+CASES = [("reach", _reach, _reach_oracle, "random"), ("reach", _reach, _reach_oracle, "chain"),
+         ("parity", _parity, _parity_oracle, "random"),
+         ("closure", _closure, _closure_oracle, "random"),
+         ("components", _components, wcc_oracle, "random"),
+         ("components", _components, wcc_oracle, "chain")]
+
+
+@pytest.mark.parametrize("name,build,oracle,shape", CASES,
+                         ids=[f"{c[0]}-{c[3]}" for c in CASES])
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_and_general_rounds_agree_at_every_epoch(monkeypatch, name, build, oracle,
+                                                          shape, seed):
+    domain = 30 if shape == "chain" else 8
+    compiled, state, runs = _run(monkeypatch, "force", build, seed, 10, domain, 8, shape)
+    general, _, none = _run(monkeypatch, "0", build, seed, 10, domain, 8, shape)
+    assert none == 0 and runs > 0
+    for epoch, (a, b) in enumerate(zip(compiled, general)):
+        assert a == b, f"epoch {epoch}: compiled {a} != general {b}"
+    expected = {k: v for k, v in oracle(state).items() if v}
+    assert compiled[-1][0] == expected
+
+
+def test_counting_takes_the_compiled_path(monkeypatch):
+    monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", "1")
+    columnar.load_kernels()  # (the default switch waits for the kernels)
+    program = Program(".decl n(x: number)\n.output n\nn(0).\nn(x + 1) :- n(x), x < 3000.\n")
+    program.commit()
+    rounds = program.flow._runtime.rounds
+    assert program.size("n") == 3001 and sorted(program.rows("n"))[-1] == (3000,)
+    assert rounds.runs == 1 and rounds.rounds >= 3000
+    assert program.flow._runtime.sweeps < 10  # (the general path sweeps once per round)
+
+
+@pytest.mark.parametrize("mode", ["force", "0"])
+def test_round_limit_is_kept_and_reported(monkeypatch, mode):
+    monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", mode)
+    flow = dd.Dataflow()
+    start = flow.input("start", ["x"])
+    counted = start.iterate(lambda c: start.concat(c.select(x=dd.col("x") + 1)).distinct(),
+                            max_rounds=50)
+    out = counted.output()
+    start.insert([0])
+    with pytest.raises(dd.NonConvergenceError, match="after 50 rounds in epoch"):
+        flow.advance()
+    # the definition's value at round 50, the last one kept: 0 .. 51
+    assert sorted(out.snapshot()) == [(x,) for x in range(52)]
+    start.insert([1000])
+    with pytest.raises(dd.NonConvergenceError, match=r"epoch\(s\) \[1\]"):
+        flow.advance()
+    assert sorted(out.snapshot()) == [(x,) for x in range(52)] + \
+        [(x,) for x in range(1000, 1052)]
+    rounds = flow._runtime.rounds
+    assert (rounds.runs >= 2) if mode == "force" else rounds is None
+
+
+def test_a_big_delta_hands_back_to_the_general_path(monkeypatch):
+    from diffflow.runtime import compiled_rounds
+
+    monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", "1")
+    monkeypatch.setattr(compiled_rounds, "LIMIT", 3)
+    columnar.load_kernels()
+    flow = dd.Dataflow()
+    handles, out = _reach(flow)
+    out = out.output()
+    # a root reaching a fan: the delta grows past the limit, goes back, and comes again
+    edges = [(0, 1)] + [(1, 10 + i) for i in range(8)] + [(10 + i, 100 + i) for i in range(8)]
+    edges += [(100, 200), (200, 201), (201, 202), (202, 203)]
+    handles["edges"].insert(edges)
+    handles["roots"].insert([0])
+    flow.advance()
+    expected = {0, 1, 200, 201, 202, 203} | {10 + i for i in range(8)} | \
+        {100 + i for i in range(8)}
+    assert out.snapshot() == {(n,): 1 for n in expected}
+    assert flow._runtime.rounds.runs >= 1
+
+
+def test_loop_paths_say_why_a_loop_keeps_the_general_path():
+    flow = dd.Dataflow()
+    edges = flow.input("edges", ["src", "dst", "w"])
+    roots = flow.input("roots", ["node"])
+    reach = roots.iterate(lambda r: roots.concat(
+        r.join(edges, left_on="node", right_on="src").select(node="dst")).distinct(),
+        name="reach")
+    nearest = roots.select(node="node", d=0).iterate(lambda d: roots.select(
+        node="node", d=0).concat(d.join(edges, left_on="node", right_on="src").select(
+            node="dst", d=dd.col("d") + dd.col("w"))).aggregate(by=["node"], d=dd.min("d")),
+        name="nearest")
+    start = roots.select(x=dd.col("node") / 1)
+    halves = start.iterate(lambda h: start.concat(h.select(x=dd.col("x") / 2)).distinct(),
+                           name="halves")
+    for c in (reach, nearest, halves):
+        c.output()
+    paths = {scope.label: (program is not None, why) for scope, program, why in
+             loop_paths(flow.graph)}
+    assert paths["reach"] == (True, COMPILED)
+    assert paths["nearest"] == (True, COMPILED)
+    assert not paths["halves"][0] and "float" in paths["halves"][1]
+    text = flow.explain_plan()
+    assert "loop 'reach'" in text and COMPILED in text and "general path" in text
+
+
+def test_datalog_explain_plan_names_each_loops_path():
+    program = Program(".decl e(x: number, y: number)\n.decl p(x: number, y: number)\n"
+                      ".output p\np(x, y) :- e(x, y).\np(x, z) :- p(x, y), e(y, z).\n")
+    assert COMPILED in program.plan()
+
+
+@pytest.mark.slow
+def test_a_deep_chain_update_runs_compiled_and_exact(monkeypatch):
+    monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", "1")
+    columnar.load_kernels()
+    flow = dd.Dataflow()
+    handles, out = _reach(flow)
+    out = out.output()
+    n = 3000
+    handles["edges"].insert(np.column_stack([np.arange(n - 1), np.arange(1, n)]))
+    handles["roots"].insert([0])
+    flow.advance()
+    assert len(out.snapshot()) == n
+    handles["edges"].remove([(n // 2 - 1, n // 2)])
+    flow.advance()
+    assert out.snapshot() == {(i,): 1 for i in range(n // 2)}
+    handles["edges"].insert([(n // 2 - 1, n // 2)])
+    flow.advance()
+    assert len(out.snapshot()) == n
+    assert flow._runtime.rounds.runs >= 3
