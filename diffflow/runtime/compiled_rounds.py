@@ -38,6 +38,7 @@ from diffflow.dataflow.rounds import loop_paths
 from diffflow.lattice import Antichain
 from diffflow.operators.reduce_times import unique_pairs
 from diffflow.operators.rounds import codes as C
+from diffflow.operators.rounds import run_rounds
 
 _ROW = 4  # the work buffer's columns before the row: node, port, round, diff
 
@@ -88,8 +89,6 @@ class CompiledRounds:
         if taken is None:
             return False
         epoch, work, n_work, schedule, n_schedule, first_round, traces, keep = taken
-        from diffflow.operators.rounds import _kernels as K
-
         addresses = [(b.rows.ctypes.data, b.times.ctypes.data, b.diffs.ctypes.data, len(b))
                      for b in keep]
         batch_rows = np.array([a[0] for a in addresses], np.int64)
@@ -99,7 +98,7 @@ class CompiledRounds:
         ptr = np.zeros(len(traces) + 1, np.int64)
         ptr[1:] = np.cumsum([len(t) for t in traces])
         flat = np.array([b for t in traces for b in t], np.int64)
-        result = K.run_rounds(
+        result = run_rounds(
             program.nodes, program.consumers_ptr, program.consumers, program.readers_ptr,
             program.readers, program.orders, program.sources, program.code, program.code_ptr,
             program.trace_kk, program.trace_width, ptr, flat, batch_rows, batch_times,
