@@ -66,12 +66,13 @@ class LoopProgram:
         return int(self.nodes[i, 0])
 
 
-def loop_paths(graph, symbols=None) -> list:
-    """``(scope, LoopProgram or None, why)`` for every loop of ``graph``, outermost first."""
+def loop_paths(graph, symbols=None, fused=None) -> list:
+    """``(scope, LoopProgram or None, why)`` for every loop of ``graph``, outermost first
+    (``fused``: as for :func:`lower_loop`)."""
     found = []
     for scope in _loop_scopes(graph):
         try:
-            found.append((scope, lower_loop(graph, scope, symbols), COMPILED))
+            found.append((scope, lower_loop(graph, scope, symbols, fused), COMPILED))
         except NotLowered as why:
             found.append((scope, None, str(why)))
     return found
@@ -82,9 +83,9 @@ def describe_loop_paths(graph, symbols=None, note: str | None = None) -> list:
     every loop, e.g. a runtime that keeps the general path); empty without loops.
 
     >>> import diffflow as dd
-    >>> flow = dd.Dataflow(); s = flow.input("s", ["x"])
+    >>> flow = dd.Dataflow(); s = flow.input("s", ["x"]).select(x=dd.col("x") / 1)
     >>> _ = s.iterate(lambda c: s.concat(c.select(x=dd.col("x") / 2)), name="halve").output()
-    >>> print("\n".join(describe_loop_paths(flow.graph)))  # doctest: +ELLIPSIS
+    >>> for line in describe_loop_paths(flow.graph): print(line)  # doctest: +ELLIPSIS
     loop 'halve' (built at ...): general path: select (node ..., built at ...) computes a float ...
     """
     lines = []
@@ -104,8 +105,16 @@ def _loop_scopes(graph) -> list:
     return [scopes[k] for k in sorted(scopes)]
 
 
-def lower_loop(graph, scope, symbols=None) -> LoopProgram:
-    """The program of one loop scope; raises :class:`NotLowered` saying why it has none."""
+def lower_loop(graph, scope, symbols=None, fused=None) -> LoopProgram:
+    """The program of one loop scope; raises :class:`NotLowered` saying why it has none.
+
+    ``fused`` maps joins to the pure projections reading them that the engine fuses (the
+    join writes the projected columns, the projection passes them on:
+    ``runtime.engine.fused_projections``); the program does the same, so the rows waiting
+    between the two are the same on both paths.
+    """
+    fused = fused or {}
+    passing = set(fused.values())
     if scope.dim != 2:
         raise NotLowered("a loop nested in another loop (only outermost loops compile)")
     nodes = list(graph.nodes)
@@ -136,6 +145,8 @@ def lower_loop(graph, scope, symbols=None) -> LoopProgram:
         elif kind == "feedback":
             limit = scope.max_rounds
             row[:4] = [C.FEEDBACK, width, width, -1 if limit is None else int(limit)]
+        elif kind == "select" and node.id in passing:
+            row[:3] = [C.CONCAT, width, width]  # (its join wrote the projected columns)
         elif kind == "select":
             first = len(code_ptr) - 1
             exprs = node.params.get("exprs")
@@ -177,6 +188,8 @@ def lower_loop(graph, scope, symbols=None) -> LoopProgram:
                 if int(nodes[side].params["key_width"]) != kk:
                     raise NotLowered(f"{node.describe()} joins on part of an arrangement's key")
             perm = np.asarray(node.params["perm"], np.int64)
+            if node.id in fused:
+                perm = perm[np.asarray(nodes[fused[node.id]].params["plan"], np.int64)]
             lw = nodes[left].schema.width
             row[:8] = [C.JOIN, 0, len(perm), index[left], index[right], kk, len(sources), lw]
             sources.extend(np.where(perm < lw, perm, perm + kk).tolist())

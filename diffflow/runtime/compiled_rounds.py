@@ -62,8 +62,8 @@ def mode() -> str:
 class CompiledRounds:
     """The compiled loops of one dataflow and the runs of their rounds (local runtime)."""
 
-    def __init__(self, graph, symbols):
-        self.programs = [program for _, program, _ in loop_paths(graph, symbols)
+    def __init__(self, graph, symbols, fused=None):
+        self.programs = [program for _, program, _ in loop_paths(graph, symbols, fused)
                          if program is not None]
         self.runs = 0     # runs of compiled rounds so far (tests read it)
         self.rounds = 0   # rounds they ran

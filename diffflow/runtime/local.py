@@ -100,7 +100,7 @@ class LocalRuntime(Runtime):
             from diffflow.runtime.compiled_rounds import CompiledRounds, mode
             if mode() == "off":
                 return False
-            self.rounds = CompiledRounds(self.graph, self.symbols)
+            self.rounds = CompiledRounds(self.graph, self.symbols, self.topology.fused)
         return self.rounds.run(self)
 
     def _recompute(self) -> None:

@@ -21,6 +21,7 @@ from diffflow import graphs
 from diffflow.arrangements import columnar
 from diffflow.dataflow.rounds import COMPILED, loop_paths
 from diffflow.datalog import Program
+from diffflow.runtime import compiled_rounds
 from tests.algorithms.test_graphs import wcc_oracle
 
 pytestmark = pytest.mark.local_runtime  # (what it tests exists on the local runtime only)
@@ -102,9 +103,14 @@ def _closure_oracle(state):
         pairs |= more
 
 
-def _run(monkeypatch, mode, build, seed, epochs, domain, batch, shape):
-    """Random inserts and removes; per epoch ``(snapshot, changes)``, and the runs made."""
+def _run(monkeypatch, mode, build, seed, epochs, domain, batch, shape, limit=None):
+    """Random inserts and removes; per epoch ``(snapshot, changes)``, and the runs made.
+    ``limit``: hand the loop back to the general path whenever more than that many rows
+    wait (the default switch, which waits for the kernels: they are loaded)."""
     monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", mode)
+    if limit is not None:
+        monkeypatch.setattr(compiled_rounds, "LIMIT", limit)
+        columnar.load_kernels()
     rng = random.Random(seed)
     flow = dd.Dataflow()
     handles, out = build(flow)
@@ -150,9 +156,12 @@ def test_compiled_and_general_rounds_agree_at_every_epoch(monkeypatch, name, bui
     domain = 30 if shape == "chain" else 8
     compiled, state, runs = _run(monkeypatch, "force", build, seed, 10, domain, 8, shape)
     general, _, none = _run(monkeypatch, "0", build, seed, 10, domain, 8, shape)
-    assert none == 0 and runs > 0
-    for epoch, (a, b) in enumerate(zip(compiled, general)):
+    # small deltas compiled, bigger ones handed back in the middle of a loop, and again
+    mixed, _, some = _run(monkeypatch, "1", build, seed, 10, domain, 8, shape, limit=3)
+    assert none == 0 and runs > 0 and some > 0
+    for epoch, (a, b, c) in enumerate(zip(compiled, general, mixed)):
         assert a == b, f"epoch {epoch}: compiled {a} != general {b}"
+        assert c == b, f"epoch {epoch}: handed back {c} != general {b}"
     expected = {k: v for k, v in oracle(state).items() if v}
     assert compiled[-1][0] == expected
 
@@ -191,8 +200,6 @@ def test_round_limit_is_kept_and_reported(monkeypatch, mode):
 
 
 def test_a_big_delta_hands_back_to_the_general_path(monkeypatch):
-    from diffflow.runtime import compiled_rounds
-
     monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", "1")
     monkeypatch.setattr(compiled_rounds, "LIMIT", 3)
     columnar.load_kernels()
@@ -261,3 +268,36 @@ def test_a_deep_chain_update_runs_compiled_and_exact(monkeypatch):
     flow.advance()
     assert len(out.snapshot()) == n
     assert flow._runtime.rounds.runs >= 3
+
+
+def _chain_updates(monkeypatch, mode, n, epochs, seed):
+    monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", mode)
+    columnar.load_kernels()
+    flow = dd.Dataflow()
+    edges, roots = flow.input("edges", ["src", "dst"]), flow.input("roots", ["node"])
+    outs = [graphs.reachable(edges, roots).output(), graphs.connected_components(edges).output()]
+    chain = [(i, i + 1) for i in range(n - 1)]
+    edges.insert(chain)
+    roots.insert([0])
+    flow.advance()
+    rng, present, seen = random.Random(seed), set(chain), []
+    for _ in range(epochs):
+        drop = rng.sample(sorted(present), 10)
+        add = rng.sample(sorted(set(chain) - present), min(10, len(set(chain) - present)))
+        present = (present - set(drop)) | set(add)
+        edges.remove(drop)
+        edges.insert(add)
+        flow.advance()
+        seen.append([(o.snapshot(), sorted(o.changes())) for o in outs])
+    rounds = flow._runtime.rounds
+    return seen, (rounds.runs if rounds is not None else 0)
+
+
+def test_chain_cuts_hand_big_deltas_back_and_agree(monkeypatch):
+    # components after cuts of a chain: deltas outgrow the limit in the middle of the loop,
+    # with joined rows of later rounds waiting between a join and its fused projection
+    mixed, runs = _chain_updates(monkeypatch, "1", 300, 5, seed=4)
+    general, none = _chain_updates(monkeypatch, "0", 300, 5, seed=4)
+    assert runs > 0 and none == 0
+    for epoch, (a, b) in enumerate(zip(mixed, general)):
+        assert a == b, f"epoch {epoch}"
