@@ -48,8 +48,10 @@ the totals over the batches.  ``--compiled-rounds off`` (or ``force``) sets
 ``DIFFFLOW_COMPILED_ROUNDS`` in the workers, to compare with the general path.  DuckDB and scipy
 run each section's states in one subprocess, after a warm-up query; one-off cases (count,
 initial, cut) are run ``--repeats`` times there (median), recomputations after update batches
-once each (the median over the batches is shown).  Times include loading the edges (diffflow
-``insert``, a DataFrame into DuckDB, the CSR matrix for scipy).
+once each (the median over the batches is shown).  ``--cap`` bounds each timed case (for a
+peer, all its repeats).  Times include loading the edges (diffflow ``insert``, a DataFrame into
+DuckDB, the CSR matrix for scipy).  ``--quick``: counting to 100 and 1,000, a 200-node chain,
+a 100-node chain and a 10 x 10 grid with 5 batches, doubling 64 and 128, one process per case.
 
 A disagreement is marked MISMATCH; mismatches and cases that failed are listed after the
 table and make the exit status 1.  Single-threaded (DuckDB ``SET threads = 1``,

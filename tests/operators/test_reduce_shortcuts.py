@@ -24,6 +24,13 @@ from tests.algorithms.test_graphs import sssp_oracle, wcc_oracle
 from tests.support.helpers import Case, drive
 
 
+@pytest.fixture(autouse=True)
+def _general_rounds(monkeypatch):
+    """The shortcuts of the reduce operator's general path: no loop's rounds compiled
+    (``runtime.compiled_rounds``, which evaluates keys itself)."""
+    monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", "0")
+
+
 @pytest.fixture
 def shortcut_counts(monkeypatch):
     """Counts of keys the extremum shortcut handled and left to the general path."""

@@ -16,6 +16,8 @@ from diffflow.runtime import engine
 
 
 def _run(seed: int, parts: int, every_node: bool, monkeypatch) -> tuple[list, int]:
+    # the sweeps of the general path: no loop's rounds compiled (runtime.compiled_rounds)
+    monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", "0")
     looks = [0]
     has_input = engine.PartitionEngine.has_input
 
