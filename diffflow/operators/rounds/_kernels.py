@@ -273,6 +273,96 @@ def _gather(t, key, kk, r, trace_width, trace_batches_ptr, trace_batches, batch_
 
 
 @kernel
+def _extremum(t, key, kk, r, is_min, trace_width, trace_batches_ptr, trace_batches,
+              batch_rows, batch_times, batch_diffs, batch_len, over, heads, cursor, ends,
+              ov_vals, ov_diffs):
+    """A lone min (or max) of ``(key, value)`` rows of trace ``t`` at round ``r`` without
+    copying the key's rows: the batches' runs of the key, sorted by value, are walked from
+    the smallest (largest) value up (down) until one has a positive multiplicity.  Returns
+    ``(found, value, the key's first round above r)`` and the scratch arrays (grown)."""
+    width = trace_width[t]
+    nxt = _BIG
+    q0, q1 = trace_batches_ptr[t], trace_batches_ptr[t + 1]
+    if cursor.shape[0] < q1 - q0:
+        cursor = np.zeros(2 * (q1 - q0), np.int64)
+        ends = np.zeros(2 * (q1 - q0), np.int64)
+    for q in range(q0, q1):
+        b = trace_batches[q]
+        m = batch_len[b]
+        rows = _view(batch_rows[b], m, width)
+        times = _view(batch_times[b], m, 2)
+        lo, hi = _key_range(rows, m, key, 0, kk)
+        for p in range(lo, hi):  # (one pass over the key's rounds: where to look next)
+            if times[p, 1] > r and times[p, 1] < nxt:
+                nxt = times[p, 1]
+        cursor[q - q0] = lo if is_min else hi - 1
+        ends[q - q0] = hi if is_min else lo - 1
+    n_ov = 0
+    mask = heads.shape[0] - 1
+    e = heads[_hash(key.reshape(1, key.shape[0]), 0, 0, kk, t) & mask]
+    while e >= 0:
+        if over[e, O_TRACE] == t and over[e, O_DIFF] != 0:
+            same = True
+            for j in range(kk):
+                if over[e, O_ROW + j] != key[j]:
+                    same = False
+                    break
+            if same:
+                rr = over[e, O_ROUND]
+                if rr > r:
+                    if rr < nxt:
+                        nxt = rr
+                else:
+                    if n_ov >= ov_vals.shape[0]:
+                        bigger_v = np.zeros(2 * ov_vals.shape[0], np.int64)
+                        bigger_d = np.zeros(2 * ov_vals.shape[0], np.int64)
+                        bigger_v[:n_ov] = ov_vals[:n_ov]
+                        bigger_d[:n_ov] = ov_diffs[:n_ov]
+                        ov_vals, ov_diffs = bigger_v, bigger_d
+                    ov_vals[n_ov] = over[e, O_ROW + kk]
+                    ov_diffs[n_ov] = over[e, O_DIFF]
+                    n_ov += 1
+        e = over[e, O_NEXT]
+    step = 1 if is_min else -1
+    while True:
+        # the next value in walking order, over every batch's run and the overlay
+        have = False
+        v = 0
+        for q in range(q0, q1):
+            c = cursor[q - q0]
+            if c != ends[q - q0]:
+                b = trace_batches[q]
+                x = _view(batch_rows[b], batch_len[b], width)[c, kk]
+                if not have or (x < v if is_min else x > v):
+                    v, have = x, True
+        for o in range(n_ov):
+            x = ov_vals[o]
+            if ov_diffs[o] != 0 and (not have or (x < v if is_min else x > v)):
+                v, have = x, True
+        if not have:
+            return False, 0, nxt, cursor, ends, ov_vals, ov_diffs
+        total = 0
+        for q in range(q0, q1):
+            b = trace_batches[q]
+            m = batch_len[b]
+            rows = _view(batch_rows[b], m, width)
+            times = _view(batch_times[b], m, 2)
+            diffs = _vector(batch_diffs[b], m)
+            c = cursor[q - q0]
+            while c != ends[q - q0] and rows[c, kk] == v:
+                if times[c, 1] <= r:
+                    total += diffs[c]
+                c += step
+            cursor[q - q0] = c
+        for o in range(n_ov):
+            if ov_diffs[o] != 0 and ov_vals[o] == v:
+                total += ov_diffs[o]
+                ov_diffs[o] = 0  # (consumed)
+        if total > 0:
+            return True, v, nxt, cursor, ends, ov_vals, ov_diffs
+
+
+@kernel
 def _consolidate(vals, diffs, n, width, table):
     """Sum the diffs of equal rows of ``vals[:n]`` into their first copy; moves the distinct
     rows to the front and returns how many there are (``table``: a scratch hash table, at
@@ -345,6 +435,10 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
     out_diffs = np.zeros(16, np.int64)
     table = np.full(64, -1, np.int64)
     desired = np.zeros(rw, np.int64)
+    cursor = np.zeros(16, np.int64)  # a lone min/max's walk: per batch, where it is
+    ends = np.zeros(16, np.int64)
+    ov_vals = np.zeros(16, np.int64)
+    ov_diffs = np.zeros(16, np.int64)
     r = first_round
     done = -1
     reason = SETTLED
@@ -390,7 +484,32 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
                     for j in range(kk):
                         row[j] = schedule[s, S_ROW + j]
                     t_in, t_out = nodes[i, 3], nodes[i, 4]
-                    if op == AGGREGATE:
+                    if op == AGGREGATE and nodes[i, 7] == 1 and nodes[i, 1] == kk + 1 and \
+                            aggs[nodes[i, 6], 0] >= AGG_MIN and aggs[nodes[i, 6], 1] == kk:
+                        # a lone min/max of (key, value) rows: walk the values, copy nothing
+                        found_v, v, nxt, cursor, ends, ov_vals, ov_diffs = _extremum(
+                            t_in, row, kk, r, aggs[nodes[i, 6], 0] == AGG_MIN, trace_width,
+                            trace_batches_ptr, trace_batches, batch_rows, batch_times,
+                            batch_diffs, batch_len, over, heads, cursor, ends, ov_vals,
+                            ov_diffs)
+                        out_vals, out_diffs, n_out, nxt_out = _gather(
+                            t_out, row, kk, r, trace_width, trace_batches_ptr, trace_batches,
+                            batch_rows, batch_times, batch_diffs, batch_len, over, heads,
+                            out_vals, out_diffs, 0)
+                        if nxt_out < nxt:
+                            nxt = nxt_out
+                        size = table.shape[0]
+                        while size < 2 * n_out:
+                            size *= 2
+                        if size > table.shape[0]:
+                            table = np.full(size, -1, np.int64)
+                        w_out = nodes[i, 2]
+                        n_out = _consolidate(out_vals, out_diffs, n_out, w_out, table)
+                        present = found_v
+                        for j in range(kk):
+                            desired[j] = row[j]
+                        desired[kk] = v
+                    elif op == AGGREGATE:
                         in_vals, in_diffs, n_in, nxt = _gather(
                             t_in, row, kk, r, trace_width, trace_batches_ptr, trace_batches,
                             batch_rows, batch_times, batch_diffs, batch_len, over, heads,
@@ -439,6 +558,8 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
                                     if in_diffs[p] > 0 and in_vals[p, column] > v:
                                         v = in_vals[p, column]
                             desired[kk + a] = v
+                    if op == AGGREGATE:  # the corrections: desired - output, row by row
+                        w_out = nodes[i, 2]
                         found = False
                         for p in range(n_out + 1):
                             if p < n_out:
