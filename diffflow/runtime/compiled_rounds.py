@@ -33,6 +33,7 @@ import os
 import numpy as np
 
 from diffflow.arrangements import small
+from diffflow.arrangements.batch import Batch
 from diffflow.arrangements.updates import Updates
 from diffflow.dataflow.rounds import loop_paths
 from diffflow.lattice import Antichain
@@ -228,6 +229,17 @@ def _take_state(program, engine, frontiers, limit):
     return epoch, work, n, schedule, n_schedule, first_round, traces, keep
 
 
+def _below_all(frontier, times) -> bool:
+    """Whether every time of ``times`` is at or above some element of ``frontier``."""
+    elements = frontier.elements
+    if not len(elements):
+        return False
+    above = np.zeros(len(times), bool)
+    for element in elements:
+        above |= np.all(times >= element, axis=1)
+    return bool(above.all())
+
+
 def _hand_back(program, engine, epoch, settled, last, work, schedule, over, exits, negative):
     """Put the rounds' results where the engine keeps them (see the module docstring)."""
     upper = Antichain([(epoch + 1, 0)]) if settled else \
@@ -248,7 +260,12 @@ def _hand_back(program, engine, epoch, settled, last, work, schedule, over, exit
             op.fed = True
         if parts:
             spine = op.spine if kind == "arrange" else op.out_spine
-            spine.insert_updates(parts[0], upper)
+            # (described as compacted already when the compaction frontier has an element
+            # at or below every time: advancing by it would leave them as they are, and a
+            # merge then need not advance them)
+            since = spine.since if _below_all(spine.since, parts[0].times) else None
+            spine.insert(Batch.from_updates(parts[0], spine.key_width, spine.upper, upper,
+                                            since))
     # what waits: queued chunks, held updates, pending times
     for i in np.unique(work[:, 0]).tolist() if len(work) else []:
         nid = program.node_ids[i]
