@@ -158,13 +158,13 @@ def lower_loop(graph, scope, symbols=None, fused=None) -> LoopProgram:
                     code_ptr.append(len(code_rows))
             else:
                 for expr in exprs:
-                    _expression(expr, schema, symbols, code_rows, node)
+                    _code(expr, schema, symbols, code_rows, node)
                     code_ptr.append(len(code_rows))
             row[:4] = [C.SELECT, in_width, width, first]
         elif kind == "filter":
             first = len(code_ptr) - 1
-            _expression(node.params["predicate"], node.params["input_schema"], symbols,
-                        code_rows, node)
+            _code(node.params["predicate"], node.params["input_schema"], symbols, code_rows,
+                  node)
             code_ptr.append(len(code_rows))
             row[:4] = [C.FILTER, in_width, width, first]
         elif kind == "arrange":
@@ -277,13 +277,24 @@ _UNARY = {"-": C.X_NEG, "abs": C.X_ABS, "~": C.X_NOT, "wrap32": C.X_WRAP32,
           "wrapu32": C.X_WRAPU32}
 
 
+#: the deepest expression the kernel evaluates (its stack's size)
+STACK = 64
+
+
+def _code(expr, schema, symbols, out: list, node) -> None:
+    """Append ``expr``'s postfix code to ``out`` (NotLowered beyond the kernel's stack)."""
+    start, depth, deepest = len(out), 0, 0
+    _expression(expr, schema, symbols, out, node)
+    for op, _ in out[start:]:
+        depth += 1 if op in (C.X_COL, C.X_LIT) else 0 if op in _UNARY.values() else -1
+        deepest = max(deepest, depth)
+    if deepest > STACK:
+        raise NotLowered(f"{node.describe()} computes an expression nested deeper than {STACK}")
+
+
 def _expression(expr, schema, symbols, out: list, node) -> None:
     """Append ``expr``'s postfix code to ``out``; NotLowered for what has no compiled form."""
-    try:
-        kind = expr.infer(schema)
-    except Exception as exc:  # (the general path reports it with its location)
-        raise NotLowered(f"{node.describe()}: {exc}") from None
-    if kind == "float":
+    if expr.infer(schema) == "float":  # (checked when the graph was built: it types)
         raise NotLowered(f"{node.describe()} computes a float ({expr!r})")
     if isinstance(expr, Col):
         out.append((C.X_COL, schema.index(expr.name)))

@@ -119,7 +119,7 @@ def _take_state(program, engine, frontiers, limit):
     """The loop's waiting work as the kernel's buffers, or None when the loop is not ready
     (nothing to do, more than one epoch, input still entering, too much, a trace it cannot
     read in place).  Takes it out of the engine only when it returns buffers."""
-    index, nodes = program.index, engine.nodes
+    nodes = engine.nodes
     width = program.row_width
     found = []  # (program node, port, rows, times, diffs)
     held = []   # (program node, kind, ...) of state held by operators
@@ -138,9 +138,8 @@ def _take_state(program, engine, frontiers, limit):
         op = engine.ops[nid]
         if kind == C.ARRANGE and op.pending is not None and len(op.pending):
             found.append((i, 1, op.pending))  # (port 1: rows already in arranged order)
-        elif kind in (C.DISTINCT, C.AGGREGATE):
-            if len(op.pending_keys) or len(op.early):
-                held.append(i)
+        elif kind in (C.DISTINCT, C.AGGREGATE) and (len(op.pending_keys) or len(op.early)):
+            held.append(i)
     times = [c.times for _, _, c in found]
     for i in held:
         op = engine.ops[program.node_ids[i]]

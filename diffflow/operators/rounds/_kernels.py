@@ -1,116 +1,90 @@
 """The compiled round loop (private; driven by :mod:`diffflow.runtime.compiled_rounds`).
 
 :func:`run_rounds` runs a loop's rounds of one epoch for a lowered program
-(:mod:`.program`): per round, the loop's operators in construction order over that
-round's updates, with no Python call per operator or per round.  The layout of every
-array it reads and writes is described in :mod:`.program`; the mathematics (why rounds
-of one epoch are a chain, what a ``distinct`` reads) in ``docs/ARCHITECTURE.md``,
-"Compiled rounds".
-
-Traces are read in place: their batches' arrays arrive as addresses (:func:`_view`), so
-entering the loop copies no history; what the rounds add lives in a hash-chained
-overlay (``over``) until the driver seals it into the spines.
+(:class:`diffflow.dataflow.rounds.LoopProgram`, tables laid out as :mod:`.codes` says): per
+round, the loop's operators in construction order over that round's updates, with no Python
+call per operator or per round.  Why the rounds of one epoch are a chain, and what a
+reduction reads, is in ``docs/ARCHITECTURE.md``, "Compiled rounds"; how traces are read in
+place and what the rounds add is kept, in :mod:`._traces`.
 
 Kernels here use integers, arrays and numba's runtime only (see
 :mod:`diffflow.common.jit`): no numpy function that needs numba's array library.
 """
 import numpy as np
-from numba import carray, types
-from numba.extending import intrinsic
 
 from diffflow.common.jit import kernel
-
+from diffflow.operators.rounds._traces import (
+    _BIG,
+    O_DIFF,
+    O_NEXT,
+    O_ROUND,
+    O_ROW,
+    O_TRACE,
+    S_NODE,
+    S_ROUND,
+    S_ROW,
+    W_DIFF,
+    W_NODE,
+    W_PORT,
+    W_ROUND,
+    W_ROW,
+    X_DIFF,
+    X_NODE,
+    X_ROUND,
+    X_ROW,
+    _compacted,
+    _consolidate,
+    _emit,
+    _extremum,
+    _gather,
+    _grown,
+    _hash,
+    _key_range,
+    _overlay_add,
+    _schedule,
+    _vector,
+    _view,
+)
 from diffflow.operators.rounds.codes import (  # noqa: F401 (the kernel's constants)
-    AGG_COUNT, AGG_MAX, AGG_MIN, AGG_SUM, AGGREGATE, ARRANGE, CONCAT, DISTINCT, ENTER, EXIT, FEEDBACK, FILTER, JOIN, NEGATE, ROUND_LIMIT,
-    SELECT, SETTLED, TOO_BIG, X_ABS, X_ADD, X_AND, X_COL, X_EQ, X_GE, X_GT, X_LE, X_LIT,
-    X_LT, X_MAX, X_MIN, X_MUL, X_NE, X_NEG, X_NOT, X_OR, X_SUB, X_WRAP32, X_WRAPU32)
-
-# columns of the work, overlay, schedule and exit buffers before the row
-W_NODE, W_PORT, W_ROUND, W_DIFF, W_ROW = 0, 1, 2, 3, 4
-O_TRACE, O_ROUND, O_DIFF, O_NEXT, O_ROW = 0, 1, 2, 3, 4
-S_NODE, S_ROUND, S_ROW = 0, 1, 2
-X_NODE, X_ROUND, X_DIFF, X_ROW = 0, 1, 2, 3
-
-_BIG = np.iinfo(np.int64).max
-
-
-@intrinsic
-def _int64_pointer(typingctx, address):
-    """The int64 pointer at ``address`` (an array's ``ctypes.data``)."""
-    sig = types.CPointer(types.int64)(types.int64)
-
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.int64)))
-    return sig, codegen
-
-
-@kernel
-def _view(address, rows, width):
-    """A C-contiguous ``(rows, width)`` int64 array at ``address`` (kept alive by the caller)."""
-    return carray(_int64_pointer(address), (rows, width))
-
-
-@kernel
-def _vector(address, n):
-    return carray(_int64_pointer(address), (n,))
-
-
-@kernel
-def _grown(buf, n):
-    """``buf`` with room for row ``n`` (doubled when full)."""
-    if n < buf.shape[0]:
-        return buf
-    bigger = np.zeros((2 * buf.shape[0], buf.shape[1]), np.int64)
-    for i in range(n):
-        for j in range(buf.shape[1]):
-            bigger[i, j] = buf[i, j]
-    return bigger
-
-
-@kernel
-def _hash(buf, i, start, k, salt):
-    h = salt * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019
-    for j in range(start, start + k):
-        h ^= buf[i, j]
-        h *= 0xBF58476D1CE4E5B9
-        h ^= (h >> 31) & 0x1FFFFFFFF
-    return h
-
-
-@kernel
-def _lower_bound(rows, n, key, key_start, kk):
-    """First row of ``rows[:n]`` (sorted) whose first ``kk`` columns are >= the key."""
-    lo, hi = 0, n
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        less = False
-        for j in range(kk):
-            a, b = rows[mid, j], key[key_start + j]
-            if a != b:
-                less = a < b
-                break
-        if less:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@kernel
-def _key_range(rows, n, key, key_start, kk):
-    """``[lo, hi)``: the rows of ``rows[:n]`` (sorted) whose first ``kk`` columns equal the key."""
-    lo = _lower_bound(rows, n, key, key_start, kk)
-    hi = lo
-    while hi < n:
-        same = True
-        for j in range(kk):
-            if rows[hi, j] != key[key_start + j]:
-                same = False
-                break
-        if not same:
-            break
-        hi += 1
-    return lo, hi
+    AGG_COUNT,
+    AGG_MAX,
+    AGG_MIN,
+    AGG_SUM,
+    AGGREGATE,
+    ARRANGE,
+    CONCAT,
+    DISTINCT,
+    ENTER,
+    EXIT,
+    FEEDBACK,
+    FILTER,
+    JOIN,
+    NEGATE,
+    ROUND_LIMIT,
+    SELECT,
+    SETTLED,
+    TOO_BIG,
+    X_ABS,
+    X_ADD,
+    X_AND,
+    X_COL,
+    X_EQ,
+    X_GE,
+    X_GT,
+    X_LE,
+    X_LIT,
+    X_LT,
+    X_MAX,
+    X_MIN,
+    X_MUL,
+    X_NE,
+    X_NEG,
+    X_NOT,
+    X_OR,
+    X_SUB,
+    X_WRAP32,
+    X_WRAPU32,
+)
 
 
 @kernel
@@ -168,237 +142,11 @@ def _evaluate(code, lo, hi, row, stack):
             elif op == X_OR:
                 r = 1 if (a != 0 or b != 0) else 0
             elif op == X_MAX:
-                r = a if a >= b else b
+                r = max(a, b)
             else:  # X_MIN
-                r = a if a <= b else b
+                r = min(a, b)
             stack[top - 1] = r
     return stack[0]
-
-
-@kernel
-def _overlay_add(over, n_over, heads, trace_kk, trace, row, width, rnd, diff):
-    """Add ``diff`` to the overlay's update ``(row, rnd)`` of ``trace``; returns the overlay,
-    its length and the heads (rehashed when the overlay outgrew them).  Chains hash the
-    key (``trace_kk[trace]`` columns), so a trace's updates of one key share a chain."""
-    kk = trace_kk[trace]
-    mask = heads.shape[0] - 1
-    h = _hash(row.reshape(1, row.shape[0]), 0, 0, kk, trace) & mask
-    e = heads[h]
-    while e >= 0:
-        if over[e, O_TRACE] == trace and over[e, O_ROUND] == rnd:
-            same = True
-            for j in range(width):
-                if over[e, O_ROW + j] != row[j]:
-                    same = False
-                    break
-            if same:
-                over[e, O_DIFF] += diff
-                return over, n_over, heads
-        e = over[e, O_NEXT]
-    over = _grown(over, n_over)
-    over[n_over, O_TRACE] = trace
-    over[n_over, O_ROUND] = rnd
-    over[n_over, O_DIFF] = diff
-    over[n_over, O_NEXT] = heads[h]
-    for j in range(width):
-        over[n_over, O_ROW + j] = row[j]
-    heads[h] = n_over
-    n_over += 1
-    if n_over > heads.shape[0]:  # rehash into twice the heads
-        heads = np.full(2 * heads.shape[0], -1, np.int64)
-        mask = heads.shape[0] - 1
-        for i in range(n_over):
-            h = _hash(over, i, O_ROW, trace_kk[over[i, O_TRACE]], over[i, O_TRACE]) & mask
-            over[i, O_NEXT] = heads[h]
-            heads[h] = i
-    return over, n_over, heads
-
-
-@kernel
-def _gather(t, key, kk, r, trace_width, trace_batches_ptr, trace_batches, batch_rows,
-            batch_times, batch_diffs, batch_len, over, heads, vals, diffs, n):
-    """Append to ``(vals, diffs)`` from row ``n`` on the updates of trace ``t`` whose key is
-    ``key[:kk]`` at rounds ``<= r`` (whole rows); returns the buffers, their length, and the
-    key's first round above ``r`` (or the int64 maximum)."""
-    width = trace_width[t]
-    nxt = _BIG
-    for q in range(trace_batches_ptr[t], trace_batches_ptr[t + 1]):
-        b = trace_batches[q]
-        m = batch_len[b]
-        rows = _view(batch_rows[b], m, width)
-        times = _view(batch_times[b], m, 2)
-        ds = _vector(batch_diffs[b], m)
-        lo, hi = _key_range(rows, m, key, 0, kk)
-        for p in range(lo, hi):
-            rr = times[p, 1]
-            if rr > r:
-                if rr < nxt:
-                    nxt = rr
-                continue
-            vals = _grown(vals, n)
-            if n >= diffs.shape[0]:
-                bigger = np.zeros(2 * diffs.shape[0], np.int64)
-                bigger[:n] = diffs[:n]
-                diffs = bigger
-            for j in range(width):
-                vals[n, j] = rows[p, j]
-            diffs[n] = ds[p]
-            n += 1
-    mask = heads.shape[0] - 1
-    e = heads[_hash(key.reshape(1, key.shape[0]), 0, 0, kk, t) & mask]
-    while e >= 0:
-        if over[e, O_TRACE] == t and over[e, O_DIFF] != 0:
-            same = True
-            for j in range(kk):
-                if over[e, O_ROW + j] != key[j]:
-                    same = False
-                    break
-            if same:
-                rr = over[e, O_ROUND]
-                if rr > r:
-                    if rr < nxt:
-                        nxt = rr
-                else:
-                    vals = _grown(vals, n)
-                    if n >= diffs.shape[0]:
-                        bigger = np.zeros(2 * diffs.shape[0], np.int64)
-                        bigger[:n] = diffs[:n]
-                        diffs = bigger
-                    for j in range(width):
-                        vals[n, j] = over[e, O_ROW + j]
-                    diffs[n] = over[e, O_DIFF]
-                    n += 1
-        e = over[e, O_NEXT]
-    return vals, diffs, n, nxt
-
-
-@kernel
-def _extremum(t, key, kk, r, is_min, trace_width, trace_batches_ptr, trace_batches,
-              batch_rows, batch_times, batch_diffs, batch_len, over, heads, cursor, ends,
-              ov_vals, ov_diffs):
-    """A lone min (or max) of ``(key, value)`` rows of trace ``t`` at round ``r`` without
-    copying the key's rows: the batches' runs of the key, sorted by value, are walked from
-    the smallest (largest) value up (down) until one has a positive multiplicity.  Returns
-    ``(found, value, the key's first round above r)`` and the scratch arrays (grown)."""
-    width = trace_width[t]
-    nxt = _BIG
-    q0, q1 = trace_batches_ptr[t], trace_batches_ptr[t + 1]
-    if cursor.shape[0] < q1 - q0:
-        cursor = np.zeros(2 * (q1 - q0), np.int64)
-        ends = np.zeros(2 * (q1 - q0), np.int64)
-    for q in range(q0, q1):
-        b = trace_batches[q]
-        m = batch_len[b]
-        rows = _view(batch_rows[b], m, width)
-        times = _view(batch_times[b], m, 2)
-        lo, hi = _key_range(rows, m, key, 0, kk)
-        for p in range(lo, hi):  # (one pass over the key's rounds: where to look next)
-            if times[p, 1] > r and times[p, 1] < nxt:
-                nxt = times[p, 1]
-        cursor[q - q0] = lo if is_min else hi - 1
-        ends[q - q0] = hi if is_min else lo - 1
-    n_ov = 0
-    mask = heads.shape[0] - 1
-    e = heads[_hash(key.reshape(1, key.shape[0]), 0, 0, kk, t) & mask]
-    while e >= 0:
-        if over[e, O_TRACE] == t and over[e, O_DIFF] != 0:
-            same = True
-            for j in range(kk):
-                if over[e, O_ROW + j] != key[j]:
-                    same = False
-                    break
-            if same:
-                rr = over[e, O_ROUND]
-                if rr > r:
-                    if rr < nxt:
-                        nxt = rr
-                else:
-                    if n_ov >= ov_vals.shape[0]:
-                        bigger_v = np.zeros(2 * ov_vals.shape[0], np.int64)
-                        bigger_d = np.zeros(2 * ov_vals.shape[0], np.int64)
-                        bigger_v[:n_ov] = ov_vals[:n_ov]
-                        bigger_d[:n_ov] = ov_diffs[:n_ov]
-                        ov_vals, ov_diffs = bigger_v, bigger_d
-                    ov_vals[n_ov] = over[e, O_ROW + kk]
-                    ov_diffs[n_ov] = over[e, O_DIFF]
-                    n_ov += 1
-        e = over[e, O_NEXT]
-    step = 1 if is_min else -1
-    while True:
-        # the next value in walking order, over every batch's run and the overlay
-        have = False
-        v = 0
-        for q in range(q0, q1):
-            c = cursor[q - q0]
-            if c != ends[q - q0]:
-                b = trace_batches[q]
-                x = _view(batch_rows[b], batch_len[b], width)[c, kk]
-                if not have or (x < v if is_min else x > v):
-                    v, have = x, True
-        for o in range(n_ov):
-            x = ov_vals[o]
-            if ov_diffs[o] != 0 and (not have or (x < v if is_min else x > v)):
-                v, have = x, True
-        if not have:
-            return False, 0, nxt, cursor, ends, ov_vals, ov_diffs
-        total = 0
-        for q in range(q0, q1):
-            b = trace_batches[q]
-            m = batch_len[b]
-            rows = _view(batch_rows[b], m, width)
-            times = _view(batch_times[b], m, 2)
-            diffs = _vector(batch_diffs[b], m)
-            c = cursor[q - q0]
-            while c != ends[q - q0] and rows[c, kk] == v:
-                if times[c, 1] <= r:
-                    total += diffs[c]
-                c += step
-            cursor[q - q0] = c
-        for o in range(n_ov):
-            if ov_diffs[o] != 0 and ov_vals[o] == v:
-                total += ov_diffs[o]
-                ov_diffs[o] = 0  # (consumed)
-        if total > 0:
-            return True, v, nxt, cursor, ends, ov_vals, ov_diffs
-
-
-@kernel
-def _consolidate(vals, diffs, n, width, table):
-    """Sum the diffs of equal rows of ``vals[:n]`` into their first copy; moves the distinct
-    rows to the front and returns how many there are (``table``: a scratch hash table, at
-    least ``2 n`` slots, a power of two, every slot -1; left so)."""
-    mask = table.shape[0] - 1
-    m = 0
-    for i in range(n):
-        h = _hash(vals, i, 0, width, 7) & mask
-        found = -1
-        while table[h] >= 0:
-            o = table[h]
-            same = True
-            for j in range(width):
-                if vals[o, j] != vals[i, j]:
-                    same = False
-                    break
-            if same:
-                found = o
-                break
-            h = (h + 1) & mask
-        if found >= 0:
-            diffs[found] += diffs[i]
-            continue
-        if m != i:
-            for j in range(width):
-                vals[m, j] = vals[i, j]
-            diffs[m] = diffs[i]
-        # (rows are re-hashed from their new place: the table holds positions)
-        table[h] = m
-        m += 1
-    for i in range(m):  # clear the slots used
-        h = _hash(vals, i, 0, width, 7) & mask
-        while table[h] >= 0:
-            table[h] = -1
-            h = (h + 1) & mask
-    return m
 
 
 @kernel
@@ -496,8 +244,7 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
                             t_out, row, kk, r, trace_width, trace_batches_ptr, trace_batches,
                             batch_rows, batch_times, batch_diffs, batch_len, over, heads,
                             out_vals, out_diffs, 0)
-                        if nxt_out < nxt:
-                            nxt = nxt_out
+                        nxt = min(nxt, nxt_out)
                         size = table.shape[0]
                         while size < 2 * n_out:
                             size *= 2
@@ -518,8 +265,7 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
                             t_out, row, kk, r, trace_width, trace_batches_ptr, trace_batches,
                             batch_rows, batch_times, batch_diffs, batch_len, over, heads,
                             out_vals, out_diffs, 0)
-                        if nxt_out < nxt:
-                            nxt = nxt_out
+                        nxt = min(nxt, nxt_out)
                         size = table.shape[0]
                         while size < 2 * max(n_in, n_out):
                             size *= 2
@@ -585,22 +331,11 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
                                 continue
                             over, n_over, heads = _overlay_add(over, n_over, heads, trace_kk,
                                                                t_out, out, w_out, r, change)
-                            for c in range(consumers_ptr[i], consumers_ptr[i + 1]):
-                                work = _grown(work, n_work)
-                                work[n_work, W_NODE] = consumers[c, 0]
-                                work[n_work, W_PORT] = consumers[c, 1]
-                                work[n_work, W_ROUND] = r
-                                work[n_work, W_DIFF] = change
-                                for j in range(w_out):
-                                    work[n_work, W_ROW + j] = out[j]
-                                n_work += 1
+                            work, n_work = _emit(work, n_work, consumers_ptr, consumers, i, r,
+                                                  change, out, w_out)
                         if nxt != _BIG:
-                            schedule = _grown(schedule, n_schedule)
-                            schedule[n_schedule, S_NODE] = i
-                            schedule[n_schedule, S_ROUND] = nxt
-                            for j in range(kk):
-                                schedule[n_schedule, S_ROW + j] = row[j]
-                            n_schedule += 1
+                            schedule, n_schedule = _schedule(schedule, n_schedule, i, nxt, row,
+                                                                 kk)
                         continue
                     total_in, total_out, nxt = 0, 0, _BIG
                     for side in range(2):
@@ -646,22 +381,11 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
                     if change != 0:
                         over, n_over, heads = _overlay_add(over, n_over, heads, trace_kk,
                                                            t_out, row, kk, r, change)
-                        for c in range(consumers_ptr[i], consumers_ptr[i + 1]):
-                            work = _grown(work, n_work)
-                            work[n_work, W_NODE] = consumers[c, 0]
-                            work[n_work, W_PORT] = consumers[c, 1]
-                            work[n_work, W_ROUND] = r
-                            work[n_work, W_DIFF] = change
-                            for j in range(kk):
-                                work[n_work, W_ROW + j] = row[j]
-                            n_work += 1
+                        work, n_work = _emit(work, n_work, consumers_ptr, consumers, i, r,
+                                              change, row, kk)
                     if nxt != _BIG:  # the key's next round with history: look again there
-                        schedule = _grown(schedule, n_schedule)
-                        schedule[n_schedule, S_NODE] = i
-                        schedule[n_schedule, S_ROUND] = nxt
-                        for j in range(kk):
-                            schedule[n_schedule, S_ROW + j] = row[j]
-                        n_schedule += 1
+                        schedule, n_schedule = _schedule(schedule, n_schedule, i, nxt, row,
+                                                             kk)
                 for s in range(seen.shape[0]):
                     seen[s] = -1
                 continue
@@ -727,12 +451,8 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
                     for q in range(readers_ptr[i], readers_ptr[i + 1]):
                         reader, side = readers[q, 0], readers[q, 1]
                         if side == 2:  # a distinct: look at the key at this round
-                            schedule = _grown(schedule, n_schedule)
-                            schedule[n_schedule, S_NODE] = reader
-                            schedule[n_schedule, S_ROUND] = r
-                            for j in range(nodes[reader, 5]):
-                                schedule[n_schedule, S_ROW + j] = row[j]
-                            n_schedule += 1
+                            schedule, n_schedule = _schedule(schedule, n_schedule, reader, r, row,
+                                                                 nodes[reader, 5])
                             continue
                         # a join: this update against the other side's trace, as it is now
                         other = nodes[reader, 4] if side == 0 else nodes[reader, 3]
@@ -756,16 +476,9 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
                                         out[j] = row[s] if s < lw else rows[p, s - lw]
                                     else:
                                         out[j] = rows[p, s] if s < lw else row[s - lw]
-                                rr = times[p, 1] if times[p, 1] > r else r
-                                for c in range(consumers_ptr[reader], consumers_ptr[reader + 1]):
-                                    work = _grown(work, n_work)
-                                    work[n_work, W_NODE] = consumers[c, 0]
-                                    work[n_work, W_PORT] = consumers[c, 1]
-                                    work[n_work, W_ROUND] = rr
-                                    work[n_work, W_DIFF] = diff * diffs[p]
-                                    for j in range(out_w):
-                                        work[n_work, W_ROW + j] = out[j]
-                                    n_work += 1
+                                rr = max(r, times[p, 1])
+                                work, n_work = _emit(work, n_work, consumers_ptr, consumers, reader, rr,
+                                                      diff * diffs[p], out, out_w)
                         mask_o = heads.shape[0] - 1
                         e = heads[_hash(row.reshape(1, rw), 0, 0, jk, t_other) & mask_o]
                         while e >= 0:
@@ -783,32 +496,17 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
                                         else:
                                             out[j] = over[e, O_ROW + s] if s < lw else \
                                                 row[s - lw]
-                                    rr = over[e, O_ROUND] if over[e, O_ROUND] > r else r
-                                    for c in range(consumers_ptr[reader],
-                                                   consumers_ptr[reader + 1]):
-                                        work = _grown(work, n_work)
-                                        work[n_work, W_NODE] = consumers[c, 0]
-                                        work[n_work, W_PORT] = consumers[c, 1]
-                                        work[n_work, W_ROUND] = rr
-                                        work[n_work, W_DIFF] = diff * over[e, O_DIFF]
-                                        for j in range(out_w):
-                                            work[n_work, W_ROW + j] = out[j]
-                                        n_work += 1
+                                    rr = max(r, over[e, O_ROUND])
+                                    work, n_work = _emit(work, n_work, consumers_ptr, consumers, reader, rr,
+                                                          diff * over[e, O_DIFF], out, out_w)
                             e = over[e, O_NEXT]
                     over, n_over, heads = _overlay_add(over, n_over, heads, trace_kk, t, row,
                                                        width, r, diff)
                     continue
                 else:  # (ENTER, JOIN: never queued here)
                     continue
-                for c in range(consumers_ptr[i], consumers_ptr[i + 1]):
-                    work = _grown(work, n_work)
-                    work[n_work, W_NODE] = consumers[c, 0]
-                    work[n_work, W_PORT] = consumers[c, 1]
-                    work[n_work, W_ROUND] = rnd
-                    work[n_work, W_DIFF] = diff
-                    for j in range(width):
-                        work[n_work, W_ROW + j] = out[j]
-                    n_work += 1
+                work, n_work = _emit(work, n_work, consumers_ptr, consumers, i, rnd,
+                                      diff, out, width)
         # the round is complete: drop what was handled, find the next round
         n_work = _compacted(work, n_work, W_NODE)
         n_schedule = _compacted(schedule, n_schedule, S_NODE)
@@ -824,24 +522,9 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
             break
         nxt = _BIG
         for w in range(n_work):
-            if work[w, W_ROUND] < nxt:
-                nxt = work[w, W_ROUND]
+            nxt = min(nxt, work[w, W_ROUND])
         for s in range(n_schedule):
-            if schedule[s, S_ROUND] < nxt:
-                nxt = schedule[s, S_ROUND]
+            nxt = min(nxt, schedule[s, S_ROUND])
         r = nxt
     return (reason, done, work, n_work, schedule, n_schedule, over, n_over, exits, n_exits,
             negative)
-
-
-@kernel
-def _compacted(buf, n, node_column):
-    """Move the rows whose node is not -1 to the front; their count."""
-    k = 0
-    for i in range(n):
-        if buf[i, node_column] >= 0:
-            if k != i:
-                for j in range(buf.shape[1]):
-                    buf[k, j] = buf[i, j]
-            k += 1
-    return k
