@@ -51,7 +51,7 @@ def reachable(edges: Collection, roots: Collection) -> Collection:
     e, start = _edges(edges), _roots(roots).distinct()
     return start.iterate(
         lambda reached: start.concat(_step(reached, e).select(node="dst")).distinct(),
-        name="reachable")
+        name="reachable", max_rounds=None)  # (settles: a chain of n nodes needs n rounds)
 
 
 def bfs_distances(edges: Collection, roots: Collection) -> Collection:
@@ -70,7 +70,7 @@ def bfs_distances(edges: Collection, roots: Collection) -> Collection:
     return start.iterate(
         lambda d: start.concat(_step(d, e).select(node="dst", dist=col("dist") + 1))
         .aggregate(by=["node"], dist=min("dist")),
-        name="bfs_distances")
+        name="bfs_distances", max_rounds=None)  # (settles: distances only fall, to >= 0)
 
 
 def sssp(weighted_edges: Collection, roots: Collection) -> Collection:
@@ -121,7 +121,7 @@ def _propagate(edges: Collection, nodes: Collection, name: str) -> Collection:
         return start.concat(step, jump.select(node="node", label="via_label")) \
             .aggregate(by=["node"], label=min("label"))
 
-    return start.iterate(round_, name=name)
+    return start.iterate(round_, name=name, max_rounds=None)  # (settles: labels only fall)
 
 
 def _nodes(e: Collection) -> Collection:
@@ -179,5 +179,5 @@ def strongly_connected_components(edges: Collection) -> Collection:
     def trim_both(cycle: Collection) -> Collection:
         return _trim(_trim(cycle, e), reverse)
 
-    inside = e.iterate(trim_both, name="strongly_connected_components")
+    inside = e.iterate(trim_both, name="strongly_connected_components", max_rounds=None)
     return _propagate(inside, _nodes(e), "scc_labels")
