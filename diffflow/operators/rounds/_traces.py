@@ -104,24 +104,27 @@ def _key_range(rows, n, key, key_start, kk):
 
 @kernel
 def _overlay_add(over, n_over, heads, trace_kk, trace, row, width, rnd, diff):
-    """Add ``diff`` to the overlay's update ``(row, rnd)`` of ``trace``; returns the overlay,
+    """Add the update ``(row, rnd, diff)`` to the overlay of ``trace``; returns the overlay,
     its length and the heads (rehashed when the overlay outgrew them).  Chains hash the
-    key (``trace_kk[trace]`` columns), so a trace's updates of one key share a chain."""
+    key (``trace_kk[trace]`` columns), so a trace's updates of one key share a chain.
+
+    Only the chain's newest entry is checked for the same row and round (an update and its
+    retraction in one round): a chain can hold a key's every row (a popular label), and
+    looking further would make inserting cost what the chain holds.  Readers sum equal rows,
+    and the driver consolidates what it seals."""
     kk = trace_kk[trace]
     mask = heads.shape[0] - 1
     h = _hash(row.reshape(1, row.shape[0]), 0, 0, kk, trace) & mask
     e = heads[h]
-    while e >= 0:
-        if over[e, O_TRACE] == trace and over[e, O_ROUND] == rnd:
-            same = True
-            for j in range(width):
-                if over[e, O_ROW + j] != row[j]:
-                    same = False
-                    break
-            if same:
-                over[e, O_DIFF] += diff
-                return over, n_over, heads
-        e = over[e, O_NEXT]
+    if e >= 0 and over[e, O_TRACE] == trace and over[e, O_ROUND] == rnd:
+        same = True
+        for j in range(width):
+            if over[e, O_ROW + j] != row[j]:
+                same = False
+                break
+        if same:
+            over[e, O_DIFF] += diff
+            return over, n_over, heads
     over = _grown(over, n_over)
     over[n_over, O_TRACE] = trace
     over[n_over, O_ROUND] = rnd
