@@ -44,8 +44,10 @@ from diffflow.operators.rounds import run_rounds
 _ROW = 4  # the work buffer's columns before the row: node, port, round, diff
 
 #: rows of work a run of compiled rounds starts with or leaves waiting at a round's end
-#: at most: beyond, the general path's vectorised steps cost less per row
-LIMIT = 4096
+#: at most: the kernel takes a row at a time, ~3x the general path's vectorised cost per
+#: row, and a round cannot be cut short, so a bigger delta whose round fans out (a hub's
+#: edges) would cost more compiled (R-MAT s15 reach: a 1,000-row round became 250,000)
+LIMIT = 256
 
 
 def mode() -> str:
@@ -158,9 +160,11 @@ def _take_state(program, engine, frontiers, limit):
         return None
     for nid in program.node_ids:
         if nodes[nid].kind == "enter":
+            # what enters is complete at this epoch, and no later epoch has closed: then no
+            # trace of the loop holds a later epoch (whose rounds are not this epoch's)
             entering = frontiers[nodes[nid].inputs[0]]
-            if any(t[0] <= epoch for t in entering):
-                return None  # more may still enter at this epoch
+            if not entering or any(t[0] != epoch + 1 for t in entering):
+                return None
     # the traces, read in place: batches without rescaling marks, rounds not compacted
     traces, keep = [], []
     for kind, nid in program.traces:
@@ -175,8 +179,6 @@ def _take_state(program, engine, frontiers, limit):
             if b.dead is not None or b.present is not None or b.times.shape[1] != 2:
                 return None
             if b.since is not None and len(b.since.elements) and b.since.elements[:, 1:].any():
-                return None
-            if b.max_time[0] > epoch:  # a later epoch is in flight: its rounds are not ours
                 return None
             batches.append(len(keep))
             keep.append(b)
