@@ -19,7 +19,6 @@ from diffflow.operators.rounds._traces import (
     O_NEXT,
     O_ROUND,
     O_ROW,
-    O_TRACE,
     S_NODE,
     S_ROUND,
     S_ROW,
@@ -32,6 +31,7 @@ from diffflow.operators.rounds._traces import (
     X_NODE,
     X_ROUND,
     X_ROW,
+    _chain,
     _compacted,
     _consolidate,
     _emit,
@@ -39,6 +39,7 @@ from diffflow.operators.rounds._traces import (
     _gather,
     _grown,
     _hash,
+    _is_key,
     _key_range,
     _overlay_add,
     _schedule,
@@ -150,6 +151,41 @@ def _evaluate(code, lo, hi, row, stack):
 
 
 @kernel
+def _aggregated(vals, diffs, n, aggs, first, count, kk, desired):
+    """``desired[kk:kk + count]`` from a key's consolidated rows ``vals[:n]`` (what
+    ``AggregateReducer`` computes); returns whether the key is present (a row of positive
+    multiplicity) and whether a row has a negative one."""
+    present, negative = False, False
+    for p in range(n):
+        if diffs[p] > 0:
+            present = True
+        elif diffs[p] < 0:
+            negative = True
+    for a in range(count):
+        how, column = aggs[first + a, 0], aggs[first + a, 1]
+        if how == AGG_COUNT:
+            v = 0
+            for p in range(n):
+                v += diffs[p]
+        elif how == AGG_SUM:
+            v = 0
+            for p in range(n):
+                v += vals[p, column] * diffs[p]
+        elif how == AGG_MIN:
+            v = _BIG
+            for p in range(n):
+                if diffs[p] > 0 and vals[p, column] < v:
+                    v = vals[p, column]
+        else:  # AGG_MAX
+            v = -_BIG - 1
+            for p in range(n):
+                if diffs[p] > 0 and vals[p, column] > v:
+                    v = vals[p, column]
+        desired[kk + a] = v
+    return present, negative
+
+
+@kernel
 def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, sources, code,
                code_ptr, trace_kk, trace_width, trace_batches_ptr, trace_batches,
                batch_rows, batch_times, batch_diffs, batch_len, aggs, work, n_work,
@@ -232,35 +268,25 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
                     for j in range(kk):
                         row[j] = schedule[s, S_ROW + j]
                     t_in, t_out = nodes[i, 3], nodes[i, 4]
-                    if op == AGGREGATE and nodes[i, 7] == 1 and nodes[i, 1] == kk + 1 and \
-                            aggs[nodes[i, 6], 0] >= AGG_MIN and aggs[nodes[i, 6], 1] == kk:
-                        # a lone min/max of (key, value) rows: walk the values, copy nothing
-                        found_v, v, nxt, cursor, ends, ov_vals, ov_diffs = _extremum(
-                            t_in, row, kk, r, aggs[nodes[i, 6], 0] == AGG_MIN, trace_width,
-                            trace_batches_ptr, trace_batches, batch_rows, batch_times,
-                            batch_diffs, batch_len, over, heads, cursor, ends, ov_vals,
-                            ov_diffs)
-                        out_vals, out_diffs, n_out, nxt_out = _gather(
-                            t_out, row, kk, r, trace_width, trace_batches_ptr, trace_batches,
-                            batch_rows, batch_times, batch_diffs, batch_len, over, heads,
-                            out_vals, out_diffs, 0)
-                        nxt = min(nxt, nxt_out)
-                        size = table.shape[0]
-                        while size < 2 * n_out:
-                            size *= 2
-                        if size > table.shape[0]:
-                            table = np.full(size, -1, np.int64)
+                    if op == AGGREGATE:
+                        # the key's desired row (desired[:w_out]; none unless present), and
+                        # its output rows up to this round, consolidated
                         w_out = nodes[i, 2]
-                        n_out = _consolidate(out_vals, out_diffs, n_out, w_out, table)
-                        present = found_v
-                        for j in range(kk):
-                            desired[j] = row[j]
-                        desired[kk] = v
-                    elif op == AGGREGATE:
-                        in_vals, in_diffs, n_in, nxt = _gather(
-                            t_in, row, kk, r, trace_width, trace_batches_ptr, trace_batches,
-                            batch_rows, batch_times, batch_diffs, batch_len, over, heads,
-                            in_vals, in_diffs, 0)
+                        first_agg, n_aggs = nodes[i, 6], nodes[i, 7]
+                        lone = n_aggs == 1 and nodes[i, 1] == kk + 1 and \
+                            aggs[first_agg, 0] >= AGG_MIN and aggs[first_agg, 1] == kk
+                        n_in = 0
+                        if lone:  # a min/max of (key, value) rows: walk the values, copy nothing
+                            present, v, nxt, cursor, ends, ov_vals, ov_diffs = _extremum(
+                                t_in, row, kk, r, aggs[first_agg, 0] == AGG_MIN, trace_width,
+                                trace_batches_ptr, trace_batches, batch_rows, batch_times,
+                                batch_diffs, batch_len, over, heads, cursor, ends, ov_vals,
+                                ov_diffs)
+                        else:
+                            in_vals, in_diffs, n_in, nxt = _gather(
+                                t_in, row, kk, r, trace_width, trace_batches_ptr, trace_batches,
+                                batch_rows, batch_times, batch_diffs, batch_len, over, heads,
+                                in_vals, in_diffs, 0)
                         out_vals, out_diffs, n_out, nxt_out = _gather(
                             t_out, row, kk, r, trace_width, trace_batches_ptr, trace_batches,
                             batch_rows, batch_times, batch_diffs, batch_len, over, heads,
@@ -271,41 +297,18 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
                             size *= 2
                         if size > table.shape[0]:
                             table = np.full(size, -1, np.int64)
-                        w_in, w_out = nodes[i, 1], nodes[i, 2]
-                        n_in = _consolidate(in_vals, in_diffs, n_in, w_in, table)
                         n_out = _consolidate(out_vals, out_diffs, n_out, w_out, table)
-                        present = False
-                        for p in range(n_in):
-                            if in_diffs[p] > 0:
-                                present = True
-                            elif in_diffs[p] < 0:
-                                negative[i] = 1
                         for j in range(kk):
                             desired[j] = row[j]
-                        first_agg = nodes[i, 6]
-                        for a in range(nodes[i, 7]):
-                            how, column = aggs[first_agg + a, 0], aggs[first_agg + a, 1]
-                            if how == AGG_COUNT:
-                                v = 0
-                                for p in range(n_in):
-                                    v += in_diffs[p]
-                            elif how == AGG_SUM:
-                                v = 0
-                                for p in range(n_in):
-                                    v += in_vals[p, column] * in_diffs[p]
-                            elif how == AGG_MIN:
-                                v = _BIG
-                                for p in range(n_in):
-                                    if in_diffs[p] > 0 and in_vals[p, column] < v:
-                                        v = in_vals[p, column]
-                            else:  # AGG_MAX
-                                v = -_BIG - 1
-                                for p in range(n_in):
-                                    if in_diffs[p] > 0 and in_vals[p, column] > v:
-                                        v = in_vals[p, column]
-                            desired[kk + a] = v
+                        if lone:
+                            desired[kk] = v
+                        else:
+                            n_in = _consolidate(in_vals, in_diffs, n_in, nodes[i, 1], table)
+                            present, neg = _aggregated(in_vals, in_diffs, n_in, aggs, first_agg,
+                                                       n_aggs, kk, desired)
+                            if neg:
+                                negative[i] = 1
                     if op == AGGREGATE:  # the corrections: desired - output, row by row
-                        w_out = nodes[i, 2]
                         found = False
                         for p in range(n_out + 1):
                             if p < n_out:
@@ -356,24 +359,17 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
                                         total_out += diffs[p]
                                 elif rr < nxt:
                                     nxt = rr
-                        mask_o = heads.shape[0] - 1
-                        e = heads[_hash(row.reshape(1, rw), 0, 0, kk, t) & mask_o]
+                        e = _chain(over, heads, t, row, kk)
                         while e >= 0:
-                            if over[e, O_TRACE] == t:
-                                same = True
-                                for j in range(kk):
-                                    if over[e, O_ROW + j] != row[j]:
-                                        same = False
-                                        break
-                                if same:
-                                    rr = over[e, O_ROUND]
-                                    if rr <= r:
-                                        if side == 0:
-                                            total_in += over[e, O_DIFF]
-                                        else:
-                                            total_out += over[e, O_DIFF]
-                                    elif rr < nxt:
-                                        nxt = rr
+                            if _is_key(over, e, t, row, kk):
+                                rr = over[e, O_ROUND]
+                                if rr <= r:
+                                    if side == 0:
+                                        total_in += over[e, O_DIFF]
+                                    else:
+                                        total_out += over[e, O_DIFF]
+                                elif rr < nxt:
+                                    nxt = rr
                             e = over[e, O_NEXT]
                     if total_in < 0:
                         negative[i] = 1
@@ -476,29 +472,21 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
                                         out[j] = row[s] if s < lw else rows[p, s - lw]
                                     else:
                                         out[j] = rows[p, s] if s < lw else row[s - lw]
-                                rr = max(r, times[p, 1])
-                                work, n_work = _emit(work, n_work, consumers_ptr, consumers, reader, rr,
-                                                      diff * diffs[p], out, out_w)
-                        mask_o = heads.shape[0] - 1
-                        e = heads[_hash(row.reshape(1, rw), 0, 0, jk, t_other) & mask_o]
+                                work, n_work = _emit(work, n_work, consumers_ptr, consumers,
+                                                     reader, max(r, times[p, 1]),
+                                                     diff * diffs[p], out, out_w)
+                        e = _chain(over, heads, t_other, row, jk)
                         while e >= 0:
-                            if over[e, O_TRACE] == t_other and over[e, O_DIFF] != 0:
-                                same = True
-                                for j in range(jk):
-                                    if over[e, O_ROW + j] != row[j]:
-                                        same = False
-                                        break
-                                if same:
-                                    for j in range(out_w):
-                                        s = sources[src + j]
-                                        if side == 0:
-                                            out[j] = row[s] if s < lw else over[e, O_ROW + s - lw]
-                                        else:
-                                            out[j] = over[e, O_ROW + s] if s < lw else \
-                                                row[s - lw]
-                                    rr = max(r, over[e, O_ROUND])
-                                    work, n_work = _emit(work, n_work, consumers_ptr, consumers, reader, rr,
-                                                          diff * over[e, O_DIFF], out, out_w)
+                            if _is_key(over, e, t_other, row, jk):
+                                for j in range(out_w):
+                                    s = sources[src + j]
+                                    if side == 0:
+                                        out[j] = row[s] if s < lw else over[e, O_ROW + s - lw]
+                                    else:
+                                        out[j] = over[e, O_ROW + s] if s < lw else row[s - lw]
+                                work, n_work = _emit(work, n_work, consumers_ptr, consumers,
+                                                     reader, max(r, over[e, O_ROUND]),
+                                                     diff * over[e, O_DIFF], out, out_w)
                             e = over[e, O_NEXT]
                     over, n_over, heads = _overlay_add(over, n_over, heads, trace_kk, t, row,
                                                        width, r, diff)

@@ -103,6 +103,34 @@ def _key_range(rows, n, key, key_start, kk):
 
 
 @kernel
+def _grown_vector(buf, n):
+    """``buf`` (1-d) with room for item ``n`` (doubled when full)."""
+    if n < buf.shape[0]:
+        return buf
+    bigger = np.zeros(2 * buf.shape[0], np.int64)
+    bigger[:n] = buf[:n]
+    return bigger
+
+
+@kernel
+def _chain(over, heads, trace, key, kk):
+    """The newest overlay entry whose chain ``key[:kk]`` of ``trace`` hashes to (-1: none);
+    walk on with ``O_NEXT`` and test each with :func:`_is_key`."""
+    return heads[_hash(key.reshape(1, key.shape[0]), 0, 0, kk, trace) & (heads.shape[0] - 1)]
+
+
+@kernel
+def _is_key(over, e, trace, key, kk):
+    """Whether overlay entry ``e`` is a (non-zero) update of ``trace`` at key ``key[:kk]``."""
+    if over[e, O_TRACE] != trace or over[e, O_DIFF] == 0:
+        return False
+    for j in range(kk):
+        if over[e, O_ROW + j] != key[j]:
+            return False
+    return True
+
+
+@kernel
 def _overlay_add(over, n_over, heads, trace_kk, trace, row, width, rnd, diff):
     """Add the update ``(row, rnd, diff)`` to the overlay of ``trace``; returns the overlay,
     its length and the heads (rehashed when the overlay outgrew them).  Chains hash the
@@ -164,38 +192,23 @@ def _gather(t, key, kk, r, trace_width, trace_batches_ptr, trace_batches, batch_
             if rr > r:
                 nxt = min(nxt, rr)
                 continue
-            vals = _grown(vals, n)
-            if n >= diffs.shape[0]:
-                bigger = np.zeros(2 * diffs.shape[0], np.int64)
-                bigger[:n] = diffs[:n]
-                diffs = bigger
+            vals, diffs = _grown(vals, n), _grown_vector(diffs, n)
             for j in range(width):
                 vals[n, j] = rows[p, j]
             diffs[n] = ds[p]
             n += 1
-    mask = heads.shape[0] - 1
-    e = heads[_hash(key.reshape(1, key.shape[0]), 0, 0, kk, t) & mask]
+    e = _chain(over, heads, t, key, kk)
     while e >= 0:
-        if over[e, O_TRACE] == t and over[e, O_DIFF] != 0:
-            same = True
-            for j in range(kk):
-                if over[e, O_ROW + j] != key[j]:
-                    same = False
-                    break
-            if same:
-                rr = over[e, O_ROUND]
-                if rr > r:
-                    nxt = min(nxt, rr)
-                else:
-                    vals = _grown(vals, n)
-                    if n >= diffs.shape[0]:
-                        bigger = np.zeros(2 * diffs.shape[0], np.int64)
-                        bigger[:n] = diffs[:n]
-                        diffs = bigger
-                    for j in range(width):
-                        vals[n, j] = over[e, O_ROW + j]
-                    diffs[n] = over[e, O_DIFF]
-                    n += 1
+        if _is_key(over, e, t, key, kk):
+            rr = over[e, O_ROUND]
+            if rr > r:
+                nxt = min(nxt, rr)
+            else:
+                vals, diffs = _grown(vals, n), _grown_vector(diffs, n)
+                for j in range(width):
+                    vals[n, j] = over[e, O_ROW + j]
+                diffs[n] = over[e, O_DIFF]
+                n += 1
         e = over[e, O_NEXT]
     return vals, diffs, n, nxt
 
@@ -226,29 +239,17 @@ def _extremum(t, key, kk, r, is_min, trace_width, trace_batches_ptr, trace_batch
         cursor[q - q0] = lo if is_min else hi - 1
         ends[q - q0] = hi if is_min else lo - 1
     n_ov = 0
-    mask = heads.shape[0] - 1
-    e = heads[_hash(key.reshape(1, key.shape[0]), 0, 0, kk, t) & mask]
+    e = _chain(over, heads, t, key, kk)
     while e >= 0:
-        if over[e, O_TRACE] == t and over[e, O_DIFF] != 0:
-            same = True
-            for j in range(kk):
-                if over[e, O_ROW + j] != key[j]:
-                    same = False
-                    break
-            if same:
-                rr = over[e, O_ROUND]
-                if rr > r:
-                    nxt = min(nxt, rr)
-                else:
-                    if n_ov >= ov_vals.shape[0]:
-                        bigger_v = np.zeros(2 * ov_vals.shape[0], np.int64)
-                        bigger_d = np.zeros(2 * ov_vals.shape[0], np.int64)
-                        bigger_v[:n_ov] = ov_vals[:n_ov]
-                        bigger_d[:n_ov] = ov_diffs[:n_ov]
-                        ov_vals, ov_diffs = bigger_v, bigger_d
-                    ov_vals[n_ov] = over[e, O_ROW + kk]
-                    ov_diffs[n_ov] = over[e, O_DIFF]
-                    n_ov += 1
+        if _is_key(over, e, t, key, kk):
+            rr = over[e, O_ROUND]
+            if rr > r:
+                nxt = min(nxt, rr)
+            else:
+                ov_vals, ov_diffs = _grown_vector(ov_vals, n_ov), _grown_vector(ov_diffs, n_ov)
+                ov_vals[n_ov] = over[e, O_ROW + kk]
+                ov_diffs[n_ov] = over[e, O_DIFF]
+                n_ov += 1
         e = over[e, O_NEXT]
     step = 1 if is_min else -1
     while True:
