@@ -22,7 +22,8 @@ kernel reads, is in ``docs/ARCHITECTURE.md``, "Compiled rounds".
 The switch ``DIFFFLOW_COMPILED_ROUNDS``: ``0`` keeps every loop on the general path,
 ``force`` runs compiled rounds whatever the delta's size and before the kernels would
 otherwise load (tests), anything else (the default) runs them for deltas of at most
-:data:`LIMIT` rows once the kernels are loaded.  Only the local runtime with one partition
+:data:`LIMIT` rows once the kernels are loaded (a run that has swept
+:data:`LOAD_AFTER_SWEEPS` times loads them).  Only the local runtime with one partition
 and no tracing or rescaling under way runs them so far; everything else keeps the general
 path.
 """
@@ -32,7 +33,7 @@ import os
 
 import numpy as np
 
-from diffflow.arrangements import small
+from diffflow.arrangements import columnar, small
 from diffflow.arrangements.batch import Batch
 from diffflow.arrangements.updates import Updates
 from diffflow.dataflow.rounds import loop_paths
@@ -48,6 +49,12 @@ _ROW = 4  # the work buffer's columns before the row: node, port, round, diff
 #: row, and a round cannot be cut short, so a bigger delta whose round fans out (a hub's
 #: edges) would cost more compiled (R-MAT s15 reach: a 1,000-row round became 250,000)
 LIMIT = 256
+
+
+#: sweeps of one run (about one per round) after which a loop on the general path loads the
+#: kernels to go on compiled, if nothing loaded them yet: by then its rounds have cost about
+#: what loading costs (~0.3-0.5 s); a loop that long usually has many more to go
+LOAD_AFTER_SWEEPS = 1000
 
 
 def mode() -> str:
@@ -77,7 +84,9 @@ class CompiledRounds:
         if how == "off" or not self.programs or runtime.parts != 1:
             return False
         if how != "force" and not small.loaded():
-            return False  # (a first small query does not load the kernels for this)
+            if runtime.sweeps < LOAD_AFTER_SWEEPS:
+                return False  # (a first small query does not load the kernels for this)
+            columnar.load_kernels()  # a long loop: loading pays for itself within its rounds
         engine = runtime.engines[0]
         if engine.log is not None or engine.rescale_running or engine.rescale_plan is not None:
             return False

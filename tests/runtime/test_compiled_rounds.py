@@ -10,8 +10,12 @@ run under both settings (``compiled_rounds_both_ways`` in their ``pytestmark``).
 """
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,6 +29,7 @@ from diffflow.runtime import compiled_rounds
 from tests.algorithms.test_graphs import wcc_oracle
 
 pytestmark = pytest.mark.local_runtime  # (what it tests exists on the local runtime only)
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _reach(flow):
@@ -301,3 +306,23 @@ def test_chain_cuts_hand_big_deltas_back_and_agree(monkeypatch):
     assert runs > 0 and none == 0
     for epoch, (a, b) in enumerate(zip(mixed, general)):
         assert a == b, f"epoch {epoch}"
+
+
+def test_a_long_loop_loads_the_kernels_and_goes_on_compiled():
+    # a fresh process: nothing loaded the kernels at first; once the rounds have cost enough
+    # (the small tactics' account, or LOAD_AFTER_SWEEPS sweeps) they load, and the loop
+    # finishes compiled
+    code = ("from diffflow.datalog import Program\n"
+            "p = Program('.decl n(x: number)\\n.output n\\nn(0).\\nn(x + 1) :- n(x), x < 2500.\\n')\n"
+            "p.commit()\n"
+            "r = p.flow._runtime\n"
+            "print(p.size('n'), r.sweeps, r.rounds.runs, r.rounds.rounds)\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("DIFFFLOW_COMPILED_ROUNDS", None)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=env, cwd=REPO, check=False)
+    assert result.returncode == 0, result.stderr
+    size, sweeps, runs, rounds = map(int, result.stdout.split())
+    assert size == 2501
+    assert runs >= 1 and rounds > 1000
+    assert sweeps <= compiled_rounds.LOAD_AFTER_SWEEPS + 10
