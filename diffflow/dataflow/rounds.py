@@ -54,7 +54,6 @@ class LoopProgram:
     def __init__(self, scope, node_ids, nodes, aggs, consumers, readers, orders, sources, code,
                  code_ptr, traces, trace_kk, trace_width, row_width):
         self.scope, self.node_ids = scope, node_ids
-        self.index = {nid: i for i, nid in enumerate(node_ids)}
         self.nodes, self.aggs = nodes, aggs
         self.consumers_ptr, self.consumers = consumers
         self.readers_ptr, self.readers = readers

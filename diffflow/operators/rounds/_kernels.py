@@ -31,6 +31,7 @@ from diffflow.operators.rounds._traces import (
     X_NODE,
     X_ROUND,
     X_ROW,
+    _batch,
     _chain,
     _compacted,
     _consolidate,
@@ -43,8 +44,6 @@ from diffflow.operators.rounds._traces import (
     _key_range,
     _overlay_add,
     _schedule,
-    _vector,
-    _view,
 )
 from diffflow.operators.rounds.codes import (  # noqa: F401 (the kernel's constants)
     AGG_COUNT,
@@ -344,12 +343,10 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
                     for side in range(2):
                         t = t_in if side == 0 else t_out
                         for q in range(trace_batches_ptr[t], trace_batches_ptr[t + 1]):
-                            b = trace_batches[q]
-                            n = batch_len[b]
-                            rows = _view(batch_rows[b], n, trace_width[t])
-                            times = _view(batch_times[b], n, 2)
-                            diffs = _vector(batch_diffs[b], n)
-                            lo, hi = _key_range(rows, n, row, 0, kk)
+                            rows, times, diffs = _batch(q, trace_width[t], trace_batches,
+                                                        batch_rows, batch_times, batch_diffs,
+                                                        batch_len)
+                            lo, hi = _key_range(rows, rows.shape[0], row, 0, kk)
                             for p in range(lo, hi):
                                 rr = times[p, 1]
                                 if rr <= r:
@@ -459,12 +456,9 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
                         out_w = nodes[reader, 2]
                         ow = trace_width[t_other]
                         for q2 in range(trace_batches_ptr[t_other], trace_batches_ptr[t_other + 1]):
-                            b = trace_batches[q2]
-                            n = batch_len[b]
-                            rows = _view(batch_rows[b], n, ow)
-                            times = _view(batch_times[b], n, 2)
-                            diffs = _vector(batch_diffs[b], n)
-                            lo, hi = _key_range(rows, n, row, 0, jk)
+                            rows, times, diffs = _batch(q2, ow, trace_batches, batch_rows,
+                                                        batch_times, batch_diffs, batch_len)
+                            lo, hi = _key_range(rows, rows.shape[0], row, 0, jk)
                             for p in range(lo, hi):
                                 for j in range(out_w):
                                     s = sources[src + j]

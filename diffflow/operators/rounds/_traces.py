@@ -67,6 +67,16 @@ def _hash(buf, i, start, k, salt):
 
 
 @kernel
+def _batch(q, width, trace_batches, batch_rows, batch_times, batch_diffs, batch_len):
+    """The rows, times and diffs of a trace's ``q``-th batch (an index into ``trace_batches``),
+    read in place."""
+    b = trace_batches[q]
+    n = batch_len[b]
+    return (_view(batch_rows[b], n, width), _view(batch_times[b], n, 2),
+            _vector(batch_diffs[b], n))
+
+
+@kernel
 def _lower_bound(rows, n, key, key_start, kk):
     """First row of ``rows[:n]`` (sorted) whose first ``kk`` columns are >= the key."""
     lo, hi = 0, n
@@ -181,12 +191,8 @@ def _gather(t, key, kk, r, trace_width, trace_batches_ptr, trace_batches, batch_
     width = trace_width[t]
     nxt = _BIG
     for q in range(trace_batches_ptr[t], trace_batches_ptr[t + 1]):
-        b = trace_batches[q]
-        m = batch_len[b]
-        rows = _view(batch_rows[b], m, width)
-        times = _view(batch_times[b], m, 2)
-        ds = _vector(batch_diffs[b], m)
-        lo, hi = _key_range(rows, m, key, 0, kk)
+        rows, times, ds = _batch(q, width, trace_batches, batch_rows, batch_times, batch_diffs, batch_len)
+        lo, hi = _key_range(rows, rows.shape[0], key, 0, kk)
         for p in range(lo, hi):
             rr = times[p, 1]
             if rr > r:
@@ -228,11 +234,8 @@ def _extremum(t, key, kk, r, is_min, trace_width, trace_batches_ptr, trace_batch
         cursor = np.zeros(2 * (q1 - q0), np.int64)
         ends = np.zeros(2 * (q1 - q0), np.int64)
     for q in range(q0, q1):
-        b = trace_batches[q]
-        m = batch_len[b]
-        rows = _view(batch_rows[b], m, width)
-        times = _view(batch_times[b], m, 2)
-        lo, hi = _key_range(rows, m, key, 0, kk)
+        rows, times, _ = _batch(q, width, trace_batches, batch_rows, batch_times, batch_diffs, batch_len)
+        lo, hi = _key_range(rows, rows.shape[0], key, 0, kk)
         for p in range(lo, hi):  # (one pass over the key's rounds: where to look next)
             if times[p, 1] > r and times[p, 1] < nxt:
                 nxt = times[p, 1]
@@ -259,8 +262,7 @@ def _extremum(t, key, kk, r, is_min, trace_width, trace_batches_ptr, trace_batch
         for q in range(q0, q1):
             c = cursor[q - q0]
             if c != ends[q - q0]:
-                b = trace_batches[q]
-                x = _view(batch_rows[b], batch_len[b], width)[c, kk]
+                x = _batch(q, width, trace_batches, batch_rows, batch_times, batch_diffs, batch_len)[0][c, kk]
                 if not have or (x < v if is_min else x > v):
                     v, have = x, True
         for o in range(n_ov):
@@ -271,11 +273,7 @@ def _extremum(t, key, kk, r, is_min, trace_width, trace_batches_ptr, trace_batch
             return False, 0, nxt, cursor, ends, ov_vals, ov_diffs
         total = 0
         for q in range(q0, q1):
-            b = trace_batches[q]
-            m = batch_len[b]
-            rows = _view(batch_rows[b], m, width)
-            times = _view(batch_times[b], m, 2)
-            diffs = _vector(batch_diffs[b], m)
+            rows, times, diffs = _batch(q, width, trace_batches, batch_rows, batch_times, batch_diffs, batch_len)
             c = cursor[q - q0]
             while c != ends[q - q0] and rows[c, kk] == v:
                 if times[c, 1] <= r:
