@@ -16,8 +16,11 @@ collection that stays exact as edges and roots change.
 from __future__ import annotations
 
 from diffflow.api.aggregates import min
+from diffflow.api.arranged import reduce_with
 from diffflow.api.collection import Collection
-from diffflow.dataflow.expr import col
+from diffflow.common.schema import Schema
+from diffflow.dataflow.expr import Lit, col
+from diffflow.operators.reduce_components import ComponentsReducer
 
 
 def _edges(edges: Collection) -> Collection:
@@ -143,10 +146,33 @@ def connected_components(edges: Collection) -> Collection:
     [(2, 2), (5, 2), (7, 7), (8, 7), (9, 2)]
     """
     e = _edges(edges)
+    if _by_search(e):
+        return _components_by_search(e)
     # no distinct of the two directions: min ignores how often a candidate label arrives,
     # and a distinct would hold every edge twice more (its input and output traces)
     both = e.concat(e.select(src="dst", dst="src"))
     return _propagate(both, _nodes(e), "connected_components")
+
+
+def _by_search(e: Collection) -> bool:
+    """Whether the components tactic serves ``e``: one partition (the tactic holds every edge
+    in one group, where label propagation spreads its rounds over the partitions), integer
+    ids, outside loops (inside one, a round's labels are partially ordered times the tactic
+    recomputes whole), and no explanations (they read the label-propagation loop)."""
+    return (e.flow.partitions == 1 and e.scope.depth == 0
+            and not getattr(e.flow, "explain", False)
+            and all(t == "int" for t in e.schema.types))
+
+
+def _components_by_search(e: Collection) -> Collection:
+    """Components kept by :mod:`~diffflow.operators.reduce_components`: one group of every
+    edge, updated from each epoch's change (a cut of a long path costs its shorter side,
+    where label propagation rewrites every round after the cut)."""
+    keyed = e.select(all_edges=Lit(0), src="src", dst="dst")
+    schema = Schema.of([("all_edges", "int"), ("node", "int"), ("label", "int")])
+    labels = reduce_with(keyed.arrange(["all_edges"]), ComponentsReducer(), schema,
+                         "connected components")
+    return labels.select("node", "label")
 
 
 def _trim(cycle: Collection, edges: Collection) -> Collection:

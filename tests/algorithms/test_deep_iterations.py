@@ -16,6 +16,7 @@ from diffflow import graphs
 from diffflow.operators.reduce import join_closure
 from tests.algorithms.test_graphs import reach_oracle, scc_oracle, sssp_oracle, wcc_oracle
 from tests.support.helpers import Case
+from tests.support.loops import label_propagation
 
 # every loop test here runs with compiled rounds forced on and off (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("compiled_rounds_both_ways")
@@ -52,7 +53,7 @@ def cut_and_repair(case: Case, edges: list, seed: int, epochs: int, extra=()) ->
 @pytest.mark.parametrize("shape", ["chain", "grid"])
 def test_components_on_deep_graphs_under_cuts(shape, parts):
     edges = chain_edges(40) if shape == "chain" else grid_edges(6)
-    case = Case({"edges": ["src", "dst"]}, lambda f, i: graphs.connected_components(i["edges"]),
+    case = Case({"edges": ["src", "dst"]}, lambda f, i: label_propagation(i["edges"]),
                 wcc_oracle, parts)
     cut_and_repair(case, edges, seed=parts, epochs=6)
 
@@ -64,7 +65,7 @@ def test_components_on_a_long_chain_with_shuffled_ids(parts):
     ids = list(range(200))
     random.Random(parts).shuffle(ids)
     edges = [(ids[a], ids[b]) for a, b in chain_edges(200)]
-    case = Case({"edges": ["src", "dst"]}, lambda f, i: graphs.connected_components(i["edges"]),
+    case = Case({"edges": ["src", "dst"]}, lambda f, i: label_propagation(i["edges"]),
                 wcc_oracle, parts)
     cut_and_repair(case, edges, seed=11 + parts, epochs=4)
 

@@ -22,6 +22,7 @@ from diffflow import graphs
 from diffflow.operators import reduce as reduce_module
 from tests.algorithms.test_graphs import sssp_oracle, wcc_oracle
 from tests.support.helpers import Case, drive
+from tests.support.loops import label_propagation
 
 
 @pytest.fixture(autouse=True)
@@ -108,7 +109,7 @@ def test_extremum_shortcut_inside_loops(parts, shortcut_counts, rule_counts):
                         lambda f, i: graphs.sssp(i["edges"], i["roots"]), oracle, parts)
         else:
             case = Case({"edges": ["src", "dst"]},
-                        lambda f, i: graphs.connected_components(i["edges"]), oracle, parts)
+                        lambda f, i: label_propagation(i["edges"]), oracle, parts)
         edges = {(rng.randrange(30), rng.randrange(30)) + ((rng.randint(1, 5),) if weighted else ())
                  for _ in range(45)}
         edges = sorted(edges)
@@ -196,7 +197,7 @@ def test_extremum_rule_stands_down_where_it_keeps_failing(parts, monkeypatch):
 
     monkeypatch.setattr(rule.ExtremumAtTimes, "_by_rule", counting)
     case = Case({"edges": ["src", "dst"]},
-                lambda f, i: graphs.connected_components(i["edges"]), wcc_oracle, parts)
+                lambda f, i: label_propagation(i["edges"]), wcc_oracle, parts)
     chain = [(i, i + 1) for i in range(120)]
     case.apply("edges", chain, [1] * len(chain))
     case.advance_and_check(0)
@@ -233,7 +234,7 @@ def test_extremum_rule_tried_on_big_groups_only(monkeypatch):
     def cut_once(edges, cut):
         flow = dd.Dataflow()
         e = flow.input("e", ["a", "b"])
-        out = graphs.connected_components(e).output()
+        out = label_propagation(e).output()
         e.insert(edges)
         flow.advance()
         e.remove([cut])

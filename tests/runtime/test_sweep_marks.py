@@ -13,6 +13,7 @@ import pytest
 import diffflow as dd
 from diffflow import graphs
 from diffflow.runtime import engine
+from tests.support.loops import label_propagation
 
 
 def _run(seed: int, parts: int, every_node: bool, monkeypatch) -> tuple[list, int]:
@@ -36,7 +37,7 @@ def _run(seed: int, parts: int, every_node: bool, monkeypatch) -> tuple[list, in
     edges = flow.input("edges", ["src", "dst"])
     roots = flow.input("roots", ["node"])
     outs = [graphs.reachable(edges, roots).output(),
-            graphs.connected_components(edges).output(),
+            label_propagation(edges).output(),
             graphs.bfs_distances(edges, roots).output()]
     present: set = set()
     roots.insert([0])

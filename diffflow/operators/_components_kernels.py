@@ -1,0 +1,371 @@
+"""Numba kernels of the connected-components tactic (private to :mod:`.reduce_components`).
+
+The state is a handful of int64 tables the caller owns and sizes (it grows them before a
+call, so no kernel allocates):
+
+* ``nodes[i]`` -- one row per node ever seen: ``ID`` (the user's id), ``LABEL`` (the
+  smallest id of its component), ``DEGREE`` (adjacency entries; 0: the node is absent),
+  ``HEAD`` (first adjacency entry), ``NEXT``/``PREV`` (the ring of its component's
+  members), ``MARK`` (search stamps), ``SEEN``/``WAS``/``OLD`` (the node's presence and
+  label before the current call, recorded when the call first touches it);
+* ``edges[e]`` -- one row per unordered pair of node indices ``A <= B``: the directed
+  counts ``AB`` and ``BA`` and ``LINKED`` (whether its adjacency entries exist: while some
+  direction has a positive count);
+* ``adj[2e + s]`` -- adjacency entries (side ``s`` of edge ``e``): ``TO``, ``NEXT``,
+  ``PREV`` in the node's list;
+* ``node_table``/``edge_table`` -- open-addressing hash tables of indices (-1: empty);
+* ``meta`` -- ``[nodes used, edges used, call stamp, search stamp]``.
+
+Why a ring per component: a merge relabels the members of the component whose label is not
+the smaller one, and a split relabels one side; both walk members without a search.
+"""
+from __future__ import annotations
+
+from diffflow.common.jit import kernel
+
+# node fields
+ID, LABEL, DEGREE, HEAD, NEXT, PREV, MARK, SEEN, WAS, OLD = range(10)
+NODE_FIELDS = 10
+# edge fields
+A, B, AB, BA, LINKED = range(5)
+EDGE_FIELDS = 5
+# adjacency fields
+TO, ANEXT, APREV = range(3)
+# meta fields
+USED_NODES, USED_EDGES, CALL, SEARCH = range(4)
+
+
+@kernel
+def _mix(x):
+    """A 64-bit finaliser (murmur3's), as signed arithmetic with logical shifts."""
+    x ^= (x >> 33) & 0x7FFFFFFF
+    x *= -49064778989728563      # 0xff51afd7ed558ccd
+    x ^= (x >> 33) & 0x7FFFFFFF
+    x *= -4265267296055464877    # 0xc4ceb9fe1a85ec53
+    x ^= (x >> 33) & 0x7FFFFFFF
+    return x
+
+
+@kernel
+def _node_slot(node_table, nodes, node_id):
+    """``(index or -1, table slot)`` of ``node_id``."""
+    mask = len(node_table) - 1
+    h = _mix(node_id) & mask
+    while True:
+        i = node_table[h]
+        if i < 0 or nodes[i, ID] == node_id:
+            return i, h
+        h = (h + 1) & mask
+
+
+@kernel
+def _edge_slot(edge_table, edges, a, b):
+    mask = len(edge_table) - 1
+    h = _mix(_mix(a) ^ b) & mask
+    while True:
+        e = edge_table[h]
+        if e < 0 or (edges[e, A] == a and edges[e, B] == b):
+            return e, h
+        h = (h + 1) & mask
+
+
+@kernel
+def rehash(node_table, nodes, edge_table, edges, meta):
+    """Fill fresh (all -1) tables from the node and edge rows."""
+    for i in range(meta[USED_NODES]):
+        _, h = _node_slot(node_table, nodes, nodes[i, ID])
+        node_table[h] = i
+    for e in range(meta[USED_EDGES]):
+        _, h = _edge_slot(edge_table, edges, edges[e, A], edges[e, B])
+        edge_table[h] = e
+
+
+@kernel
+def _touch(nodes, i, touched, meta):
+    """Record node ``i``'s presence and label before this call changes them."""
+    if nodes[i, SEEN] != meta[CALL]:
+        nodes[i, SEEN] = meta[CALL]
+        nodes[i, WAS] = 1 if nodes[i, DEGREE] > 0 else 0
+        nodes[i, OLD] = nodes[i, LABEL]
+        touched[0] += 1
+        touched[touched[0]] = i
+
+
+@kernel
+def _node(node_table, nodes, meta, node_id):
+    """The index of ``node_id``, added (absent, its own label) when new."""
+    i, h = _node_slot(node_table, nodes, node_id)
+    if i >= 0:
+        return i
+    i = meta[USED_NODES]
+    meta[USED_NODES] = i + 1
+    node_table[h] = i
+    nodes[i, ID] = node_id
+    nodes[i, LABEL] = node_id
+    nodes[i, DEGREE] = 0
+    nodes[i, HEAD] = -1
+    nodes[i, NEXT] = i
+    nodes[i, PREV] = i
+    nodes[i, MARK] = 0
+    nodes[i, SEEN] = 0
+    return i
+
+
+@kernel
+def _link_entry(nodes, adj, i, entry, to):
+    """Put adjacency ``entry`` (pointing to node ``to``) at the head of node ``i``'s list."""
+    first = nodes[i, HEAD]
+    adj[entry, TO] = to
+    adj[entry, ANEXT] = first
+    adj[entry, APREV] = -1
+    if first >= 0:
+        adj[first, APREV] = entry
+    nodes[i, HEAD] = entry
+    nodes[i, DEGREE] += 1
+
+
+@kernel
+def _unlink_entry(nodes, adj, i, entry):
+    nxt, prv = adj[entry, ANEXT], adj[entry, APREV]
+    if prv >= 0:
+        adj[prv, ANEXT] = nxt
+    else:
+        nodes[i, HEAD] = nxt
+    if nxt >= 0:
+        adj[nxt, APREV] = prv
+    nodes[i, DEGREE] -= 1
+
+
+@kernel
+def _revive(nodes, i, touched, meta):
+    """Node ``i`` gains its first adjacency entry: alone in its component."""
+    if nodes[i, DEGREE] == 0:
+        _touch(nodes, i, touched, meta)
+        nodes[i, LABEL] = nodes[i, ID]
+        nodes[i, NEXT] = i
+        nodes[i, PREV] = i
+
+
+@kernel
+def _count_changes(nodes, node_table, edges, edge_table, meta, src, dst, diff, changed):
+    """Add each directed change to its pair's counts; ``changed`` lists each pair once.
+    Returns how many pairs changed."""
+    n = 0
+    for k in range(len(src)):
+        ia = _node(node_table, nodes, meta, src[k])
+        ib = _node(node_table, nodes, meta, dst[k])
+        a, b = (ia, ib) if ia <= ib else (ib, ia)
+        e, h = _edge_slot(edge_table, edges, a, b)
+        if e < 0:
+            e = meta[USED_EDGES]
+            meta[USED_EDGES] = e + 1
+            edge_table[h] = e
+            edges[e, A] = a
+            edges[e, B] = b
+            edges[e, AB] = 0
+            edges[e, BA] = 0
+            edges[e, LINKED] = 0
+        if ia == a:
+            edges[e, AB] += diff[k]
+        else:
+            edges[e, BA] += diff[k]
+        # (a pair changed twice, once per direction, is listed twice: the second finds it
+        # settled)
+        changed[n] = e
+        n += 1
+    return n
+
+
+@kernel
+def _relabel_ring(nodes, start, label, touched, meta):
+    """Give every member of ``start``'s ring the label ``label``."""
+    i = start
+    while True:
+        if nodes[i, LABEL] != label:
+            _touch(nodes, i, touched, meta)
+            nodes[i, LABEL] = label
+        i = nodes[i, NEXT]
+        if i == start:
+            break
+
+
+@kernel
+def _merge(nodes, ia, ib, touched, meta):
+    """Join the components of nodes ``ia`` and ``ib`` (both present)."""
+    la, lb = nodes[ia, LABEL], nodes[ib, LABEL]
+    if la == lb:
+        return
+    if lb < la:
+        ia, ib, la, lb = ib, ia, lb, la
+    _relabel_ring(nodes, ib, la, touched, meta)
+    # splice the rings: a -> (b's ring) -> a's old next
+    an, bn = nodes[ia, NEXT], nodes[ib, NEXT]
+    nodes[ia, NEXT] = bn
+    nodes[bn, PREV] = ia
+    nodes[ib, NEXT] = an
+    nodes[an, PREV] = ib
+
+
+@kernel
+def _step_search(nodes, adj, queue, state, mine, theirs):
+    """Scan one adjacency entry of a breadth-first search; ``state`` is ``[scanned node
+    position, queue length, current entry]``.  Returns 1 when it meets the other search,
+    -1 when this one is exhausted, 0 otherwise."""
+    while state[2] < 0:
+        state[0] += 1
+        if state[0] >= state[1]:
+            return -1
+        state[2] = nodes[queue[state[0]], HEAD]
+    entry = state[2]
+    state[2] = adj[entry, ANEXT]
+    x = adj[entry, TO]
+    m = nodes[x, MARK]
+    if m == theirs:
+        return 1
+    if m != mine:
+        nodes[x, MARK] = mine
+        queue[state[1]] = x
+        state[1] += 1
+    return 0
+
+
+@kernel
+def _split(nodes, adj, ia, ib, qa, qb, touched, meta):
+    """After the pair ``(ia, ib)`` lost its last edge: if they are no longer connected,
+    the side a search exhausts first becomes a component of its own."""
+    meta[SEARCH] += 2
+    ma, mb = meta[SEARCH], meta[SEARCH] + 1
+    nodes[ia, MARK] = ma
+    nodes[ib, MARK] = mb
+    qa[0], qb[0] = ia, ib
+    sa = qa[-3:]  # three spare cells at the end of each queue hold its search state
+    sb = qb[-3:]
+    sa[0], sa[1], sa[2] = 0, 1, nodes[ia, HEAD]
+    sb[0], sb[1], sb[2] = 0, 1, nodes[ib, HEAD]
+    while True:
+        r = _step_search(nodes, adj, qa, sa, ma, mb)
+        if r == 1:
+            return
+        if r == -1:
+            side, queue, other, mark = sa, qa, ib, ma
+            break
+        r = _step_search(nodes, adj, qb, sb, mb, ma)
+        if r == 1:
+            return
+        if r == -1:
+            side, queue, other, mark = sb, qb, ia, mb
+            break
+    n = side[1]
+    label = nodes[other, LABEL]
+    # take the exhausted side out of the ring
+    for k in range(n):
+        i = queue[k]
+        p, q = nodes[i, PREV], nodes[i, NEXT]
+        nodes[p, NEXT] = q
+        nodes[q, PREV] = p
+    lowest = nodes[queue[0], ID]
+    for k in range(n):
+        i = queue[k]
+        nodes[i, NEXT] = queue[(k + 1) % n]
+        nodes[i, PREV] = queue[(k - 1) % n]
+        lowest = min(lowest, nodes[i, ID])
+    if lowest == label:  # the component's smallest id left with this side: relabel the rest
+        rest = nodes[other, ID]
+        i = nodes[other, NEXT]
+        while i != other:
+            rest = min(rest, nodes[i, ID])
+            i = nodes[i, NEXT]
+        _relabel_ring(nodes, other, rest, touched, meta)
+    else:
+        _relabel_ring(nodes, queue[0], lowest, touched, meta)
+
+
+@kernel
+def apply_changes(nodes, node_table, edges, edge_table, adj, meta, src, dst, diff,
+                  changed, qa, qb, touched):
+    """Apply directed edge changes ``src -> dst`` (multiplicity ``diff``) and keep every
+    present node's label exact: links first (merging components), then each lost pair in
+    turn (a split, found by two searches that stop when either is exhausted).
+
+    ``touched[0]`` becomes the count of nodes whose presence or label may have changed,
+    listed from ``touched[1]``; their ``WAS``/``OLD`` fields say what they were."""
+    meta[CALL] += 1
+    touched[0] = 0
+    n = _count_changes(nodes, node_table, edges, edge_table, meta, src, dst, diff, changed)
+    lost = 0
+    for k in range(n):
+        e = changed[k]
+        a, b = edges[e, A], edges[e, B]
+        want = edges[e, AB] > 0 or edges[e, BA] > 0
+        if want and edges[e, LINKED] == 0:
+            edges[e, LINKED] = 1
+            _revive(nodes, a, touched, meta)
+            _revive(nodes, b, touched, meta)
+            _link_entry(nodes, adj, a, 2 * e, b)
+            if a != b:
+                _link_entry(nodes, adj, b, 2 * e + 1, a)
+                _merge(nodes, a, b, touched, meta)
+        elif not want and edges[e, LINKED] == 1:
+            edges[e, LINKED] = 0
+            changed[lost] = e  # (lost <= k: the list is reused in place)
+            lost += 1
+    for k in range(lost):
+        e = changed[k]
+        a, b = edges[e, A], edges[e, B]
+        _touch(nodes, a, touched, meta)
+        _touch(nodes, b, touched, meta)
+        _unlink_entry(nodes, adj, a, 2 * e)
+        if a != b:
+            _unlink_entry(nodes, adj, b, 2 * e + 1)
+            _split(nodes, adj, a, b, qa, qb, touched, meta)
+    # a node left with no entry is absent: alone in its component, out of every ring
+    for k in range(touched[0]):
+        i = touched[k + 1]
+        if nodes[i, DEGREE] == 0:
+            nodes[i, NEXT] = i
+            nodes[i, PREV] = i
+
+
+@kernel
+def label_all(nodes, adj, meta, queue):
+    """Label every present node from scratch (a search per component), building the rings."""
+    meta[SEARCH] += 2
+    mark = meta[SEARCH]
+    for s in range(meta[USED_NODES]):
+        if nodes[s, DEGREE] == 0 or nodes[s, MARK] == mark:
+            continue
+        nodes[s, MARK] = mark
+        queue[0] = s
+        n, pos = 1, 0
+        lowest = nodes[s, ID]
+        while pos < n:
+            entry = nodes[queue[pos], HEAD]
+            pos += 1
+            while entry >= 0:
+                x = adj[entry, TO]
+                entry = adj[entry, ANEXT]
+                if nodes[x, MARK] != mark:
+                    nodes[x, MARK] = mark
+                    queue[n] = x
+                    n += 1
+                    lowest = min(lowest, nodes[x, ID])
+        for k in range(n):
+            i = queue[k]
+            nodes[i, LABEL] = lowest
+            nodes[i, NEXT] = queue[(k + 1) % n]
+            nodes[i, PREV] = queue[(k - 1) % n]
+
+
+@kernel
+def link_all(nodes, node_table, edges, edge_table, adj, meta, src, dst, diff, changed):
+    """Count every directed edge and link the pairs with a positive direction, without
+    labelling (:func:`label_all` follows)."""
+    n = _count_changes(nodes, node_table, edges, edge_table, meta, src, dst, diff, changed)
+    for k in range(n):
+        e = changed[k]
+        if edges[e, LINKED] == 0 and (edges[e, AB] > 0 or edges[e, BA] > 0):
+            edges[e, LINKED] = 1
+            a, b = edges[e, A], edges[e, B]
+            _link_entry(nodes, adj, a, 2 * e, b)
+            if a != b:
+                _link_entry(nodes, adj, b, 2 * e + 1, a)
