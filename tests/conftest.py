@@ -44,6 +44,20 @@ def _every_dataflow_on_the_test_runtime(request, monkeypatch):
     yield
 
 
+@pytest.fixture(params=["search", "force", "0"],
+                ids=["search-tactics", "loops-compiled-rounds", "loops-general-rounds"])
+def graph_library_paths(request, monkeypatch):
+    """Run a graph library test three ways: reachability and components by their search
+    tactics (the library's choice at one partition), and by their loops
+    (``DIFFFLOW_GRAPH_LOOPS=1``) with rounds compiled and never."""
+    if request.param == "search":
+        monkeypatch.delenv("DIFFFLOW_GRAPH_LOOPS", raising=False)
+    else:
+        monkeypatch.setenv("DIFFFLOW_GRAPH_LOOPS", "1")
+        monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", request.param)
+    return request.param
+
+
 @pytest.fixture(params=["force", "0"], ids=["compiled-rounds", "general-rounds"])
 def compiled_rounds_both_ways(request, monkeypatch):
     """Run a loop test twice: every ready loop's rounds compiled

@@ -15,12 +15,15 @@ collection that stays exact as edges and roots change.
 """
 from __future__ import annotations
 
+import os
+
 from diffflow.api.aggregates import min
 from diffflow.api.arranged import reduce_with
 from diffflow.api.collection import Collection
 from diffflow.common.schema import Schema
 from diffflow.dataflow.expr import Lit, col
 from diffflow.operators.reduce_components import ComponentsReducer
+from diffflow.operators.reduce_reach import ReachReducer
 
 
 def _edges(edges: Collection) -> Collection:
@@ -51,7 +54,10 @@ def reachable(edges: Collection, roots: Collection) -> Collection:
     >>> sorted(out.snapshot())
     [(1,), (2,)]
     """
-    e, start = _edges(edges), _roots(roots).distinct()
+    e, start = _edges(edges), _roots(roots)
+    if _by_search(e) and _by_search(start):
+        return _reached_by_search(e, start)
+    start = start.distinct()
     return start.iterate(
         lambda reached: start.concat(_step(reached, e).select(node="dst")).distinct(),
         name="reachable", max_rounds=None)  # (settles: a chain of n nodes needs n rounds)
@@ -155,10 +161,13 @@ def connected_components(edges: Collection) -> Collection:
 
 
 def _by_search(e: Collection) -> bool:
-    """Whether the components tactic serves ``e``: one partition (the tactic holds every edge
-    in one group, where label propagation spreads its rounds over the partitions), integer
-    ids, outside loops (inside one, a round's labels are partially ordered times the tactic
-    recomputes whole), and no explanations (they read the label-propagation loop)."""
+    """Whether a search tactic (components, reachability) serves ``e``: one partition (the
+    tactic holds every edge in one group, where a loop spreads its rounds over the
+    partitions), integer ids, outside loops (inside one, a round's times are partially
+    ordered, and the tactic recomputes whole groups there), and no explanations (they read
+    the loops).  ``DIFFFLOW_GRAPH_LOOPS=1`` keeps the loops everywhere (to compare)."""
+    if os.environ.get("DIFFFLOW_GRAPH_LOOPS", "0") not in ("", "0"):
+        return False
     return (e.flow.partitions == 1 and e.scope.depth == 0
             and not getattr(e.flow, "explain", False)
             and all(t == "int" for t in e.schema.types))
@@ -173,6 +182,18 @@ def _components_by_search(e: Collection) -> Collection:
     labels = reduce_with(keyed.arrange(["all_edges"]), ComponentsReducer(), schema,
                          "connected components")
     return labels.select("node", "label")
+
+
+def _reached_by_search(e: Collection, roots: Collection) -> Collection:
+    """Reachability kept by :mod:`~diffflow.operators.reduce_reach`: edges (kind 0) and
+    roots (kind 1) in one group, updated from each epoch's change (a lost edge costs the
+    subtree of the search under it, where the semi-naive loop moves every node whose
+    shortest path changed to its new round)."""
+    keyed = e.select(all_rows=Lit(0), kind=Lit(0), a="src", b="dst").concat(
+        roots.select(all_rows=Lit(0), kind=Lit(1), a="node", b=Lit(0)))
+    schema = Schema.of([("all_rows", "int"), ("node", "int")])
+    reached = reduce_with(keyed.arrange(["all_rows"]), ReachReducer(), schema, "reachable")
+    return reached.select("node")
 
 
 def _trim(cycle: Collection, edges: Collection) -> Collection:

@@ -38,7 +38,7 @@ from diffflow.arrangements.updates import Updates, concat
 from diffflow.lattice.times import minimal, rows_less_equal
 from diffflow.operators.base import Operator
 from diffflow.operators.reduce_abelian import abelian_corrections, abelian_of
-from diffflow.operators.reduce_components import ComponentsReducer, ComponentStates
+from diffflow.operators.reduce_kept import KeptStates
 from diffflow.operators.reduce_extremum import extremum_corrections, extremum_of
 from diffflow.operators.reduce_extremum_times import ExtremumAtTimes
 from diffflow.operators.reduce_totals_times import TotalsAtTimes
@@ -83,9 +83,9 @@ class ReduceOp(ExtremumAtTimes, TotalsAtTimes, Operator):
         self.extremum = extremum_of(self.reducer)  # a lone min/max: O(change) shortcut
         # counts, int sums and distinct: O(change) shortcut
         self.abelian = abelian_of(self.reducer)
-        # connected components: each key's state between epochs, O(change) shortcut
-        self.components = ComponentStates() if isinstance(self.reducer, ComponentsReducer) \
-            else None
+        # a graph tactic's state per key between epochs (components, reachability): O(change)
+        kept = getattr(self.reducer, "kept", None)
+        self.kept = KeptStates(kept) if kept is not None else None
         # whether a row of negative multiplicity was ever met: the count/sum shortcut then
         # cannot tell a group's presence from its count (see reduce_abelian)
         self.negatives_seen = False
@@ -106,8 +106,8 @@ class ReduceOp(ExtremumAtTimes, TotalsAtTimes, Operator):
         if "abelian" not in state:  # pickled before the count/sum shortcut existed
             self.abelian = abelian_of(self.reducer)
             self.negatives_seen = True  # the rows it met were not watched: read groups
-        if "components" not in state:
-            self.components = None
+        if "kept" not in state:
+            self.kept = None
 
     def capabilities(self):
         if len(self.early):
@@ -122,8 +122,8 @@ class ReduceOp(ExtremumAtTimes, TotalsAtTimes, Operator):
 
     def imported(self) -> None:
         self.fed = True  # the input trace now holds more than the first delta
-        if self.components is not None:  # states describe the rows held before
-            self.components.forget()
+        if self.kept is not None:  # states describe the rows held before
+            self.kept.forget()
         if self.abelian is not None:  # rows that arrived before this operator: look once
             every = self.in_spine.to_updates()
             _, _, mults = columnar.consolidate(every.rows, np.zeros((len(every), 1), np.int64),
@@ -169,8 +169,8 @@ class ReduceOp(ExtremumAtTimes, TotalsAtTimes, Operator):
                 corrections = self._corrections(cand_k[complete], cand_t[complete])
         due = self._early_due(frontier) if len(self.early) else None  # the rule's
         parts = [c for c in (made, corrections, due) if c is not None]
-        if self.components is not None and len(delta):
-            self.components.settle(delta.rows[:, :kk])
+        if self.kept is not None and len(delta):
+            self.kept.settle(delta.rows[:, :kk])
         if not parts and frontier == self.out_spine.upper:
             return []
         corrections = concat(parts, self.out_spine.width, dim) if parts else None
@@ -277,10 +277,10 @@ class ReduceOp(ExtremumAtTimes, TotalsAtTimes, Operator):
     def _shortcut(self, keys, times, simple, delta):
         """``(corrections or None, handled)`` of an O(change) shortcut for the simple keys:
         a lone min/max (:mod:`.reduce_extremum`), counts and int sums (:mod:`.reduce_abelian`),
-        connected components (:mod:`.reduce_components`)."""
+        graph tactics' kept states (:mod:`.reduce_kept`)."""
         first = not self.fed  # the input trace holds exactly this delta
-        if self.components is not None:
-            return self.components.corrections(self.in_spine, self.out_spine, self.key_width,
+        if self.kept is not None:
+            return self.kept.corrections(self.in_spine, self.out_spine, self.key_width,
                                                keys, times, simple, delta)
         if self.extremum is not None:
             return extremum_corrections(self.extremum, self.in_spine, self.out_spine,

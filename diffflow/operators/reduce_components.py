@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.arrangements import columnar, small
-from diffflow.arrangements.updates import Updates
+from diffflow.operators.reduce_kept import SearchTables
 from diffflow.operators.reducers import Reducer, segment_starts
 
 _KERNELS = None
@@ -60,6 +60,11 @@ class ComponentsReducer(Reducer):
 
     out_width = 2
 
+    @property
+    def kept(self):
+        """The state the reduce driver keeps per key between epochs."""
+        return Connectivity
+
     def __repr__(self) -> str:
         return "ComponentsReducer()"
 
@@ -70,8 +75,7 @@ class ComponentsReducer(Reducer):
             if small.prefer(e - s, small.SMALL, rows=e - s):  # a fresh process: no numba yet
                 nodes, labels = smallest_ids(vals[s:e, 0], vals[s:e, 1], mults[s:e])
             else:
-                nodes, labels = Connectivity.built(vals[s:e, 0], vals[s:e, 1],
-                                                   mults[s:e]).labels()
+                nodes, labels = Connectivity.built(vals[s:e], mults[s:e]).outputs().T
             out_g.append(np.full(len(nodes), group[s], np.int64))
             out_v.append(np.column_stack([nodes, labels]))
         if not out_g:
@@ -107,33 +111,25 @@ def smallest_ids(src, dst, mults):
             parent = jumped
 
 
-def _capacity(n: int) -> int:
-    return max(16, 1 << int(n - 1).bit_length())
-
-
-class Connectivity:
+class Connectivity(SearchTables):
     """One group's components, updated from its edge changes (see the module docstring).
 
-    >>> c = Connectivity.built(np.array([1, 2]), np.array([2, 3]), np.array([1, 1]))
-    >>> c.apply(np.array([2]), np.array([3]), np.array([-1]))  # cut 2-3: 3 leaves
-    (array([3]), array([1]), array([-1]))
+    >>> c = Connectivity.built(np.array([[1, 2], [2, 3]]), np.array([1, 1]))
+    >>> rows, diffs = c.apply(np.array([[2, 3]]), np.array([-1]))  # cut 2-3: 3 leaves
+    >>> rows.tolist(), diffs.tolist()
+    ([[3, 1]], [-1])
     """
 
     def __init__(self):
-        k = _k()
-        self.nodes = np.zeros((16, k.NODE_FIELDS), np.int64)
-        self.edges = np.zeros((16, k.EDGE_FIELDS), np.int64)
-        self.adj = np.zeros((32, 3), np.int64)
-        self.node_table = np.full(32, -1, np.int64)
-        self.edge_table = np.full(32, -1, np.int64)
-        self.meta = np.zeros(4, np.int64)
+        super().__init__(_k())
 
     @classmethod
-    def built(cls, src, dst, mults) -> "Connectivity":
-        """The state of the edges ``src -> dst`` with multiplicities ``mults``."""
+    def built(cls, vals, mults) -> "Connectivity":
+        """The state of the edges ``vals`` (rows ``src, dst``) with multiplicities ``mults``."""
         state = cls()
-        src, dst, mults = (np.ascontiguousarray(x, np.int64) for x in (src, dst, mults))
-        state._reserve(len(src))
+        src, dst, mults = (np.ascontiguousarray(x, np.int64) for x in (vals[:, 0], vals[:, 1],
+                                                                        mults))
+        state.reserve(_k(), len(src))
         k = _k()
         k.link_all(state.nodes, state.node_table, state.edges, state.edge_table, state.adj,
                    state.meta, src, dst, mults, np.empty(len(src), np.int64))
@@ -141,23 +137,19 @@ class Connectivity:
                     np.empty(int(state.meta[k.USED_NODES]) + 1, np.int64))
         return state
 
-    @property
-    def edge_pairs(self) -> int:
-        """Node pairs ever seen (an upper bound of the edges present)."""
-        return int(self.meta[_k().USED_EDGES])
-
-    def labels(self):
-        """``(nodes, labels)`` of every present node."""
+    def outputs(self) -> np.ndarray:
+        """``(node, label)`` rows of every present node."""
         k = _k()
         used = self.nodes[:self.meta[k.USED_NODES]]
-        present = used[:, k.DEGREE] > 0
-        return used[present, k.ID].copy(), used[present, k.LABEL].copy()
+        return np.ascontiguousarray(used[used[:, k.DEGREE] > 0][:, [k.ID, k.LABEL]])
 
-    def apply(self, src, dst, diffs):
-        """Apply edge changes; returns the output's changes ``(nodes, labels, diffs)``."""
+    def apply(self, vals, diffs):
+        """Apply edge changes (rows ``src, dst``); returns the output's changes as
+        ``(rows (node, label), diffs)``."""
         k = _k()
-        src, dst, diffs = (np.ascontiguousarray(x, np.int64) for x in (src, dst, diffs))
-        self._reserve(len(src))
+        src, dst, diffs = (np.ascontiguousarray(x, np.int64) for x in (vals[:, 0], vals[:, 1],
+                                                                        diffs))
+        self.reserve(k, len(src))
         used = int(self.meta[k.USED_NODES]) + 2 * len(src)
         queues = np.empty((2, used + 3), np.int64)
         touched = np.empty(used + 1, np.int64)
@@ -172,111 +164,7 @@ class Connectivity:
         drop = was & (~now | moved)
         add = now & (~was | moved)
         ids = rows[:, k.ID]
-        return (np.concatenate([ids[drop], ids[add]]), np.concatenate([old[drop], new[add]]),
-                np.concatenate([np.full(int(drop.sum()), -1, np.int64),
-                                np.ones(int(add.sum()), np.int64)]))
-
-    def _reserve(self, changes: int) -> None:
-        """Room for ``changes`` more edge rows (two new nodes and a new pair each)."""
-        k = _k()
-        nodes = int(self.meta[k.USED_NODES]) + 2 * changes
-        pairs = int(self.meta[k.USED_EDGES]) + changes
-        if nodes > len(self.nodes):
-            self.nodes = _grown(self.nodes, nodes)
-        if pairs > len(self.edges):
-            self.edges = _grown(self.edges, pairs)
-            self.adj = _grown(self.adj, 2 * len(self.edges))
-        if 2 * nodes > len(self.node_table) or 2 * pairs > len(self.edge_table):
-            self.node_table = np.full(_capacity(2 * len(self.nodes)), -1, np.int64)
-            self.edge_table = np.full(_capacity(2 * len(self.edges)), -1, np.int64)
-            k.rehash(self.node_table, self.nodes, self.edge_table, self.edges, self.meta)
-
-
-def _grown(table: np.ndarray, need: int) -> np.ndarray:
-    bigger = np.zeros((_capacity(max(need, 2 * len(table))), table.shape[1]), np.int64)
-    bigger[:len(table)] = table
-    return bigger
-
-
-class ComponentStates:
-    """The reduce driver's :class:`Connectivity` per key (a cache, never pickled)."""
-
-    # a change of more than (pairs seen + SMALL) / LARGE rows rebuilds the state: one
-    # search per component beats merging components one edge at a time
-    LARGE, SMALL = 8, 1024
-
-    def __init__(self):
-        self.states: dict = {}
-        self.updated: set = set()
-
-    def __getstate__(self):
-        return {}
-
-    def __setstate__(self, state):
-        self.states, self.updated = {}, set()
-
-    def forget(self) -> None:
-        self.states.clear()
-
-    def settle(self, delta_keys: np.ndarray) -> None:
-        """After a step: a key whose change another path handled has a stale state."""
-        for key in map(tuple, np.unique(delta_keys, axis=0).tolist()):
-            if key not in self.updated:
-                self.states.pop(key, None)
-        self.updated.clear()
-
-    def corrections(self, in_spine, out_spine, key_width, keys, times, simple, delta):
-        """``(corrections or None, handled)`` for the ``simple`` keys: each key's change
-        applied to its state (built from the input trace when it has none).  Before the
-        kernels load, none: the whole-group path serves a fresh process in numpy."""
-        handled = np.zeros(len(keys), dtype=bool)
-        if not small.loaded():
-            return None, handled
-        rows, _, diffs = columnar.consolidate(delta.rows, np.zeros((len(delta), 1), np.int64),
-                                              delta.diffs)
-        at = columnar.key_ranges(keys, np.ascontiguousarray(rows[:, :key_width]))[0]
-        parts = []
-        for i in np.flatnonzero(simple):
-            key = tuple(keys[i].tolist())
-            mine = at == i
-            src, dst, d = rows[mine, key_width], rows[mine, key_width + 1], diffs[mine]
-            state = self.states.get(key)
-            if state is not None and len(d) * self.LARGE > state.edge_pairs + self.SMALL:
-                state = None
-            if state is None:
-                nodes, labels, out_diffs = self._rebuilt(key, in_spine, out_spine, keys[i:i + 1],
-                                                         key_width)
-            else:
-                nodes, labels, out_diffs = state.apply(src, dst, d)
-            self.updated.add(key)
-            handled[i] = True
-            if len(nodes):
-                out = np.empty((len(nodes), key_width + 2), np.int64)
-                out[:, :key_width] = keys[i]
-                out[:, key_width], out[:, key_width + 1] = nodes, labels
-                parts.append(Updates(out, np.repeat(times[i:i + 1], len(nodes), axis=0),
-                                     out_diffs))
-        if not parts:
-            return None, handled
-        if len(parts) == 1:
-            return parts[0], handled
-        return Updates(np.concatenate([p.rows for p in parts]),
-                       np.concatenate([p.times for p in parts]),
-                       np.concatenate([p.diffs for p in parts])), handled
-
-    def _rebuilt(self, key, in_spine, out_spine, query, key_width):
-        """Build the key's state from its whole input; its output's change is the new labels
-        minus the output trace's rows."""
-        _, rows, _, diffs = in_spine.gather(query)
-        rows, _, mults = columnar.consolidate(np.ascontiguousarray(rows),
-                                              np.zeros((len(rows), 1), np.int64), diffs)
-        state = Connectivity.built(rows[:, key_width], rows[:, key_width + 1], mults)
-        self.states[key] = state
-        nodes, labels = state.labels()
-        _, out_rows, _, out_diffs = out_spine.gather(query)
-        both = np.concatenate([np.column_stack([nodes, labels]),
-                               out_rows[:, key_width:key_width + 2]])
-        change, _, d = columnar.consolidate(
-            np.ascontiguousarray(both), np.zeros((len(both), 1), np.int64),
-            np.concatenate([np.ones(len(nodes), np.int64), -out_diffs]))
-        return change[:, 0], change[:, 1], d
+        out = np.column_stack([np.concatenate([ids[drop], ids[add]]),
+                               np.concatenate([old[drop], new[add]])])
+        return out, np.concatenate([np.full(int(drop.sum()), -1, np.int64),
+                                    np.ones(int(add.sum()), np.int64)])

@@ -13,8 +13,9 @@ from diffflow import graphs
 from tests.support import paths
 from tests.support.helpers import drive
 
-# every loop test here runs with compiled rounds forced on and off (tests/conftest.py)
-pytestmark = pytest.mark.usefixtures("compiled_rounds_both_ways")
+# every test here runs with the search tactics, and with the loops with compiled rounds
+# forced on and off (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("graph_library_paths")
 
 # real graphs shipped inside the repository (data/README.md: source and licence)
 DATA = str(paths.DATA / "graphs")

@@ -44,9 +44,9 @@ def test_random_joins_with_compacting(tiny_threshold, seed, parts):
 
 @pytest.mark.parametrize("parts", [1, 3])
 @pytest.mark.parametrize("seed", range(3))
-# (not "wcc": connected components join nothing, see operators/reduce_components.py)
-@pytest.mark.parametrize("name", sorted(set(test_graphs.ALGORITHMS) - {"wcc"}))
-def test_graph_loops_with_compacting(tiny_threshold, name, seed, parts):
+@pytest.mark.parametrize("name", sorted(test_graphs.ALGORITHMS))
+def test_graph_loops_with_compacting(tiny_threshold, name, seed, parts, monkeypatch):
+    monkeypatch.setenv("DIFFFLOW_GRAPH_LOOPS", "1")  # (the loops join; the search tactics not)
     test_graphs.test_against_networkx(name, seed, parts)
     assert tiny_threshold[0] > 0
 

@@ -16,11 +16,8 @@ from diffflow.algorithms import graphs as graph_algorithms
 from diffflow.api.arranged import reduce_with
 from diffflow.common.schema import Schema
 from diffflow.dataflow.expr import Lit
-from diffflow.operators.reduce_components import (
-    ComponentsReducer,
-    ComponentStates,
-    Connectivity,
-)
+from diffflow.operators.reduce_components import ComponentsReducer, Connectivity
+from diffflow.operators.reduce_kept import KeptStates
 from tests.support.helpers import drive
 
 
@@ -71,7 +68,7 @@ def tactic(request, monkeypatch):
         monkeypatch.setattr(small, "prefer", lambda *args, **kw: True)
     else:
         columnar.load_kernels()
-        monkeypatch.setattr(ComponentStates, "SMALL",
+        monkeypatch.setattr(KeptStates, "SMALL",
                             10**9 if request.param == "changes" else -10**9)
     return request.param
 
@@ -228,12 +225,14 @@ def test_state_changes_add_up_to_labels(batches):
         src = np.array([b[0] for b in batch], np.int64)
         dst = np.array([b[1] for b in batch], np.int64)
         diffs = np.array([b[2] for b in batch], np.int64)
+        vals = np.column_stack([src, dst])
         if state is None:
-            state = Connectivity.built(src, dst, diffs)
-            nodes, labels = state.labels()
-            change = zip(nodes.tolist(), labels.tolist(), [1] * len(nodes))
+            state = Connectivity.built(vals, diffs)
+            rows = state.outputs()
+            change = zip(rows[:, 0].tolist(), rows[:, 1].tolist(), [1] * len(rows))
         else:
-            change = zip(*(x.tolist() for x in state.apply(src, dst, diffs)))
+            rows, d = state.apply(vals, diffs)
+            change = zip(rows[:, 0].tolist(), rows[:, 1].tolist(), d.tolist())
         for n, lab, d in change:
             have[(n, lab)] += d
         for a, b, d in batch:
@@ -245,9 +244,9 @@ def test_state_changes_add_up_to_labels(batches):
 def test_a_cut_near_the_end_of_a_long_chain_changes_one_row():
     n = 20_000
     chain = np.arange(n - 1, dtype=np.int64)
-    state = Connectivity.built(chain, chain + 1, np.ones(n - 1, np.int64))
-    nodes, labels, diffs = state.apply(np.array([n - 2]), np.array([n - 1]), np.array([-1]))
-    assert (nodes.tolist(), labels.tolist(), diffs.tolist()) == ([n - 1], [0], [-1])
+    state = Connectivity.built(np.column_stack([chain, chain + 1]), np.ones(n - 1, np.int64))
+    rows, diffs = state.apply(np.array([[n - 2, n - 1]]), np.array([-1]))
+    assert (rows.tolist(), diffs.tolist()) == ([[n - 1, 0]], [-1])
     # the cut near the smallest id relabels the long side: its rows are the output's change
-    nodes, labels, diffs = state.apply(np.array([0]), np.array([1]), np.array([-1]))
-    assert len(nodes) == 2 * (n - 2) + 1 and set(labels[diffs > 0].tolist()) == {1}
+    rows, diffs = state.apply(np.array([[0, 1]]), np.array([-1]))
+    assert len(rows) == 2 * (n - 2) + 1 and set(rows[diffs > 0, 1].tolist()) == {1}

@@ -27,7 +27,7 @@ from diffflow.dataflow.rounds import COMPILED, loop_paths
 from diffflow.datalog import Program
 from diffflow.runtime import compiled_rounds
 from tests.algorithms.test_graphs import wcc_oracle
-from tests.support.loops import label_propagation
+from tests.support.loops import label_propagation, reach_loop
 
 pytestmark = pytest.mark.local_runtime  # (what it tests exists on the local runtime only)
 REPO = Path(__file__).resolve().parents[2]
@@ -281,7 +281,7 @@ def _chain_updates(monkeypatch, mode, n, epochs, seed):
     columnar.load_kernels()
     flow = dd.Dataflow()
     edges, roots = flow.input("edges", ["src", "dst"]), flow.input("roots", ["node"])
-    outs = [graphs.reachable(edges, roots).output(), label_propagation(edges).output()]
+    outs = [reach_loop(edges, roots).output(), label_propagation(edges).output()]
     chain = [(i, i + 1) for i in range(n - 1)]
     edges.insert(chain)
     roots.insert([0])

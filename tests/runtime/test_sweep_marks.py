@@ -13,7 +13,7 @@ import pytest
 import diffflow as dd
 from diffflow import graphs
 from diffflow.runtime import engine
-from tests.support.loops import label_propagation
+from tests.support.loops import label_propagation, reach_loop
 
 
 def _run(seed: int, parts: int, every_node: bool, monkeypatch) -> tuple[list, int]:
@@ -36,7 +36,7 @@ def _run(seed: int, parts: int, every_node: bool, monkeypatch) -> tuple[list, in
     flow = dd.Dataflow(partitions=parts)
     edges = flow.input("edges", ["src", "dst"])
     roots = flow.input("roots", ["node"])
-    outs = [graphs.reachable(edges, roots).output(),
+    outs = [reach_loop(edges, roots).output(),
             label_propagation(edges).output(),
             graphs.bfs_distances(edges, roots).output()]
     present: set = set()

@@ -16,3 +16,19 @@ def label_propagation(edges):
     e = graphs._edges(edges)
     both = e.concat(e.select(src="dst", dst="src"))
     return graphs._propagate(both, graphs._nodes(e), "connected_components")
+
+
+def reach_loop(edges, roots):
+    """Reachability by the semi-naive loop (``graphs.reachable``'s form inside other loops and
+    at several partitions): the loop the tests of loop machinery want.
+
+    >>> import diffflow as dd
+    >>> flow = dd.Dataflow(); e = flow.input("e", ["a", "b"]); r = flow.input("r", ["n"])
+    >>> out = reach_loop(e, r).output()
+    >>> e.insert([(1, 2), (2, 1), (3, 4)]); r.insert([2]); flow.advance(); sorted(out.snapshot())
+    [(1,), (2,)]
+    """
+    e, start = graphs._edges(edges), graphs._roots(roots).distinct()
+    return start.iterate(
+        lambda reached: start.concat(graphs._step(reached, e).select(node="dst")).distinct(),
+        name="reachable", max_rounds=None)

@@ -1,0 +1,259 @@
+"""Numba kernels of the reachability tactic (private to :mod:`.reduce_reach`).
+
+Tables as in :mod:`._components_kernels` (the same hashing, ``meta`` and growth by the
+caller), with directed pairs:
+
+* ``nodes[i]``: ``ID``, ``REACHED`` (0/1), ``PARENT`` (the node it was reached from;
+  ``ROOT``: it is a root; ``NONE``), ``OUT``/``IN`` (heads of its adjacency lists),
+  ``CHILD`` (head of the list of nodes it is the parent of), ``SIB_NEXT``/``SIB_PREV`` (that
+  list's links), ``ROOTS`` (its count as a root), ``MARK``, ``SEEN``/``WAS`` (its reached
+  flag before the call, recorded when the call first touches it);
+* ``edges[e]``: ``A -> B`` with ``COUNT`` and ``LINKED``; adjacency entry ``2e`` is in
+  ``A``'s out-list (pointing to ``B``), ``2e + 1`` in ``B``'s in-list (pointing to ``A``).
+
+The parents form a forest of the reached nodes under the roots: a node keeps its parent
+while the edge from it stays, so only the subtrees under lost edges and lost roots can lose
+reachability, and only they are searched again.
+"""
+from __future__ import annotations
+
+from diffflow.common.jit import kernel
+from diffflow.operators._components_kernels import _edge_slot, _node_slot, rehash  # noqa: F401 (rehash: the tables' own)
+
+ID, REACHED, PARENT, OUT, IN, CHILD, SIB_NEXT, SIB_PREV, ROOTS, MARK, SEEN, WAS = range(12)
+NODE_FIELDS = 12
+A, B, COUNT, LINKED = range(4)
+EDGE_FIELDS = 4
+TO, ANEXT, APREV = range(3)
+USED_NODES, USED_EDGES, CALL, SEARCH = range(4)
+ROOT, NONE = -2, -1
+
+
+@kernel
+def _node(node_table, nodes, meta, node_id):
+    i, h = _node_slot(node_table, nodes, node_id)
+    if i >= 0:
+        return i
+    i = meta[USED_NODES]
+    meta[USED_NODES] = i + 1
+    node_table[h] = i
+    for f in range(NODE_FIELDS):
+        nodes[i, f] = 0
+    nodes[i, ID] = node_id
+    nodes[i, PARENT] = NONE
+    nodes[i, OUT] = -1
+    nodes[i, IN] = -1
+    nodes[i, CHILD] = -1
+    return i
+
+
+@kernel
+def _push(nodes, adj, head_field, i, entry, to):
+    first = nodes[i, head_field]
+    adj[entry, TO] = to
+    adj[entry, ANEXT] = first
+    adj[entry, APREV] = -1
+    if first >= 0:
+        adj[first, APREV] = entry
+    nodes[i, head_field] = entry
+
+
+@kernel
+def _drop(nodes, adj, head_field, i, entry):
+    nxt, prv = adj[entry, ANEXT], adj[entry, APREV]
+    if prv >= 0:
+        adj[prv, ANEXT] = nxt
+    else:
+        nodes[i, head_field] = nxt
+    if nxt >= 0:
+        adj[nxt, APREV] = prv
+
+
+@kernel
+def _touch(nodes, i, touched, meta):
+    if nodes[i, SEEN] != meta[CALL]:
+        nodes[i, SEEN] = meta[CALL]
+        nodes[i, WAS] = nodes[i, REACHED]
+        touched[0] += 1
+        touched[touched[0]] = i
+
+
+@kernel
+def _set_parent(nodes, v, p):
+    """Move ``v`` under parent ``p`` (a node index, ``ROOT`` or ``NONE``)."""
+    old = nodes[v, PARENT]
+    if old >= 0:  # out of the old parent's child list
+        nxt, prv = nodes[v, SIB_NEXT], nodes[v, SIB_PREV]
+        if prv >= 0:
+            nodes[prv, SIB_NEXT] = nxt
+        else:
+            nodes[old, CHILD] = nxt
+        if nxt >= 0:
+            nodes[nxt, SIB_PREV] = prv
+    nodes[v, PARENT] = p
+    if p >= 0:
+        first = nodes[p, CHILD]
+        nodes[v, SIB_NEXT] = first
+        nodes[v, SIB_PREV] = -1
+        if first >= 0:
+            nodes[first, SIB_PREV] = v
+        nodes[p, CHILD] = v
+
+
+@kernel
+def _spread(nodes, adj, queue, n, touched, meta):
+    """Reach everything the ``n`` queued (reached) nodes lead to that is not reached yet."""
+    pos = 0
+    while pos < n:
+        u = queue[pos]
+        pos += 1
+        entry = nodes[u, OUT]
+        while entry >= 0:
+            x = adj[entry, TO]
+            entry = adj[entry, ANEXT]
+            if nodes[x, REACHED] == 0:
+                _touch(nodes, x, touched, meta)
+                nodes[x, REACHED] = 1
+                _set_parent(nodes, x, u)
+                queue[n] = x
+                n += 1
+
+
+@kernel
+def _count(nodes, node_table, edges, edge_table, meta, kind, a, b, diff, changed):
+    """Add each change to its pair's or root's count; ``changed`` lists them (pairs as
+    ``e``, roots as ``-1 - node``).  Returns how many."""
+    n = 0
+    for k in range(len(kind)):
+        ia = _node(node_table, nodes, meta, a[k])
+        if kind[k] == 1:
+            nodes[ia, ROOTS] += diff[k]
+            changed[n] = -1 - ia
+            n += 1
+            continue
+        ib = _node(node_table, nodes, meta, b[k])
+        e, h = _edge_slot(edge_table, edges, ia, ib)
+        if e < 0:
+            e = meta[USED_EDGES]
+            meta[USED_EDGES] = e + 1
+            edge_table[h] = e
+            edges[e, A] = ia
+            edges[e, B] = ib
+            edges[e, COUNT] = 0
+            edges[e, LINKED] = 0
+        edges[e, COUNT] += diff[k]
+        changed[n] = e
+        n += 1
+    return n
+
+
+@kernel
+def apply_changes(nodes, node_table, edges, edge_table, adj, meta, kind, a, b, diff, changed,
+                  queue, touched):
+    """Apply edge (``kind`` 0: ``a -> b``) and root (``kind`` 1: ``a``) changes and keep the
+    reached set exact: the subtrees under lost tree edges and lost roots are unreached, then
+    searched again from reached in-neighbours; new edges and roots spread from reached nodes.
+    ``touched`` lists (from 1) the nodes whose reached flag may have changed."""
+    meta[CALL] += 1
+    touched[0] = 0
+    n = _count(nodes, node_table, edges, edge_table, meta, kind, a, b, diff, changed)
+    meta[SEARCH] += 1
+    cut = meta[SEARCH]
+    lost = 0  # cut nodes, gathered in queue from its end
+    gained = 0  # gained pairs and roots, written back into changed
+    top = len(queue)
+    for k in range(n):
+        c = changed[k]
+        if c >= 0:
+            u, v = edges[c, A], edges[c, B]
+            want = edges[c, COUNT] > 0
+            if want and edges[c, LINKED] == 0:
+                edges[c, LINKED] = 1
+                _push(nodes, adj, OUT, u, 2 * c, v)
+                _push(nodes, adj, IN, v, 2 * c + 1, u)
+                changed[gained] = c
+                gained += 1
+            elif not want and edges[c, LINKED] == 1:
+                edges[c, LINKED] = 0
+                _drop(nodes, adj, OUT, u, 2 * c)
+                _drop(nodes, adj, IN, v, 2 * c + 1)
+                if nodes[v, PARENT] == u and nodes[v, MARK] != cut:
+                    nodes[v, MARK] = cut
+                    lost += 1
+                    queue[top - lost] = v
+        else:
+            r = -1 - c
+            if nodes[r, ROOTS] > 0:
+                changed[gained] = c
+                gained += 1
+            elif nodes[r, PARENT] == ROOT and nodes[r, MARK] != cut:
+                nodes[r, MARK] = cut
+                lost += 1
+                queue[top - lost] = r
+    # the subtrees under the cuts lose their reach (the queue's tail holds the cut nodes; the
+    # subtrees are gathered from its head)
+    members = 0
+    for k in range(lost):
+        c = queue[top - 1 - k]
+        if nodes[c, REACHED] == 0:
+            continue  # (already inside another cut's subtree)
+        _set_parent(nodes, c, NONE)
+        queue[members] = c
+        members += 1
+        start = members - 1
+        while start < members:
+            s = queue[start]
+            start += 1
+            _touch(nodes, s, touched, meta)
+            nodes[s, REACHED] = 0
+            child = nodes[s, CHILD]
+            while child >= 0:
+                if nodes[child, REACHED] == 1:
+                    queue[members] = child
+                    members += 1
+                child = nodes[child, SIB_NEXT]
+    for k in range(members):  # (their children are all among them: lists start empty)
+        s = queue[k]
+        nodes[s, CHILD] = -1
+        nodes[s, PARENT] = NONE
+    # search them again: from roots among them and reached in-neighbours outside
+    found = 0
+    for k in range(members):
+        s = queue[k]
+        if nodes[s, ROOTS] > 0:
+            nodes[s, REACHED] = 1
+            _set_parent(nodes, s, ROOT)
+        else:
+            entry = nodes[s, IN]
+            while entry >= 0:
+                w = adj[entry, TO]
+                entry = adj[entry, ANEXT]
+                if nodes[w, REACHED] == 1:
+                    nodes[s, REACHED] = 1
+                    _set_parent(nodes, s, w)
+                    break
+        if nodes[s, REACHED] == 1:
+            queue[found] = s  # (found <= k: in place)
+            found += 1
+    found = _spread(nodes, adj, queue, found, touched, meta)
+    # new edges and roots
+    for k in range(gained):
+        c = changed[k]
+        if c >= 0:
+            u, v = edges[c, A], edges[c, B]
+            if nodes[u, REACHED] == 1 and nodes[v, REACHED] == 0:
+                _touch(nodes, v, touched, meta)
+                nodes[v, REACHED] = 1
+                _set_parent(nodes, v, u)
+                queue[0] = v
+                _spread(nodes, adj, queue, 1, touched, meta)
+        else:
+            r = -1 - c
+            if nodes[r, REACHED] == 0:
+                _touch(nodes, r, touched, meta)
+                nodes[r, REACHED] = 1
+                _set_parent(nodes, r, ROOT)
+                queue[0] = r
+                _spread(nodes, adj, queue, 1, touched, meta)
+            elif nodes[r, PARENT] != ROOT:  # a reached node becomes a root: hang it there
+                _set_parent(nodes, r, ROOT)

@@ -1,0 +1,149 @@
+"""States a graph tactic keeps per key between epochs: the reduce driver's O(change) path for
+tactics whose whole-group answer is a search (components, reachability).
+
+A tactic names its state class as ``reducer.kept``; the class offers ``built(vals, mults)``
+(the state of a whole group), ``apply(vals, diffs)`` (apply a group's change; returns the
+output's change as ``(rows, diffs)``), ``outputs()`` (every output row) and ``size`` (rows it
+has seen, to tell a small change from a large one).  For the driver's *simple* keys (one new
+time above the key's whole history: every epoch outside a loop) the change goes to the key's
+state; a key without one builds it from its input trace, and its output's change is the
+state's rows minus the output trace's.
+
+The states are a cache: a key whose change another path handled (a time inside a loop, an
+incomplete time) loses its state, and pickling keeps none (a restored or migrated operator
+builds them again on the next simple change).  Before numba's kernels load, no state is kept
+at all: the whole-group tactic serves a fresh process in numpy.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from diffflow.arrangements import columnar, small
+from diffflow.arrangements.updates import Updates
+
+
+class KeptStates:
+    """The reduce driver's states of one tactic, per key (never pickled).
+
+    >>> from diffflow.operators.reduce_components import ComponentsReducer
+    >>> KeptStates(ComponentsReducer().kept).states
+    {}
+    """
+
+    # a change of more than (size + SMALL) / LARGE rows rebuilds the state: one search of the
+    # whole group beats applying that many changes one by one
+    LARGE, SMALL = 8, 1024
+
+    def __init__(self, kind):
+        self.kind = kind
+        self.states: dict = {}
+        self.updated: set = set()
+
+    def __getstate__(self):
+        return {"kind": self.kind}
+
+    def __setstate__(self, state):
+        self.kind, self.states, self.updated = state["kind"], {}, set()
+
+    def forget(self) -> None:
+        self.states.clear()
+
+    def settle(self, delta_keys: np.ndarray) -> None:
+        """After a step: a key whose change another path handled has a stale state."""
+        for key in map(tuple, np.unique(delta_keys, axis=0).tolist()):
+            if key not in self.updated:
+                self.states.pop(key, None)
+        self.updated.clear()
+
+    def corrections(self, in_spine, out_spine, key_width, keys, times, simple, delta):
+        """``(corrections or None, handled)`` for the ``simple`` keys."""
+        handled = np.zeros(len(keys), dtype=bool)
+        if not small.loaded():
+            return None, handled
+        rows, _, diffs = columnar.consolidate(delta.rows, np.zeros((len(delta), 1), np.int64),
+                                              delta.diffs)
+        at = columnar.key_ranges(keys, np.ascontiguousarray(rows[:, :key_width]))[0]
+        parts = []
+        for i in np.flatnonzero(simple):
+            key = tuple(keys[i].tolist())
+            mine = at == i
+            state = self.states.get(key)
+            if state is not None and int(mine.sum()) * self.LARGE > state.size + self.SMALL:
+                state = None
+            if state is None:
+                out, out_diffs = self._rebuilt(key, in_spine, out_spine, keys[i:i + 1],
+                                               key_width)
+            else:
+                out, out_diffs = state.apply(rows[mine, key_width:], diffs[mine])
+            self.updated.add(key)
+            handled[i] = True
+            if len(out):
+                full = np.empty((len(out), key_width + out.shape[1]), np.int64)
+                full[:, :key_width] = keys[i]
+                full[:, key_width:] = out
+                parts.append(Updates(full, np.repeat(times[i:i + 1], len(out), axis=0),
+                                     out_diffs))
+        if not parts:
+            return None, handled
+        return Updates(np.concatenate([p.rows for p in parts]),
+                       np.concatenate([p.times for p in parts]),
+                       np.concatenate([p.diffs for p in parts])), handled
+
+    def _rebuilt(self, key, in_spine, out_spine, query, key_width):
+        """Build the key's state from its whole input; its output's change is the state's
+        rows minus the output trace's."""
+        _, rows, _, diffs = in_spine.gather(query)
+        rows, _, mults = columnar.consolidate(np.ascontiguousarray(rows),
+                                              np.zeros((len(rows), 1), np.int64), diffs)
+        state = self.kind.built(rows[:, key_width:], mults)
+        self.states[key] = state
+        now = state.outputs()
+        _, out_rows, _, out_diffs = out_spine.gather(query)
+        both = np.concatenate([now, out_rows[:, key_width:]])
+        change, _, d = columnar.consolidate(
+            np.ascontiguousarray(both), np.zeros((len(both), 1), np.int64),
+            np.concatenate([np.ones(len(now), np.int64), -out_diffs]))
+        return change, d
+
+
+def _capacity(n: int) -> int:
+    return max(16, 1 << int(n - 1).bit_length())
+
+
+def _grown(table: np.ndarray, need: int) -> np.ndarray:
+    bigger = np.zeros((_capacity(max(need, 2 * len(table))), table.shape[1]), np.int64)
+    bigger[:len(table)] = table
+    return bigger
+
+
+class SearchTables:
+    """The tables a search state keeps (node rows, edge rows, adjacency entries, two hash
+    tables of indices, ``meta``), sized by the caller before each kernel call, so that no
+    kernel allocates; ``kernels`` is the tactic's kernel module (its field counts)."""
+
+    def __init__(self, kernels):
+        self.nodes = np.zeros((16, kernels.NODE_FIELDS), np.int64)
+        self.edges = np.zeros((16, kernels.EDGE_FIELDS), np.int64)
+        self.adj = np.zeros((32, 3), np.int64)
+        self.node_table = np.full(32, -1, np.int64)
+        self.edge_table = np.full(32, -1, np.int64)
+        self.meta = np.zeros(4, np.int64)  # nodes used, edges used, call and search stamps
+
+    @property
+    def size(self) -> int:
+        """Edges ever seen (an upper bound of the edges present)."""
+        return int(self.meta[1])
+
+    def reserve(self, kernels, changes: int) -> None:
+        """Room for ``changes`` more rows (two new nodes and a new edge each)."""
+        nodes = int(self.meta[0]) + 2 * changes
+        pairs = int(self.meta[1]) + changes
+        if nodes > len(self.nodes):
+            self.nodes = _grown(self.nodes, nodes)
+        if pairs > len(self.edges):
+            self.edges = _grown(self.edges, pairs)
+            self.adj = _grown(self.adj, 2 * len(self.edges))
+        if 2 * nodes > len(self.node_table) or 2 * pairs > len(self.edge_table):
+            self.node_table = np.full(_capacity(2 * len(self.nodes)), -1, np.int64)
+            self.edge_table = np.full(_capacity(2 * len(self.edges)), -1, np.int64)
+            kernels.rehash(self.node_table, self.nodes, self.edge_table, self.edges, self.meta)
