@@ -44,7 +44,11 @@ same shape.  The column "compiled runs / rounds (sweeps)" says which path the lo
 that case: the runs and rounds of ``flow._runtime.rounds`` (the compiled-rounds driver; "None"
 when it was never built: no loop ran, or ``DIFFFLOW_COMPILED_ROUNDS=0``) and the scheduler's
 sweeps (``flow._runtime.sweeps``; the general path sweeps about once per round); for updates,
-the totals over the batches.  ``--compiled-rounds off`` (or ``force``) sets
+the totals over the batches.  Reachability and components are the graph library's: at one
+partition not loops but search tactics kept between epochs (``operators/reduce_reach.py``,
+``reduce_components.py``), so they run no rounds; ``--graph-loops`` sets
+``DIFFFLOW_GRAPH_LOOPS=1`` in the workers to measure them as loops (compiled rounds
+included).  ``--compiled-rounds off`` (or ``force``) sets
 ``DIFFFLOW_COMPILED_ROUNDS`` in the workers, to compare with the general path.  DuckDB and scipy
 run each section's states in one subprocess, after a warm-up query; one-off cases (count,
 initial, cut) are run ``--repeats`` times there (median), recomputations after update batches
@@ -635,6 +639,9 @@ def main() -> None:
     p.add_argument("--million", action="store_true", help="count: also N = 1,000,000")
     p.add_argument("--compiled-rounds", choices=("on", "off", "force"),
                    help="set DIFFFLOW_COMPILED_ROUNDS in the workers (default: inherit)")
+    p.add_argument("--graph-loops", action="store_true",
+                   help="set DIFFFLOW_GRAPH_LOOPS=1 in the workers: reachability and components "
+                   "as loops (whose rounds compile) instead of their search tactics")
     p.add_argument("--plot", default=os.path.join(HERE, "out", "rounds_doubling.png"))
     args = p.parse_args()
     sections = [s for s in args.sections.split(",") if s]
@@ -650,6 +657,8 @@ def main() -> None:
     if args.compiled_rounds:
         os.environ["DIFFFLOW_COMPILED_ROUNDS"] = {"on": "1", "off": "0",
                                                   "force": "force"}[args.compiled_rounds]
+    if args.graph_loops:
+        os.environ["DIFFFLOW_GRAPH_LOOPS"] = "1"
     require("scipy", "duckdb")
     import duckdb
     import scipy
@@ -666,7 +675,10 @@ def main() -> None:
           f"duckdb {duckdb.__version__} (threads 1), scipy {scipy.__version__}, "
           f"{os.cpu_count()} cpus, {platform.machine()}; repeats {args.repeats}, cap "
           f"{args.cap:g} s, DIFFFLOW_COMPILED_ROUNDS="
-          f"{os.environ.get('DIFFFLOW_COMPILED_ROUNDS', '(unset: on)')}"
+          f"{os.environ.get('DIFFFLOW_COMPILED_ROUNDS', '(unset: on)')}, graphs by "
+          + ("their loops (DIFFFLOW_GRAPH_LOOPS=1)" if os.environ.get("DIFFFLOW_GRAPH_LOOPS",
+                                                                      "0") not in ("", "0")
+             else "search tactics")
           + (", --quick" if args.quick else ""), flush=True)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench_rounds_") as tmp:

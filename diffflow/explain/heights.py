@@ -21,7 +21,7 @@ Heights come one of three ways (:meth:`Heights.mode`):
 
 >>> import diffflow as dd
 >>> from diffflow import graphs
->>> flow = dd.Dataflow()
+>>> flow = dd.Dataflow(explain=True)   # (explanations read the library's loops)
 >>> edges = flow.input("edges", ["src", "dst"]); roots = flow.input("roots", ["node"])
 >>> reach = graphs.reachable(edges, roots)
 >>> heights = Heights(flow)
