@@ -38,10 +38,10 @@ from diffflow.arrangements.updates import Updates, concat
 from diffflow.lattice.times import minimal, rows_less_equal
 from diffflow.operators.base import Operator
 from diffflow.operators.reduce_abelian import abelian_corrections, abelian_of
-from diffflow.operators.reduce_kept import KeptStates
 from diffflow.operators.reduce_extremum import extremum_corrections, extremum_of
 from diffflow.operators.reduce_extremum_times import ExtremumAtTimes
-from diffflow.operators.reduce_totals_times import TotalsAtTimes
+from diffflow.operators.reduce_kept import KeptStates
+from diffflow.operators.reduce_totals_times import TotalsAtTimes, group_sums
 from diffflow.operators.reduce_times import advanced as _advanced
 from diffflow.operators.reduce_times import (
     closure_groups,
@@ -53,7 +53,6 @@ from diffflow.operators.reduce_times import (
 )
 from diffflow.operators.reduce_times import ready_small as _ready_small
 from diffflow.operators.reduce_times import unique_pairs as _unique_pairs
-from diffflow.operators.reducers import segment_starts
 
 _KERNELS = None
 
@@ -324,23 +323,6 @@ class ReduceOp(ExtremumAtTimes, TotalsAtTimes, Operator):
         return (np.concatenate([q, lo[mine]]), np.concatenate([rows, delta.rows[mine]]),
                 np.concatenate([diffs, -delta.diffs[mine]]))
 
-    def _from_totals(self, q_in, d_in, q_out, d_out, keys, times, previous_input=False):
-        """Corrections of a reducer of the key's total multiplicity (distinct, threshold).
-
-        ``(q_out, d_out)`` are the output trace's rows or, with ``previous_input``, the
-        input's rows before this step (whose totals give the previous output)."""
-        n = len(keys)
-        total_in, total_out = _sums(q_in, d_in, n), _sums(q_out, d_out, n)
-        self._note_negatives(total_in)
-        if previous_input:
-            total_out = self.reducer.from_totals(total_out)
-        change = self.reducer.from_totals(total_in) - total_out
-        at = np.flatnonzero(change)
-        if not len(at):
-            return None
-        return Updates(np.ascontiguousarray(keys[at]), np.ascontiguousarray(times[at]),
-                       change[at])
-
     def _history_below(self, bound, lower) -> bool:
         """Whether every time in both traces, advanced by ``lower``, is ``<= bound``."""
         tops = [b.max_time for spine in (self.in_spine, self.out_spine)
@@ -415,9 +397,9 @@ class ReduceOp(ExtremumAtTimes, TotalsAtTimes, Operator):
                 n = len(rk)
                 q_in, _, d_in = self._visible([self.in_spine], None, rk, rt)
                 q_out, _, d_out = self._visible([self.out_spine], earlier, rk, rt)
-                total_in = _sums(q_in, d_in, n)  # (each key's one row's multiplicity)
+                total_in = group_sums(q_in, d_in, n)  # (each key's one row's multiplicity)
                 self._note_negatives(total_in)
-                change = self.reducer.from_totals(total_in) - _sums(q_out, d_out, n)
+                change = self.reducer.from_totals(total_in) - group_sums(q_out, d_out, n)
                 at = np.flatnonzero(change)
                 if len(at):
                     made.append(Updates(np.ascontiguousarray(rk[at]),
@@ -499,21 +481,6 @@ class ReduceOp(ExtremumAtTimes, TotalsAtTimes, Operator):
         group = table[:, 0]
         rows = np.concatenate([qk[group], table[:, 1:]], axis=1)
         return Updates(np.ascontiguousarray(rows), np.ascontiguousarray(qt[group]), diffs)
-
-
-def _sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """Exact int64 sums of ``values`` per ``group`` id in ``[0, n)``.
-
-    >>> _sums(np.array([0, 0, 2]), np.array([1, 2, 5]), 3).tolist()
-    [3, 0, 5]
-    """
-    out = np.zeros(n, np.int64)
-    if len(group) and np.all(group[1:] >= group[:-1]):  # grouped already: one pass
-        starts = segment_starts(group)
-        out[group[starts]] = np.add.reduceat(values, starts)
-    else:
-        np.add.at(out, group, values)  # exact (bincount would go through float64)
-    return out
 
 
 def _table(groups) -> np.ndarray:

@@ -4,14 +4,15 @@ Each group's rows are directed edges ``(src, dst)`` taken as undirected; the out
 ``(node, label)`` for every node some edge with a positive multiplicity touches, the label
 being the smallest node id of its component.
 
-Two paths, like the other tactics with a shortcut (:mod:`.reduce_abelian`):
+Two paths:
 
 * :class:`ComponentsReducer` -- the pure tactic the driver applies to whole groups at any
-  time, partially ordered ones inside loops included: one search per component;
+  time, partially ordered ones inside loops included: one search per component (in numpy,
+  :func:`smallest_ids`, before the kernels load);
 * :class:`Connectivity` -- one group's state between epochs (adjacency lists, labels,
-  a ring of members per component), which the driver's *simple* keys (a key whose one new
-  time lies above its whole history: every epoch outside a loop) update from the change
-  alone.  A new edge merges two components (the one with the larger label is relabelled);
+  a ring of members per component; kept by :mod:`.reduce_kept`), which the driver's
+  *simple* keys (a key whose one new time lies above its whole history: every epoch
+  outside a loop) update from the change alone.  A new edge merges two components (the one with the larger label is relabelled);
   a lost edge starts two searches, one from each end, that alternate one adjacency entry at
   a time and stop when they meet (still connected: the usual case in a dense graph costs a
   few steps) or when one is exhausted (that side is a component of its own).  So a cut of a
@@ -20,11 +21,8 @@ Two paths, like the other tactics with a shortcut (:mod:`.reduce_abelian`):
 Why not label propagation: a loop of min-label rounds (``algorithms.graphs._propagate``)
 keeps each node's label at every round, so a change on a long path rewrites the history of
 every round after it, whatever a round costs -- a 10+10-edge update of a 2,000-node chain
-took over a second.  The loop still serves inside other loops and under explanations.
-
-The state is a cache: the reduce driver drops it when a key's change took another path, and
-it is not pickled (a restored or migrated operator rebuilds it from its input trace on the
-next simple change).
+took over a second.  The loop still serves inside other loops, under explanations and at
+several partitions (``algorithms.graphs._by_search``).
 
 >>> import numpy as np
 >>> r = ComponentsReducer()

@@ -50,9 +50,9 @@ class KeptStates:
 
     def settle(self, delta_keys: np.ndarray) -> None:
         """After a step: a key whose change another path handled has a stale state."""
-        for key in map(tuple, np.unique(delta_keys, axis=0).tolist()):
-            if key not in self.updated:
-                self.states.pop(key, None)
+        for key in [k for k in self.states if k not in self.updated]:
+            if (delta_keys == np.array(key)).all(axis=1).any():
+                del self.states[key]
         self.updated.clear()
 
     def corrections(self, in_spine, out_spine, key_width, keys, times, simple, delta):
@@ -60,21 +60,23 @@ class KeptStates:
         handled = np.zeros(len(keys), dtype=bool)
         if not small.loaded():
             return None, handled
-        rows, _, diffs = columnar.consolidate(delta.rows, np.zeros((len(delta), 1), np.int64),
-                                              delta.diffs)
-        at = columnar.key_ranges(keys, np.ascontiguousarray(rows[:, :key_width]))[0]
+        # (the delta need not be consolidated: the states add each row's diff to its count)
+        at = columnar.key_ranges(keys, np.ascontiguousarray(delta.rows[:, :key_width]))[0]
+        sizes = np.bincount(at, minlength=len(keys))
         parts = []
         for i in np.flatnonzero(simple):
             key = tuple(keys[i].tolist())
-            mine = at == i
             state = self.states.get(key)
-            if state is not None and int(mine.sum()) * self.LARGE > state.size + self.SMALL:
+            if state is not None and int(sizes[i]) * self.LARGE > state.size + self.SMALL:
                 state = None
             if state is None:
                 out, out_diffs = self._rebuilt(key, in_spine, out_spine, keys[i:i + 1],
                                                key_width)
+            elif sizes[i] == len(delta):
+                out, out_diffs = state.apply(delta.rows[:, key_width:], delta.diffs)
             else:
-                out, out_diffs = state.apply(rows[mine, key_width:], diffs[mine])
+                mine = at == i
+                out, out_diffs = state.apply(delta.rows[mine, key_width:], delta.diffs[mine])
             self.updated.add(key)
             handled[i] = True
             if len(out):
@@ -92,10 +94,8 @@ class KeptStates:
     def _rebuilt(self, key, in_spine, out_spine, query, key_width):
         """Build the key's state from its whole input; its output's change is the state's
         rows minus the output trace's."""
-        _, rows, _, diffs = in_spine.gather(query)
-        rows, _, mults = columnar.consolidate(np.ascontiguousarray(rows),
-                                              np.zeros((len(rows), 1), np.int64), diffs)
-        state = self.kind.built(rows[:, key_width:], mults)
+        _, rows, _, diffs = in_spine.gather(query)  # (unconsolidated: states count diffs)
+        state = self.kind.built(rows[:, key_width:], diffs)
         self.states[key] = state
         now = state.outputs()
         _, out_rows, _, out_diffs = out_spine.gather(query)

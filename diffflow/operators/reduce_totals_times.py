@@ -24,6 +24,7 @@ from diffflow.arrangements import columnar, small
 from diffflow.arrangements.updates import Updates, concat
 from diffflow.operators.reduce_extremum_times import gather_grouped, group_offsets, restricted
 from diffflow.operators.reduce_times import chain_prefix
+from diffflow.operators.reducers import segment_starts
 
 
 def totals_corrections(reducer, in_spine, out_spine, keys, new_counts, new_t, early,
@@ -67,6 +68,21 @@ def totals_corrections(reducer, in_spine, out_spine, keys, new_counts, new_t, ea
     return Updates(np.ascontiguousarray(keys[key[at]]), times, change[at])
 
 
+def group_sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Exact int64 sums of ``values`` per ``group`` id in ``[0, n)``.
+
+    >>> group_sums(np.array([0, 0, 2]), np.array([1, 2, 5]), 3).tolist()
+    [3, 0, 5]
+    """
+    out = np.zeros(n, np.int64)
+    if len(group) and np.all(group[1:] >= group[:-1]):  # grouped already: one pass
+        starts = segment_starts(group)
+        out[group[starts]] = np.add.reduceat(values, starts)
+    else:
+        np.add.at(out, group, values)  # exact (bincount would go through float64)
+    return out
+
+
 class TotalsAtTimes:
     """The reduce driver's use of :func:`totals_corrections` (a mixin of
     :class:`.reduce.ReduceOp`, beside :class:`.reduce_extremum_times.ExtremumAtTimes`,
@@ -101,3 +117,20 @@ class TotalsAtTimes:
         at, _ = columnar.key_ranges(keys, np.ascontiguousarray(delta.rows[:, :kk]))
         rest = ~np.repeat(ruled, np.diff(starts))
         return new_k[rest], new_t[rest], restricted(delta, ~ruled[at])
+
+    def _from_totals(self, q_in, d_in, q_out, d_out, keys, times, previous_input=False):
+        """Corrections of a reducer of the key's total multiplicity (distinct, threshold).
+
+        ``(q_out, d_out)`` are the output trace's rows or, with ``previous_input``, the
+        input's rows before this step (whose totals give the previous output)."""
+        n = len(keys)
+        total_in, total_out = group_sums(q_in, d_in, n), group_sums(q_out, d_out, n)
+        self._note_negatives(total_in)
+        if previous_input:
+            total_out = self.reducer.from_totals(total_out)
+        change = self.reducer.from_totals(total_in) - total_out
+        at = np.flatnonzero(change)
+        if not len(at):
+            return None
+        return Updates(np.ascontiguousarray(keys[at]), np.ascontiguousarray(times[at]),
+                       change[at])

@@ -174,3 +174,32 @@ def test_a_lost_edge_costs_its_subtree():
     assert (rows.tolist(), diffs.tolist()) == ([[n - 1]], [-1])
     rows, diffs = state.apply(np.array([[0, 0, n // 2]]), np.array([1]))
     assert len(rows) == 0
+
+
+def test_both_tactics_on_a_worker_process():
+    """The library's tactics at one partition of the processes runtime: the states live in
+    the worker, and the answers are those of a from-scratch computation."""
+    from tests.operators.test_reduce_components import labels_from_scratch
+
+    rng = random.Random(4)
+    with dd.Dataflow(partitions=1, runtime="processes") as flow:
+        edges, roots = flow.input("edges", ["src", "dst"]), flow.input("roots", ["node"])
+        reached = graphs.reachable(edges, roots).output()
+        labels = graphs.connected_components(edges).output()
+        present = {(i, i + 1) for i in range(300)}
+        edges.insert(sorted(present))
+        roots.insert([(0,)])
+        counts = Counter(present)
+        for epoch in range(8):
+            if epoch:
+                cut = rng.sample(sorted(present), 6)
+                new = {(rng.randrange(300), rng.randrange(300)) for _ in range(6)} - present
+                present = (present - set(cut)) | new
+                edges.update(cut + sorted(new), [-1] * len(cut) + [1] * len(new))
+                counts.update({e: -1 for e in cut})
+                counts.update({e: 1 for e in new})
+            flow.advance()
+            assert {r[0] for r in reached.snapshot()} == reached_from_scratch(counts,
+                                                                              Counter({0: 1}))
+            assert dict(labels.snapshot()) == {(n, lab): 1 for n, lab in
+                                               labels_from_scratch(counts).items()}
