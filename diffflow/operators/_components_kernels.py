@@ -147,12 +147,24 @@ def _revive(nodes, i, touched, meta):
 
 
 @kernel
-def _count_changes(nodes, node_table, edges, edge_table, meta, src, dst, diff, changed):
-    """Add each directed change to its pair's counts; ``changed`` lists each pair once.
-    Returns how many pairs changed."""
-    n = 0
-    for k in range(len(src)):
-        ia = _node(node_table, nodes, meta, src[k])
+def full(nodes, node_table, edges, edge_table, meta):
+    """Whether the tables lack room for one more row's two nodes and pair (at most half
+    full hash tables)."""
+    used, pairs = meta[USED_NODES] + 2, meta[USED_EDGES] + 1
+    return (used > len(nodes) or 2 * used > len(node_table) or pairs > len(edges)
+            or 2 * pairs > len(edge_table))
+
+
+@kernel
+def count_changes(nodes, node_table, edges, edge_table, meta, src, dst, diff, changed, start, n):
+    """Add each directed change from row ``start`` on to its pair's counts, listing the
+    pairs in ``changed`` (from ``n``) until the tables are full; returns ``(next row, n)``."""
+    ia = -1
+    for k in range(start, len(src)):
+        if full(nodes, node_table, edges, edge_table, meta):
+            return k, n
+        if ia < 0 or src[k] != src[k - 1]:  # (rows sorted by source: one search each)
+            ia = _node(node_table, nodes, meta, src[k])
         ib = _node(node_table, nodes, meta, dst[k])
         a, b = (ia, ib) if ia <= ib else (ib, ia)
         e, h = _edge_slot(edge_table, edges, a, b)
@@ -173,7 +185,7 @@ def _count_changes(nodes, node_table, edges, edge_table, meta, src, dst, diff, c
         # settled)
         changed[n] = e
         n += 1
-    return n
+    return len(src), n
 
 
 @kernel
@@ -281,9 +293,8 @@ def _split(nodes, adj, ia, ib, qa, qb, touched, meta):
 
 
 @kernel
-def apply_changes(nodes, node_table, edges, edge_table, adj, meta, src, dst, diff,
-                  changed, qa, qb, touched):
-    """Apply directed edge changes ``src -> dst`` (multiplicity ``diff``) and keep every
+def apply_changes(nodes, edges, adj, meta, changed, n, qa, qb, touched):
+    """Apply the ``n`` pairs :func:`count_changes` listed in ``changed`` and keep every
     present node's label exact: links first (merging components), then each lost pair in
     turn (a split, found by two searches that stop when either is exhausted).
 
@@ -291,7 +302,6 @@ def apply_changes(nodes, node_table, edges, edge_table, adj, meta, src, dst, dif
     listed from ``touched[1]``; their ``WAS``/``OLD`` fields say what they were."""
     meta[CALL] += 1
     touched[0] = 0
-    n = _count_changes(nodes, node_table, edges, edge_table, meta, src, dst, diff, changed)
     lost = 0
     for k in range(n):
         e = changed[k]
@@ -357,10 +367,9 @@ def label_all(nodes, adj, meta, queue):
 
 
 @kernel
-def link_all(nodes, node_table, edges, edge_table, adj, meta, src, dst, diff, changed):
-    """Count every directed edge and link the pairs with a positive direction, without
-    labelling (:func:`label_all` follows)."""
-    n = _count_changes(nodes, node_table, edges, edge_table, meta, src, dst, diff, changed)
+def link_all(nodes, edges, adj, changed, n):
+    """Link the listed pairs with a positive direction, without labelling
+    (:func:`label_all` follows)."""
     for k in range(n):
         e = changed[k]
         if edges[e, LINKED] == 0 and (edges[e, AB] > 0 or edges[e, BA] > 0):

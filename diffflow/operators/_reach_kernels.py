@@ -18,7 +18,12 @@ reachability, and only they are searched again.
 from __future__ import annotations
 
 from diffflow.common.jit import kernel
-from diffflow.operators._components_kernels import _edge_slot, _node_slot, rehash  # noqa: F401 (rehash: the tables' own)
+from diffflow.operators._components_kernels import (  # noqa: F401 (full, rehash: the tables')
+    _edge_slot,
+    _node_slot,
+    full,
+    rehash,
+)
 
 ID, REACHED, PARENT, OUT, IN, CHILD, SIB_NEXT, SIB_PREV, ROOTS, MARK, SEEN, WAS = range(12)
 NODE_FIELDS = 12
@@ -120,12 +125,17 @@ def _spread(nodes, adj, queue, n, touched, meta):
 
 
 @kernel
-def _count(nodes, node_table, edges, edge_table, meta, kind, a, b, diff, changed):
-    """Add each change to its pair's or root's count; ``changed`` lists them (pairs as
-    ``e``, roots as ``-1 - node``).  Returns how many."""
-    n = 0
-    for k in range(len(kind)):
-        ia = _node(node_table, nodes, meta, a[k])
+def count_changes(nodes, node_table, edges, edge_table, meta, kind, a, b, diff, changed, start,
+                  n):
+    """Add each change from row ``start`` on to its pair's or root's count, listing them in
+    ``changed`` from ``n`` (pairs as ``e``, roots as ``-1 - node``) until the tables are
+    full; returns ``(next row, n)``."""
+    ia = -1
+    for k in range(start, len(kind)):
+        if full(nodes, node_table, edges, edge_table, meta):
+            return k, n
+        if ia < 0 or a[k] != a[k - 1]:  # (rows sorted by source: one search per source)
+            ia = _node(node_table, nodes, meta, a[k])
         if kind[k] == 1:
             nodes[ia, ROOTS] += diff[k]
             changed[n] = -1 - ia
@@ -144,19 +154,17 @@ def _count(nodes, node_table, edges, edge_table, meta, kind, a, b, diff, changed
         edges[e, COUNT] += diff[k]
         changed[n] = e
         n += 1
-    return n
+    return len(kind), n
 
 
 @kernel
-def apply_changes(nodes, node_table, edges, edge_table, adj, meta, kind, a, b, diff, changed,
-                  queue, touched):
-    """Apply edge (``kind`` 0: ``a -> b``) and root (``kind`` 1: ``a``) changes and keep the
-    reached set exact: the subtrees under lost tree edges and lost roots are unreached, then
+def apply_changes(nodes, adj, edges, meta, changed, n, queue, touched):
+    """Apply the ``n`` edges (``a -> b``) and roots :func:`count_changes` listed in
+    ``changed`` and keep the reached set exact: the subtrees under lost tree edges and lost roots are unreached, then
     searched again from reached in-neighbours; new edges and roots spread from reached nodes.
     ``touched`` lists (from 1) the nodes whose reached flag may have changed."""
     meta[CALL] += 1
     touched[0] = 0
-    n = _count(nodes, node_table, edges, edge_table, meta, kind, a, b, diff, changed)
     meta[SEARCH] += 1
     cut = meta[SEARCH]
     lost = 0  # cut nodes, gathered in queue from its end

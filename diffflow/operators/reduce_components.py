@@ -127,10 +127,9 @@ class Connectivity(SearchTables):
         state = cls()
         src, dst, mults = (np.ascontiguousarray(x, np.int64) for x in (vals[:, 0], vals[:, 1],
                                                                         mults))
-        state.reserve(_k(), len(src))
         k = _k()
-        k.link_all(state.nodes, state.node_table, state.edges, state.edge_table, state.adj,
-                   state.meta, src, dst, mults, np.empty(len(src), np.int64))
+        changed, n = state.count(k, src, dst, mults)
+        k.link_all(state.nodes, state.edges, state.adj, changed, n)
         k.label_all(state.nodes, state.adj, state.meta,
                     np.empty(int(state.meta[k.USED_NODES]) + 1, np.int64))
         return state
@@ -147,13 +146,12 @@ class Connectivity(SearchTables):
         k = _k()
         src, dst, diffs = (np.ascontiguousarray(x, np.int64) for x in (vals[:, 0], vals[:, 1],
                                                                         diffs))
-        self.reserve(k, len(src))
-        used = int(self.meta[k.USED_NODES]) + 2 * len(src)
+        changed, n = self.count(k, src, dst, diffs)
+        used = int(self.meta[k.USED_NODES])
         queues = np.empty((2, used + 3), np.int64)
         touched = np.empty(used + 1, np.int64)
-        k.apply_changes(self.nodes, self.node_table, self.edges, self.edge_table, self.adj,
-                        self.meta, src, dst, diffs, np.empty(len(src), np.int64),
-                        queues[0], queues[1], touched)
+        k.apply_changes(self.nodes, self.edges, self.adj, self.meta, changed, n, queues[0],
+                        queues[1], touched)
         t = touched[1:1 + touched[0]]
         rows = self.nodes[t]
         was, old = rows[:, k.WAS] == 1, rows[:, k.OLD]

@@ -111,7 +111,9 @@ def _capacity(n: int) -> int:
 
 
 def _grown(table: np.ndarray, need: int) -> np.ndarray:
-    bigger = np.zeros((_capacity(max(need, 2 * len(table))), table.shape[1]), np.int64)
+    # (np.empty: rows past the used ones are written before they are read, and pages never
+    # written cost no memory)
+    bigger = np.empty((_capacity(max(need, 2 * len(table))), table.shape[1]), np.int64)
     bigger[:len(table)] = table
     return bigger
 
@@ -134,16 +136,35 @@ class SearchTables:
         """Edges ever seen (an upper bound of the edges present)."""
         return int(self.meta[1])
 
-    def reserve(self, kernels, changes: int) -> None:
-        """Room for ``changes`` more rows (two new nodes and a new edge each)."""
-        nodes = int(self.meta[0]) + 2 * changes
+    def count(self, kernels, *columns):
+        """Count rows (``columns``: the row's values, then their diffs) into the tables with
+        ``kernels.count_changes``, growing the tables whenever they fill; returns ``(changed,
+        n)``: the ``n`` pairs (and roots) the rows changed, for the kernel applying them."""
+        total = len(columns[0])
+        changed = np.empty(total, np.int64)
+        self.reserve(kernels, total)
+        start = n = 0
+        while True:
+            start, n = kernels.count_changes(self.nodes, self.node_table, self.edges,
+                                             self.edge_table, self.meta, *columns, changed,
+                                             start, n)
+            if start == total:
+                return changed, n
+            self.reserve(kernels, 0, nodes=2 * len(self.nodes))  # full: twice the room
+
+    def reserve(self, kernels, changes: int, nodes: int | None = None) -> None:
+        """Room for ``changes`` more rows: a new pair each, and new nodes for a quarter of
+        them (:meth:`count` grows the tables further when they fill), or ``nodes`` nodes.
+        Hash tables stay at most half full, so that a search ends after a few probes."""
+        nodes = nodes or int(self.meta[0]) + max(16, changes // 4)
         pairs = int(self.meta[1]) + changes
         if nodes > len(self.nodes):
             self.nodes = _grown(self.nodes, nodes)
         if pairs > len(self.edges):
             self.edges = _grown(self.edges, pairs)
             self.adj = _grown(self.adj, 2 * len(self.edges))
-        if 2 * nodes > len(self.node_table) or 2 * pairs > len(self.edge_table):
+        if 2 * len(self.nodes) > len(self.node_table) or 2 * len(self.edges) > len(
+                self.edge_table):
             self.node_table = np.full(_capacity(2 * len(self.nodes)), -1, np.int64)
             self.edge_table = np.full(_capacity(2 * len(self.edges)), -1, np.int64)
             kernels.rehash(self.node_table, self.nodes, self.edge_table, self.edges, self.meta)

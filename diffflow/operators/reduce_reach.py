@@ -127,13 +127,11 @@ class Reachability(SearchTables):
         k = _k()
         kind, a, b, diffs = (np.ascontiguousarray(x, np.int64)
                              for x in (vals[:, 0], vals[:, 1], vals[:, 2], diffs))
-        self.reserve(k, len(kind))
-        used = int(self.meta[k.USED_NODES]) + 2 * len(kind)
-        queue = np.empty(used + len(kind) + 1, np.int64)
+        changed, n = self.count(k, kind, a, b, diffs)
+        used = int(self.meta[k.USED_NODES])
+        queue = np.empty(used + n + 1, np.int64)
         touched = np.empty(used + 1, np.int64)
-        k.apply_changes(self.nodes, self.node_table, self.edges, self.edge_table, self.adj,
-                        self.meta, kind, a, b, diffs, np.empty(len(kind), np.int64), queue,
-                        touched)
+        k.apply_changes(self.nodes, self.adj, self.edges, self.meta, changed, n, queue, touched)
         rows = self.nodes[touched[1:1 + touched[0]]]
         was, now = rows[:, k.WAS] == 1, rows[:, k.REACHED] == 1
         gone, came = was & ~now, now & ~was
