@@ -22,6 +22,16 @@ the smaller one, and a split relabels one side; both walk members without a sear
 from __future__ import annotations
 
 from diffflow.common.jit import kernel
+from diffflow.operators._search_kernels import (  # noqa: F401 (rehash: the callers')
+    ANEXT,
+    TO,
+    drop_entry,
+    edge_slot,
+    full,
+    new_node,
+    push_entry,
+    rehash,
+)
 
 # node fields
 ID, LABEL, DEGREE, HEAD, NEXT, PREV, MARK, SEEN, WAS, OLD = range(10)
@@ -29,55 +39,8 @@ NODE_FIELDS = 10
 # edge fields
 A, B, AB, BA, LINKED = range(5)
 EDGE_FIELDS = 5
-# adjacency fields
-TO, ANEXT, APREV = range(3)
 # meta fields
 USED_NODES, USED_EDGES, CALL, SEARCH = range(4)
-
-
-@kernel
-def _mix(x):
-    """A 64-bit finaliser (murmur3's), as signed arithmetic with logical shifts."""
-    x ^= (x >> 33) & 0x7FFFFFFF
-    x *= -49064778989728563      # 0xff51afd7ed558ccd
-    x ^= (x >> 33) & 0x7FFFFFFF
-    x *= -4265267296055464877    # 0xc4ceb9fe1a85ec53
-    x ^= (x >> 33) & 0x7FFFFFFF
-    return x
-
-
-@kernel
-def _node_slot(node_table, nodes, node_id):
-    """``(index or -1, table slot)`` of ``node_id``."""
-    mask = len(node_table) - 1
-    h = _mix(node_id) & mask
-    while True:
-        i = node_table[h]
-        if i < 0 or nodes[i, ID] == node_id:
-            return i, h
-        h = (h + 1) & mask
-
-
-@kernel
-def _edge_slot(edge_table, edges, a, b):
-    mask = len(edge_table) - 1
-    h = _mix(_mix(a) ^ b) & mask
-    while True:
-        e = edge_table[h]
-        if e < 0 or (edges[e, A] == a and edges[e, B] == b):
-            return e, h
-        h = (h + 1) & mask
-
-
-@kernel
-def rehash(node_table, nodes, edge_table, edges, meta):
-    """Fill fresh (all -1) tables from the node and edge rows."""
-    for i in range(meta[USED_NODES]):
-        _, h = _node_slot(node_table, nodes, nodes[i, ID])
-        node_table[h] = i
-    for e in range(meta[USED_EDGES]):
-        _, h = _edge_slot(edge_table, edges, edges[e, A], edges[e, B])
-        edge_table[h] = e
 
 
 @kernel
@@ -93,46 +56,25 @@ def _touch(nodes, i, touched, meta):
 
 @kernel
 def _node(node_table, nodes, meta, node_id):
-    """The index of ``node_id``, added (absent, its own label) when new."""
-    i, h = _node_slot(node_table, nodes, node_id)
-    if i >= 0:
-        return i
-    i = meta[USED_NODES]
-    meta[USED_NODES] = i + 1
-    node_table[h] = i
-    nodes[i, ID] = node_id
-    nodes[i, LABEL] = node_id
-    nodes[i, DEGREE] = 0
-    nodes[i, HEAD] = -1
-    nodes[i, NEXT] = i
-    nodes[i, PREV] = i
-    nodes[i, MARK] = 0
-    nodes[i, SEEN] = 0
+    """The index of ``node_id``, added (absent, its own label, alone in its ring) when new."""
+    i, new = new_node(node_table, nodes, meta, node_id)
+    if new:
+        nodes[i, LABEL] = node_id
+        nodes[i, HEAD] = -1
+        nodes[i, NEXT] = i
+        nodes[i, PREV] = i
     return i
 
 
 @kernel
 def _link_entry(nodes, adj, i, entry, to):
-    """Put adjacency ``entry`` (pointing to node ``to``) at the head of node ``i``'s list."""
-    first = nodes[i, HEAD]
-    adj[entry, TO] = to
-    adj[entry, ANEXT] = first
-    adj[entry, APREV] = -1
-    if first >= 0:
-        adj[first, APREV] = entry
-    nodes[i, HEAD] = entry
+    push_entry(nodes, adj, HEAD, i, entry, to)
     nodes[i, DEGREE] += 1
 
 
 @kernel
 def _unlink_entry(nodes, adj, i, entry):
-    nxt, prv = adj[entry, ANEXT], adj[entry, APREV]
-    if prv >= 0:
-        adj[prv, ANEXT] = nxt
-    else:
-        nodes[i, HEAD] = nxt
-    if nxt >= 0:
-        adj[nxt, APREV] = prv
+    drop_entry(nodes, adj, HEAD, i, entry)
     nodes[i, DEGREE] -= 1
 
 
@@ -147,15 +89,6 @@ def _revive(nodes, i, touched, meta):
 
 
 @kernel
-def full(nodes, node_table, edges, edge_table, meta):
-    """Whether the tables lack room for one more row's two nodes and pair (at most half
-    full hash tables)."""
-    used, pairs = meta[USED_NODES] + 2, meta[USED_EDGES] + 1
-    return (used > len(nodes) or 2 * used > len(node_table) or pairs > len(edges)
-            or 2 * pairs > len(edge_table))
-
-
-@kernel
 def count_changes(nodes, node_table, edges, edge_table, meta, src, dst, diff, changed, start, n):
     """Add each directed change from row ``start`` on to its pair's counts, listing the
     pairs in ``changed`` (from ``n``) until the tables are full; returns ``(next row, n)``."""
@@ -167,7 +100,7 @@ def count_changes(nodes, node_table, edges, edge_table, meta, src, dst, diff, ch
             ia = _node(node_table, nodes, meta, src[k])
         ib = _node(node_table, nodes, meta, dst[k])
         a, b = (ia, ib) if ia <= ib else (ib, ia)
-        e, h = _edge_slot(edge_table, edges, a, b)
+        e, h = edge_slot(edge_table, edges, a, b)
         if e < 0:
             e = meta[USED_EDGES]
             meta[USED_EDGES] = e + 1
@@ -259,13 +192,13 @@ def _split(nodes, adj, ia, ib, qa, qb, touched, meta):
         if r == 1:
             return
         if r == -1:
-            side, queue, other, mark = sa, qa, ib, ma
+            side, queue, other = sa, qa, ib
             break
         r = _step_search(nodes, adj, qb, sb, mb, ma)
         if r == 1:
             return
         if r == -1:
-            side, queue, other, mark = sb, qb, ia, mb
+            side, queue, other = sb, qb, ia
             break
     n = side[1]
     label = nodes[other, LABEL]

@@ -18,10 +18,14 @@ reachability, and only they are searched again.
 from __future__ import annotations
 
 from diffflow.common.jit import kernel
-from diffflow.operators._components_kernels import (  # noqa: F401 (full, rehash: the tables')
-    _edge_slot,
-    _node_slot,
+from diffflow.operators._search_kernels import (  # noqa: F401 (full, rehash: the callers')
+    ANEXT,
+    TO,
+    drop_entry,
+    edge_slot,
     full,
+    new_node,
+    push_entry,
     rehash,
 )
 
@@ -29,49 +33,19 @@ ID, REACHED, PARENT, OUT, IN, CHILD, SIB_NEXT, SIB_PREV, ROOTS, MARK, SEEN, WAS 
 NODE_FIELDS = 12
 A, B, COUNT, LINKED = range(4)
 EDGE_FIELDS = 4
-TO, ANEXT, APREV = range(3)
 USED_NODES, USED_EDGES, CALL, SEARCH = range(4)
 ROOT, NONE = -2, -1
 
 
 @kernel
 def _node(node_table, nodes, meta, node_id):
-    i, h = _node_slot(node_table, nodes, node_id)
-    if i >= 0:
-        return i
-    i = meta[USED_NODES]
-    meta[USED_NODES] = i + 1
-    node_table[h] = i
-    for f in range(NODE_FIELDS):
-        nodes[i, f] = 0
-    nodes[i, ID] = node_id
-    nodes[i, PARENT] = NONE
-    nodes[i, OUT] = -1
-    nodes[i, IN] = -1
-    nodes[i, CHILD] = -1
+    i, new = new_node(node_table, nodes, meta, node_id)
+    if new:
+        nodes[i, PARENT] = NONE
+        nodes[i, OUT] = -1
+        nodes[i, IN] = -1
+        nodes[i, CHILD] = -1
     return i
-
-
-@kernel
-def _push(nodes, adj, head_field, i, entry, to):
-    first = nodes[i, head_field]
-    adj[entry, TO] = to
-    adj[entry, ANEXT] = first
-    adj[entry, APREV] = -1
-    if first >= 0:
-        adj[first, APREV] = entry
-    nodes[i, head_field] = entry
-
-
-@kernel
-def _drop(nodes, adj, head_field, i, entry):
-    nxt, prv = adj[entry, ANEXT], adj[entry, APREV]
-    if prv >= 0:
-        adj[prv, ANEXT] = nxt
-    else:
-        nodes[i, head_field] = nxt
-    if nxt >= 0:
-        adj[nxt, APREV] = prv
 
 
 @kernel
@@ -142,7 +116,7 @@ def count_changes(nodes, node_table, edges, edge_table, meta, kind, a, b, diff, 
             n += 1
             continue
         ib = _node(node_table, nodes, meta, b[k])
-        e, h = _edge_slot(edge_table, edges, ia, ib)
+        e, h = edge_slot(edge_table, edges, ia, ib)
         if e < 0:
             e = meta[USED_EDGES]
             meta[USED_EDGES] = e + 1
@@ -177,14 +151,14 @@ def apply_changes(nodes, adj, edges, meta, changed, n, queue, touched):
             want = edges[c, COUNT] > 0
             if want and edges[c, LINKED] == 0:
                 edges[c, LINKED] = 1
-                _push(nodes, adj, OUT, u, 2 * c, v)
-                _push(nodes, adj, IN, v, 2 * c + 1, u)
+                push_entry(nodes, adj, OUT, u, 2 * c, v)
+                push_entry(nodes, adj, IN, v, 2 * c + 1, u)
                 changed[gained] = c
                 gained += 1
             elif not want and edges[c, LINKED] == 1:
                 edges[c, LINKED] = 0
-                _drop(nodes, adj, OUT, u, 2 * c)
-                _drop(nodes, adj, IN, v, 2 * c + 1)
+                drop_entry(nodes, adj, OUT, u, 2 * c)
+                drop_entry(nodes, adj, IN, v, 2 * c + 1)
                 if nodes[v, PARENT] == u and nodes[v, MARK] != cut:
                     nodes[v, MARK] = cut
                     lost += 1

@@ -35,9 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from diffflow.arrangements import columnar, small
-from diffflow.operators.reduce_kept import SearchTables
-from diffflow.operators.reducers import Reducer, segment_starts
+from diffflow.arrangements import columnar
+from diffflow.operators.reduce_kept import SearchReducer, SearchTables
 
 _KERNELS = None
 
@@ -52,7 +51,7 @@ def _k():
     return _KERNELS
 
 
-class ComponentsReducer(Reducer):
+class ComponentsReducer(SearchReducer):
     """Per group of ``(src, dst)`` rows: ``(node, label)``, label = the component's
     smallest node id (edges undirected; a row counts while its multiplicity is positive)."""
 
@@ -63,23 +62,8 @@ class ComponentsReducer(Reducer):
         """The state the reduce driver keeps per key between epochs."""
         return Connectivity
 
-    def __repr__(self) -> str:
-        return "ComponentsReducer()"
-
-    def reduce(self, group, vals, mults):
-        starts = segment_starts(group)
-        out_g, out_v = [], []
-        for s, e in zip(starts, np.append(starts[1:], len(group))):
-            if small.prefer(e - s, small.SMALL, rows=e - s):  # a fresh process: no numba yet
-                nodes, labels = smallest_ids(vals[s:e, 0], vals[s:e, 1], mults[s:e])
-            else:
-                nodes, labels = Connectivity.built(vals[s:e], mults[s:e]).outputs().T
-            out_g.append(np.full(len(nodes), group[s], np.int64))
-            out_v.append(np.column_stack([nodes, labels]))
-        if not out_g:
-            return group[:0], np.zeros((0, 2), np.int64), mults[:0]
-        g = np.concatenate(out_g)
-        return g, np.concatenate(out_v), np.ones(len(g), np.int64)
+    def in_numpy(self, vals, mults):
+        return np.column_stack(smallest_ids(vals[:, 0], vals[:, 1], mults))
 
 
 def smallest_ids(src, dst, mults):

@@ -20,6 +20,36 @@ import numpy as np
 
 from diffflow.arrangements import columnar, small
 from diffflow.arrangements.updates import Updates
+from diffflow.operators.reducers import Reducer, segment_starts
+
+
+class SearchReducer(Reducer):
+    """A tactic answering each whole group by a search: the state class ``kept`` built from
+    the group's rows, or (a fresh process, before numba's kernels load) ``in_numpy(vals,
+    mults)``, an ``(n, out_width)`` array of the group's output rows."""
+
+    kept = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def in_numpy(self, vals, mults) -> np.ndarray:
+        raise NotImplementedError
+
+    def reduce(self, group, vals, mults):
+        starts = segment_starts(group)
+        out_g, out_v = [], []
+        for s, e in zip(starts, np.append(starts[1:], len(group))):
+            if small.prefer(e - s, small.SMALL, rows=e - s):
+                rows = self.in_numpy(vals[s:e], mults[s:e])
+            else:
+                rows = self.kept.built(vals[s:e], mults[s:e]).outputs()
+            out_g.append(np.full(len(rows), group[s], np.int64))
+            out_v.append(rows)
+        if not out_g:
+            return group[:0], np.zeros((0, self.out_width), np.int64), mults[:0]
+        g = np.concatenate(out_g)
+        return g, np.concatenate(out_v), np.ones(len(g), np.int64)
 
 
 class KeptStates:

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from diffflow.arrangements import columnar, small
+from diffflow.arrangements import columnar
 from diffflow.arrangements.small import expand_ranges
-from diffflow.operators.reduce_kept import SearchTables
-from diffflow.operators.reducers import Reducer, segment_starts
+from diffflow.operators.reduce_kept import SearchReducer, SearchTables
 
 _KERNELS = None
 
@@ -42,7 +41,7 @@ def _k():
     return _KERNELS
 
 
-class ReachReducer(Reducer):
+class ReachReducer(SearchReducer):
     """Per group of ``(kind, a, b)`` rows: ``(node,)`` of every node reached from a root."""
 
     out_width = 1
@@ -52,23 +51,8 @@ class ReachReducer(Reducer):
         """The state the reduce driver keeps per key between epochs."""
         return Reachability
 
-    def __repr__(self) -> str:
-        return "ReachReducer()"
-
-    def reduce(self, group, vals, mults):
-        starts = segment_starts(group)
-        out_g, out_v = [], []
-        for s, e in zip(starts, np.append(starts[1:], len(group))):
-            if small.prefer(e - s, small.SMALL, rows=e - s):  # a fresh process: no numba yet
-                nodes = reached_nodes(vals[s:e], mults[s:e])
-            else:
-                nodes = Reachability.built(vals[s:e], mults[s:e]).outputs()[:, 0]
-            out_g.append(np.full(len(nodes), group[s], np.int64))
-            out_v.append(nodes)
-        if not out_g:
-            return group[:0], np.zeros((0, 1), np.int64), mults[:0]
-        g = np.concatenate(out_g)
-        return g, np.concatenate(out_v)[:, None], np.ones(len(g), np.int64)
+    def in_numpy(self, vals, mults):
+        return reached_nodes(vals, mults)[:, None]
 
 
 def reached_nodes(vals, mults) -> np.ndarray:
