@@ -26,7 +26,7 @@ from diffflow.operators._search_kernels import (  # noqa: F401 (rehash: the call
     ANEXT,
     TO,
     drop_entry,
-    edge_slot,
+    edge_row,
     full,
     new_node,
     push_entry,
@@ -100,16 +100,7 @@ def count_changes(nodes, node_table, edges, edge_table, meta, src, dst, diff, ch
             ia = _node(node_table, nodes, meta, src[k])
         ib = _node(node_table, nodes, meta, dst[k])
         a, b = (ia, ib) if ia <= ib else (ib, ia)
-        e, h = edge_slot(edge_table, edges, a, b)
-        if e < 0:
-            e = meta[USED_EDGES]
-            meta[USED_EDGES] = e + 1
-            edge_table[h] = e
-            edges[e, A] = a
-            edges[e, B] = b
-            edges[e, AB] = 0
-            edges[e, BA] = 0
-            edges[e, LINKED] = 0
+        e = edge_row(edge_table, edges, meta, a, b)
         if ia == a:
             edges[e, AB] += diff[k]
         else:

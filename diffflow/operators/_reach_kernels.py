@@ -22,7 +22,7 @@ from diffflow.operators._search_kernels import (  # noqa: F401 (full, rehash: th
     ANEXT,
     TO,
     drop_entry,
-    edge_slot,
+    edge_row,
     full,
     new_node,
     push_entry,
@@ -116,15 +116,7 @@ def count_changes(nodes, node_table, edges, edge_table, meta, kind, a, b, diff, 
             n += 1
             continue
         ib = _node(node_table, nodes, meta, b[k])
-        e, h = edge_slot(edge_table, edges, ia, ib)
-        if e < 0:
-            e = meta[USED_EDGES]
-            meta[USED_EDGES] = e + 1
-            edge_table[h] = e
-            edges[e, A] = ia
-            edges[e, B] = ib
-            edges[e, COUNT] = 0
-            edges[e, LINKED] = 0
+        e = edge_row(edge_table, edges, meta, ia, ib)
         edges[e, COUNT] += diff[k]
         changed[n] = e
         n += 1

@@ -109,3 +109,19 @@ def new_node(node_table, nodes, meta, node_id):
         nodes[i, f] = 0
     nodes[i, ID] = node_id
     return i, True
+
+
+@kernel
+def edge_row(edge_table, edges, meta, a, b):
+    """The index of the edge row ``a -> b`` (node indices), added (zero but for its ends)
+    when new."""
+    e, h = edge_slot(edge_table, edges, a, b)
+    if e < 0:
+        e = meta[USED_EDGES]
+        meta[USED_EDGES] = e + 1
+        edge_table[h] = e
+        for f in range(edges.shape[1]):
+            edges[e, f] = 0
+        edges[e, A] = a
+        edges[e, B] = b
+    return e

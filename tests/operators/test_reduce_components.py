@@ -10,14 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import diffflow as dd
-from diffflow.arrangements import columnar, small
 from diffflow import graphs
 from diffflow.algorithms import graphs as graph_algorithms
 from diffflow.api.arranged import reduce_with
 from diffflow.common.schema import Schema
 from diffflow.dataflow.expr import Lit
 from diffflow.operators.reduce_components import ComponentsReducer, Connectivity
-from diffflow.operators.reduce_kept import KeptStates
+from tests.support.graph_tactics import tactic  # noqa: F401 (a fixture)
 from tests.support.helpers import drive
 
 
@@ -57,20 +56,6 @@ def test_the_library_takes_the_tactic_with_one_partition_only():
         graphs.connected_components(flow.input("e", ["a", "b"])).output()
         plan = flow.explain_plan()
         assert ("loop 'connected_components'" in plan) == (parts > 1), plan
-
-
-@pytest.fixture(params=["changes", "rebuilds", "numpy"])
-def tactic(request, monkeypatch):
-    """Every change applied to the state, every change rebuilding it, or (a fresh process
-    before the kernels load) whole groups in numpy."""
-    if request.param == "numpy":
-        monkeypatch.setattr(small, "loaded", lambda: False)
-        monkeypatch.setattr(small, "prefer", lambda *args, **kw: True)
-    else:
-        columnar.load_kernels()
-        monkeypatch.setattr(KeptStates, "SMALL",
-                            10**9 if request.param == "changes" else -10**9)
-    return request.param
 
 
 @pytest.mark.parametrize("parts", [1, 2])

@@ -11,9 +11,8 @@ from hypothesis import strategies as st
 import diffflow as dd
 from diffflow import graphs
 from diffflow.algorithms import graphs as graph_algorithms
-from diffflow.arrangements import columnar, small
-from diffflow.operators.reduce_kept import KeptStates
 from diffflow.operators.reduce_reach import Reachability, reached_nodes
+from tests.support.graph_tactics import tactic  # noqa: F401 (a fixture)
 from tests.support.helpers import drive
 
 
@@ -41,19 +40,6 @@ def reach(flow, inputs):
     """The tactic at any partitions (``graphs.reachable`` takes it at one)."""
     e, r = graph_algorithms._edges(inputs["edges"]), graph_algorithms._roots(inputs["roots"])
     return graph_algorithms._reached_by_search(e, r)
-
-
-@pytest.fixture(params=["changes", "rebuilds", "numpy"])
-def tactic(request, monkeypatch):
-    """Every change applied to the state, every change rebuilding it, or (a fresh process
-    before the kernels load) whole groups in numpy."""
-    if request.param == "numpy":
-        monkeypatch.setattr(small, "loaded", lambda: False)
-        monkeypatch.setattr(small, "prefer", lambda *args, **kw: True)
-    else:
-        columnar.load_kernels()
-        monkeypatch.setattr(KeptStates, "SMALL", 10**9 if request.param == "changes" else -10**9)
-    return request.param
 
 
 @pytest.mark.parametrize("parts", [1, 2])
