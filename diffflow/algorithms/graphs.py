@@ -1,8 +1,13 @@
-"""Incremental graph algorithms, written only with the public collection API.
+"""Incremental graph algorithms on the collection API.
 
 Every function takes collections whose first two columns are (source,
 target) -- other columns are ignored unless stated -- and returns a
-collection that stays exact as edges and roots change.
+collection that stays exact as edges and roots change.  ``reachable`` and
+``connected_components`` built in a dataflow of one partition are each one
+``reduce`` whose search tactic keeps its state between epochs
+(:mod:`diffflow.operators.reduce_reach`, :mod:`~diffflow.operators.reduce_components`);
+elsewhere (several partitions, inside a loop, a column that is not an int,
+explanations, ``DIFFFLOW_GRAPH_LOOPS=1``) they are loops, like the others.
 
 >>> import diffflow as dd
 >>> from diffflow import graphs

@@ -40,7 +40,7 @@ NODE_FIELDS = 10
 A, B, AB, BA, LINKED = range(5)
 EDGE_FIELDS = 5
 # meta fields
-USED_NODES, USED_EDGES, CALL, SEARCH = range(4)
+USED_NODES, USED_EDGES, CALL, SEARCH, LINKED_EDGES = range(5)
 
 
 @kernel
@@ -233,6 +233,7 @@ def apply_changes(nodes, edges, adj, meta, changed, n, qa, qb, touched):
         want = edges[e, AB] > 0 or edges[e, BA] > 0
         if want and edges[e, LINKED] == 0:
             edges[e, LINKED] = 1
+            meta[LINKED_EDGES] += 1
             _revive(nodes, a, touched, meta)
             _revive(nodes, b, touched, meta)
             _link_entry(nodes, adj, a, 2 * e, b)
@@ -241,6 +242,7 @@ def apply_changes(nodes, edges, adj, meta, changed, n, qa, qb, touched):
                 _merge(nodes, a, b, touched, meta)
         elif not want and edges[e, LINKED] == 1:
             edges[e, LINKED] = 0
+            meta[LINKED_EDGES] -= 1
             changed[lost] = e  # (lost <= k: the list is reused in place)
             lost += 1
     for k in range(lost):
@@ -291,13 +293,14 @@ def label_all(nodes, adj, meta, queue):
 
 
 @kernel
-def link_all(nodes, edges, adj, changed, n):
+def link_all(nodes, edges, adj, meta, changed, n):
     """Link the listed pairs with a positive direction, without labelling
     (:func:`label_all` follows)."""
     for k in range(n):
         e = changed[k]
         if edges[e, LINKED] == 0 and (edges[e, AB] > 0 or edges[e, BA] > 0):
             edges[e, LINKED] = 1
+            meta[LINKED_EDGES] += 1
             a, b = edges[e, A], edges[e, B]
             _link_entry(nodes, adj, a, 2 * e, b)
             if a != b:

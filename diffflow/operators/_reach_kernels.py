@@ -33,7 +33,7 @@ ID, REACHED, PARENT, OUT, IN, CHILD, SIB_NEXT, SIB_PREV, ROOTS, MARK, SEEN, WAS 
 NODE_FIELDS = 12
 A, B, COUNT, LINKED = range(4)
 EDGE_FIELDS = 4
-USED_NODES, USED_EDGES, CALL, SEARCH = range(4)
+USED_NODES, USED_EDGES, CALL, SEARCH, LINKED_EDGES = range(5)
 ROOT, NONE = -2, -1
 
 
@@ -143,12 +143,14 @@ def apply_changes(nodes, adj, edges, meta, changed, n, queue, touched):
             want = edges[c, COUNT] > 0
             if want and edges[c, LINKED] == 0:
                 edges[c, LINKED] = 1
+                meta[LINKED_EDGES] += 1
                 push_entry(nodes, adj, OUT, u, 2 * c, v)
                 push_entry(nodes, adj, IN, v, 2 * c + 1, u)
                 changed[gained] = c
                 gained += 1
             elif not want and edges[c, LINKED] == 1:
                 edges[c, LINKED] = 0
+                meta[LINKED_EDGES] -= 1
                 drop_entry(nodes, adj, OUT, u, 2 * c)
                 drop_entry(nodes, adj, IN, v, 2 * c + 1)
                 if nodes[v, PARENT] == u and nodes[v, MARK] != cut:
@@ -209,7 +211,7 @@ def apply_changes(nodes, adj, edges, meta, changed, n, queue, touched):
         if nodes[s, REACHED] == 1:
             queue[found] = s  # (found <= k: in place)
             found += 1
-    found = _spread(nodes, adj, queue, found, touched, meta)
+    _spread(nodes, adj, queue, found, touched, meta)
     # new edges and roots
     for k in range(gained):
         c = changed[k]

@@ -4,7 +4,7 @@ doubly linked adjacency lists.
 
 Both tactics' tables agree on these columns: a node row's ``ID`` is column 0; an edge row's
 ends ``A``, ``B`` are columns 0 and 1; an adjacency entry is ``TO``, ``ANEXT``, ``APREV``;
-``meta`` is ``[nodes used, edges used, call stamp, search stamp]``.
+``meta`` is ``[nodes used, edges used, call stamp, search stamp, edges linked]``.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from diffflow.common.jit import kernel
 ID = 0
 A, B = 0, 1
 TO, ANEXT, APREV = range(3)
-USED_NODES, USED_EDGES, CALL, SEARCH = range(4)
+USED_NODES, USED_EDGES, CALL, SEARCH, LINKED_EDGES = range(5)
 
 
 @kernel

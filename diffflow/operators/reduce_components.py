@@ -12,11 +12,13 @@ Two paths:
 * :class:`Connectivity` -- one group's state between epochs (adjacency lists, labels,
   a ring of members per component; kept by :mod:`.reduce_kept`), which the driver's
   *simple* keys (a key whose one new time lies above its whole history: every epoch
-  outside a loop) update from the change alone.  A new edge merges two components (the one with the larger label is relabelled);
-  a lost edge starts two searches, one from each end, that alternate one adjacency entry at
-  a time and stop when they meet (still connected: the usual case in a dense graph costs a
-  few steps) or when one is exhausted (that side is a component of its own).  So a cut of a
-  chain costs its shorter side, and an update costs what it changes.
+  outside a loop) update from the change alone.  A new edge merges two components (the
+  one with the larger label is relabelled); a lost edge starts two searches, one from each
+  end, that alternate one adjacency entry at a time and stop when they meet (still
+  connected) or when one is exhausted (that side is a component of its own).  So a cut
+  that splits a component costs its smaller side, and one that does not costs the searches
+  until they meet: a few steps in a dense graph or a grid, up to the whole component on a
+  long cycle cut far from where its ends meet.
 
 Why not label propagation: a loop of min-label rounds (``algorithms.graphs._propagate``)
 keeps each node's label at every round, so a change on a long path rewrites the history of
@@ -35,20 +37,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from diffflow.arrangements import columnar
-from diffflow.operators.reduce_kept import SearchReducer, SearchTables
-
-_KERNELS = None
-
+from diffflow.operators.reduce_kept import SearchReducer, SearchTables, kernels
 
 def _k():
     """The numba kernels, imported (and loaded) on first use."""
-    global _KERNELS
-    if _KERNELS is None:
-        columnar.load_kernels()  # (numba is paid for now: every size takes the kernels)
-        from diffflow.operators import _components_kernels
-        _KERNELS = _components_kernels
-    return _KERNELS
+    return kernels("_components_kernels")
 
 
 class ComponentsReducer(SearchReducer):
@@ -62,14 +55,16 @@ class ComponentsReducer(SearchReducer):
         """The state the reduce driver keeps per key between epochs."""
         return Connectivity
 
-    def in_numpy(self, vals, mults):
-        return np.column_stack(smallest_ids(vals[:, 0], vals[:, 1], mults))
+    def in_numpy(self, vals, mults, rounds):
+        found = smallest_ids(vals[:, 0], vals[:, 1], mults, rounds)
+        return None if found is None else np.column_stack(found)
 
 
-def smallest_ids(src, dst, mults):
+def smallest_ids(src, dst, mults, rounds: int | None = None):
     """``(nodes, labels)`` in numpy (no kernels): roots hooked under the smaller root of each
     edge, then pointer jumping, until every edge's ends share a root -- the smallest index of
-    their component, as nodes are numbered in sorted order.
+    their component, as nodes are numbered in sorted order.  None when that takes more than
+    ``rounds`` rounds of hooking or jumping.
 
     >>> nodes, labels = smallest_ids(np.array([3, 4, 9]), np.array([4, 1, 9]), np.ones(3, int))
     >>> nodes.tolist(), labels.tolist()
@@ -80,6 +75,7 @@ def smallest_ids(src, dst, mults):
     nodes, index = np.unique(np.concatenate([src, dst]), return_inverse=True)
     u, v = index[:len(src)], index[len(src):]
     parent = np.arange(len(nodes))
+    left = np.inf if rounds is None else rounds
     while True:
         pu, pv = parent[u], parent[v]
         apart = pu != pv
@@ -87,6 +83,9 @@ def smallest_ids(src, dst, mults):
             return nodes, nodes[parent]
         np.minimum.at(parent, np.maximum(pu, pv)[apart], np.minimum(pu, pv)[apart])
         while True:
+            left -= 1
+            if left < 0:
+                return None
             jumped = parent[parent]
             if np.array_equal(jumped, parent):
                 break
@@ -113,7 +112,7 @@ class Connectivity(SearchTables):
                                                                         mults))
         k = _k()
         changed, n = state.count(k, src, dst, mults)
-        k.link_all(state.nodes, state.edges, state.adj, changed, n)
+        k.link_all(state.nodes, state.edges, state.adj, state.meta, changed, n)
         k.label_all(state.nodes, state.adj, state.meta,
                     np.empty(int(state.meta[k.USED_NODES]) + 1, np.int64))
         return state

@@ -3,8 +3,9 @@ tactics whose whole-group answer is a search (components, reachability).
 
 A tactic names its state class as ``reducer.kept``; the class offers ``built(vals, mults)``
 (the state of a whole group), ``apply(vals, diffs)`` (apply a group's change; returns the
-output's change as ``(rows, diffs)``), ``outputs()`` (every output row) and ``size`` (rows it
-has seen, to tell a small change from a large one).  For the driver's *simple* keys (one new
+output's change as ``(rows, diffs)``), ``outputs()`` (every output row), ``size`` (rows it
+holds, past ones included: to tell a small change from a large one) and ``live`` (rows of the
+present graph, at most).  For the driver's *simple* keys (one new
 time above the key's whole history: every epoch outside a loop) the change goes to the key's
 state; a key without one builds it from its input trace, and its output's change is the
 state's rows minus the output trace's.
@@ -16,6 +17,8 @@ at all: the whole-group tactic serves a fresh process in numpy.
 """
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 
 from diffflow.arrangements import columnar, small
@@ -23,26 +26,48 @@ from diffflow.arrangements.updates import Updates
 from diffflow.operators.reducers import Reducer, segment_starts
 
 
+_KERNELS: dict = {}
+
+
+def kernels(name: str):
+    """A tactic's numba kernel module ``diffflow.operators.<name>``, imported on first use.
+    Numba is paid for from then on, so the columnar kernels serve every size too.
+
+    >>> kernels("_search_kernels").USED_NODES
+    0
+    """
+    if not small.loaded():
+        columnar.load_kernels()
+    module = _KERNELS.get(name)
+    if module is None:
+        module = _KERNELS[name] = importlib.import_module(f"diffflow.operators.{name}")
+    return module
+
+
 class SearchReducer(Reducer):
     """A tactic answering each whole group by a search: the state class ``kept`` built from
     the group's rows, or (a fresh process, before numba's kernels load) ``in_numpy(vals,
-    mults)``, an ``(n, out_width)`` array of the group's output rows."""
+    mults, rounds)``, an ``(n, out_width)`` array of the group's output rows, or None when
+    that takes more than ``rounds`` numpy rounds (a search level by level pays one per
+    level: a long path would cost seconds, and the kernels then answer)."""
 
     kept = None
+    NUMPY_ROUNDS = 64
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
-    def in_numpy(self, vals, mults) -> np.ndarray:
+    def in_numpy(self, vals, mults, rounds: int) -> np.ndarray | None:
         raise NotImplementedError
 
     def reduce(self, group, vals, mults):
         starts = segment_starts(group)
         out_g, out_v = [], []
         for s, e in zip(starts, np.append(starts[1:], len(group))):
+            rows = None
             if small.prefer(e - s, small.SMALL, rows=e - s):
-                rows = self.in_numpy(vals[s:e], mults[s:e])
-            else:
+                rows = self.in_numpy(vals[s:e], mults[s:e], self.NUMPY_ROUNDS)
+            if rows is None:
                 rows = self.kept.built(vals[s:e], mults[s:e]).outputs()
             out_g.append(np.full(len(rows), group[s], np.int64))
             out_v.append(rows)
@@ -60,8 +85,10 @@ class KeptStates:
     {}
     """
 
-    # a change of more than (size + SMALL) / LARGE rows rebuilds the state: one search of the
-    # whole group beats applying that many changes one by one
+    # a change of more than (size + SMALL) / LARGE rows rebuilds the state (one search of the
+    # whole group beats applying that many changes one by one), and so does a state whose
+    # rows of past nodes and edges outnumber the present ones (a rebuild drops them: the
+    # state's memory follows the graph, not its history, at O(1) amortised per change)
     LARGE, SMALL = 8, 1024
 
     def __init__(self, kind):
@@ -97,8 +124,9 @@ class KeptStates:
         for i in np.flatnonzero(simple):
             key = tuple(keys[i].tolist())
             state = self.states.get(key)
-            if state is not None and int(sizes[i]) * self.LARGE > state.size + self.SMALL:
-                state = None
+            if state is not None and (int(sizes[i]) * self.LARGE > state.size + self.SMALL
+                                      or state.size > 2 * state.live + self.SMALL):
+                state = None  # a large change, or rows of the past outnumber the present
             if state is None:
                 out, out_diffs = self._rebuilt(key, in_spine, out_spine, keys[i:i + 1],
                                                key_width)
@@ -159,12 +187,19 @@ class SearchTables:
         self.adj = np.zeros((32, 3), np.int64)
         self.node_table = np.full(32, -1, np.int64)
         self.edge_table = np.full(32, -1, np.int64)
-        self.meta = np.zeros(4, np.int64)  # nodes used, edges used, call and search stamps
+        # nodes used, edges used, call and search stamps, edges linked (present)
+        self.meta = np.zeros(5, np.int64)
 
     @property
     def size(self) -> int:
-        """Edges ever seen (an upper bound of the edges present)."""
-        return int(self.meta[1])
+        """Node and edge rows held: those of the graph now, and of its past (a pair or node
+        once seen keeps its row until the state is rebuilt)."""
+        return int(self.meta[0] + self.meta[1])
+
+    @property
+    def live(self) -> int:
+        """Rows of the graph now, at most: its edges, and twice as many nodes."""
+        return 3 * int(self.meta[4])
 
     def count(self, kernels, *columns):
         """Count rows (``columns``: the row's values, then their diffs) into the tables with

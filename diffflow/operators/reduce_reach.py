@@ -9,7 +9,8 @@ is a group's state between epochs (:mod:`.reduce_kept`): adjacency lists both wa
 forest of the search -- each reached node remembers the node it was reached from.  A new edge
 or root spreads from reached nodes; a lost edge matters only when it is a forest edge, and
 then only the subtree under it loses its reach, to be searched again from its reached
-in-neighbours.  Why not the semi-naive loop (``algorithms.graphs.reachable`` inside other
+in-neighbours (so such a cut costs the subtree, even when another edge keeps all of it
+reached).  Why not the semi-naive loop (``algorithms.graphs.reachable`` inside other
 loops): it keeps each node at the round of its shortest path, so a shortcut edge in a grid
 moves thousands of nodes to earlier rounds although none changes reachability (~100 ms per
 10+10-edge update of a 100 x 100 grid).
@@ -24,21 +25,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from diffflow.arrangements import columnar
 from diffflow.arrangements.small import expand_ranges
-from diffflow.operators.reduce_kept import SearchReducer, SearchTables
-
-_KERNELS = None
-
+from diffflow.operators.reduce_kept import SearchReducer, SearchTables, kernels
 
 def _k():
     """The numba kernels, imported (and loaded) on first use."""
-    global _KERNELS
-    if _KERNELS is None:
-        columnar.load_kernels()  # (numba is paid for now: every size takes the kernels)
-        from diffflow.operators import _reach_kernels
-        _KERNELS = _reach_kernels
-    return _KERNELS
+    return kernels("_reach_kernels")
 
 
 class ReachReducer(SearchReducer):
@@ -51,15 +43,18 @@ class ReachReducer(SearchReducer):
         """The state the reduce driver keeps per key between epochs."""
         return Reachability
 
-    def in_numpy(self, vals, mults):
-        return reached_nodes(vals, mults)[:, None]
+    def in_numpy(self, vals, mults, rounds):
+        found = reached_nodes(vals, mults, rounds)
+        return None if found is None else found[:, None]
 
 
-def reached_nodes(vals, mults) -> np.ndarray:
-    """The sorted nodes reached from the roots, in numpy (no kernels): a search level by level.
+def reached_nodes(vals, mults, levels: int | None = None) -> np.ndarray | None:
+    """The sorted nodes reached from the roots, in numpy (no kernels): a search level by
+    level; None when it needs more than ``levels`` levels (a long path: a numpy round each).
 
     >>> reached_nodes(np.array([[0, 1, 2], [0, 2, 1], [1, 1, 0], [0, 4, 5]]), np.ones(4, int))
     array([1, 2])
+    >>> reached_nodes(np.array([[0, 1, 2], [0, 2, 3], [1, 1, 0]]), np.ones(3, int), levels=1)
     """
     live = mults > 0
     edges = vals[live & (vals[:, 0] == 0)]
@@ -74,6 +69,10 @@ def reached_nodes(vals, mults) -> np.ndarray:
     level = index[2 * len(edges):]
     reached[level] = True
     while len(level):
+        if levels is not None:
+            if levels == 0:
+                return None
+            levels -= 1
         _, at = expand_ranges(first[level], first[level + 1])
         nxt = np.unique(dst[at])
         level = nxt[~reached[nxt]]

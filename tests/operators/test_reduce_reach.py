@@ -189,3 +189,56 @@ def test_both_tactics_on_a_worker_process():
                                                                               Counter({0: 1}))
             assert dict(labels.snapshot()) == {(n, lab): 1 for n, lab in
                                                labels_from_scratch(counts).items()}
+
+
+def _fresh_process(monkeypatch):
+    """numba's kernels as yet unloaded, as in a fresh process (the account of small)."""
+    from diffflow.arrangements import small
+
+    monkeypatch.setitem(small._state, "kernels_loaded", False)
+    monkeypatch.setitem(small._state, "small_calls", 0)
+    monkeypatch.setitem(small._state, "cold_rows", 0)
+    return small
+
+
+def test_a_fresh_process_searches_a_shallow_graph_in_numpy_and_a_long_path_in_kernels(
+        monkeypatch):
+    small = _fresh_process(monkeypatch)
+    flow, edges, roots, out = _flow()
+    star = [(0, i) for i in range(1, 600)]
+    edges.insert(star)
+    roots.insert([(0,)])
+    flow.advance()
+    assert len(out.snapshot()) == 600 and not small.loaded()  # numpy: two levels
+    flow, edges, roots, out = _flow()
+    edges.insert([(i, i + 1) for i in range(3000)])           # 3,000 levels: the kernels
+    roots.insert([(0,)])
+    flow.advance()
+    assert len(out.snapshot()) == 3001 and small.loaded()
+
+
+def test_state_memory_follows_the_graph_not_its_history():
+    """Edges between ever new nodes replace old ones: rebuilds drop the past rows."""
+    from diffflow.arrangements import columnar
+    from diffflow.operators.reduce_kept import KeptStates
+
+    columnar.load_kernels()  # (states are kept once the kernels serve)
+    flow = dd.Dataflow()
+    edges = flow.input("edges", ["src", "dst"])
+    out = graphs.connected_components(edges).output()
+    live = [(2 * i, 2 * i + 1) for i in range(500)]
+    edges.insert(live)
+    flow.advance()
+    fresh = 10_000
+    for _ in range(300):
+        gone, live = live[:50], live[50:]
+        new = [(fresh + 2 * i, fresh + 2 * i + 1) for i in range(50)]
+        fresh += 100
+        live += new
+        edges.update(gone + new, [-1] * 50 + [1] * 50)
+        flow.advance()
+    assert len(out.snapshot()) == 1000
+    ops = flow._runtime.engines[0].ops.values()
+    states = [s for op in ops if getattr(op, "kept", None) is not None
+              for s in op.kept.states.values()]
+    assert states and all(s.size <= 2 * s.live + KeptStates.SMALL + 200 for s in states)
