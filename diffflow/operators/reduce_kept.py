@@ -5,10 +5,10 @@ A tactic names its state class as ``reducer.kept``; the class offers ``built(val
 (the state of a whole group), ``apply(vals, diffs)`` (apply a group's change; returns the
 output's change as ``(rows, diffs)``), ``outputs()`` (every output row), ``size`` (rows it
 holds, past ones included: to tell a small change from a large one) and ``live`` (rows of the
-present graph, at most).  For the driver's *simple* keys (one new
-time above the key's whole history: every epoch outside a loop) the change goes to the key's
-state; a key without one builds it from its input trace, and its output's change is the
-state's rows minus the output trace's.
+present graph, at most).  For the driver's *simple* keys (one new time above the key's whole
+history: every epoch outside a loop) the change goes to the key's state; a key without one
+builds it from its input trace, and its output's change is the state's rows minus the output
+trace's.
 
 The states are a cache: a key whose change another path handled (a time inside a loop, an
 incomplete time) loses its state, and pickling keeps none (a restored or migrated operator
@@ -24,7 +24,6 @@ import numpy as np
 from diffflow.arrangements import columnar, small
 from diffflow.arrangements.updates import Updates
 from diffflow.operators.reducers import Reducer, segment_starts
-
 
 _KERNELS: dict = {}
 
