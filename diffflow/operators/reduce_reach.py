@@ -58,26 +58,24 @@ def reached_nodes(vals, mults, levels: int | None = None) -> np.ndarray | None:
     """
     live = mults > 0
     edges = vals[live & (vals[:, 0] == 0)]
-    roots = np.unique(vals[live & (vals[:, 0] == 1), 1])
-    nodes, index = np.unique(np.concatenate([edges[:, 1], edges[:, 2], roots]),
-                             return_inverse=True)
-    src, dst = index[:len(edges)], index[len(edges):2 * len(edges)]
-    order = np.argsort(src, kind="stable")
-    src, dst = src[order], dst[order]
-    first = np.searchsorted(src, np.arange(len(nodes) + 1))
-    reached = np.zeros(len(nodes), bool)
-    level = index[2 * len(edges):]
-    reached[level] = True
+    src, dst = edges[:, 1], edges[:, 2]
+    if len(src) and not np.all(src[1:] >= src[:-1]):  # (a group arrives sorted: no sort)
+        order = np.argsort(src, kind="stable")
+        src, dst = src[order], dst[order]
+    # ids as they are, no renumbering: each level looks its sources up in the sorted edges
+    reached = level = np.unique(vals[live & (vals[:, 0] == 1), 1])
     while len(level):
         if levels is not None:
             if levels == 0:
                 return None
             levels -= 1
-        _, at = expand_ranges(first[level], first[level + 1])
-        nxt = np.unique(dst[at])
-        level = nxt[~reached[nxt]]
-        reached[level] = True
-    return nodes[reached]
+        _, at = expand_ranges(np.searchsorted(src, level, "left"),
+                              np.searchsorted(src, level, "right"))
+        targets = np.unique(dst[at])
+        where = np.minimum(np.searchsorted(reached, targets), max(len(reached) - 1, 0))
+        level = targets[reached[where] != targets] if len(reached) else targets
+        reached = np.union1d(reached, level)
+    return reached
 
 
 class Reachability(SearchTables):
