@@ -5,6 +5,7 @@
     PYTHONPATH=. python bench/bench_rounds.py --quick                # tiny sizes, smoke run
     PYTHONPATH=. python bench/bench_rounds.py --sections count,chain --repeats 5 --million
     PYTHONPATH=. python bench/bench_rounds.py --sections doubling --sizes 128,256,512 --cap 30
+    PYTHONPATH=. python bench/bench_rounds.py --partitions 2 --compiled-rounds off  # P = 2, general
 
 Loops whose rounds carry small deltas (one hop of a chain, one count) used to pay the
 scheduler's per-round cost once per round; compiled rounds (``diffflow.runtime.
@@ -107,6 +108,11 @@ QUICK = {"count": [100, 1_000], "chain": 200, "updates": [("chain", 100), ("grid
 # ---------------------------------------------------------------------------------------------
 # worker side: ``python bench/bench_rounds.py '<json spec>'`` (run_worker's protocol, "@@ {..}")
 
+def partitions() -> int:
+    """The local runtime's partitions in a diffflow worker (``--partitions``)."""
+    return int(os.environ.get("BENCH_ROUNDS_PARTITIONS", "1"))
+
+
 def counters(flow):
     """((compiled runs, rounds) or None, sweeps of the last run) of ``flow``'s runtime."""
     runtime = getattr(flow, "_runtime", None)
@@ -141,12 +147,13 @@ def worker_count_diffflow(spec):
     load_kernels()                            # compiled rounds wait for the kernels
     from diffflow.datalog import Program
 
-    Program(COUNT_SRC.format(N=10)).commit()  # untimed warm-up: the rounds kernel loads
+    parts = partitions()
+    Program(COUNT_SRC.format(N=10), partitions=parts).commit()  # untimed warm-up: kernel loads
     emit(ready=True)
     held = {}
 
     def run(n):
-        held["p"] = program = Program(COUNT_SRC.format(N=n))
+        held["p"] = program = Program(COUNT_SRC.format(N=n), partitions=parts)
         program.commit()
         return lambda: int(program.size("n"))
 
@@ -169,10 +176,10 @@ def worker_count_duckdb(spec):
 
 def worker_graph_diffflow(spec):
     algs = spec["algs"]
-    warm_graph_flow(algs)                     # load_kernels(), then a 20-node chain, untimed
+    warm_graph_flow(algs, partitions())       # load_kernels(), then a 20-node chain, untimed
     emit(ready=True)
     data = np.load(spec["data"])
-    flow, edges, readers = graph_flow(algs, [0])
+    flow, edges, readers = graph_flow(algs, [0], partitions())
 
     def advance():
         flow.advance()
@@ -613,9 +620,10 @@ def plot(points, path: str, cap: float):
     ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.set_xlabel("chain nodes")
     ax.set_ylabel("ms")
-    path = ("loops, compiled rounds" if os.environ.get("DIFFFLOW_GRAPH_LOOPS", "0")
-            not in ("", "0") else "search tactic")
-    ax.set_title(f"Chain reachability from node 0: diffflow ({path}) vs DuckDB (threads = 1)")
+    how = ("loops, compiled rounds" if os.environ.get("DIFFFLOW_GRAPH_LOOPS", "0")
+           not in ("", "0") or partitions() > 1 else "search tactic")
+    ax.set_title(f"Chain reachability from node 0: diffflow ({how}, P = {partitions()}) "
+                 "vs DuckDB (threads = 1)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -644,6 +652,10 @@ def main() -> None:
     p.add_argument("--graph-loops", action="store_true",
                    help="set DIFFFLOW_GRAPH_LOOPS=1 in the workers: reachability and components "
                    "as loops (whose rounds compile) instead of their search tactics")
+    p.add_argument("--partitions", type=int, default=1,
+                   help="the local runtime's partitions in the diffflow cases (default 1; at "
+                   "P > 1 reachability and components are loops: their search tactics keep "
+                   "state at one partition)")
     p.add_argument("--plot", default=os.path.join(HERE, "out", "rounds_doubling.png"))
     args = p.parse_args()
     sections = [s for s in args.sections.split(",") if s]
@@ -661,6 +673,7 @@ def main() -> None:
                                                   "force": "force"}[args.compiled_rounds]
     if args.graph_loops:
         os.environ["DIFFFLOW_GRAPH_LOOPS"] = "1"
+    os.environ["BENCH_ROUNDS_PARTITIONS"] = str(args.partitions)
     require("scipy", "duckdb")
     import duckdb
     import scipy
@@ -681,6 +694,7 @@ def main() -> None:
           + ("their loops (DIFFFLOW_GRAPH_LOOPS=1)" if os.environ.get("DIFFFLOW_GRAPH_LOOPS",
                                                                       "0") not in ("", "0")
              else "search tactics")
+          + f", local runtime P = {args.partitions}"
           + (", --quick" if args.quick else ""), flush=True)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench_rounds_") as tmp:
@@ -690,7 +704,7 @@ def main() -> None:
             bench.log(f"[{section}]")
             getattr(bench, section)()
             bench.log(f"[{section}: {time.perf_counter() - started:.0f} s]")
-    table("Compiled loop rounds: diffflow next to DuckDB (threads = 1) and scipy",
+    table("Deep loops and deep-graph updates: diffflow next to DuckDB (threads = 1) and scipy",
           ("section", "case", "measure", "diffflow", "compiled runs / rounds (sweeps)",
            "DuckDB", "scipy", "answer", "check"), bench.rows)
     if bench.series:

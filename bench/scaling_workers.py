@@ -128,14 +128,15 @@ def load_kernels() -> None:
     columnar.load_kernels()
 
 
-def graph_flow(algs, roots):
+def graph_flow(algs, roots, partitions: int = 1):
     """A dataflow over one ``edges`` input computing each of ``algs`` ("reach": nodes reachable
-    from ``roots``; "cc": connected components); returns (flow, edges input, {alg: reader}),
-    a reader giving the reached count or [components, largest] after ``advance()``."""
+    from ``roots``; "cc": connected components), local runtime with ``partitions``; returns
+    (flow, edges input, {alg: reader}), a reader giving the reached count or [components,
+    largest] after ``advance()``."""
     import diffflow as dd
     from diffflow import graphs
 
-    flow = dd.Dataflow()
+    flow = dd.Dataflow(partitions=partitions)
     edges = flow.input("edges", ["src", "dst"])
     readers = {}
     if "reach" in algs:
@@ -153,12 +154,12 @@ def graph_flow(algs, roots):
     return flow, edges, readers
 
 
-def warm_graph_flow(algs) -> None:
+def warm_graph_flow(algs, partitions: int = 1) -> None:
     """Untimed warm-up: numba kernels load (or compile) on a 20-node chain, its first epoch
     and one edge removed."""
     load_kernels()
     warm = chain(20)
-    flow, edges, readers = graph_flow(algs, [0])
+    flow, edges, readers = graph_flow(algs, [0], partitions)
     edges.insert(warm)
     flow.advance()
     for read in readers.values():

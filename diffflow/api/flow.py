@@ -234,9 +234,10 @@ class Dataflow:
         from diffflow.dataflow.rounds import describe_loop_paths
 
         note = None
-        if self.runtime_name != "local" or self.partitions != 1:
-            note = (f"not on the {self.runtime_name} runtime with {self.partitions} "
-                    "partition(s) yet: only the local runtime with one partition runs them")
+        if self.runtime_name != "local":
+            note = (f"not on the {self.runtime_name} runtime: a round there waits for the "
+                    "workers' progress barrier, which compiling cannot remove; the local "
+                    "runtime runs them")
         elif self._trace is not None:
             note = "not while the dataflow is traced yet"
         lines = describe_loop_paths(self.graph, self.symbols, note)

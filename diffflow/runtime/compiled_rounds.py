@@ -23,9 +23,11 @@ The switch ``DIFFFLOW_COMPILED_ROUNDS``: ``0`` keeps every loop on the general p
 ``force`` runs compiled rounds whatever the delta's size and before the kernels would
 otherwise load (tests), anything else (the default) runs them for deltas of at most
 :data:`LIMIT` rows once the kernels are loaded (a run that has swept
-:data:`LOAD_AFTER_SWEEPS` times loads them).  Only the local runtime with one partition
-and no tracing or rescaling under way runs them so far; everything else keeps the general
-path.
+:data:`LOAD_AFTER_SWEEPS` times loads them).  The local runtime runs them at every number
+of partitions (one kernel reads every partition's traces, :func:`_take_state`), unless the
+run is traced or a rescaling is under way; the cluster runtimes keep the general path (a
+round there costs a progress barrier across workers, which compiling cannot remove: see
+``docs/ARCHITECTURE.md``).
 """
 from __future__ import annotations
 
@@ -81,23 +83,24 @@ class CompiledRounds:
     def run(self, runtime) -> bool:
         """Run the rounds of every loop that is ready; whether any ran."""
         how = mode()
-        if how == "off" or not self.programs or runtime.parts != 1:
+        if how == "off" or not self.programs:
             return False
         if how != "force" and not small.loaded():
             if runtime.sweeps < LOAD_AFTER_SWEEPS:
                 return False  # (a first small query does not load the kernels for this)
             columnar.load_kernels()  # a long loop: loading pays for itself within its rounds
-        engine = runtime.engines[0]
-        if engine.log is not None or engine.rescale_running or engine.rescale_plan is not None:
+        engines = [runtime.engines[p] for p in range(runtime.parts)]
+        if any(e.log is not None or e.rescale_running or e.rescale_plan is not None
+               for e in engines):
             return False
         ran = False
         for program in self.programs:
-            ran |= self._run_loop(program, engine, runtime.frontiers,
+            ran |= self._run_loop(program, engines, runtime.routing, runtime.frontiers,
                                   LIMIT if how == "on" else 1 << 40)
         return ran
 
-    def _run_loop(self, program, engine, frontiers, limit) -> bool:
-        taken = _take_state(program, engine, frontiers, limit)
+    def _run_loop(self, program, engines, routing, frontiers, limit) -> bool:
+        taken = _take_state(program, engines, frontiers, limit)
         if taken is None:
             return False
         epoch, work, n_work, schedule, n_schedule, first_round, traces, keep = taken
@@ -121,38 +124,44 @@ class CompiledRounds:
             negative = result
         self.runs += 1
         self.rounds += last - first_round + 1
-        _hand_back(program, engine, epoch, reason == C.SETTLED, last, work[:n_work],
+        _hand_back(program, engines, routing, epoch, reason == C.SETTLED, last, work[:n_work],
                    schedule[:n_schedule], over[:n_over], exits[:n_exits], negative)
         return True
 
 
-def _take_state(program, engine, frontiers, limit):
+def _take_state(program, engines, frontiers, limit):
     """The loop's waiting work as the kernel's buffers, or None when the loop is not ready
     (nothing to do, more than one epoch, input still entering, too much, a trace it cannot
-    read in place).  Takes it out of the engine only when it returns buffers."""
-    nodes = engine.nodes
+    read in place).  Takes it out of the engines only when it returns buffers.
+
+    With several partitions, a trace is the union of every partition's batches: a key's
+    updates live on the one partition that owns it (one routing table serves every
+    exchange), so a lookup by key finds exactly that partition's, and the kernel needs no
+    routing at all; :func:`_hand_back` routes what it hands back."""
+    nodes = engines[0].nodes
     width = program.row_width
-    found = []  # (program node, port, rows, times, diffs)
-    held = []   # (program node, kind, ...) of state held by operators
-    for i, nid in enumerate(program.node_ids):
-        kind = program.kind(i)
-        for port, chunks in enumerate(engine.queues[nid]):
-            live = [c for c in chunks if len(c)]
-            if not live:
-                continue
-            if kind in (C.JOIN, C.DISTINCT, C.AGGREGATE, C.ENTER):
-                return None  # (between sweeps nothing waits there: a mid-sweep state)
-            if kind == C.EXIT:
-                continue  # (left for the engine's leave)
-            for c in live:
-                found.append((i, port, c))
-        op = engine.ops[nid]
-        if kind == C.ARRANGE and op.pending is not None and len(op.pending):
-            found.append((i, 1, op.pending))  # (port 1: rows already in arranged order)
-        elif kind in (C.DISTINCT, C.AGGREGATE) and (len(op.pending_keys) or len(op.early)):
-            held.append(i)
+    found = []  # (program node, port, chunk)
+    held = []   # (engine, program node) of pending times and early corrections
+    for engine in engines:
+        for i, nid in enumerate(program.node_ids):
+            kind = program.kind(i)
+            for port, chunks in enumerate(engine.queues[nid]):
+                live = [c for c in chunks if len(c)]
+                if not live:
+                    continue
+                if kind in (C.JOIN, C.DISTINCT, C.AGGREGATE, C.ENTER):
+                    return None  # (between sweeps nothing waits there: a mid-sweep state)
+                if kind == C.EXIT:
+                    continue  # (left for the engine's leave)
+                for c in live:
+                    found.append((i, port, c))
+            op = engine.ops[nid]
+            if kind == C.ARRANGE and op.pending is not None and len(op.pending):
+                found.append((i, 1, op.pending))  # (port 1: rows already in arranged order)
+            elif kind in (C.DISTINCT, C.AGGREGATE) and (len(op.pending_keys) or len(op.early)):
+                held.append((engine, i))
     times = [c.times for _, _, c in found]
-    for i in held:
+    for engine, i in held:
         op = engine.ops[program.node_ids[i]]
         times.extend([op.pending_times, op.early.times])
     times = [t for t in times if len(t)]
@@ -177,22 +186,24 @@ def _take_state(program, engine, frontiers, limit):
     # the traces, read in place: batches without rescaling marks, rounds not compacted
     traces, keep = [], []
     for kind, nid in program.traces:
-        op = engine.ops[nid]
-        spine = op.spine if kind == "arrange" else op.out_spine
-        if spine.since.elements.shape[0] and spine.since.elements[:, 1:].any():
-            return None
         batches = []
-        for b in spine.batches:
-            if not len(b):
-                continue
-            if b.dead is not None or b.present is not None or b.times.shape[1] != 2:
+        for engine in engines:
+            op = engine.ops[nid]
+            spine = op.spine if kind == "arrange" else op.out_spine
+            if spine.since.elements.shape[0] and spine.since.elements[:, 1:].any():
                 return None
-            if b.since is not None and len(b.since.elements) and b.since.elements[:, 1:].any():
-                return None
-            batches.append(len(keep))
-            keep.append(b)
+            for b in spine.batches:
+                if not len(b):
+                    continue
+                if b.dead is not None or b.present is not None or b.times.shape[1] != 2:
+                    return None
+                if b.since is not None and len(b.since.elements) and \
+                        b.since.elements[:, 1:].any():
+                    return None
+                batches.append(len(keep))
+                keep.append(b)
         traces.append(batches)
-    # ready: take the work out of the engine
+    # ready: take the work out of the engines
     work = np.zeros((max(16, size), _ROW + width), np.int64)
     n = 0
     for i, port, c in found:
@@ -203,19 +214,20 @@ def _take_state(program, engine, frontiers, limit):
         work[n:n + m, 3] = c.diffs
         work[n:n + m, _ROW:_ROW + c.rows.shape[1]] = c.rows
         n += m
-    for i, nid in enumerate(program.node_ids):
-        kind = program.kind(i)
-        if kind in (C.EXIT,):
-            continue
-        queues = engine.queues[nid]
-        for port in range(len(queues)):
-            queues[port] = []
-        if kind == C.ARRANGE:
-            engine.ops[nid].pending = None
+    for engine in engines:
+        for i, nid in enumerate(program.node_ids):
+            kind = program.kind(i)
+            if kind == C.EXIT:
+                continue
+            queues = engine.queues[nid]
+            for port in range(len(queues)):
+                queues[port] = []
+            if kind == C.ARRANGE:
+                engine.ops[nid].pending = None
     sched = []
-    for i in held:  # pending times, and early corrections (made, not yet emitted): looked at
-        op = engine.ops[program.node_ids[i]]  # again at their rounds, as the general path does
-        kk = op.key_width
+    for engine, i in held:  # pending times, and early corrections (made, not yet emitted):
+        op = engine.ops[program.node_ids[i]]  # looked at again at their rounds, as the
+        kk = op.key_width                     # general path does
         if len(op.pending_keys):
             sched.append((i, op.pending_keys, op.pending_times[:, 1]))
         if len(op.early):
@@ -250,66 +262,76 @@ def _below_all(frontier, times) -> bool:
     return bool(above.all())
 
 
-def _hand_back(program, engine, epoch, settled, last, work, schedule, over, exits, negative):
-    """Put the rounds' results where the engine keeps them (see the module docstring)."""
+def _by_owner(routing, rows, keys):
+    """``[(partition, rows of it)]``: ``rows`` split by the owners of their ``keys`` columns
+    (everything to partition 0 when there is one, or no keys: any partition may hold rows
+    that wait where no exchange follows)."""
+    if routing.parts == 1 or keys is None:
+        return [(0, rows)] if len(rows) else []
+    owners = routing.owners(rows[:, keys])
+    return [(p, rows[owners == p]) for p in np.unique(owners).tolist()]
+
+
+def _epoch_times(epoch, rounds):
+    times = np.empty((len(rounds), 2), np.int64)
+    times[:, 0] = epoch
+    times[:, 1] = rounds
+    return times
+
+
+def _hand_back(program, engines, routing, epoch, settled, last, work, schedule, over, exits,
+               negative):
+    """Put the rounds' results where the engines keep them (see the module docstring): what
+    a trace gained and what waits with a key go to the partition owning the key."""
     upper = Antichain([(epoch + 1, 0)]) if settled else \
         Antichain([(epoch, last + 1), (epoch + 1, 0)])
     nodes = program.nodes
     for t, (kind, nid) in enumerate(program.traces):
-        op = engine.ops[nid]
+        width, kk = int(program.trace_width[t]), int(program.trace_kk[t])
         mine = over[(over[:, 0] == t) & (over[:, 2] != 0)]
-        width = int(program.trace_width[t])
-        parts = []
-        if len(mine):
-            times = np.empty((len(mine), 2), np.int64)
-            times[:, 0] = epoch
-            times[:, 1] = mine[:, 1]
-            parts.append(Updates(np.ascontiguousarray(mine[:, 4:4 + width]), times,
-                                 np.ascontiguousarray(mine[:, 2])))
-        if kind == "reduce" and parts:
-            op.fed = True
-        if parts:
+        for p, part in _by_owner(routing, mine, np.arange(4, 4 + kk)):
+            op = engines[p].ops[nid]
+            gained = Updates(np.ascontiguousarray(part[:, 4:4 + width]),
+                             _epoch_times(epoch, part[:, 1]), np.ascontiguousarray(part[:, 2]))
+            if kind == "reduce":
+                op.fed = True
             spine = op.spine if kind == "arrange" else op.out_spine
             # (described as compacted already when the compaction frontier has an element
             # at or below every time: advancing by it would leave them as they are, and a
             # merge then need not advance them)
-            since = spine.since if _below_all(spine.since, parts[0].times) else None
-            spine.insert(Batch.from_updates(parts[0], spine.key_width, spine.upper, upper,
+            since = spine.since if _below_all(spine.since, gained.times) else None
+            spine.insert(Batch.from_updates(gained, spine.key_width, spine.upper, upper,
                                             since))
     # what waits: queued chunks, held updates, pending times
     for i in np.unique(work[:, 0]).tolist() if len(work) else []:
         nid = program.node_ids[i]
         mine = work[work[:, 0] == i]
+        arrange = nodes[i, 0] == C.ARRANGE
         for port in np.unique(mine[:, 1]).tolist():
-            part = mine[mine[:, 1] == port]
-            in_width = int(nodes[i, 2] if port == 1 and nodes[i, 0] == C.ARRANGE
-                           else nodes[i, 1])
-            times = np.empty((len(part), 2), np.int64)
-            times[:, 0] = epoch
-            times[:, 1] = part[:, 2]
-            chunk = Updates(np.ascontiguousarray(part[:, 4:4 + in_width]), times,
-                            np.ascontiguousarray(part[:, 3]))
-            if nodes[i, 0] == C.ARRANGE and port == 1:
-                engine.ops[nid].pending = chunk
-            else:
-                engine.queues[nid][port].append(chunk)
+            in_width = int(nodes[i, 2] if port == 1 and arrange else nodes[i, 1])
+            kk = int(nodes[i, 4])
+            keys = None if not arrange else _ROW + (  # (port 1 holds rows arranged already)
+                np.arange(kk) if port == 1 else program.orders[nodes[i, 5]:nodes[i, 5] + kk])
+            for p, part in _by_owner(routing, mine[mine[:, 1] == port], keys):
+                chunk = Updates(np.ascontiguousarray(part[:, _ROW:_ROW + in_width]),
+                                _epoch_times(epoch, part[:, 2]),
+                                np.ascontiguousarray(part[:, 3]))
+                if arrange and port == 1:
+                    engines[p].ops[nid].pending = chunk
+                else:
+                    engines[p].queues[nid][port].append(chunk)
     for i in np.unique(schedule[:, 0]).tolist() if len(schedule) else []:
-        op = engine.ops[program.node_ids[i]]
-        mine = schedule[schedule[:, 0] == i]
         kk = int(nodes[i, 5])
-        times = np.empty((len(mine), 2), np.int64)
-        times[:, 0] = epoch
-        times[:, 1] = mine[:, 1]
-        op.pending_keys, op.pending_times = unique_pairs(
-            np.ascontiguousarray(mine[:, 2:2 + kk]), times)
+        for p, part in _by_owner(routing, schedule[schedule[:, 0] == i], np.arange(2, 2 + kk)):
+            op = engines[p].ops[program.node_ids[i]]
+            op.pending_keys, op.pending_times = unique_pairs(
+                np.ascontiguousarray(part[:, 2:2 + kk]), _epoch_times(epoch, part[:, 1]))
     for i in np.unique(exits[:, 0]).tolist() if len(exits) else []:
-        nid = program.node_ids[i]
         mine = exits[exits[:, 0] == i]
         width = int(nodes[i, 1])
-        times = np.empty((len(mine), 2), np.int64)
-        times[:, 0] = epoch
-        times[:, 1] = mine[:, 1]
-        engine.queues[nid][0].append(Updates(np.ascontiguousarray(mine[:, 3:3 + width]),
-                                             times, np.ascontiguousarray(mine[:, 2])))
+        engines[0].queues[program.node_ids[i]][0].append(Updates(
+            np.ascontiguousarray(mine[:, 3:3 + width]), _epoch_times(epoch, mine[:, 1]),
+            np.ascontiguousarray(mine[:, 2])))
     for i in np.flatnonzero(negative).tolist():
-        engine.ops[program.node_ids[i]].negatives_seen = True
+        for engine in engines:
+            engine.ops[program.node_ids[i]].negatives_seen = True

@@ -109,16 +109,17 @@ def _closure_oracle(state):
         pairs |= more
 
 
-def _run(monkeypatch, mode, build, seed, epochs, domain, batch, shape, limit=None):
+def _run(monkeypatch, mode, build, seed, epochs, domain, batch, shape, limit=None, parts=1):
     """Random inserts and removes; per epoch ``(snapshot, changes)``, and the runs made.
     ``limit``: hand the loop back to the general path whenever more than that many rows
-    wait (the default switch, which waits for the kernels: they are loaded)."""
+    wait (the default switch, which waits for the kernels: they are loaded); ``parts``:
+    the local runtime's partitions."""
     monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", mode)
     if limit is not None:
         monkeypatch.setattr(compiled_rounds, "LIMIT", limit)
         columnar.load_kernels()
     rng = random.Random(seed)
-    flow = dd.Dataflow()
+    flow = dd.Dataflow(partitions=parts)
     handles, out = build(flow)
     out = out.output()
     state = {name: Counter() for name in handles}
@@ -156,14 +157,18 @@ CASES = [("reach", _reach, _reach_oracle, "random"), ("reach", _reach, _reach_or
 
 @pytest.mark.parametrize("name,build,oracle,shape", CASES,
                          ids=[f"{c[0]}-{c[3]}" for c in CASES])
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed,parts", [(seed, 1) for seed in range(6)] +
+                         [(seed, 3) for seed in range(3)])
 def test_compiled_and_general_rounds_agree_at_every_epoch(monkeypatch, name, build, oracle,
-                                                          shape, seed):
+                                                          shape, seed, parts):
+    # (at P = 3 one kernel reads every partition's traces; what it hands back is routed)
     domain = 30 if shape == "chain" else 8
-    compiled, state, runs = _run(monkeypatch, "force", build, seed, 10, domain, 8, shape)
-    general, _, none = _run(monkeypatch, "0", build, seed, 10, domain, 8, shape)
+    compiled, state, runs = _run(monkeypatch, "force", build, seed, 10, domain, 8, shape,
+                                 parts=parts)
+    general, _, none = _run(monkeypatch, "0", build, seed, 10, domain, 8, shape, parts=parts)
     # small deltas compiled, bigger ones handed back in the middle of a loop, and again
-    mixed, _, some = _run(monkeypatch, "1", build, seed, 10, domain, 8, shape, limit=3)
+    mixed, _, some = _run(monkeypatch, "1", build, seed, 10, domain, 8, shape, limit=3,
+                          parts=parts)
     assert none == 0 and runs > 0 and some > 0
     for epoch, (a, b, c) in enumerate(zip(compiled, general, mixed)):
         assert a == b, f"epoch {epoch}: compiled {a} != general {b}"
@@ -172,10 +177,12 @@ def test_compiled_and_general_rounds_agree_at_every_epoch(monkeypatch, name, bui
     assert compiled[-1][0] == expected
 
 
-def test_counting_takes_the_compiled_path(monkeypatch):
+@pytest.mark.parametrize("parts", [1, 2])
+def test_counting_takes_the_compiled_path(monkeypatch, parts):
     monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", "1")
     columnar.load_kernels()  # (the default switch waits for the kernels)
-    program = Program(".decl n(x: number)\n.output n\nn(0).\nn(x + 1) :- n(x), x < 3000.\n")
+    program = Program(".decl n(x: number)\n.output n\nn(0).\nn(x + 1) :- n(x), x < 3000.\n",
+                      partitions=parts)
     program.commit()
     rounds = program.flow._runtime.rounds
     assert program.size("n") == 3001 and max(program.rows("n")) == (3000,)
@@ -276,10 +283,10 @@ def test_a_deep_chain_update_runs_compiled_and_exact(monkeypatch):
     assert flow._runtime.rounds.runs >= 3
 
 
-def _chain_updates(monkeypatch, mode, n, epochs, seed):
+def _chain_updates(monkeypatch, mode, n, epochs, seed, parts=1):
     monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", mode)
     columnar.load_kernels()
-    flow = dd.Dataflow()
+    flow = dd.Dataflow(partitions=parts)
     edges, roots = flow.input("edges", ["src", "dst"]), flow.input("roots", ["node"])
     outs = [reach_loop(edges, roots).output(), label_propagation(edges).output()]
     chain = [(i, i + 1) for i in range(n - 1)]
@@ -299,11 +306,12 @@ def _chain_updates(monkeypatch, mode, n, epochs, seed):
     return seen, (rounds.runs if rounds is not None else 0)
 
 
-def test_chain_cuts_hand_big_deltas_back_and_agree(monkeypatch):
+@pytest.mark.parametrize("parts", [1, 2])
+def test_chain_cuts_hand_big_deltas_back_and_agree(monkeypatch, parts):
     # components after cuts of a chain: deltas outgrow the limit in the middle of the loop,
     # with joined rows of later rounds waiting between a join and its fused projection
-    mixed, runs = _chain_updates(monkeypatch, "1", 300, 5, seed=4)
-    general, none = _chain_updates(monkeypatch, "0", 300, 5, seed=4)
+    mixed, runs = _chain_updates(monkeypatch, "1", 300, 5, seed=4, parts=parts)
+    general, none = _chain_updates(monkeypatch, "0", 300, 5, seed=4, parts=parts)
     assert runs > 0 and none == 0
     for epoch, (a, b) in enumerate(zip(mixed, general)):
         assert a == b, f"epoch {epoch}"
