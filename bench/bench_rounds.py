@@ -621,7 +621,7 @@ def plot(points, path: str, cap: float):
     ax.set_xlabel("chain nodes")
     ax.set_ylabel("ms")
     how = ("loops, compiled rounds" if os.environ.get("DIFFFLOW_GRAPH_LOOPS", "0")
-           not in ("", "0") or partitions() > 1 else "search tactic")
+           not in ("", "0") else "search tactic")
     ax.set_title(f"Chain reachability from node 0: diffflow ({how}, P = {partitions()}) "
                  "vs DuckDB (threads = 1)")
     ax.grid(True, which="both", alpha=0.3)
@@ -653,9 +653,7 @@ def main() -> None:
                    help="set DIFFFLOW_GRAPH_LOOPS=1 in the workers: reachability and components "
                    "as loops (whose rounds compile) instead of their search tactics")
     p.add_argument("--partitions", type=int, default=1,
-                   help="the local runtime's partitions in the diffflow cases (default 1; at "
-                   "P > 1 reachability and components are loops: their search tactics keep "
-                   "state at one partition)")
+                   help="the local runtime's partitions in the diffflow cases (default 1)")
     p.add_argument("--plot", default=os.path.join(HERE, "out", "rounds_doubling.png"))
     args = p.parse_args()
     sections = [s for s in args.sections.split(",") if s]

@@ -13,6 +13,13 @@ from diffflow.pag.checks import violations
 from diffflow.pag.epochs import build_epochs
 
 
+@pytest.fixture(autouse=True)
+def _components_as_a_loop(monkeypatch):
+    """Components by label propagation, whose joins send rows both ways between the two
+    partitions (on the local runtime the library would otherwise keep them in one group)."""
+    monkeypatch.setenv("DIFFFLOW_GRAPH_LOOPS", "1")
+
+
 def _traced_components(path, runtime):
     rng = np.random.default_rng(3)
     edges = rng.integers(0, 300, size=(900, 2))
