@@ -3,11 +3,11 @@
 Every function takes collections whose first two columns are (source,
 target) -- other columns are ignored unless stated -- and returns a
 collection that stays exact as edges and roots change.  ``reachable`` and
-``connected_components`` built for the local runtime are each one ``reduce`` whose
-search tactic keeps its state between epochs (:mod:`diffflow.operators.reduce_reach`,
-:mod:`~diffflow.operators.reduce_components`); elsewhere (a cluster runtime, inside a
-loop, a column that is not an int, explanations, ``DIFFFLOW_GRAPH_LOOPS=1``) they are
-loops, like the others.
+``connected_components`` built for the local runtime or one partition are each one
+``reduce`` whose search tactic keeps its state between epochs
+(:mod:`diffflow.operators.reduce_reach`, :mod:`~diffflow.operators.reduce_components`);
+elsewhere (several partitions of a cluster runtime, inside a loop, a column that is not an
+int, explanations, ``DIFFFLOW_GRAPH_LOOPS=1``) they are loops, like the others.
 
 >>> import diffflow as dd
 >>> from diffflow import graphs
@@ -167,15 +167,17 @@ def connected_components(edges: Collection) -> Collection:
 
 def _by_search(e: Collection) -> bool:
     """Whether a search tactic (components, reachability) serves ``e``: the local runtime
-    (the tactic holds every edge in one group, on one partition; the local runtime steps
-    every partition in this process, so that costs nothing there, where a cluster's loop
-    spreads the graph over its workers' memory), integer ids, outside loops (inside one, a
-    round's times are partially ordered, and the tactic recomputes whole groups there), and
-    no explanations (they read the loops).  ``DIFFFLOW_GRAPH_LOOPS=1`` keeps the loops
-    everywhere (to compare)."""
+    or one partition (the tactic holds every edge in one group, on one partition; the local
+    runtime steps every partition in this process, so that costs nothing there, where a
+    cluster's loop spreads the graph over its workers' memory), integer ids, outside loops
+    (inside one, a round's times are partially ordered, and the tactic recomputes whole
+    groups there), and no explanations (they read the loops).  ``DIFFFLOW_GRAPH_LOOPS=1``
+    keeps the loops everywhere (to compare)."""
     if os.environ.get("DIFFFLOW_GRAPH_LOOPS", "0") not in ("", "0"):
         return False
-    return (getattr(e.flow, "runtime_name", "local") == "local" and e.scope.depth == 0
+    flow = e.flow
+    return ((getattr(flow, "runtime_name", "local") == "local" or flow.partitions == 1)
+            and e.scope.depth == 0
             and not getattr(e.flow, "explain", False)
             and all(t == "int" for t in e.schema.types))
 

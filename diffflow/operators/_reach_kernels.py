@@ -9,7 +9,14 @@ caller), with directed pairs:
   list's links), ``ROOTS`` (its count as a root), ``MARK``, ``SEEN``/``WAS`` (its reached
   flag before the call, recorded when the call first touches it);
 * ``edges[e]``: ``A -> B`` with ``COUNT`` and ``LINKED``; adjacency entry ``2e`` is in
-  ``A``'s out-list (pointing to ``B``), ``2e + 1`` in ``B``'s in-list (pointing to ``A``).
+  ``A``'s out-list (pointing to ``B``), ``2e + 1`` in ``B``'s in-list (pointing to ``A``);
+* the *base*: the pairs the state was built with, sorted by source, then target id --
+  ``base[k]`` is ``BA -> BB`` (node indices), ``BB_ID`` (the target's id, to find a pair by
+  binary search), ``BCOUNT``, ``BLINKED``; a node's out-pairs are ``base[BOUT:BOUT_END]``
+  and its in-pairs ``base_in[BIN:BIN_END]`` (``IN_FROM``, ``IN_PAIR``: the source and the
+  pair).  Built in two sequential passes (:func:`build_base`), where linking a million
+  pairs one by one into hashed lists costs a cache miss or three each; pairs first seen
+  later live in the edge rows above.  A change lists a base pair as ``BASE_TAG - k``.
 
 The parents form a forest of the reached nodes under the roots: a node keeps its parent
 while the edge from it stays, so only the subtrees under lost edges and lost roots can lose
@@ -20,6 +27,7 @@ from __future__ import annotations
 from diffflow.common.jit import kernel
 from diffflow.operators._search_kernels import (  # noqa: F401 (full, rehash: the callers')
     ANEXT,
+    _mix,
     TO,
     drop_entry,
     edge_row,
@@ -29,12 +37,17 @@ from diffflow.operators._search_kernels import (  # noqa: F401 (full, rehash: th
     rehash,
 )
 
-ID, REACHED, PARENT, OUT, IN, CHILD, SIB_NEXT, SIB_PREV, ROOTS, MARK, SEEN, WAS = range(12)
-NODE_FIELDS = 12
+(ID, REACHED, PARENT, OUT, IN, CHILD, SIB_NEXT, SIB_PREV, ROOTS, MARK, SEEN, WAS, BOUT,
+ BOUT_END, BIN, BIN_END) = range(16)
+NODE_FIELDS = 16
 A, B, COUNT, LINKED = range(4)
 EDGE_FIELDS = 4
+BA, BB, BB_ID, BCOUNT, BLINKED = range(5)
+BASE_FIELDS = 5
+IN_FROM, IN_PAIR = range(2)
 USED_NODES, USED_EDGES, CALL, SEARCH, LINKED_EDGES = range(5)
 ROOT, NONE = -2, -1
+BASE_TAG = -(1 << 40)  # (changes list base pair k as BASE_TAG - k; roots as -1 - node)
 
 
 @kernel
@@ -80,30 +93,114 @@ def _set_parent(nodes, v, p):
 
 
 @kernel
-def _spread(nodes, adj, queue, n, touched, meta):
+def _reach_from(nodes, u, x, queue, n, touched, meta):
+    """Reach ``x`` from ``u`` if it is not reached yet (queued at ``n``); the new ``n``."""
+    if nodes[x, REACHED] == 0:
+        _touch(nodes, x, touched, meta)
+        nodes[x, REACHED] = 1
+        _set_parent(nodes, x, u)
+        queue[n] = x
+        n += 1
+    return n
+
+
+@kernel
+def _spread(nodes, adj, base, queue, n, touched, meta):
     """Reach everything the ``n`` queued (reached) nodes lead to that is not reached yet."""
     pos = 0
     while pos < n:
         u = queue[pos]
         pos += 1
+        for k in range(nodes[u, BOUT], nodes[u, BOUT_END]):
+            if base[k, BLINKED] == 1:
+                n = _reach_from(nodes, u, base[k, BB], queue, n, touched, meta)
         entry = nodes[u, OUT]
         while entry >= 0:
             x = adj[entry, TO]
             entry = adj[entry, ANEXT]
-            if nodes[x, REACHED] == 0:
-                _touch(nodes, x, touched, meta)
-                nodes[x, REACHED] = 1
-                _set_parent(nodes, x, u)
-                queue[n] = x
-                n += 1
+            n = _reach_from(nodes, u, x, queue, n, touched, meta)
 
 
 @kernel
-def count_changes(nodes, node_table, edges, edge_table, meta, kind, a, b, diff, changed, start,
-                  n):
+def _base_pair(nodes, base, ia, b):
+    """The base pair ``ia -> b`` (a target id), or -1 (binary search in ``ia``'s run)."""
+    lo, hi = nodes[ia, BOUT], nodes[ia, BOUT_END]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if base[mid, BB_ID] < b:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < nodes[ia, BOUT_END] and base[lo, BB_ID] == b:
+        return lo
+    return -1
+
+
+@kernel
+def index_nodes(node_table, nodes, meta, ids, idx, start, known):
+    """``idx[k]``: the node index of ``ids[k]`` (added when new), from ``start`` until the
+    tables are full; returns where it stopped.  ``known`` holds each node's id, packed:
+    probing it instead of the wide node rows keeps a million lookups in cache."""
+    mask = len(node_table) - 1
+    for k in range(start, len(ids)):
+        if 2 * (meta[USED_NODES] + 1) > len(node_table) or meta[USED_NODES] + 1 > len(nodes):
+            return k
+        x = ids[k]
+        if k > start and x == ids[k - 1]:
+            idx[k] = idx[k - 1]
+            continue
+        h = _mix(x) & mask
+        i = node_table[h]
+        while i >= 0 and known[i] != x:
+            h = (h + 1) & mask
+            i = node_table[h]
+        if i < 0:
+            i = _node(node_table, nodes, meta, x)
+            known[i] = x
+        idx[k] = i
+    return len(ids)
+
+
+@kernel
+def build_base(nodes, meta, base, base_in, ia, ib, b, count, cursor):
+    """The base of the pairs ``ia[k] -> ib[k]`` (sorted by source, then target id ``b``,
+    distinct, nonzero ``count``) and the in-pairs of each target, by counting sort
+    (``cursor``: a zeroed scratch entry per node, packed where the node rows are wide)."""
+    n = len(ia)
+    for k in range(n):
+        u = ia[k]
+        base[k, BA] = u
+        base[k, BB] = ib[k]
+        base[k, BB_ID] = b[k]
+        base[k, BCOUNT] = count[k]
+        base[k, BLINKED] = 1 if count[k] > 0 else 0
+        meta[LINKED_EDGES] += base[k, BLINKED]
+        if k == 0 or ia[k - 1] != u:
+            nodes[u, BOUT] = k
+        nodes[u, BOUT_END] = k + 1
+    for k in range(n):  # in-degrees, then each target's first in-pair
+        cursor[ib[k]] += 1
+    at = 0
+    for v in range(meta[USED_NODES]):
+        d = cursor[v]
+        nodes[v, BIN] = at
+        cursor[v] = at
+        at += d
+        nodes[v, BIN_END] = at
+    for k in range(n):
+        v = ib[k]
+        j = cursor[v]
+        base_in[j, IN_FROM] = ia[k]
+        base_in[j, IN_PAIR] = k
+        cursor[v] = j + 1
+
+
+@kernel
+def count_changes(nodes, node_table, edges, edge_table, meta, kind, a, b, diff, base, changed,
+                  start, n):
     """Add each change from row ``start`` on to its pair's or root's count, listing them in
-    ``changed`` from ``n`` (pairs as ``e``, roots as ``-1 - node``) until the tables are
-    full; returns ``(next row, n)``."""
+    ``changed`` from ``n`` (pairs as ``e``, base pairs as ``BASE_TAG - k``, roots as
+    ``-1 - node``) until the tables are full; returns ``(next row, n)``."""
     ia = -1
     for k in range(start, len(kind)):
         if full(nodes, node_table, edges, edge_table, meta):
@@ -115,6 +212,12 @@ def count_changes(nodes, node_table, edges, edge_table, meta, kind, a, b, diff, 
             changed[n] = -1 - ia
             n += 1
             continue
+        q = _base_pair(nodes, base, ia, b[k])
+        if q >= 0:
+            base[q, BCOUNT] += diff[k]
+            changed[n] = BASE_TAG - q
+            n += 1
+            continue
         ib = _node(node_table, nodes, meta, b[k])
         e = edge_row(edge_table, edges, meta, ia, ib)
         edges[e, COUNT] += diff[k]
@@ -124,7 +227,16 @@ def count_changes(nodes, node_table, edges, edge_table, meta, kind, a, b, diff, 
 
 
 @kernel
-def apply_changes(nodes, adj, edges, meta, changed, n, queue, touched):
+def _ends(edges, base, c):
+    """``(source, target, count, linked)`` of a listed pair ``c`` (an edge row or base pair)."""
+    if c >= 0:
+        return edges[c, A], edges[c, B], edges[c, COUNT], edges[c, LINKED]
+    q = BASE_TAG - c
+    return base[q, BA], base[q, BB], base[q, BCOUNT], base[q, BLINKED]
+
+
+@kernel
+def apply_changes(nodes, adj, edges, base, base_in, meta, changed, n, queue, touched):
     """Apply the ``n`` edges (``a -> b``) and roots :func:`count_changes` listed in
     ``changed`` and keep the reached set exact: the subtrees under lost tree edges and lost roots are unreached, then
     searched again from reached in-neighbours; new edges and roots spread from reached nodes.
@@ -138,21 +250,27 @@ def apply_changes(nodes, adj, edges, meta, changed, n, queue, touched):
     top = len(queue)
     for k in range(n):
         c = changed[k]
-        if c >= 0:
-            u, v = edges[c, A], edges[c, B]
-            want = edges[c, COUNT] > 0
-            if want and edges[c, LINKED] == 0:
-                edges[c, LINKED] = 1
+        if c >= 0 or c <= BASE_TAG:
+            u, v, count, linked = _ends(edges, base, c)
+            want = count > 0
+            if want and linked == 0:
                 meta[LINKED_EDGES] += 1
-                push_entry(nodes, adj, OUT, u, 2 * c, v)
-                push_entry(nodes, adj, IN, v, 2 * c + 1, u)
+                if c >= 0:
+                    edges[c, LINKED] = 1
+                    push_entry(nodes, adj, OUT, u, 2 * c, v)
+                    push_entry(nodes, adj, IN, v, 2 * c + 1, u)
+                else:
+                    base[BASE_TAG - c, BLINKED] = 1
                 changed[gained] = c
                 gained += 1
-            elif not want and edges[c, LINKED] == 1:
-                edges[c, LINKED] = 0
+            elif not want and linked == 1:
                 meta[LINKED_EDGES] -= 1
-                drop_entry(nodes, adj, OUT, u, 2 * c)
-                drop_entry(nodes, adj, IN, v, 2 * c + 1)
+                if c >= 0:
+                    edges[c, LINKED] = 0
+                    drop_entry(nodes, adj, OUT, u, 2 * c)
+                    drop_entry(nodes, adj, IN, v, 2 * c + 1)
+                else:
+                    base[BASE_TAG - c, BLINKED] = 0
                 if nodes[v, PARENT] == u and nodes[v, MARK] != cut:
                     nodes[v, MARK] = cut
                     lost += 1
@@ -200,7 +318,13 @@ def apply_changes(nodes, adj, edges, meta, changed, n, queue, touched):
             nodes[s, REACHED] = 1
             _set_parent(nodes, s, ROOT)
         else:
-            entry = nodes[s, IN]
+            for j in range(nodes[s, BIN], nodes[s, BIN_END]):
+                w = base_in[j, IN_FROM]
+                if base[base_in[j, IN_PAIR], BLINKED] == 1 and nodes[w, REACHED] == 1:
+                    nodes[s, REACHED] = 1
+                    _set_parent(nodes, s, w)
+                    break
+            entry = nodes[s, IN] if nodes[s, REACHED] == 0 else -1
             while entry >= 0:
                 w = adj[entry, TO]
                 entry = adj[entry, ANEXT]
@@ -211,18 +335,18 @@ def apply_changes(nodes, adj, edges, meta, changed, n, queue, touched):
         if nodes[s, REACHED] == 1:
             queue[found] = s  # (found <= k: in place)
             found += 1
-    _spread(nodes, adj, queue, found, touched, meta)
+    _spread(nodes, adj, base, queue, found, touched, meta)
     # new edges and roots
     for k in range(gained):
         c = changed[k]
-        if c >= 0:
-            u, v = edges[c, A], edges[c, B]
+        if c >= 0 or c <= BASE_TAG:
+            u, v, _, _ = _ends(edges, base, c)
             if nodes[u, REACHED] == 1 and nodes[v, REACHED] == 0:
                 _touch(nodes, v, touched, meta)
                 nodes[v, REACHED] = 1
                 _set_parent(nodes, v, u)
                 queue[0] = v
-                _spread(nodes, adj, queue, 1, touched, meta)
+                _spread(nodes, adj, base, queue, 1, touched, meta)
         else:
             r = -1 - c
             if nodes[r, REACHED] == 0:
@@ -230,6 +354,6 @@ def apply_changes(nodes, adj, edges, meta, changed, n, queue, touched):
                 nodes[r, REACHED] = 1
                 _set_parent(nodes, r, ROOT)
                 queue[0] = r
-                _spread(nodes, adj, queue, 1, touched, meta)
+                _spread(nodes, adj, base, queue, 1, touched, meta)
             elif nodes[r, PARENT] != ROOT:  # a reached node becomes a root: hang it there
                 _set_parent(nodes, r, ROOT)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from diffflow.arrangements import columnar
 from diffflow.arrangements.small import expand_ranges
 from diffflow.operators.reduce_kept import SearchReducer, SearchTables, kernels
 
@@ -88,14 +89,52 @@ class Reachability(SearchTables):
     """
 
     def __init__(self):
-        super().__init__(_k())
+        k = _k()
+        super().__init__(k)
+        self.base = np.zeros((0, k.BASE_FIELDS), np.int64)  # (see _reach_kernels)
+        self.base_in = np.zeros((0, 2), np.int64)
+
+    @property
+    def size(self) -> int:
+        return super().size + len(self.base)
 
     @classmethod
     def built(cls, vals, mults) -> "Reachability":
-        """The state of the rows ``vals`` (``kind, a, b``) with multiplicities ``mults``."""
+        """The state of the rows ``vals`` (``kind, a, b``) with multiplicities ``mults``:
+        its pairs become the sorted base, found by binary search and read in runs."""
+        k = _k()
         state = cls()
-        state.apply(vals, mults)
+        rows, _, counts = columnar.consolidate(
+            np.ascontiguousarray(vals, np.int64), np.zeros((len(vals), 1), np.int64),
+            np.ascontiguousarray(mults, np.int64))  # (sorted by kind, a, b; no zeros)
+        pairs = rows[:, 0] == 0
+        a, b = (np.ascontiguousarray(rows[pairs, i]) for i in (1, 2))
+        roots, root_counts = np.ascontiguousarray(rows[~pairs, 1]), counts[~pairs]
+        ia, ib, ir = (state._indexed(ids) for ids in (a, b, roots))
+        state.base = np.empty((len(a), k.BASE_FIELDS), np.int64)
+        state.base_in = np.empty((len(a), 2), np.int64)
+        k.build_base(state.nodes, state.meta, state.base, state.base_in, ia, ib, b,
+                     np.ascontiguousarray(counts[pairs]),
+                     np.zeros(int(state.meta[k.USED_NODES]), np.int64))
+        if len(ir):
+            np.add.at(state.nodes[:, k.ROOTS], ir, root_counts)
+            changed = np.unique(ir)
+            state._applied(-1 - changed, len(changed))
         return state
+
+    def _indexed(self, ids):
+        """The node index of each of ``ids`` (new nodes added; the tables grow as they fill)."""
+        k = _k()
+        idx = np.empty(len(ids), np.int64)
+        start = 0
+        self.reserve(k, 0, nodes=int(self.meta[k.USED_NODES]) + max(16, len(ids) // 4))
+        while True:
+            known = np.ascontiguousarray(self.nodes[:, k.ID])  # (the ids, packed)
+            start = k.index_nodes(self.node_table, self.nodes, self.meta, ids, idx, start,
+                                  known)
+            if start == len(ids):
+                return idx
+            self.reserve(k, 0, nodes=2 * len(self.nodes))
 
     def outputs(self) -> np.ndarray:
         """``(node,)`` rows of every reached node."""
@@ -108,11 +147,17 @@ class Reachability(SearchTables):
         k = _k()
         kind, a, b, diffs = (np.ascontiguousarray(x, np.int64)
                              for x in (vals[:, 0], vals[:, 1], vals[:, 2], diffs))
-        changed, n = self.count(k, kind, a, b, diffs)
+        changed, n = self.count(k, kind, a, b, diffs, self.base)
+        return self._applied(changed, n)
+
+    def _applied(self, changed, n):
+        """Apply the ``n`` counted pairs and roots of ``changed``; the output's change."""
+        k = _k()
         used = int(self.meta[k.USED_NODES])
         queue = np.empty(used + n + 1, np.int64)
         touched = np.empty(used + 1, np.int64)
-        k.apply_changes(self.nodes, self.adj, self.edges, self.meta, changed, n, queue, touched)
+        k.apply_changes(self.nodes, self.adj, self.edges, self.base, self.base_in, self.meta,
+                        np.ascontiguousarray(changed, np.int64), n, queue, touched)
         rows = self.nodes[touched[1:1 + touched[0]]]
         was, now = rows[:, k.WAS] == 1, rows[:, k.REACHED] == 1
         gone, came = was & ~now, now & ~was
