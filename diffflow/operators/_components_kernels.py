@@ -43,7 +43,7 @@ EDGE_FIELDS = 5
 USED_NODES, USED_EDGES, CALL, SEARCH, LINKED_EDGES = range(5)
 
 
-@kernel
+@kernel(inline="always")
 def _touch(nodes, i, touched, meta):
     """Record node ``i``'s presence and label before this call changes them."""
     if nodes[i, SEEN] != meta[CALL]:
@@ -54,7 +54,7 @@ def _touch(nodes, i, touched, meta):
         touched[touched[0]] = i
 
 
-@kernel
+@kernel(inline="always")
 def _node(node_table, nodes, meta, node_id):
     """The index of ``node_id``, added (absent, its own label, alone in its ring) when new."""
     i, new = new_node(node_table, nodes, meta, node_id)
@@ -66,19 +66,19 @@ def _node(node_table, nodes, meta, node_id):
     return i
 
 
-@kernel
+@kernel(inline="always")
 def _link_entry(nodes, adj, i, entry, to):
     push_entry(nodes, adj, HEAD, i, entry, to)
     nodes[i, DEGREE] += 1
 
 
-@kernel
+@kernel(inline="always")
 def _unlink_entry(nodes, adj, i, entry):
     drop_entry(nodes, adj, HEAD, i, entry)
     nodes[i, DEGREE] -= 1
 
 
-@kernel
+@kernel(inline="always")
 def _revive(nodes, i, touched, meta):
     """Node ``i`` gains its first adjacency entry: alone in its component."""
     if nodes[i, DEGREE] == 0:
@@ -142,7 +142,7 @@ def _merge(nodes, ia, ib, touched, meta):
     nodes[an, PREV] = ib
 
 
-@kernel
+@kernel(inline="always")
 def _step_search(nodes, adj, queue, state, mine, theirs):
     """Scan one adjacency entry of a breadth-first search; ``state`` is ``[scanned node
     position, queue length, current entry]``.  Returns 1 when it meets the other search,

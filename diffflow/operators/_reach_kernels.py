@@ -3,7 +3,9 @@
 Tables as in :mod:`._components_kernels` (the same hashing, ``meta`` and growth by the
 caller), with directed pairs:
 
-* ``nodes[i]``: ``ID``, ``REACHED`` (0/1), ``PARENT`` (the node it was reached from;
+* ``reached[i]``: whether node ``i`` is reached (0/1), packed apart from the node rows: a
+  search reads it for every pair it follows, and a byte per node stays in cache;
+* ``nodes[i]``: ``ID``, ``PARENT`` (the node it was reached from;
   ``ROOT``: it is a root; ``NONE``), ``OUT``/``IN`` (heads of its adjacency lists),
   ``CHILD`` (head of the list of nodes it is the parent of), ``SIB_NEXT``/``SIB_PREV`` (that
   list's links), ``ROOTS`` (its count as a root), ``MARK``, ``SEEN``/``WAS`` (its reached
@@ -37,9 +39,9 @@ from diffflow.operators._search_kernels import (  # noqa: F401 (full, rehash: th
     rehash,
 )
 
-(ID, REACHED, PARENT, OUT, IN, CHILD, SIB_NEXT, SIB_PREV, ROOTS, MARK, SEEN, WAS, BOUT,
- BOUT_END, BIN, BIN_END) = range(16)
-NODE_FIELDS = 16
+(ID, PARENT, OUT, IN, CHILD, SIB_NEXT, SIB_PREV, ROOTS, MARK, SEEN, WAS, BOUT, BOUT_END, BIN,
+ BIN_END) = range(15)
+NODE_FIELDS = 15
 A, B, COUNT, LINKED = range(4)
 EDGE_FIELDS = 4
 BA, BB, BB_ID, BCOUNT, BLINKED = range(5)
@@ -50,10 +52,11 @@ ROOT, NONE = -2, -1
 BASE_TAG = -(1 << 40)  # (changes list base pair k as BASE_TAG - k; roots as -1 - node)
 
 
-@kernel
-def _node(node_table, nodes, meta, node_id):
+@kernel(inline="always")
+def _node(node_table, nodes, reached, meta, node_id):
     i, new = new_node(node_table, nodes, meta, node_id)
     if new:
+        reached[i] = 0
         nodes[i, PARENT] = NONE
         nodes[i, OUT] = -1
         nodes[i, IN] = -1
@@ -61,16 +64,16 @@ def _node(node_table, nodes, meta, node_id):
     return i
 
 
-@kernel
-def _touch(nodes, i, touched, meta):
+@kernel(inline="always")
+def _touch(nodes, reached, i, touched, meta):
     if nodes[i, SEEN] != meta[CALL]:
         nodes[i, SEEN] = meta[CALL]
-        nodes[i, WAS] = nodes[i, REACHED]
+        nodes[i, WAS] = reached[i]
         touched[0] += 1
         touched[touched[0]] = i
 
 
-@kernel
+@kernel(inline="always")
 def _set_parent(nodes, v, p):
     """Move ``v`` under parent ``p`` (a node index, ``ROOT`` or ``NONE``)."""
     old = nodes[v, PARENT]
@@ -92,12 +95,12 @@ def _set_parent(nodes, v, p):
         nodes[p, CHILD] = v
 
 
-@kernel
-def _reach_from(nodes, u, x, queue, n, touched, meta):
+@kernel(inline="always")
+def _reach_from(nodes, reached, u, x, queue, n, touched, meta):
     """Reach ``x`` from ``u`` if it is not reached yet (queued at ``n``); the new ``n``."""
-    if nodes[x, REACHED] == 0:
-        _touch(nodes, x, touched, meta)
-        nodes[x, REACHED] = 1
+    if reached[x] == 0:
+        _touch(nodes, reached, x, touched, meta)
+        reached[x] = 1
         _set_parent(nodes, x, u)
         queue[n] = x
         n += 1
@@ -105,23 +108,25 @@ def _reach_from(nodes, u, x, queue, n, touched, meta):
 
 
 @kernel
-def _spread(nodes, adj, base, queue, n, touched, meta):
+def _spread(nodes, reached, adj, base, queue, n, touched, meta):
     """Reach everything the ``n`` queued (reached) nodes lead to that is not reached yet."""
     pos = 0
     while pos < n:
         u = queue[pos]
         pos += 1
         for k in range(nodes[u, BOUT], nodes[u, BOUT_END]):
-            if base[k, BLINKED] == 1:
-                n = _reach_from(nodes, u, base[k, BB], queue, n, touched, meta)
+            # (the test first: a call per pair followed would cost more than the search)
+            if base[k, BLINKED] == 1 and reached[base[k, BB]] == 0:
+                n = _reach_from(nodes, reached, u, base[k, BB], queue, n, touched, meta)
         entry = nodes[u, OUT]
         while entry >= 0:
             x = adj[entry, TO]
             entry = adj[entry, ANEXT]
-            n = _reach_from(nodes, u, x, queue, n, touched, meta)
+            if reached[x] == 0:
+                n = _reach_from(nodes, reached, u, x, queue, n, touched, meta)
 
 
-@kernel
+@kernel(inline="always")
 def _base_pair(nodes, base, ia, b):
     """The base pair ``ia -> b`` (a target id), or -1 (binary search in ``ia``'s run)."""
     lo, hi = nodes[ia, BOUT], nodes[ia, BOUT_END]
@@ -137,7 +142,7 @@ def _base_pair(nodes, base, ia, b):
 
 
 @kernel
-def index_nodes(node_table, nodes, meta, ids, idx, start, known):
+def index_nodes(node_table, nodes, reached, meta, ids, idx, start, known):
     """``idx[k]``: the node index of ``ids[k]`` (added when new), from ``start`` until the
     tables are full; returns where it stopped.  ``known`` holds each node's id, packed:
     probing it instead of the wide node rows keeps a million lookups in cache."""
@@ -155,7 +160,7 @@ def index_nodes(node_table, nodes, meta, ids, idx, start, known):
             h = (h + 1) & mask
             i = node_table[h]
         if i < 0:
-            i = _node(node_table, nodes, meta, x)
+            i = _node(node_table, nodes, reached, meta, x)
             known[i] = x
         idx[k] = i
     return len(ids)
@@ -196,8 +201,8 @@ def build_base(nodes, meta, base, base_in, ia, ib, b, count, cursor):
 
 
 @kernel
-def count_changes(nodes, node_table, edges, edge_table, meta, kind, a, b, diff, base, changed,
-                  start, n):
+def count_changes(nodes, node_table, edges, edge_table, meta, kind, a, b, diff, base, reached,
+                  changed, start, n):
     """Add each change from row ``start`` on to its pair's or root's count, listing them in
     ``changed`` from ``n`` (pairs as ``e``, base pairs as ``BASE_TAG - k``, roots as
     ``-1 - node``) until the tables are full; returns ``(next row, n)``."""
@@ -206,7 +211,7 @@ def count_changes(nodes, node_table, edges, edge_table, meta, kind, a, b, diff, 
         if full(nodes, node_table, edges, edge_table, meta):
             return k, n
         if ia < 0 or a[k] != a[k - 1]:  # (rows sorted by source: one search per source)
-            ia = _node(node_table, nodes, meta, a[k])
+            ia = _node(node_table, nodes, reached, meta, a[k])
         if kind[k] == 1:
             nodes[ia, ROOTS] += diff[k]
             changed[n] = -1 - ia
@@ -218,7 +223,7 @@ def count_changes(nodes, node_table, edges, edge_table, meta, kind, a, b, diff, 
             changed[n] = BASE_TAG - q
             n += 1
             continue
-        ib = _node(node_table, nodes, meta, b[k])
+        ib = _node(node_table, nodes, reached, meta, b[k])
         e = edge_row(edge_table, edges, meta, ia, ib)
         edges[e, COUNT] += diff[k]
         changed[n] = e
@@ -226,7 +231,7 @@ def count_changes(nodes, node_table, edges, edge_table, meta, kind, a, b, diff, 
     return len(kind), n
 
 
-@kernel
+@kernel(inline="always")
 def _ends(edges, base, c):
     """``(source, target, count, linked)`` of a listed pair ``c`` (an edge row or base pair)."""
     if c >= 0:
@@ -236,7 +241,8 @@ def _ends(edges, base, c):
 
 
 @kernel
-def apply_changes(nodes, adj, edges, base, base_in, meta, changed, n, queue, touched):
+def apply_changes(nodes, reached, adj, edges, base, base_in, meta, changed, n, queue,
+                  touched):
     """Apply the ``n`` edges (``a -> b``) and roots :func:`count_changes` listed in
     ``changed`` and keep the reached set exact: the subtrees under lost tree edges and lost roots are unreached, then
     searched again from reached in-neighbours; new edges and roots spread from reached nodes.
@@ -289,7 +295,7 @@ def apply_changes(nodes, adj, edges, base, base_in, meta, changed, n, queue, tou
     members = 0
     for k in range(lost):
         c = queue[top - 1 - k]
-        if nodes[c, REACHED] == 0:
+        if reached[c] == 0:
             continue  # (already inside another cut's subtree)
         _set_parent(nodes, c, NONE)
         queue[members] = c
@@ -298,11 +304,11 @@ def apply_changes(nodes, adj, edges, base, base_in, meta, changed, n, queue, tou
         while start < members:
             s = queue[start]
             start += 1
-            _touch(nodes, s, touched, meta)
-            nodes[s, REACHED] = 0
+            _touch(nodes, reached, s, touched, meta)
+            reached[s] = 0
             child = nodes[s, CHILD]
             while child >= 0:
-                if nodes[child, REACHED] == 1:
+                if reached[child] == 1:
                     queue[members] = child
                     members += 1
                 child = nodes[child, SIB_NEXT]
@@ -315,45 +321,45 @@ def apply_changes(nodes, adj, edges, base, base_in, meta, changed, n, queue, tou
     for k in range(members):
         s = queue[k]
         if nodes[s, ROOTS] > 0:
-            nodes[s, REACHED] = 1
+            reached[s] = 1
             _set_parent(nodes, s, ROOT)
         else:
             for j in range(nodes[s, BIN], nodes[s, BIN_END]):
                 w = base_in[j, IN_FROM]
-                if base[base_in[j, IN_PAIR], BLINKED] == 1 and nodes[w, REACHED] == 1:
-                    nodes[s, REACHED] = 1
+                if base[base_in[j, IN_PAIR], BLINKED] == 1 and reached[w] == 1:
+                    reached[s] = 1
                     _set_parent(nodes, s, w)
                     break
-            entry = nodes[s, IN] if nodes[s, REACHED] == 0 else -1
+            entry = nodes[s, IN] if reached[s] == 0 else -1
             while entry >= 0:
                 w = adj[entry, TO]
                 entry = adj[entry, ANEXT]
-                if nodes[w, REACHED] == 1:
-                    nodes[s, REACHED] = 1
+                if reached[w] == 1:
+                    reached[s] = 1
                     _set_parent(nodes, s, w)
                     break
-        if nodes[s, REACHED] == 1:
+        if reached[s] == 1:
             queue[found] = s  # (found <= k: in place)
             found += 1
-    _spread(nodes, adj, base, queue, found, touched, meta)
+    _spread(nodes, reached, adj, base, queue, found, touched, meta)
     # new edges and roots
     for k in range(gained):
         c = changed[k]
         if c >= 0 or c <= BASE_TAG:
             u, v, _, _ = _ends(edges, base, c)
-            if nodes[u, REACHED] == 1 and nodes[v, REACHED] == 0:
-                _touch(nodes, v, touched, meta)
-                nodes[v, REACHED] = 1
+            if reached[u] == 1 and reached[v] == 0:
+                _touch(nodes, reached, v, touched, meta)
+                reached[v] = 1
                 _set_parent(nodes, v, u)
                 queue[0] = v
-                _spread(nodes, adj, base, queue, 1, touched, meta)
+                _spread(nodes, reached, adj, base, queue, 1, touched, meta)
         else:
             r = -1 - c
-            if nodes[r, REACHED] == 0:
-                _touch(nodes, r, touched, meta)
-                nodes[r, REACHED] = 1
+            if reached[r] == 0:
+                _touch(nodes, reached, r, touched, meta)
+                reached[r] = 1
                 _set_parent(nodes, r, ROOT)
                 queue[0] = r
-                _spread(nodes, adj, base, queue, 1, touched, meta)
+                _spread(nodes, reached, adj, base, queue, 1, touched, meta)
             elif nodes[r, PARENT] != ROOT:  # a reached node becomes a root: hang it there
                 _set_parent(nodes, r, ROOT)

@@ -16,7 +16,7 @@ TO, ANEXT, APREV = range(3)
 USED_NODES, USED_EDGES, CALL, SEARCH, LINKED_EDGES = range(5)
 
 
-@kernel
+@kernel(inline="always")
 def _mix(x):
     """A 64-bit finaliser (murmur3's), as signed arithmetic with logical shifts."""
     x ^= (x >> 33) & 0x7FFFFFFF
@@ -27,7 +27,7 @@ def _mix(x):
     return x
 
 
-@kernel
+@kernel(inline="always")
 def node_slot(node_table, nodes, node_id):
     """``(index or -1, table slot)`` of ``node_id``."""
     mask = len(node_table) - 1
@@ -39,7 +39,7 @@ def node_slot(node_table, nodes, node_id):
         h = (h + 1) & mask
 
 
-@kernel
+@kernel(inline="always")
 def edge_slot(edge_table, edges, a, b):
     mask = len(edge_table) - 1
     h = _mix(_mix(a) ^ b) & mask
@@ -61,7 +61,7 @@ def rehash(node_table, nodes, edge_table, edges, meta):
         edge_table[h] = e
 
 
-@kernel
+@kernel(inline="always")
 def full(nodes, node_table, edges, edge_table, meta):
     """Whether the tables lack room for one more row's two nodes and pair (at most half
     full hash tables)."""
@@ -70,7 +70,7 @@ def full(nodes, node_table, edges, edge_table, meta):
             or 2 * pairs > len(edge_table))
 
 
-@kernel
+@kernel(inline="always")
 def push_entry(nodes, adj, head_field, i, entry, to):
     """Put adjacency ``entry`` (pointing to node ``to``) first in the list that node ``i``'s
     column ``head_field`` starts."""
@@ -83,7 +83,7 @@ def push_entry(nodes, adj, head_field, i, entry, to):
     nodes[i, head_field] = entry
 
 
-@kernel
+@kernel(inline="always")
 def drop_entry(nodes, adj, head_field, i, entry):
     """Take adjacency ``entry`` out of the list that node ``i``'s column ``head_field``
     starts."""
@@ -96,7 +96,7 @@ def drop_entry(nodes, adj, head_field, i, entry):
         adj[nxt, APREV] = prv
 
 
-@kernel
+@kernel(inline="always")
 def new_node(node_table, nodes, meta, node_id):
     """``(index, whether new)`` of ``node_id``; a new node's row is zero but for its ``ID``."""
     i, h = node_slot(node_table, nodes, node_id)
@@ -111,7 +111,7 @@ def new_node(node_table, nodes, meta, node_id):
     return i, True
 
 
-@kernel
+@kernel(inline="always")
 def edge_row(edge_table, edges, meta, a, b):
     """The index of the edge row ``a -> b`` (node indices), added (zero but for its ends)
     when new."""

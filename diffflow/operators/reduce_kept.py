@@ -210,11 +210,16 @@ class SearchTables:
         start = n = 0
         while True:
             start, n = kernels.count_changes(self.nodes, self.node_table, self.edges,
-                                             self.edge_table, self.meta, *columns, changed,
-                                             start, n)
+                                             self.edge_table, self.meta, *columns,
+                                             *self.kept_arrays(), changed, start, n)
             if start == total:
                 return changed, n
             self.reserve(kernels, 0, nodes=2 * len(self.nodes))  # full: twice the room
+
+    def kept_arrays(self) -> tuple:
+        """More of the state's arrays ``count_changes`` reads after the row's columns (read
+        again after every growth: growing replaces them)."""
+        return ()
 
     def reserve(self, kernels, changes: int, nodes: int | None = None) -> None:
         """Room for ``changes`` more rows: a new pair each, and new nodes for a quarter of

@@ -93,6 +93,17 @@ class Reachability(SearchTables):
         super().__init__(k)
         self.base = np.zeros((0, k.BASE_FIELDS), np.int64)  # (see _reach_kernels)
         self.base_in = np.zeros((0, 2), np.int64)
+        self.reached = np.zeros(len(self.nodes), np.uint8)
+
+    def kept_arrays(self) -> tuple:
+        return self.base, self.reached
+
+    def reserve(self, kernels, changes: int, nodes: int | None = None) -> None:
+        super().reserve(kernels, changes, nodes)
+        if len(self.reached) < len(self.nodes):  # (a flag per node row)
+            grown = np.zeros(len(self.nodes), np.uint8)
+            grown[:len(self.reached)] = self.reached
+            self.reached = grown
 
     @property
     def size(self) -> int:
@@ -104,9 +115,11 @@ class Reachability(SearchTables):
         its pairs become the sorted base, found by binary search and read in runs."""
         k = _k()
         state = cls()
-        rows, _, counts = columnar.consolidate(
-            np.ascontiguousarray(vals, np.int64), np.zeros((len(vals), 1), np.int64),
-            np.ascontiguousarray(mults, np.int64))  # (sorted by kind, a, b; no zeros)
+        rows, counts = np.ascontiguousarray(vals, np.int64), np.ascontiguousarray(mults, np.int64)
+        no_times = np.zeros((len(rows), 1), np.int64)
+        if not columnar.is_consolidated(rows, no_times, counts):  # (one batch's group is)
+            rows, _, counts = columnar.consolidate(rows, no_times, counts)
+        # (now sorted by kind, a, b, each once, no zero counts)
         pairs = rows[:, 0] == 0
         a, b = (np.ascontiguousarray(rows[pairs, i]) for i in (1, 2))
         roots, root_counts = np.ascontiguousarray(rows[~pairs, 1]), counts[~pairs]
@@ -130,8 +143,8 @@ class Reachability(SearchTables):
         self.reserve(k, 0, nodes=int(self.meta[k.USED_NODES]) + max(16, len(ids) // 4))
         while True:
             known = np.ascontiguousarray(self.nodes[:, k.ID])  # (the ids, packed)
-            start = k.index_nodes(self.node_table, self.nodes, self.meta, ids, idx, start,
-                                  known)
+            start = k.index_nodes(self.node_table, self.nodes, self.reached, self.meta, ids,
+                                  idx, start, known)
             if start == len(ids):
                 return idx
             self.reserve(k, 0, nodes=2 * len(self.nodes))
@@ -139,15 +152,15 @@ class Reachability(SearchTables):
     def outputs(self) -> np.ndarray:
         """``(node,)`` rows of every reached node."""
         k = _k()
-        used = self.nodes[:self.meta[k.USED_NODES]]
-        return np.ascontiguousarray(used[used[:, k.REACHED] == 1][:, [k.ID]])
+        used = int(self.meta[k.USED_NODES])
+        return np.ascontiguousarray(self.nodes[:used][self.reached[:used] == 1][:, [k.ID]])
 
     def apply(self, vals, diffs):
         """Apply edge and root changes; returns the output's change as ``(rows, diffs)``."""
         k = _k()
         kind, a, b, diffs = (np.ascontiguousarray(x, np.int64)
                              for x in (vals[:, 0], vals[:, 1], vals[:, 2], diffs))
-        changed, n = self.count(k, kind, a, b, diffs, self.base)
+        changed, n = self.count(k, kind, a, b, diffs)
         return self._applied(changed, n)
 
     def _applied(self, changed, n):
@@ -156,10 +169,12 @@ class Reachability(SearchTables):
         used = int(self.meta[k.USED_NODES])
         queue = np.empty(used + n + 1, np.int64)
         touched = np.empty(used + 1, np.int64)
-        k.apply_changes(self.nodes, self.adj, self.edges, self.base, self.base_in, self.meta,
-                        np.ascontiguousarray(changed, np.int64), n, queue, touched)
-        rows = self.nodes[touched[1:1 + touched[0]]]
-        was, now = rows[:, k.WAS] == 1, rows[:, k.REACHED] == 1
+        k.apply_changes(self.nodes, self.reached, self.adj, self.edges, self.base,
+                        self.base_in, self.meta, np.ascontiguousarray(changed, np.int64), n,
+                        queue, touched)
+        at = touched[1:1 + touched[0]]
+        rows = self.nodes[at]
+        was, now = rows[:, k.WAS] == 1, self.reached[at] == 1
         gone, came = was & ~now, now & ~was
         out = np.concatenate([rows[gone, k.ID], rows[came, k.ID]])[:, None]
         return out, np.concatenate([np.full(int(gone.sum()), -1, np.int64),

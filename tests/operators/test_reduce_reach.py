@@ -151,6 +151,25 @@ def test_state_changes_add_up_to_the_reached_set(batches):
             assert set(reached_nodes(arr[:, :3], arr[:, 3]).tolist()) == want
 
 
+def test_a_change_of_many_new_nodes_grows_the_tables_and_stays_exact():
+    """An update bringing far more new nodes than the tables hold (they grow in the middle of
+    counting it), onto a state built with a base: a fan and a chain from a reached node."""
+    vals = np.array([[0, 0, 1], [0, 1, 2], [1, 0, 0]])
+    state = Reachability.built(vals, np.ones(3, np.int64))
+    fan = [[0, 2, 100 + i] for i in range(400)]
+    chain = [[0, 1000 + i, 1001 + i] for i in range(400)] + [[0, 1, 1000]]
+    rows, diffs = state.apply(np.array(fan + chain), np.ones(len(fan) + len(chain), np.int64))
+    assert diffs.tolist() == [1] * len(rows)
+    assert sorted(rows[:, 0].tolist()) == sorted([100 + i for i in range(400)] +
+                                                 [1000 + i for i in range(401)])
+    # a base pair lost and found again, and a pair of the rows above lost
+    rows, diffs = state.apply(np.array([[0, 0, 1], [0, 1, 1000]]), np.array([-1, -1]))
+    assert len(rows) == 1 + 1 + 400 + 401 and set(diffs.tolist()) == {-1}
+    rows, diffs = state.apply(np.array([[0, 0, 1]]), np.array([1]))
+    assert sorted(rows[:, 0].tolist()) == [1, 2] + [100 + i for i in range(400)]
+    assert sorted(state.outputs()[:, 0].tolist()) == [0, 1, 2] + [100 + i for i in range(400)]
+
+
 def test_a_lost_edge_costs_its_subtree():
     """Cutting the last edge of a long chain changes one row; a shortcut changes none."""
     n = 20_000
