@@ -167,6 +167,24 @@ def index_nodes(node_table, nodes, reached, meta, ids, idx, start, known):
 
 
 @kernel
+def sorted_distinct(kind, a, b, count):
+    """Whether the rows ``(kind[k], a[k], b[k])`` strictly increase and no count is zero."""
+    for k in range(len(kind)):
+        if count[k] == 0:
+            return False
+        if k > 0:
+            if kind[k] != kind[k - 1]:
+                if kind[k] < kind[k - 1]:
+                    return False
+            elif a[k] != a[k - 1]:
+                if a[k] < a[k - 1]:
+                    return False
+            elif b[k] <= b[k - 1]:
+                return False
+    return True
+
+
+@kernel
 def build_base(nodes, meta, base, base_in, ia, ib, b, count, cursor):
     """The base of the pairs ``ia[k] -> ib[k]`` (sorted by source, then target id ``b``,
     distinct, nonzero ``count``) and the in-pairs of each target, by counting sort

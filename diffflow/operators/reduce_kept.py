@@ -167,11 +167,11 @@ def _capacity(n: int) -> int:
     return max(16, 1 << int(n - 1).bit_length())
 
 
-def _grown(table: np.ndarray, need: int) -> np.ndarray:
-    # (np.empty: rows past the used ones are written before they are read, and pages never
-    # written cost no memory)
+def _grown(table: np.ndarray, need: int, used: int) -> np.ndarray:
+    # (np.empty, and only the ``used`` rows copied: rows past them are written before they
+    # are read, and pages never written cost no memory)
     bigger = np.empty((_capacity(max(need, 2 * len(table))), table.shape[1]), np.int64)
-    bigger[:len(table)] = table
+    bigger[:used] = table[:used]
     return bigger
 
 
@@ -227,11 +227,12 @@ class SearchTables:
         Hash tables stay at most half full, so that a search ends after a few probes."""
         nodes = nodes or int(self.meta[0]) + max(16, changes // 4)
         pairs = int(self.meta[1]) + changes
+        used_nodes, used_pairs = int(self.meta[0]), int(self.meta[1])
         if nodes > len(self.nodes):
-            self.nodes = _grown(self.nodes, nodes)
+            self.nodes = _grown(self.nodes, nodes, used_nodes)
         if pairs > len(self.edges):
-            self.edges = _grown(self.edges, pairs)
-            self.adj = _grown(self.adj, 2 * len(self.edges))
+            self.edges = _grown(self.edges, pairs, used_pairs)
+            self.adj = _grown(self.adj, 2 * len(self.edges), 2 * used_pairs)
         if 2 * len(self.nodes) > len(self.node_table) or 2 * len(self.edges) > len(
                 self.edge_table):
             self.node_table = np.full(_capacity(2 * len(self.nodes)), -1, np.int64)

@@ -115,32 +115,37 @@ class Reachability(SearchTables):
         its pairs become the sorted base, found by binary search and read in runs."""
         k = _k()
         state = cls()
-        rows, counts = np.ascontiguousarray(vals, np.int64), np.ascontiguousarray(mults, np.int64)
-        no_times = np.zeros((len(rows), 1), np.int64)
-        if not columnar.is_consolidated(rows, no_times, counts):  # (one batch's group is)
-            rows, _, counts = columnar.consolidate(rows, no_times, counts)
-        # (now sorted by kind, a, b, each once, no zero counts)
-        pairs = rows[:, 0] == 0
-        a, b = (np.ascontiguousarray(rows[pairs, i]) for i in (1, 2))
-        roots, root_counts = np.ascontiguousarray(rows[~pairs, 1]), counts[~pairs]
-        ia, ib, ir = (state._indexed(ids) for ids in (a, b, roots))
-        state.base = np.empty((len(a), k.BASE_FIELDS), np.int64)
-        state.base_in = np.empty((len(a), 2), np.int64)
-        k.build_base(state.nodes, state.meta, state.base, state.base_in, ia, ib, b,
-                     np.ascontiguousarray(counts[pairs]),
-                     np.zeros(int(state.meta[k.USED_NODES]), np.int64))
+        kind, a, b = (np.ascontiguousarray(vals[:, i], np.int64) for i in range(3))
+        counts = np.ascontiguousarray(mults, np.int64)
+        if not k.sorted_distinct(kind, a, b, counts):  # (one batch's group is)
+            rows, _, counts = columnar.consolidate(np.ascontiguousarray(vals, np.int64),
+                                                   np.zeros((len(vals), 1), np.int64), counts)
+            kind, a, b = (np.ascontiguousarray(rows[:, i]) for i in range(3))
+        pairs = int(np.searchsorted(kind, 1))  # (sorted by kind, a, b: the pairs first)
+        sources = a[:pairs]
+        ia = state._indexed(sources, distinct=1 + int(np.count_nonzero(sources[1:] !=
+                                                                        sources[:-1])))
+        ib = state._indexed(b[:pairs])
+        ir = state._indexed(a[pairs:])
+        state.base = np.empty((pairs, k.BASE_FIELDS), np.int64)
+        state.base_in = np.empty((pairs, 2), np.int64)
+        k.build_base(state.nodes, state.meta, state.base, state.base_in, ia, ib, b[:pairs],
+                     counts[:pairs], np.zeros(int(state.meta[k.USED_NODES]), np.int64))
         if len(ir):
-            np.add.at(state.nodes[:, k.ROOTS], ir, root_counts)
+            np.add.at(state.nodes[:, k.ROOTS], ir, counts[pairs:])
             changed = np.unique(ir)
             state._applied(-1 - changed, len(changed))
         return state
 
-    def _indexed(self, ids):
-        """The node index of each of ``ids`` (new nodes added; the tables grow as they fill)."""
+    def _indexed(self, ids, distinct: int | None = None):
+        """The node index of each of ``ids`` (new nodes added), with room for ``distinct``
+        new ones first (default: as many as there are; the tables grow as they fill)."""
         k = _k()
         idx = np.empty(len(ids), np.int64)
+        used = int(self.meta[k.USED_NODES])
+        self.reserve(k, 0, nodes=used + max(16, min(len(ids), used) if distinct is None
+                                            else distinct))
         start = 0
-        self.reserve(k, 0, nodes=int(self.meta[k.USED_NODES]) + max(16, len(ids) // 4))
         while True:
             known = np.ascontiguousarray(self.nodes[:, k.ID])  # (the ids, packed)
             start = k.index_nodes(self.node_table, self.nodes, self.reached, self.meta, ids,
