@@ -110,8 +110,8 @@ class FeedbackOp(Operator):
         self.dropped.add(*state)
 
     def take_overflow(self) -> set:
-        """Epochs cut at the round limit since the last call, if the cut data still matters."""
+        """Epochs cut at the round limit since the last call.  Whether the cut data still
+        matters is the runtime's to decide (:func:`~diffflow.runtime.engine.overflowed`): a
+        cut and its later retraction may be cut on different partitions."""
         out, self.overflow_epochs = self.overflow_epochs, set()
-        if out and not len(self.dropped.contents()[1]):
-            return set()  # this run's cuts only retracted earlier cuts
         return out

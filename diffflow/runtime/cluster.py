@@ -43,7 +43,7 @@ import numpy as np
 from diffflow.arrangements.updates import Updates
 from diffflow.common.errors import WorkerLost, loop_overflow_error
 from diffflow.runtime.base import Runtime
-from diffflow.runtime.engine import Topology, merge_pointstamps, partition_rows
+from diffflow.runtime.engine import Topology, merge_pointstamps, overflowed, partition_rows
 from diffflow.runtime.routing import Routing
 from diffflow.runtime.trace_sink import operator_names
 from diffflow.runtime.tracing import BARRIER, ProgressExchange, WorkerLog
@@ -179,10 +179,10 @@ class ClusterRuntime(Runtime):
                 self.symbols._text.update(reply[1])
             used = frontiers
             self.sweeps += 1
-        overflow: dict = {}
-        for found in self.transport.call_all("finish", [(frontiers,)] * self.parts):
-            for scope_id, epochs in found.items():
-                overflow.setdefault(scope_id, set()).update(epochs)
+        overflow = overflowed(
+            self.transport.call_all("finish", [(frontiers,)] * self.parts),
+            lambda nids: self.transport.call_all("dropped", [(nids,)] * self.parts),
+            self.graph.nodes)
         self.computed = self.closed
         self.frontiers = frontiers
         if log is not None:

@@ -293,8 +293,6 @@ def _hand_back(program, engines, routing, epoch, settled, last, work, schedule, 
             op = engines[p].ops[nid]
             gained = Updates(np.ascontiguousarray(part[:, 4:4 + width]),
                              _epoch_times(epoch, part[:, 1]), np.ascontiguousarray(part[:, 2]))
-            if kind == "reduce":
-                op.fed = True
             spine = op.spine if kind == "arrange" else op.out_spine
             # (described as compacted already when the compaction frontier has an element
             # at or below every time: advancing by it would leave them as they are, and a
@@ -335,3 +333,10 @@ def _hand_back(program, engines, routing, epoch, settled, last, work, schedule, 
     for i in np.flatnonzero(negative).tolist():
         for engine in engines:
             engine.ops[program.node_ids[i]].negatives_seen = True
+    # every reduction of the loop has been fed: its input trace may have gained updates on
+    # a partition where its output did not change, and a reduction not fed yet takes its
+    # input trace for its first delta
+    for kind, nid in program.traces:
+        if kind == "reduce":
+            for engine in engines:
+                engine.ops[nid].fed = True

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from diffflow.arrangements import columnar
 from diffflow.arrangements.updates import Updates
 from diffflow.common import memory
 from diffflow.common.errors import OperatorError, caused_by_interrupt
@@ -126,6 +127,34 @@ def fused_projections(nodes, consumers) -> dict:
                 and select.exchange[port] is None:
             fused[node.id] = reader
     return fused
+
+
+def overflowed(cuts, fetch_dropped, nodes) -> dict:
+    """``{loop scope id: epochs}`` of the loops a run cut at their round limit whose cut data
+    still matters, from every partition's :meth:`PartitionEngine.finish` (``cuts``).  What a
+    feedback has cut is summed over every partition (``fetch_dropped(node ids)``: each
+    partition's :meth:`PartitionEngine.dropped`): a row waits on the partition that made
+    it, so a cut and the later retraction that undoes it may meet only in the sum.
+
+    >>> overflowed([{}, {}], None, [])
+    {}
+    """
+    cut: dict = {}
+    for found in cuts:
+        for nid, epochs in found.items():
+            cut.setdefault(nid, set()).update(epochs)
+    if not cut:
+        return {}
+    parts = fetch_dropped(sorted(cut))
+    out: dict = {}
+    for nid, epochs in cut.items():
+        rows = np.concatenate([p[nid][0] for p in parts])
+        diffs = np.concatenate([p[nid][1] for p in parts])
+        if len(diffs):
+            _, _, diffs = columnar.consolidate(rows, np.zeros((len(rows), 1), np.int64), diffs)
+        if len(diffs):  # (else this run's cuts only retracted earlier ones)
+            out.setdefault(nodes[nid].scope.id, set()).update(epochs)
+    return out
 
 
 def partition_rows(rows: np.ndarray, diffs: np.ndarray, routing) -> list:
@@ -291,8 +320,9 @@ class PartitionEngine:
         return queued, held
 
     def finish(self, frontiers: dict) -> dict:
-        """After a run: compact traces to what readers can still see; ``{loop scope id: epochs}``
-        cut at their round limit."""
+        """After a run: compact traces to what readers can still see; ``{feedback node:
+        epochs}`` cut at their round limit in this run (:func:`overflowed` decides which
+        count)."""
         topo = self.topology
         for nid in topo.traced:
             frontier = topo.compaction_frontier(nid, frontiers)
@@ -301,12 +331,17 @@ class PartitionEngine:
                 spine.idle()  # merges the run started move on while nothing else runs
         # a big run left freed heap pages behind: give them back
         memory.trim_if_busy(memory.TRIM_AFTER_ROWS // 4)
-        overflow: dict = {}
+        cut: dict = {}
         for nid in topo.limited:
             epochs = self.ops[nid].take_overflow()
             if epochs:
-                overflow.setdefault(self.nodes[nid].scope.id, set()).update(epochs)
-        return overflow
+                cut[nid] = epochs
+        return cut
+
+    def dropped(self, node_ids) -> dict:
+        """``{feedback node: (rows, diffs)}``: all each has ever cut at its round limit here,
+        summed (for :func:`overflowed`)."""
+        return {nid: self.ops[nid].dropped.contents() for nid in node_ids}
 
     # -- reading -------------------------------------------------------------------------------
     def contents(self, nid: int):

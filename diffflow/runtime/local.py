@@ -21,7 +21,7 @@ import numpy as np
 from diffflow.common.errors import loop_overflow_error
 from diffflow.runtime.base import Runtime
 from diffflow.runtime.engine import (PartitionEngine, Sweeper, Topology, merge_pointstamps,
-                                     partition_rows)
+                                     overflowed, partition_rows)
 from diffflow.runtime.rescale import migrate, step_index
 from diffflow.runtime.routing import Routing
 
@@ -83,10 +83,10 @@ class LocalRuntime(Runtime):
             if self.topology.has_loops and self._compiled_rounds():
                 self._recompute()
                 marked = False  # queues, traces and capabilities moved: look at every node
-        overflow: dict = {}
-        for engine in self.engines.values():
-            for scope_id, epochs in engine.finish(self.frontiers).items():
-                overflow.setdefault(scope_id, set()).update(epochs)
+        engines = list(self.engines.values())
+        overflow = overflowed([engine.finish(self.frontiers) for engine in engines],
+                              lambda nids: [engine.dropped(nids) for engine in engines],
+                              self.graph.nodes)
         if logs is not None:
             from diffflow.runtime.trace_sink import operator_names
             self.trace.emit([log.take_block() for log in logs.values()],

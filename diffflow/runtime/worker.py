@@ -128,6 +128,9 @@ class WorkerCommands:
     def cmd_finish(self, frontiers: dict) -> dict:
         return self.engine.finish(frontiers)
 
+    def cmd_dropped(self, node_ids) -> dict:
+        return self.engine.dropped(node_ids)
+
     def cmd_contents(self, node_id: int):
         rows, diffs = self.engine.contents(node_id)
         return rows, diffs, self._texts(node_id, rows)
