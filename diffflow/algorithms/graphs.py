@@ -178,7 +178,7 @@ def _by_search(e: Collection) -> bool:
     flow = e.flow
     return ((getattr(flow, "runtime_name", "local") == "local" or flow.partitions == 1)
             and e.scope.depth == 0
-            and not getattr(e.flow, "explain", False)
+            and not getattr(flow, "explain", False)
             and all(t == "int" for t in e.schema.types))
 
 

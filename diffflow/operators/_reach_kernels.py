@@ -168,7 +168,9 @@ def index_nodes(node_table, nodes, reached, meta, ids, idx, start, known):
 
 @kernel
 def sorted_distinct(kind, a, b, count):
-    """Whether the rows ``(kind[k], a[k], b[k])`` strictly increase and no count is zero."""
+    """Whether the rows ``(kind[k], a[k], b[k])`` strictly increase and no count is zero:
+    :func:`~diffflow.arrangements.columnar.is_consolidated` on three columns, which a group
+    arrives as (that one reads a row matrix, a copy of the group here)."""
     for k in range(len(kind)):
         if count[k] == 0:
             return False

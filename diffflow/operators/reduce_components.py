@@ -39,6 +39,7 @@ import numpy as np
 
 from diffflow.operators.reduce_kept import SearchReducer, SearchTables, kernels
 
+
 def _k():
     """The numba kernels, imported (and loaded) on first use."""
     return kernels("_components_kernels")

@@ -33,6 +33,7 @@ from diffflow.arrangements import columnar
 from diffflow.arrangements.small import expand_ranges
 from diffflow.operators.reduce_kept import SearchReducer, SearchTables, kernels
 
+
 def _k():
     """The numba kernels, imported (and loaded) on first use."""
     return kernels("_reach_kernels")

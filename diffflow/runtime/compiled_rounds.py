@@ -307,9 +307,10 @@ def _hand_back(program, engines, routing, epoch, settled, last, work, schedule, 
         arrange = nodes[i, 0] == C.ARRANGE
         for port in np.unique(mine[:, 1]).tolist():
             in_width = int(nodes[i, 2] if port == 1 and arrange else nodes[i, 1])
-            kk = int(nodes[i, 4])
-            keys = None if not arrange else _ROW + (  # (port 1 holds rows arranged already)
-                np.arange(kk) if port == 1 else program.orders[nodes[i, 5]:nodes[i, 5] + kk])
+            keys = None
+            if arrange:  # (the exchange's key columns; port 1 holds rows arranged already)
+                kk, first = int(nodes[i, 4]), int(nodes[i, 5])
+                keys = _ROW + (np.arange(kk) if port == 1 else program.orders[first:first + kk])
             for p, part in _by_owner(routing, mine[mine[:, 1] == port], keys):
                 chunk = Updates(np.ascontiguousarray(part[:, _ROW:_ROW + in_width]),
                                 _epoch_times(epoch, part[:, 2]),
