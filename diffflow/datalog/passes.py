@@ -22,14 +22,17 @@ the dataflow that computes it (as Soufflé's ``MainDriver`` lists its transforms
 16  number counters         ``autoinc()``                                        :mod:`.transform.counters`
 17  check plans             ``.plan`` orders                                     :mod:`.analysis.plans`
 18  unfold inline           inline relations unfolded; stratified again          :mod:`.transform.inline`
-19  lower                   clauses to a dataflow (with provenance: heights,     :mod:`.lower.compiler`,
+19  magic sets              relations computed only as far as outputs ask        :mod:`.transform.magic`
+                            (``.pragma "magic-transform"``)
+20  lower                   clauses to a dataflow (with provenance: heights,     :mod:`.lower.compiler`,
                             witness queries)                                     :mod:`.lower.provenance`
 ==  ======================  ===================================================  ================================
 
 Passes 2-3 are :func:`parse_program` (after the preprocessor, pass 1), 3-18 :func:`analyse` (over an
 :class:`~diffflow.datalog.analysis.analyser.Analyser`, the program under analysis; pass 3
 does nothing on a program whose components are expanded already); the
-:class:`~diffflow.datalog.program.Program` runs them all (:func:`front_end`), then lowers.
+:class:`~diffflow.datalog.program.Program` runs them all (:func:`front_end`), then
+:func:`magic_sets` once it knows which relations are read (pass 19), then lowers.
 
 >>> analysed = analyse(parse_program(".decl e(x: number)\\n.decl r(x: number) inline\\n"
 ...                                  ".decl s(x: number)\\nr(x) :- e(x).\\ns(x) :- r(x)."))
@@ -58,6 +61,7 @@ from diffflow.datalog.syntax.preprocess import preprocess
 from diffflow.datalog.transform import inline as inlining
 from diffflow.datalog.transform.components import expand_components
 from diffflow.datalog.transform.counters import number_counters
+from diffflow.datalog.transform.magic import Unstratifiable, demand_transform, magic_relations
 
 
 def parse_program(source: str, filename: str = "<program>") -> ast.Program:
@@ -181,3 +185,30 @@ def analyse(program: ast.Program, source: str = "", functors: dict | None = None
         run(a)
     return Analysed(a.program, a.source, a.relations, a.strata, a.pragma_notes + a.notes,
                     a.pragmas, a.warnings, a.inline, a.structures)
+
+
+def magic_sets(analysed: Analysed, roots) -> Analysed:
+    """Pass 19: ``.pragma "magic-transform"`` applied, with ``roots`` the relations read whole
+    (``None``: every relation, so magic sets cannot leave any out and are not applied).
+
+    >>> a = analyse(parse_program('.pragma "magic-transform" "*"\\n'
+    ...                           ".decl e(x: number, y: number)\\n"
+    ...                           ".decl t(x: number, y: number)\\n.decl q(y: number)\\n"
+    ...                           "t(x, y) :- e(x, y).\\nt(x, z) :- t(x, y), e(y, z).\\n"
+    ...                           "q(y) :- t(1, y)."))
+    >>> list(magic_sets(a, ["q"]).on_demand)
+    ['t']
+    """
+    chosen = magic_relations(analysed)
+    if chosen is None:
+        return analysed
+    if roots is None:
+        analysed.notes.append("magic sets not applied: every relation is read whole "
+                              "(outputs=None); name the outputs to compute less")
+        return analysed
+    try:
+        return demand_transform(analysed, roots, chosen)
+    except Unstratifiable as exc:
+        analysed.notes.append(f"magic sets not applied: the magic rules would make the "
+                              f"program unstratifiable ({exc})")
+        return analysed

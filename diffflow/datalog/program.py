@@ -27,7 +27,7 @@ from diffflow.arrangements import columnar
 from diffflow.datalog.analysis.pragmas import jobs_value
 from diffflow.datalog.lower.compiler import compile_program
 from diffflow.datalog.lower.rows import (encode_facts, record_values, structured_positions)
-from diffflow.datalog.passes import analyse, front_end
+from diffflow.datalog.passes import analyse, front_end, magic_sets
 from diffflow.datalog.syntax.errors import DatalogError, decode_utf8, did_you_mean
 
 
@@ -93,9 +93,6 @@ class Program:
         self.relations = self.analysed.relations
         self.pragmas = dict(self.analysed.pragmas)
         self.warnings = [*getattr(text, "warnings", []), *self.analysed.warnings]
-        if "no-warn" not in self.pragmas:
-            for warning in self.warnings:
-                _warnings.warn(warning, stacklevel=2)
         if "max-rounds" in self.pragmas and max_rounds is None:
             max_rounds = int(self.pragmas["max-rounds"])  # the caller's value wins
         if partitions is None:  # likewise .pragma "jobs"
@@ -105,6 +102,10 @@ class Program:
         if outputs is not None:
             for name in outputs:
                 self._relation(name)
+        self.full_analysed = self.analysed  # (before magic sets: what queries transform)
+        if not provenance and "provenance" not in self.pragmas:
+            self.analysed = magic_sets(self.analysed, outputs)
+            self.relations = self.analysed.relations
         options = dict(runtime=runtime, spark=spark, checkpoint_every=checkpoint_every,
                        checkpoint_dir=checkpoint_dir, trace=trace)
         if provenance is None:  # Soufflé's switch: .pragma "provenance" "explain"
@@ -126,10 +127,19 @@ class Program:
         else:
             self._compiled = compile_program(self.analysed, partitions, outputs, max_rounds,
                                              options)
+        # (the join order is revisited once, with the facts of the first commit)
+        self._build = None if self.provenance else (partitions, outputs, max_rounds, options)
+        self._engine_options = (partitions, max_rounds, options)
+        self._engines: dict = {}  # (relation, adornment) -> QueryEngine (see .query)
         self.flow = self._compiled.flow
+        self.warnings += self._compiled.warnings  # (rules that are cross products)
+        if "no-warn" not in self.pragmas:
+            for warning in self.warnings:
+                _warnings.warn(warning, stacklevel=2)
         self._watches: list = []   # live explanations, refreshed by every commit
         self._present = {name: np.zeros((0, inp.schema.width), np.int64)
                          for name, inp in self._compiled.inputs.items()}
+        self._committed = dict(self._present)  # the facts as of the last commit
         self._change_marks: dict = {}
         if self._compiled.unit is not None:
             self._compiled.unit.insert([0])
@@ -152,6 +162,8 @@ class Program:
         >>> Program(".decl e(x: number)").close()
         """
         self.flow.close()
+        for engine in self._engines.values():
+            engine.close()
 
     # -- rescaling (see Dataflow.rescale) -----------------------------------------------------
     def rescale(self, partitions: int | None = None, strategy: str = "batched", **kw):
@@ -183,6 +195,10 @@ class Program:
     # -- facts in -------------------------------------------------------------------------
     def _relation(self, name):
         relation = self.relations.get(name)
+        if relation is None and name in self.analysed.on_demand:
+            raise ValueError(f"relation {name!r} is not computed whole: magic sets compute "
+                             f"only what the outputs ask of it; ask with Program.query("
+                             f"'{name}(...)'), or name it in outputs=[...]")
         if relation is None and name in self.analysed.inlined:
             raise ValueError(f"relation {name!r} is declared inline: it is unfolded into the "
                              f"rules that use it and never computed, so it has no facts to "
@@ -249,12 +265,16 @@ class Program:
                                              changed, np.zeros((len(changed), 1), np.int64), diffs)
         self._present[name] = merged[0]
         self._compiled.inputs[name]._stage_encoded(changed, diffs)
+        for engine in self._engines.values():
+            engine.stage(name, changed, diffs)
         return len(changed)
 
     def commit(self) -> None:
         """Compute every relation for the facts inserted and removed so far."""
         from diffflow.common.errors import NonConvergenceError
 
+        if self._build is not None:
+            self.plan_by_sizes()
         try:
             self.flow.advance()
         except NonConvergenceError as exc:
@@ -269,8 +289,46 @@ class Program:
                 f"--max-rounds N, .pragma \"max-rounds\" \"N\", Program(max_rounds=N)); if it "
                 f"never stops (min through a negative cycle, arithmetic that keeps making new "
                 f"values), change the rules.", exc.scope, exc.epochs) from None
+        self._committed = dict(self._present)
+        for engine in self._engines.values():
+            engine.commit()
         for watch in list(self._watches):
             watch.refresh()
+
+    def plan_by_sizes(self) -> bool:
+        """Order every rule's joins by the sizes of the facts given so far, once, before the
+        first commit (which calls it); returns whether an order changed.  After the first
+        commit orders stay as they are, so ``changes()`` never sees a re-plan.
+
+        >>> p = Program(".decl a(x: number)\\n.decl b(x: number)\\n.decl r(x: number)\\n"
+        ...             "r(x) :- a(x), b(x).")
+        >>> _ = p.insert("a", [(i,) for i in range(100)]); _ = p.insert("b", [(1,)])
+        >>> p.plan_by_sizes(), p.plan().splitlines()[-1].strip()
+        (True, 'scan b(x) ~1 → join a(x) ~100 on (x)')
+        """
+        from diffflow.datalog.lower.join_order import estimate_sizes, order_atoms
+
+        build, self._build = self._build, None
+        if build is None:
+            return False
+        sizes = estimate_sizes(self.analysed, {n: len(r) for n, r in self._present.items()})
+        if not any(sizes.values()):
+            return False
+        old = self._compiled
+        if all([id(a) for a in order_atoms(atoms, bound, plan, comparisons, sizes)] == chosen
+               for atoms, bound, plan, comparisons, chosen in old.orders):
+            return False
+        partitions, outputs, max_rounds, options = build
+        self._compiled = compile_program(self.analysed, partitions, outputs, max_rounds,
+                                         options, sizes=sizes, symbols=old.flow.symbols)
+        self.flow = self._compiled.flow
+        if self._compiled.unit is not None:
+            self._compiled.unit.insert([0])
+        for name, rows in self._present.items():
+            if len(rows):
+                self._compiled.inputs[name]._stage_encoded(rows, np.ones(len(rows), np.int64))
+        old.flow.close()
+        return True
 
     # -- results out ---------------------------------------------------------------------------
     def _output(self, name):
@@ -324,6 +382,66 @@ class Program:
             items = list(zip(rows, [d for _, d in items]))
         from diffflow.datalog.values.structures import row_order
         return sorted(items, key=lambda item: (row_order(item[0]), item[1]))
+
+    # -- queries (see .query) ---------------------------------------------------------------
+    def query(self, pattern: str, live: bool = False):
+        """The facts of a relation that match ``pattern`` -- constants, variables and ``_``,
+        as in a rule body -- as sorted tuples, as of the last commit.  A relation the program
+        computes whole is filtered; any other (not among ``outputs``) is computed only as
+        far as the constants demand (magic sets: for ``tc(30, y)``, the paths from 30).
+        ``live=True`` returns a :class:`~diffflow.datalog.query.StandingQuery` kept current
+        by every commit (``rows()``, ``changes()``, ``close()``).
+
+        >>> p = Program(".decl e(x: number, y: number)\\n.decl tc(x: number, y: number)\\n"
+        ...             "tc(x, y) :- e(x, y).\\ntc(x, z) :- tc(x, y), e(y, z).", outputs=[])
+        >>> _ = p.insert("e", [(1, 2), (2, 3), (4, 5)]); p.commit()
+        >>> p.query("tc(1, y)"), p.query("tc(_, 5)")
+        ([(1, 2), (1, 3)], [(4, 5)])
+        """
+        from diffflow.datalog.query import (StandingQuery, encode_constants, matching,
+                                            parse_pattern)
+
+        parsed = parse_pattern(pattern, self.full_analysed.relations,
+                               self.analysed.structures)
+        relation = self.full_analysed.relations[parsed.relation]
+        codes = encode_constants(parsed, relation, self.flow.symbols)
+        whole = self._compiled.outputs.get(parsed.relation)
+        if not live and whole is not None and not self.provenance:
+            rows = self._encoded(parsed.relation)
+            return self._decoded(parsed.relation, whole, rows[matching(rows, codes, parsed.same)])
+        engine = self._engine(parsed.relation, parsed.adornment)
+        if live:
+            return StandingQuery(self, engine, parsed, codes)
+        answer = self._decoded(parsed.relation, engine.output,
+                              engine.ask(codes, parsed.same))
+        engine.done(codes)
+        return answer
+
+    def _engine(self, relation: str, adornment: str):
+        from diffflow.datalog.query import QueryEngine
+
+        key = (relation, adornment)
+        if key not in self._engines:
+            if self._build is not None:
+                self.plan_by_sizes()  # (an engine shares the program's symbols: settle first)
+            self._engines[key] = QueryEngine(self, relation, adornment)
+        return self._engines[key]
+
+    def _engine_settings(self) -> tuple:
+        """``(partitions, max_rounds, runtime options)`` a query engine is built with."""
+        partitions, max_rounds, options = self._engine_options
+        return self.flow.partitions if partitions is None else partitions, max_rounds, options
+
+    def _facts_committed(self) -> dict:
+        """``{input relation: encoded facts}`` as of the last commit."""
+        return self._committed
+
+    def _decoded(self, name: str, output, rows, sort: bool = True) -> list:
+        """Encoded rows of relation ``name`` read from ``output``, as Python tuples."""
+        from diffflow.datalog.query import decode_facts
+
+        return decode_facts(self.full_analysed.relations[name], output, rows,
+                            self.analysed.structures, self.flow.symbols, sort)
 
     # -- explanations ---------------------------------------------------------------------------
     def explain(self, relation: str, fact):

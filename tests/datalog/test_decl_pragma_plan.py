@@ -50,7 +50,7 @@ PRAGMAS = """.pragma "fact-dir" "in"
 .pragma "output-dir" "out"
 .pragma "jobs" "4"
 .pragma "no-warn"
-.pragma "magic-transform" "*"
+.pragma "profile" "p.log"
 e(1).
 """
 
@@ -58,11 +58,10 @@ e(1).
 def test_pragmas_anywhere_at_top_level_are_exposed_as_a_dict():
     program = dd.Program(PRAGMAS)
     assert program.pragmas == {"fact-dir": "in", "output-dir": "out", "jobs": "4",
-                               "no-warn": "", "magic-transform": "*"}
+                               "no-warn": "", "profile": "p.log"}
     assert program.warnings == []
     # a pragma without effect in diffflow is noted in the plan
-    assert "note: pragma 'magic-transform' has no effect in diffflow (magic-set " \
-           "transformation)" in program.plan()
+    assert "note: pragma 'profile' has no effect in diffflow (profiling)" in program.plan()
 
 
 def test_an_unknown_pragma_is_a_located_warning_issued_and_collected():

@@ -116,3 +116,5 @@ class Analysed:
     warnings: list = field(default_factory=list)   # DatalogWarning
     inlined: dict = field(default_factory=dict)    # name -> Relation unfolded, never computed
     structures: dict = field(default_factory=dict)  # record / ADT type name -> Structure
+    # relations magic sets left uncomputed: no output reads them whole (see transform.magic)
+    on_demand: dict = field(default_factory=dict)

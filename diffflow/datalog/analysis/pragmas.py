@@ -8,23 +8,25 @@ which warns when a pragma overrides an earlier one):
 
 * keys diffflow honours: ``fact-dir``, ``output-dir``, ``jobs``, ``no-warn``
   (read by the command line and :class:`~diffflow.datalog.program.Program`),
-  ``max-rounds`` (diffflow's own: the iteration limit of recursive strata) and
-  ``inline-exclude`` (relations not to inline, as in Soufflé);
+  ``max-rounds`` (diffflow's own: the iteration limit of recursive strata),
+  ``inline-exclude`` (relations not to inline, as in Soufflé) and
+  ``magic-transform`` / ``magic-transform-exclude`` (magic sets, as in Soufflé:
+  :mod:`~diffflow.datalog.transform.magic`);
 * Soufflé options that mean nothing to diffflow (code generation, profiling,
-  magic sets, provenance, ...) are accepted and get a note in the plan;
+  ...) are accepted and get a note in the plan;
 * any other key gets a :class:`~diffflow.datalog.syntax.errors.DatalogWarning`.
 
 >>> from diffflow.datalog.syntax.parser import parse
->>> text = '.pragma "jobs" "4"\\n.pragma "magic-transform" "*"\\n.pragma "jbos" "2"\\n'
+>>> text = '.pragma "jobs" "4"\\n.pragma "profile" "p.log"\\n.pragma "jbos" "2"\\n'
 >>> pragmas, warnings, notes = read_pragmas(parse(text).pragmas, text, "p.dl")
 >>> pragmas
-{'jobs': '4', 'magic-transform': '*', 'jbos': '2'}
+{'jobs': '4', 'profile': 'p.log', 'jbos': '2'}
 >>> print(warnings[0])
 p.dl:3:9: warning: unknown pragma 'jbos' (did you mean 'jobs'?); it is ignored
     .pragma "jbos" "2"
             ^
 >>> notes
-["pragma 'magic-transform' has no effect in diffflow (magic-set transformation)"]
+["pragma 'profile' has no effect in diffflow (profiling)"]
 """
 from __future__ import annotations
 
@@ -38,6 +40,9 @@ HONOURED = {
     "no-warn": "no warnings are printed",
     "max-rounds": "the iteration limit of a recursive stratum",
     "inline-exclude": "relations not to inline, separated by ','",
+    "magic-transform": "relations to compute only as far as outputs ask ('*': all), with "
+                       "magic sets",
+    "magic-transform-exclude": "relations magic sets must compute whole",
     "provenance": "proof heights and witnesses for Program.explain (any value; Soufflé's "
                   "\"explain\")",
 }
@@ -50,8 +55,6 @@ NO_EFFECT = {
     "generate-many": "C++ code generation", "generate-namespace": "C++ code generation",
     "help": "help text", "legacy": "legacy semantics", "libraries": "functor libraries",
     "library-dir": "functor libraries", "live-profile": "profiling",
-    "magic-transform": "magic-set transformation",
-    "magic-transform-exclude": "magic-set transformation",
     "parse-errors": "parse-only mode", "profile": "profiling",
     "profile-frequency": "profiling",
     "show": "debug output", "swig": "SWIG bindings", "verbose": "verbose output",

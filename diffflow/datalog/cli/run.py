@@ -83,8 +83,12 @@ def add_commands(commands) -> None:
 
 
 def explain_plan(args) -> int:
-    """``diffflow explain-plan``: print the compiled plan."""
-    print(compile_program(args, **program_options(args)).plan())
+    """``diffflow explain-plan``: print the compiled plan (of what ``run`` computes: the
+    relations the outputs read; every relation when there are no outputs)."""
+    program = compile_program(args, outputs="directives", **program_options(args))
+    if not any(r.outputs or r.printsize for r in program.full_analysed.relations.values()):
+        program = compile_program(args, **program_options(args))  # no outputs: show it all
+    print(program.plan())
     return 0
 
 

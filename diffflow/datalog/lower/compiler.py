@@ -36,7 +36,7 @@ from diffflow.datalog.lower.columns import UNIT, relation_columns, term_expressi
 from diffflow.datalog.lower.joins import ClauseCompiler
 from diffflow.datalog.lower.relation_value import number_rows, relation_value
 from diffflow.datalog.syntax import ast
-from diffflow.datalog.syntax.errors import locate
+from diffflow.datalog.syntax.errors import DatalogWarning, locate
 from diffflow.datalog.syntax.intrinsics import is_counter
 from diffflow.datalog.syntax.render import render_clause
 
@@ -53,13 +53,18 @@ class Compiled:
     outputs: dict           # relation name -> Output
     unit: object            # one-row input collection, or None
     plan: list = field(default_factory=list)   # text lines
+    warnings: list = field(default_factory=list)  # DatalogWarning: rules joined on nothing
+    orders: list = field(default_factory=list)  # each conjunction's join order (see .joins)
 
 
 def compile_program(analysed: Analysed, partitions: int = 1, outputs=None,
-                    max_rounds: int | None = None, flow_options: dict | None = None) -> Compiled:
+                    max_rounds: int | None = None, flow_options: dict | None = None,
+                    sizes: dict | None = None, symbols=None) -> Compiled:
     """Build the dataflow; ``outputs`` names relations to observe (default: all).
 
-    ``flow_options`` go to :class:`~diffflow.Dataflow` (runtime, spark, checkpoints).
+    ``flow_options`` go to :class:`~diffflow.Dataflow` (runtime, spark, checkpoints);
+    ``sizes`` (relation -> estimated rows) orders joins; ``symbols`` is a symbol table
+    to share (so rows encoded for another build of the program mean the same).
 
     >>> from diffflow.datalog.passes import analyse
     >>> from diffflow.datalog.syntax.parser import parse
@@ -68,7 +73,11 @@ def compile_program(analysed: Analysed, partitions: int = 1, outputs=None,
     >>> sorted(compiled.inputs), sorted(compiled.outputs)
     (['e'], ['e', 'r'])
     """
-    return _Compiler(analysed, partitions, outputs, max_rounds, flow_options or {}).run()
+    compiler = _Compiler(analysed, partitions, outputs, max_rounds, flow_options or {})
+    compiler.sizes = sizes
+    if symbols is not None:
+        compiler.flow.symbols = symbols
+    return compiler.run()
 
 
 class _Compiler(ClauseCompiler):
@@ -81,8 +90,13 @@ class _Compiler(ClauseCompiler):
 
     def run(self) -> Compiled:
         relations = self.analysed.relations
+        needed = self.needed()
         for stratum in self.analysed.strata:
             names = stratum.relations
+            if not any(n in needed for n in names):
+                self.plan.append(f"stratum {', '.join(names)}: not computed (no output reads "
+                                 f"it; Program.query asks it on demand)")
+                continue
             if stratum.recursive:
                 self.plan.append(f"stratum {', '.join(names)} (recursive: one loop, "
                                  f"{len(names)} variable(s))")
@@ -91,7 +105,7 @@ class _Compiler(ClauseCompiler):
                 self.plan.append(f"stratum {names[0]}")
                 self.compile_plain(relations[names[0]])
         for name in relations:
-            if name in self.wanted:
+            if name in self.wanted and name in self.values:
                 self.outputs[name] = self.values[name].output(name)
         shared = {k: n for k, n in self.arrangement_uses.items() if n > 1}
         if shared:
@@ -102,7 +116,42 @@ class _Compiler(ClauseCompiler):
                                  f"{n} join inputs")
         for note in self.analysed.notes:
             self.plan.append(f"note: {note}")
-        return Compiled(self.flow, self.inputs, self.values, self.outputs, self.unit, self.plan)
+        return Compiled(self.flow, self.inputs, self.values, self.outputs, self.unit, self.plan,
+                        self.cross_product_warnings(), self.orders)
+
+    def cross_product_warnings(self) -> list:
+        """One located warning per rule whose body joins atoms that share no variable."""
+        warnings, seen = [], set()
+        for (line, column, head), atom in self.cross_products:
+            if (line, column) in seen:
+                continue
+            seen.add((line, column))
+            warnings.append(DatalogWarning(
+                f"the rule for {head} joins {atom} with the atoms before it on no variable: "
+                f"a cross product (every pair of their facts)", self.analysed.source,
+                self.analysed.program.filename, line, column,
+                hint="share a variable between the atoms (or an equality such as x = y + 1) "
+                     "if the pairs are then filtered; if every pair is wanted, nothing is "
+                     "wrong"))
+        return warnings
+
+    def needed(self) -> set:
+        """The relations to compute: what the outputs read, transitively, and every relation
+        that takes facts (so facts can be inserted whatever is read)."""
+        relations = self.analysed.relations
+        todo = [n for n in self.wanted if n in relations]
+        todo += [n for n, r in relations.items() if r.has_input]
+        needed: set = set()
+        while todo:
+            name = todo.pop()
+            if name in needed:
+                continue
+            needed.add(name)
+            relation = relations[name]
+            for clause in relation.clauses + relation.dominated:
+                todo.extend(n for n in ast.clause_relations(clause.literals, clause.head.args)
+                            if n in relations)
+        return needed
 
     def where(self, line: int) -> str:
         """``file:line`` of a program line as the user wrote it (before preprocessing)."""
@@ -210,6 +259,10 @@ class _Compiler(ClauseCompiler):
 
     def _compile_clause(self, clause: Clause, env: dict):
         head = self.analysed.relations[clause.head.relation]
+        # (a subsumptive rule compares pairs of candidates by design: no warning)
+        dominated = any(clause is d for d in head.dominated)
+        self.clause_line = None if dominated else \
+            (clause.rule.line, clause.rule.column, clause.head.relation)
         self.plan.append(f"  {render_clause(clause)}")
         needed_by_head = {v.name for v in ast.term_variables(*clause.head.args)}
         if clause.plan is not None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from diffflow.dataflow.expr import Lit, col
 from diffflow.datalog.lower.aggregates import aggregate_variables, compile_aggregate
 from diffflow.datalog.lower.columns import COLUMN_TYPE, UNIT, Frame, term_expression, var_column
+from diffflow.datalog.lower.join_order import local_literals, order_atoms
 from diffflow.datalog.syntax import ast, intrinsics
 from diffflow.datalog.syntax.render import render_atom, render_literal, render_term
 from diffflow.datalog.values import functors
@@ -35,6 +36,10 @@ class ClauseCompiler:
         self._bases: dict = {}
         self._aggregate_count = 0
         self._generated = 0  # scratch columns of generators compared with bound variables
+        self.sizes: dict | None = None  # relation -> estimated rows, for the join order
+        self.orders: list = []  # every conjunction's order: what a re-plan by sizes reads
+        self.cross_products: list = []  # ((line, column, head), atom) joined on nothing
+        self.clause_line = None  # the clause being planned: (line, column, head relation)
 
     def conjunction(self, literals, env, types, needed_after, extra_terms=(), start=None,
                     steps=None, plan=None):
@@ -65,14 +70,21 @@ class ClauseCompiler:
 
         frame = start
         bound = set(frame.variables) if frame is not None else set()
-        order = order_atoms(atoms, bound, plan)
+        order = order_atoms(atoms, bound, plan, comparisons, self.sizes)
+        self.orders.append((atoms, set(bound), plan, comparisons, [id(a) for a in order]))
         record = steps is None
         steps = [] if steps is None else steps
         for index, atom in enumerate(order):
             later = order[index + 1:]
             needed = needed_after | {v for a in later for v in _atom_vars(a)} | \
                 {v for item in pending for v in item_vars(item)}
-            frame = self.join_atom(frame, atom, env, needed, steps)
+            local = local_literals(atom, pending, set(frame.variables)) \
+                if frame is not None else []
+            if local:
+                frame = self.join_computed(frame, atom, env, needed, steps, local, pending,
+                                           types, aggregates, names)
+            else:
+                frame = self.join_atom(frame, atom, env, needed, steps)
             bound = set(frame.variables)
             frame = self.apply_ready(frame, pending, env, types, aggregates, steps, later, names)
         if frame is None:  # no positive atom: start from the one-row unit collection
@@ -83,8 +95,15 @@ class ClauseCompiler:
         if pending:  # analysis guarantees this cannot happen; fail loudly if it does
             raise AssertionError(f"unplaced literals {pending}")
         if record:
-            self.plan.append("      " + " → ".join(steps))
+            self.plan.append("      " + (" → ".join(steps) or "one row"))
         return frame, aggregates
+
+    def sized(self, atom) -> str:
+        """An atom as the plan shows it, with its relation's estimated rows once known."""
+        text = render_atom(atom)
+        if self.sizes is not None and atom.relation in self.sizes:
+            text += f" ~{self.sizes[atom.relation]:,}"
+        return text
 
     def unit_collection(self):
         if self.unit is None:
@@ -126,7 +145,7 @@ class ClauseCompiler:
         label = render_atom(atom)
         if frame is None:
             keep = [v for v in positions if v in needed]
-            steps.append(f"scan {label}")
+            steps.append(f"scan {self.sized(atom)}")
             return Frame(base, keep, {v: f"c{positions[v]}" for v in keep}, atom.relation)
         shared = [v for v in positions if v in frame.variables]
         left = frame.collection
@@ -134,6 +153,9 @@ class ClauseCompiler:
             left_on = [frame.column(v) for v in shared]
             right_on = [f"c{positions[v]}" for v in shared]
         else:  # a cross product: join on a constant column
+            if arity and UNIT not in base.columns and frame.variables and \
+                    self.clause_line is not None:
+                self.cross_products.append((self.clause_line, label))
             frame = frame.named()
             left = frame.collection
             if UNIT not in left.columns:
@@ -153,7 +175,7 @@ class ClauseCompiler:
             uses.append((frame.source, tuple(left_on), scope))
         for use in uses:
             self.arrangement_uses[use] = self.arrangement_uses.get(use, 0) + 1
-        steps.append(f"join {label} on ({', '.join(shared) or 'nothing: cross product'})")
+        steps.append(f"join {self.sized(atom)} on ({', '.join(shared) or 'nothing: cross product'})")
         variables = [v for v in frame.variables if v in needed]
         names = {var_column(v): frame.column(v) for v in variables}
         for v, i in positions.items():
@@ -163,6 +185,45 @@ class ClauseCompiler:
         if not names:
             names = {UNIT: 0}
         return Frame(joined.select(**names), variables)
+
+    def join_computed(self, frame, atom, env, needed, steps, local, pending, types,
+                      aggregates, names):
+        """Join ``atom`` after it applies ``local`` (see
+        :func:`~diffflow.datalog.lower.join_order.local_literals`) on its own rows: the
+        variables those equalities compute are join keys, not filters after the join."""
+        positions = {}
+        for i, arg in enumerate(atom.args):
+            if isinstance(arg, ast.Var) and arg.name not in positions:
+                positions[arg.name] = i
+        inner: list = []
+        todo = list(local)
+        scan = Frame(self.base(atom, env), list(positions),
+                     {v: f"c{i}" for v, i in positions.items()}, atom.relation).named()
+        right = self.apply_ready(scan, todo, env, types, aggregates, inner, [], names)
+        if todo:  # local_literals picks only what the atom's own columns compute
+            raise AssertionError(f"unplaced local literals {todo}")
+        for item in local:
+            pending[:] = [p for p in pending if p is not item]
+        shared = [v for v in right.variables if v in frame.variables]
+        extra = [v for v in right.variables if v not in frame.variables and v in needed]
+        right_columns = [var_column(v) for v in shared + extra]
+        right_rows = right.collection.select(*right_columns)
+        frame = frame.named()
+        keys = [var_column(v) for v in shared]
+        joined = frame.collection.join(right_rows, left_on=keys, right_on=keys,
+                                       rename={var_column(v): f"_r{var_column(v)}"
+                                               for v in extra})
+        inner_text = ", ".join(s.removeprefix("assign ").removeprefix("filter ")
+                               for s in inner)
+        steps.append(f"join {self.sized(atom)} [{inner_text}] on ({', '.join(shared)})")
+        variables = [v for v in frame.variables if v in needed]
+        columns = {var_column(v): var_column(v) for v in variables}
+        for v in extra:
+            columns[var_column(v)] = f"_r{var_column(v)}"
+            variables.append(v)
+        if not columns:
+            columns = {UNIT: 0}
+        return Frame(joined.select(**columns), variables)
 
     def apply_ready(self, frame, pending, env, types, aggregates, steps, later_atoms, names):
         """Apply every pending literal whose variables are bound, until none is."""
@@ -262,7 +323,7 @@ class ClauseCompiler:
         else:
             predicate = {"==": left.__eq__, "!=": left.__ne__, "<": left.__lt__,
                          "<=": left.__le__, ">": left.__gt__, ">=": left.__ge__}[op](right)
-            steps.append(f"filter {render_term(c.left)} {c.op} {render_term(c.right)}")
+            steps.append(f"filter {render_literal(c)}")
         return Frame(frame.collection.filter(predicate), frame.variables)
 
     def negate(self, frame, atom, env, steps):
@@ -332,32 +393,3 @@ def _all_vars_of(pending, atoms, exclude):
         if item is not exclude and not isinstance(item, ast.AggregateTerm):
             names |= set(_item_vars(item))
     return names
-
-
-def order_atoms(atoms, bound, plan=None):
-    """Join order: a ``.plan``'s if given, else greedy (most shared bound variables, then
-    most constants, then leftmost).
-
-    >>> from diffflow.datalog.syntax.parser import parse
-    >>> atoms = parse("r(x) :- a(x, y), b(y, 1), c(z).").rules[0].body[0].literals
-    >>> [a.relation for a in order_atoms(atoms, set())]
-    ['b', 'a', 'c']
-    >>> [a.relation for a in order_atoms(atoms, set(), plan=[2, 0, 1])]
-    ['c', 'a', 'b']
-    """
-    if plan is not None:
-        return [atoms[i] for i in plan]
-    remaining = list(atoms)
-    bound = set(bound)
-    order = []
-    while remaining:
-        def score(item):
-            index, atom = item
-            shared = len(set(_atom_vars(atom)) & bound)
-            constants = sum(isinstance(a, (ast.Number, ast.Float, ast.String)) for a in atom.args)
-            return (shared, constants, -index)
-        index, best = max(enumerate(remaining), key=score)
-        order.append(best)
-        bound |= set(_atom_vars(best))
-        remaining.pop(index)
-    return order

@@ -152,8 +152,9 @@ class _ProvenanceCompiler(_Compiler):
             for name in stratum.relations:
                 self._witness_queries(relations[name])
         return ProvenanceCompiled(plain.flow, plain.inputs, plain.collections, plain.outputs,
-                                  plain.unit, plain.plan, self.requests, self.asked,
-                                  self.witnesses)
+                                  plain.unit, plain.plan, plain.warnings, plain.orders,
+                                  requests=self.requests, asked=self.asked,
+                                  witnesses=self.witnesses)
 
     # -- heights -----------------------------------------------------------------------------
     @staticmethod

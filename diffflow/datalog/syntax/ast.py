@@ -380,3 +380,25 @@ def term_aggregates(*terms) -> list:
     ['count']
     """
     return [n for n in walk_terms(*terms) if isinstance(n, AggregateTerm)]
+
+
+def clause_relations(literals, head_args=()) -> list:
+    """Every relation a body reads: its atoms, its negations, and those inside aggregates.
+
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> (rule,) = parse("r(n) :- e(x), !f(x), n = count : { g(x, _), !h(x) }.").rules
+    >>> clause_relations(rule.body[0].literals, rule.head.args)
+    ['e', 'f', 'g', 'h']
+    """
+    names = []
+    terms = list(head_args)
+    for lit in literals:
+        atom = lit.atom if isinstance(lit, Negation) else lit
+        if isinstance(atom, Atom):
+            names.append(atom.relation)
+        terms += literal_terms(lit)
+    for node in walk_terms(*terms, aggregates=True):
+        atom = node.atom if isinstance(node, Negation) else node
+        if isinstance(atom, Atom):
+            names.append(atom.relation)
+    return names

@@ -19,8 +19,8 @@ def render_term(node) -> str:
     >>> [render_term(a) for a in rule.head.args]
     ['(x * -(y + 1))', '"a"', '2u', 'count : { e(_) }']
     """
-    if isinstance(node, ast.Var):
-        return node.name
+    if isinstance(node, ast.Var):  # (analysis names each ``_`` of an atom ``#wN``)
+        return "_" if node.name.startswith("#w") else node.name
     if isinstance(node, ast.Wildcard):
         return "_"
     if isinstance(node, ast.Number):
@@ -46,6 +46,15 @@ def render_term(node) -> str:
         body = ", ".join(render_literal(l) for l in node.body)
         target = f" {render_term(node.target)}" if node.target is not None else ""
         return f"{node.function}{target} : {{ {body} }}"
+    if isinstance(node, ast.RecordTerm):
+        return f"[{', '.join(render_term(a) for a in node.args)}]"
+    if isinstance(node, ast.BranchTerm):
+        return f"${node.branch}({', '.join(render_term(a) for a in node.args)})"
+    if isinstance(node, ast.Nil):
+        return "nil"
+    if isinstance(node, ast.FieldAccess):  # a matched pattern's field (see analysis.patterns)
+        of = f".{node.branch}" if node.branch else ""
+        return f"{render_term(node.record)}{of}.{node.index}"
     return "?"
 
 
@@ -72,6 +81,11 @@ def render_literal(lit) -> str:
     if isinstance(lit, ast.Negation):
         return "!" + render_atom(lit.atom)
     if isinstance(lit, ast.Comparison):
+        test = lit.left
+        if isinstance(test, ast.FieldAccess) and test.index == -1:  # a pattern's shape test
+            shape = ", ".join(["_"] * test.width)
+            shape = f"${test.branch}({shape})" if test.branch else f"[{shape}]"
+            return f"{render_term(test.record)} is {shape}"
         if lit.op.lstrip("!") in CONSTRAINTS:
             return f"{lit.op}({render_term(lit.left)}, {render_term(lit.right)})"
         return f"{render_term(lit.left)} {lit.op} {render_term(lit.right)}"
@@ -89,4 +103,6 @@ def render_clause(clause) -> str:
     >>> render_clause(a.relations["r"].clauses[0])
     'r((x + 1)) :- e(x).'
     """
+    if not clause.literals:  # (a rule whose body is empty: magic sets' asked constants)
+        return f"{render_atom(clause.head)}."
     return f"{render_atom(clause.head)} :- {', '.join(render_literal(l) for l in clause.literals)}."

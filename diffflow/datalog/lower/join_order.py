@@ -1,0 +1,123 @@
+"""Which atoms of a conjunction meet on which variables, and the order to join them in.
+
+Two atoms *meet* on a variable when both bind it -- directly, or through the
+equalities of the body.  An equality ``x = t`` whose right side's variables an
+atom binds lets that atom compute ``x`` itself before the join, so ``x``
+becomes a join key: a record pattern (analysis writes ``s([x, y], _)`` as
+``s(#e1, _), x = #e1.0, y = #e1.1``), ``x = y + 1`` or ``x = y`` all join
+on ``x`` instead of forming a cross product and filtering it (see
+docs/DATALOG.md §1).  :func:`local_literals` picks those
+equalities (and the filters they enable) for one atom; :func:`order_atoms`
+orders the atoms so that each one meets the atoms before it whenever any does.
+
+>>> from diffflow.datalog.syntax.parser import parse
+>>> body = parse("r(x) :- a(x), b(y), x = y + 1.").rules[0].body[0].literals
+>>> [a.relation for a in order_atoms(body[:2], set(), comparisons=body[2:])]
+['a', 'b']
+>>> sorted(derivable({"y"}, body[2:]))
+['x', 'y']
+"""
+from __future__ import annotations
+
+from diffflow.datalog.analysis.bindings import (assignment, atom_vars, comparison_vars, derivable,
+                                                movable)
+from diffflow.datalog.syntax import ast
+
+
+def local_literals(atom, pending, outer) -> list:
+    """The comparisons of ``pending`` that ``atom`` can apply on its own before it is
+    joined to a frame binding ``outer`` -- if one of them computes a variable ``outer``
+    binds (a join key the atom's own columns do not hold); else ``[]``.
+
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> body = parse("r(x) :- a(x), b(y, z), x = y + 1, z > 2.").rules[0].body[0].literals
+    >>> [render(c) for c in local_literals(body[1], body[2:], {"x"})]
+    ['x = (y + 1)', 'z > 2']
+    >>> local_literals(body[1], body[2:], {"z"})
+    []
+    """
+    local, chosen = set(atom_vars(atom)), []
+    keys = False
+    changed = True
+    while changed:
+        changed = False
+        for c in pending:
+            if any(c is d for d in chosen) or not movable(c):
+                continue
+            found = assignment(c, local)
+            if found is not None:
+                local.add(found[0])
+                keys = keys or found[0] in outer
+            elif not comparison_vars(c) <= local:
+                continue
+            chosen.append(c)
+            changed = True
+    return chosen if keys else []
+
+
+def render(c) -> str:
+    from diffflow.datalog.syntax.render import render_literal
+    return render_literal(c)
+
+
+def order_atoms(atoms, bound, plan=None, comparisons=(), sizes=None):
+    """Join order: a ``.plan``'s if given, else greedy -- first an atom that meets the
+    atoms before it (on variables they share or compute through ``comparisons``), then
+    the most constants, then the smallest estimated size (``sizes``: relation -> rows,
+    when known), then leftmost.
+
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> atoms = parse("r(x) :- a(x, y), b(y, 1), c(z).").rules[0].body[0].literals
+    >>> [a.relation for a in order_atoms(atoms, set())]
+    ['b', 'a', 'c']
+    >>> [a.relation for a in order_atoms(atoms, set(), plan=[2, 0, 1])]
+    ['c', 'a', 'b']
+    >>> atoms = parse("r(x) :- a(x), b(x).").rules[0].body[0].literals
+    >>> [a.relation for a in order_atoms(atoms, set(), sizes={"a": 10**6, "b": 10})]
+    ['b', 'a']
+    """
+    if plan is not None:
+        return [atoms[i] for i in plan]
+    comparisons = [c for c in comparisons if movable(c)]
+    remaining = list(atoms)
+    bound = derivable(bound, comparisons)
+    order = []
+    sizes = sizes or {}
+    while remaining:
+        def score(item):
+            index, atom = item
+            meets = len(derivable(atom_vars(atom), comparisons) & bound) if bound else 0
+            constants = sum(isinstance(a, (ast.Number, ast.Float, ast.String))
+                            for a in atom.args)
+            size = sizes.get(atom.relation)
+            return (meets > 0 or not bound, meets, constants,
+                    -size if size is not None else 0, -index)
+        index, best = max(enumerate(remaining), key=score)
+        order.append(best)
+        bound = derivable(bound | set(atom_vars(best)), comparisons)
+        remaining.pop(index)
+    return order
+
+
+def estimate_sizes(analysed, input_sizes: dict) -> dict:
+    """``relation -> estimated rows``: an input relation's facts; a computed relation's, the
+    largest estimate among the relations its rules read (recursion: those outside its
+    stratum), plus its own facts -- rough, but it ranks relations as a join order needs.
+
+    >>> from diffflow.datalog.passes import analyse
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> a = analyse(parse(".decl e(x: number, y: number)\\n.decl t(x: number, y: number)\\n"
+    ...                   "t(x, y) :- e(x, y).\\nt(x, z) :- t(x, y), e(y, z)."))
+    >>> estimate_sizes(a, {"e": 1000})
+    {'e': 1000, 't': 1000}
+    """
+    sizes: dict = {}
+    for stratum in analysed.strata:
+        inside = set(stratum.relations)
+        for name in stratum.relations:
+            relation = analysed.relations[name]
+            read = [sizes.get(lit.relation, 0) for clause in relation.clauses
+                    for lit in clause.literals
+                    if isinstance(lit, ast.Atom) and lit.relation not in inside]
+            sizes[name] = input_sizes.get(name, 0) + max(read, default=0)
+    return sizes
