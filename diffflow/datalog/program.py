@@ -436,6 +436,23 @@ class Program:
         """``{input relation: encoded facts}`` as of the last commit."""
         return self._committed
 
+    def _facts_staged(self) -> list:
+        """``[(input relation, encoded rows, diffs)]``: the changes staged since the last
+        commit (present now minus present then)."""
+        staged = []
+        for name, now in self._present.items():
+            then = self._committed[name]
+            if now is then:
+                continue
+            rows = np.concatenate([now, then])
+            diffs = np.concatenate([np.ones(len(now), np.int64),
+                                    -np.ones(len(then), np.int64)])
+            rows, _, diffs = columnar.consolidate(rows, np.zeros((len(rows), 1), np.int64),
+                                                  diffs)
+            if (diffs != 0).any():
+                staged.append((name, rows[diffs != 0], diffs[diffs != 0]))
+        return staged
+
     def _decoded(self, name: str, output, rows, sort: bool = True) -> list:
         """Encoded rows of relation ``name`` read from ``output``, as Python tuples."""
         from diffflow.datalog.query import decode_facts

@@ -130,8 +130,11 @@ def encode_constants(pattern: Pattern, relation, symbols) -> dict:
             low, high = NUMBER_RANGE if kind == "number" else UNSIGNED_RANGE
             if not low <= value <= high:
                 raise ValueError(f"{where} = {value} does not fit a 32-bit {kind}")
-        code = encode_column(np.array([value], dtype=object), COLUMN_TYPE[kind], symbols,
-                             where)
+        try:
+            code = encode_column(np.array([value], dtype=object), COLUMN_TYPE[kind], symbols,
+                                 where)
+        except TypeError:
+            raise ValueError(f"{where} is a {kind}, not {value!r}") from None
         codes[i] = int(code[0])
     return codes
 
@@ -157,6 +160,9 @@ class QueryEngine:
         self.target = adorned_name(relation, adornment) \
             if adorned_name(relation, adornment) in analysed.relations else relation
         self.magic = magic_name(relation, adornment) if asks else None
+        # with no magic rules of its own, the magic relation holds exactly the asked
+        # constants, so no fact matched a new constant before it was asked
+        self.only_asked = asks and not analysed.relations[self.magic].clauses
         partitions, max_rounds, options = program._engine_settings()
         self.compiled = compile_program(analysed, partitions, [self.target], max_rounds,
                                         options, symbols=program.flow.symbols)
@@ -167,7 +173,9 @@ class QueryEngine:
         for name, rows in program._facts_committed().items():
             if len(rows) and name in self.compiled.inputs:
                 self.compiled.inputs[name]._stage_encoded(rows, np.ones(len(rows), np.int64))
-        self.pending: list = []   # (input, rows, diffs) the program staged since its commit
+        # (input, rows, diffs) the program staged since its commit, first those staged
+        # before the engine was built
+        self.pending: list = program._facts_staged()
         self.present: set = set()  # constants in the magic relation now
         self.held: dict = {}       # constants -> the standing queries holding them
         self.withdraw: set = set()  # constants to take back with the next computation
@@ -196,7 +204,7 @@ class QueryEngine:
         """Make the engine hold the facts ``codes`` ask for (computing them if new) and
         return them, encoded; ``holder``: a standing query keeping them, else they are
         withdrawn after :meth:`done`."""
-        if self.magic is None:
+        if self.magic is None or self.target == self.relation:  # (computed whole)
             rows = self.contents()
             return rows[matching(rows, codes, same)]
         key = tuple(codes[i] for i in sorted(codes))
@@ -210,15 +218,16 @@ class QueryEngine:
         self.present.add(key)
         self._magic_change(key, +1)
         self._run()
-        # new constants: no fact matched them before (an adorned relation holds facts for
-        # asked values only), so what entered now is the whole answer
-        rows, diffs = self.entered
-        return rows[matching(rows, codes, same) & (diffs > 0)]
+        if self.only_asked:  # what entered now is the whole answer
+            rows, diffs = self.entered
+            return rows[matching(rows, codes, same) & (diffs > 0)]
+        rows = self.contents()  # (the constant may have been derived as asked already)
+        return rows[matching(rows, codes, same)]
 
     def done(self, codes: dict, holder=None) -> None:
         """The asker no longer needs the facts (taken back with the next computation,
         unless a standing query holds them)."""
-        if self.magic is None:
+        if self.magic is None or self.target == self.relation:
             return
         key = tuple(codes[i] for i in sorted(codes))
         holders = self.held.get(key, [])

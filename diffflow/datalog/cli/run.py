@@ -77,7 +77,11 @@ def add_commands(commands) -> None:
     run.set_defaults(handler=run_program)
     plan = commands.add_parser("explain-plan", help="print the compiled plan of a program")
     plan.add_argument("program", help="the .dl file")
-    plan.add_argument("-w", "--no-warn", action="store_true", help="no warnings")
+    plan.add_argument("-F", "--fact-dir", default=None,
+                      help="read the input facts first: joins are then ordered by their sizes, "
+                           "and each atom shows its estimate as ~rows")
+    plan.add_argument("-w", "--no-warn", action="store_true",
+                      help="no warnings, and a missing fact file is an empty relation")
     add_preprocessor_options(plan)
     plan.set_defaults(handler=explain_plan)
 
@@ -88,7 +92,13 @@ def explain_plan(args) -> int:
     program = compile_program(args, outputs="directives", **program_options(args))
     if not any(r.outputs or r.printsize for r in program.full_analysed.relations.values()):
         program = compile_program(args, **program_options(args))  # no outputs: show it all
-    print(program.plan())
+    try:
+        if args.fact_dir is not None:
+            program.load_facts(args.fact_dir, missing_ok=args.no_warn)
+            program.plan_by_sizes()
+        print(program.plan())
+    finally:
+        program.close()
     return 0
 
 
