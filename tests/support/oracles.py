@@ -237,6 +237,25 @@ def cspa(facts):
 
 # --------------------------------------------------------------------------- random facts
 
+def magic_samegen(facts):
+    """query(): 8 and 15 are of the same generation -- they have ancestors at one
+    distance k that are one node (a node), following parent edges k times from each.  The
+    ancestor sets at distance k repeat eventually, so the walk stops when a pair of sets
+    comes back."""
+    up = {}
+    for x, p in facts["parent"]:
+        up.setdefault(x, set()).add(p)
+    nodes = {x for (x,) in facts["node"]}
+    left, right, seen = frozenset({8}), frozenset({15}), set()
+    while (left, right) not in seen:
+        if left & right & nodes:
+            return {"query": {()}}
+        seen.add((left, right))
+        left = frozenset(p for x in left for p in up.get(x, ()))
+        right = frozenset(p for x in right for p in up.get(x, ()))
+    return {"query": set()}
+
+
 def _nodes(prefix, n):
     return [f"{prefix}{i}" for i in range(n)] if prefix else list(range(n))
 
@@ -294,6 +313,15 @@ def gen_cspa(rng, scale):
             "dereference": _pairs(rng, nodes, 1 + scale)}
 
 
+def gen_magic_samegen(rng, scale):
+    # the ancestors of the two asked nodes, some missing, with some random extra parents
+    nodes = [8, 15, 4, 7, 2, 3, 1, *range(9, 11 + scale)]
+    rows = {(8, 4), (15, 7), (4, 2), (7, 3), (2, 1), (3, 1)}
+    rows = {r for r in rows if rng.random() < 0.85}
+    rows |= {(rng.choice(nodes), rng.choice(nodes)) for _ in range(1 + scale)}
+    return {"parent": rows, "node": {(x,) for x in nodes if rng.random() < 0.8}}
+
+
 # --------------------------------------------------------------------------- registry
 
 @dataclass(frozen=True)
@@ -328,6 +356,8 @@ QUERIES = {q.name: q for q in [
     Query("cspa", {"assign": (NUM, NUM), "dereference": (NUM, NUM)},
           {"valueFlow": (NUM, NUM), "valueAlias": (NUM, NUM), "memoryAlias": (NUM, NUM)},
           cspa, gen_cspa),
+    Query("magic_samegen", {"node": (NUM,), "parent": (NUM, NUM)}, {"query": ()},
+          magic_samegen, gen_magic_samegen),
 ]}
 
 
@@ -355,8 +385,9 @@ def read_facts(query: Query, facts_dir: str | None = None) -> dict:
 
 
 def format_relation(rows) -> str:
-    """Soufflé's CSV output (TAB-separated, one tuple a line), lines sorted bytewise."""
-    lines = sorted("\t".join(str(v) for v in row) + "\n" for row in rows)
+    """Soufflé's CSV output (TAB-separated, one tuple a line, ``()`` for the fact of a nullary
+    relation), lines sorted bytewise."""
+    lines = sorted(("\t".join(str(v) for v in row) or "()") + "\n" for row in rows)
     return "".join(lines)
 
 
