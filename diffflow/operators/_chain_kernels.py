@@ -209,12 +209,35 @@ def chain_rule(is_min, new_lo, new_round, row_lo, value, hist_lo, hist_round, hi
 
 
 @kernel
+def _orders_into(ev_round, n_ev, new_round, lo, hi, r0, rounds, r_order, distinct, order,
+                 work):
+    """:func:`_orders` into scratch arrays (``rounds``, ``r_order``, ``distinct``, ``order``,
+    ``work``: at least ``n_ev + hi - lo`` long); returns how many distinct rounds."""
+    n_new = hi - lo
+    n_all = n_ev + n_new
+    for i in range(n_ev):
+        rounds[i] = max(r0, ev_round[i])
+    for i in range(n_new):
+        rounds[n_ev + i] = max(r0, new_round[lo + i])
+    _stable_order(rounds[:n_all], r_order[:n_all], work[:n_all])
+    n = 0
+    for j in range(n_all):
+        r = rounds[r_order[j]]
+        if n == 0 or r != distinct[n - 1]:
+            distinct[n] = r
+            n += 1
+    _stable_order(ev_round[:n_ev], order[:n_ev], work[:n_ev])
+    return n
+
+
+@kernel
 def chain_totals(new_lo, new_round, in_lo, in_round, in_diff, out_lo, out_round, out_diff):
     """Each key's total input and output multiplicity at each of its interesting rounds.
 
     ``new_lo`` (``m + 1`` offsets) groups ``new_round`` by key, ``in_lo`` and ``out_lo``
     group the key's input and output updates.  Returns ``(key, round, total_in,
-    total_out)``, by key and then ascending round.
+    total_out)``, by key and then ascending round.  (Every per-key array is a slice of
+    scratch sized once: an allocation per key cost as much as the sweep.)
     """
     m = new_lo.shape[0] - 1
     bound = new_round.shape[0] + in_round.shape[0] + out_round.shape[0]
@@ -222,22 +245,34 @@ def chain_totals(new_lo, new_round, in_lo, in_round, in_diff, out_lo, out_round,
     q_round = np.empty(bound, np.int64)
     q_in = np.empty(bound, np.int64)
     q_out = np.empty(bound, np.int64)
+    most = 1
+    for k in range(m):
+        most = max(most, in_lo[k + 1] - in_lo[k] + out_lo[k + 1] - out_lo[k]
+                   + new_lo[k + 1] - new_lo[k])
+    ev_round = np.empty(most, np.int64)
+    ev_diff = np.empty(most, np.int64)
+    ev_out = np.zeros(most, np.bool_)
+    rounds = np.empty(most, np.int64)
+    r_order = np.empty(most, np.int64)
+    distinct = np.empty(most, np.int64)
+    order = np.empty(most, np.int64)
+    work = np.empty(most, np.int64)
     n = 0
     for k in range(m):
         r0 = _least(new_round, new_lo[k], new_lo[k + 1])
         n_in, n_out = in_lo[k + 1] - in_lo[k], out_lo[k + 1] - out_lo[k]
         n_ev = n_in + n_out
-        ev_round = np.empty(n_ev, np.int64)
-        ev_diff = np.empty(n_ev, np.int64)
-        ev_out = np.zeros(n_ev, np.bool_)
         for i in range(n_in):
             ev_round[i], ev_diff[i] = in_round[in_lo[k] + i], in_diff[in_lo[k] + i]
+            ev_out[i] = False
         for i in range(n_out):
             e = n_in + i
             ev_round[e], ev_diff[e], ev_out[e] = out_round[out_lo[k] + i], out_diff[out_lo[k] + i], True
-        rounds, order = _orders(ev_round, new_round, new_lo[k], new_lo[k + 1], r0)
+        n_rounds = _orders_into(ev_round, n_ev, new_round, new_lo[k], new_lo[k + 1], r0,
+                                rounds, r_order, distinct, order, work)
         total_in, total_out, next_ev = 0, 0, 0
-        for r in rounds:
+        for j in range(n_rounds):
+            r = distinct[j]
             while next_ev < n_ev and ev_round[order[next_ev]] <= r:
                 i = order[next_ev]
                 if ev_out[i]:
