@@ -300,11 +300,11 @@ class Program:
         first commit (which calls it); returns whether an order changed.  After the first
         commit orders stay as they are, so ``changes()`` never sees a re-plan.
 
-        >>> p = Program(".decl a(x: number)\\n.decl b(x: number)\\n.decl r(x: number)\\n"
-        ...             "r(x) :- a(x), b(x).")
-        >>> _ = p.insert("a", [(i,) for i in range(100)]); _ = p.insert("b", [(1,)])
+        >>> p = Program(".decl a(x: number, y: number)\\n.decl b(y: number, z: number)\\n"
+        ...             ".decl r(x: number, z: number)\\nr(x, z) :- a(x, y), b(y, z).")
+        >>> _ = p.insert("a", [(i, 1) for i in range(100)]); _ = p.insert("b", [(1, 2)])
         >>> p.plan_by_sizes(), p.plan().splitlines()[-1].strip()
-        (True, 'scan b(x) ~1 → join a(x) ~100 on (x)')
+        (True, 'scan b(y, z) ~1 → join a(x, y) ~100 on (y)')
         """
         from diffflow.datalog.lower.join_order import estimate_sizes, order_atoms
 

@@ -140,7 +140,7 @@ PLAN_DECLS = """.decl a(x: number, y: number)
 def test_a_plan_fixes_the_join_order_and_explain_shows_it():
     rule = "r(x, z) :- a(x, y), b(y, z), c(z).\n"
     greedy = dd.Program(PLAN_DECLS + rule).plan()
-    assert "scan a(x, y) → join b(y, z) on (y) → join c(z) on (z)" in greedy
+    assert "scan a(x, y) → join b(y, z) ⋉ c(z) on (y)" in greedy  # c only filters b
     program = dd.Program(PLAN_DECLS + rule + "  .plan 0: (3, 2, 1)\n")
     text = program.plan()
     assert "(.plan version 0: join order 3, 2, 1)" in text

@@ -126,23 +126,25 @@ def test_subsumptive_rules_compare_pairs_without_a_warning():
 
 
 def test_joins_start_from_the_smaller_relation_once_sizes_are_known():
-    source = (".decl big(x: number, y: number)\n.decl small(y: number)\n"
-              ".decl r(x: number)\nr(x) :- big(x, y), small(y).\n")
+    # (small(y, w) binds w, which big does not: a join, not a filter of big)
+    source = (".decl big(x: number, y: number)\n.decl small(y: number, w: number)\n"
+              ".decl r(x: number, w: number)\nr(x, w) :- big(x, y), small(y, w).\n")
     program = dd.Program(source)
-    assert "scan big(x, y) → join small(y) on (y)" in program.plan()
+    assert "scan big(x, y) → join small(y, w) on (y)" in program.plan()
     program.insert("big", [(i, i % 7) for i in range(300)])
-    program.insert("small", [(3,)])
+    program.insert("small", [(3, 0)])
     flow_before = program.flow
     program.commit()
     plan = program.plan()
-    assert "scan small(y) ~1 → join big(x, y) ~300 on (y)" in plan
+    assert "scan small(y, w) ~1 → join big(x, y) ~300 on (y)" in plan
     assert program.flow is not flow_before  # re-planned before anything ran
-    assert program.relation("r") == {(i,) for i in range(300) if i % 7 == 3}
-    assert program.changes("r") == sorted(((i,), 1) for i in range(300) if i % 7 == 3)
-    program.insert("small", [(4,)])
+    after = program.flow
+    assert program.relation("r") == {(i, 0) for i in range(300) if i % 7 == 3}
+    assert program.changes("r") == sorted(((i, 0), 1) for i in range(300) if i % 7 == 3)
+    program.insert("small", [(4, 1)])
     program.commit()  # orders stay after the first commit
-    assert program.flow is flow_before or program.plan() == plan
-    assert program.changes("r") == sorted(((i,), 1) for i in range(300) if i % 7 == 4)
+    assert program.flow is after and program.plan() == plan
+    assert program.changes("r") == sorted(((i, 1), 1) for i in range(300) if i % 7 == 4)
 
 
 def test_a_plan_order_is_kept_whatever_the_sizes():
@@ -152,19 +154,51 @@ def test_a_plan_order_is_kept_whatever_the_sizes():
     program.insert("big", [(i, i) for i in range(50)])
     program.insert("small", [(3,)])
     program.commit()
+    # a .plan is taken as written: no filter joined first, no order by size
     assert "scan big(x, y) → join small(y) on (y)" in program.plan()
     assert program.relation("r") == {(3,)}
+
+
+def test_an_atom_that_only_filters_another_is_joined_to_it_first():
+    source = (".decl a(x: number, y: number)\n.decl b(y: number, z: number)\n"
+              ".decl c(z: number)\n.decl r(x: number, z: number)\n"
+              "r(x, z) :- a(x, y), b(y, z), c(z).\n")
+    program = dd.Program(source)
+    assert "scan a(x, y) → join b(y, z) ⋉ c(z) on (y)" in program.plan()
+    program.insert("a", [(1, 10), (2, 20)])
+    program.insert("b", [(10, 5), (20, 6), (20, 7)])
+    program.insert("c", [(5,), (7,)])
+    program.commit()
+    assert program.relation("r") == {(1, 5), (2, 7)} and len(program.changes("r")) == 2
+    program.remove("c", [(5,)])
+    program.insert("c", [(6,)])
+    program.commit()
+    assert program.changes("r") == [((1, 5), -1), ((2, 6), 1)]
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_filtered_joins_compute_the_rules(partitions):
+    source = (".decl a(x: number, y: number)\n.decl b(y: number, z: number)\n"
+              ".decl c(z: number)\n.decl d(x: number, z: number)\n"
+              ".decl r(x: number, z: number)\n.decl loop(x: number)\n"
+              "r(x, z) :- a(x, y), b(y, z), c(z), d(x, z), !c(x).\n"
+              "loop(y) :- c(y).\nloop(y) :- loop(x), a(x, y), c(x).\n")
+    inputs = {"a": [NODE, NODE], "b": [NODE, NODE], "c": [NODE], "d": [NODE, NODE]}
+    program = _check_random(source, inputs, ["r", "loop"], partitions, f"filters-{partitions}")
+    assert "⋉" in program.plan()
+    program.close()
 
 
 def test_explain_plan_shows_estimates_with_facts_and_magic_relations(tmp_path, capsys):
     (tmp_path / "facts").mkdir()
     (tmp_path / "facts" / "big.facts").write_text("".join(f"{i}\t{i % 5}\n" for i in range(40)))
-    (tmp_path / "facts" / "small.facts").write_text("1\n")
+    (tmp_path / "facts" / "small.facts").write_text("1\t9\n")
     prog = tmp_path / "p.dl"
-    prog.write_text(".decl big(x: number, y: number)\n.input big\n.decl small(y: number)\n"
-                    ".input small\n.decl r(x: number)\n.output r\n"
-                    "r(x) :- big(x, y), small(y).\n")
+    prog.write_text(".decl big(x: number, y: number)\n.input big\n"
+                    ".decl small(y: number, w: number)\n.input small\n"
+                    ".decl r(x: number, w: number)\n.output r\n"
+                    "r(x, w) :- big(x, y), small(y, w).\n")
     assert main(["explain-plan", str(prog)]) == 0
-    assert "scan big(x, y) → join small(y) on (y)" in capsys.readouterr().out
+    assert "scan big(x, y) → join small(y, w) on (y)" in capsys.readouterr().out
     assert main(["explain-plan", str(prog), "-F", str(tmp_path / "facts")]) == 0
-    assert "scan small(y) ~1 → join big(x, y) ~40 on (y)" in capsys.readouterr().out
+    assert "scan small(y, w) ~1 → join big(x, y) ~40 on (y)" in capsys.readouterr().out

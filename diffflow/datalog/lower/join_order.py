@@ -121,3 +121,33 @@ def estimate_sizes(analysed, input_sizes: dict) -> dict:
                     if isinstance(lit, ast.Atom) and lit.relation not in inside]
             sizes[name] = input_sizes.get(name, 0) + max(read, default=0)
     return sizes
+
+
+def filter_atoms(atoms) -> tuple:
+    """``(hosts, filters)``: atoms whose variables another atom (their *host*) binds all of
+    only filter it, so they are joined to their host's relation before the host joins the
+    rest (a semijoin: relations are sets, so joining on every variable of the filter keeps
+    each host row once) -- the intermediate rows never hold what the filter drops
+    (sideways information passing, FlowLog's "robustness first").  ``filters`` maps
+    ``id(host)`` to its filters; ``hosts`` are the atoms left to order.
+
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> atoms = parse("r(x, z) :- a(x, y), b(y, z), c(z), d(1, z).").rules[0].body[0].literals
+    >>> hosts, filters = filter_atoms(atoms)
+    >>> [h.relation for h in hosts], [f.relation for f in filters[id(atoms[1])]]
+    (['a', 'b'], ['c', 'd'])
+    """
+    filters: dict = {}
+    hosts = list(atoms)
+    for index, atom in enumerate(atoms):
+        own = set(atom_vars(atom))
+        if not own or id(atom) in filters:  # (a host filters nothing else)
+            continue
+        host = next((h for at, h in enumerate(atoms) if h is not atom
+                     and any(h is kept for kept in hosts)
+                     and own <= set(atom_vars(h)) and (own < set(atom_vars(h)) or at < index)),
+                    None)
+        if host is not None:
+            filters.setdefault(id(host), []).append(atom)
+            hosts = [h for h in hosts if h is not atom]
+    return hosts, filters

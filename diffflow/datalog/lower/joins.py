@@ -18,7 +18,7 @@ from __future__ import annotations
 from diffflow.dataflow.expr import Lit, col
 from diffflow.datalog.lower.aggregates import aggregate_variables, compile_aggregate
 from diffflow.datalog.lower.columns import COLUMN_TYPE, UNIT, Frame, term_expression, var_column
-from diffflow.datalog.lower.join_order import local_literals, order_atoms
+from diffflow.datalog.lower.join_order import filter_atoms, local_literals, order_atoms
 from diffflow.datalog.syntax import ast, intrinsics
 from diffflow.datalog.syntax.render import render_atom, render_literal, render_term
 from diffflow.datalog.values import functors
@@ -40,6 +40,8 @@ class ClauseCompiler:
         self.orders: list = []  # every conjunction's order: what a re-plan by sizes reads
         self.cross_products: list = []  # ((line, column, head), atom) joined on nothing
         self.clause_line = None  # the clause being planned: (line, column, head relation)
+        self.filters: dict = {}  # id(atom) -> atoms joined to its relation first (join_order)
+        self.push_filters = True  # (provenance keeps every atom's own height: off there)
 
     def conjunction(self, literals, env, types, needed_after, extra_terms=(), start=None,
                     steps=None, plan=None):
@@ -63,13 +65,24 @@ class ClauseCompiler:
                 names[id(agg)] = f"#a{self._aggregate_count}"
         needed_after = set(needed_after) | \
             {names[id(a)] for a in ast.term_aggregates(*extra_terms)}
+        frame = start
+        bound = set(frame.variables) if frame is not None else set()
+        outer_filters = self.filters  # (an aggregate's body is planned inside its rule's)
+        self.filters = {}  # (atoms are shared between clauses magic sets copy: per plan)
+        if plan is None and self.push_filters:
+            atoms, self.filters = filter_atoms(atoms)
+        try:
+            return self._conjunction(atoms, pending, frame, bound, env, types, needed_after,
+                                     plan, comparisons, steps, aggregates, names)
+        finally:
+            self.filters = outer_filters
 
+    def _conjunction(self, atoms, pending, frame, bound, env, types, needed_after, plan,
+                     comparisons, steps, aggregates, names):
         def item_vars(item):
             inner = _aggregates_of(item) if not isinstance(item, ast.AggregateTerm) else []
             return [*_item_vars(item), *(names[id(a)] for a in inner)]
 
-        frame = start
-        bound = set(frame.variables) if frame is not None else set()
         order = order_atoms(atoms, bound, plan, comparisons, self.sizes)
         self.orders.append((atoms, set(bound), plan, comparisons, [id(a) for a in order]))
         record = steps is None
@@ -99,11 +112,33 @@ class ClauseCompiler:
         return frame, aggregates
 
     def sized(self, atom) -> str:
-        """An atom as the plan shows it, with its relation's estimated rows once known."""
-        text = render_atom(atom)
-        if self.sizes is not None and atom.relation in self.sizes:
-            text += f" ~{self.sizes[atom.relation]:,}"
-        return text
+        """An atom as the plan shows it, with its relation's estimated rows once known and
+        the atoms that filter it first (``⋉``)."""
+        def one(a):
+            text = render_atom(a)
+            if self.sizes is not None and a.relation in self.sizes:
+                text += f" ~{self.sizes[a.relation]:,}"
+            return text
+        return " ⋉ ".join(one(a) for a in [atom, *self.filters.get(id(atom), ())])
+
+    def filtered(self, atom, env):
+        """The atom's relation (:meth:`base`) joined first to the atoms that only filter it,
+        on their variables (each a set, so every row stays once)."""
+        base = self.base(atom, env)
+        first = {}
+        for i, arg in enumerate(atom.args):
+            if isinstance(arg, ast.Var) and arg.name not in first:
+                first[arg.name] = f"c{i}"
+        for f in self.filters.get(id(atom), ()):
+            theirs = {}
+            for i, arg in enumerate(f.args):
+                if isinstance(arg, ast.Var) and arg.name not in theirs:
+                    theirs[arg.name] = f"c{i}"
+            names = list(theirs)
+            other = self.base(f, env).select(*[theirs[v] for v in names])
+            base = base.join(other, left_on=[first[v] for v in names],
+                             right_on=[theirs[v] for v in names])
+        return base
 
     def unit_collection(self):
         if self.unit is None:
@@ -136,7 +171,7 @@ class ClauseCompiler:
         return cached
 
     def join_atom(self, frame, atom, env, needed, steps):
-        base = self.base(atom, env)
+        base = self.filtered(atom, env)
         arity = len(atom.args)
         positions = {}
         for i, arg in enumerate(atom.args):
@@ -170,7 +205,8 @@ class ClauseCompiler:
         joined = left.join(base, left_on=left_on, right_on=right_on,
                            rename={c: f"_r{c}" for c in rest})
         scope = joined.scope.label if joined.scope.parent is not None else ""
-        uses = [(atom.relation, tuple(right_on), scope)]
+        uses = [(atom.relation, tuple(right_on), scope)] \
+            if id(atom) not in self.filters else []
         if frame.raw is not None and shared:
             uses.append((frame.source, tuple(left_on), scope))
         for use in uses:
@@ -197,7 +233,7 @@ class ClauseCompiler:
                 positions[arg.name] = i
         inner: list = []
         todo = list(local)
-        scan = Frame(self.base(atom, env), list(positions),
+        scan = Frame(self.filtered(atom, env), list(positions),
                      {v: f"c{i}" for v, i in positions.items()}, atom.relation).named()
         right = self.apply_ready(scan, todo, env, types, aggregates, inner, [], names)
         if todo:  # local_literals picks only what the atom's own columns compute

@@ -139,6 +139,7 @@ def rule_numbers(relation) -> dict:
 class _ProvenanceCompiler(_Compiler):
     def __init__(self, *args):
         super().__init__(*args)
+        self.push_filters = False  # (a proof names every atom's fact and its height)
         self.requests: dict = {}
         self.asked: dict = {}
         self.witnesses: dict = {}
