@@ -148,6 +148,15 @@ class Program:
                 rows = [tuple(arg.value for arg in rule.head.args) for rule in relation.facts]
                 self.insert(relation.name, rows)
 
+    def __setstate__(self, state: dict) -> None:
+        """A program pickled before queries and sizes: what they keep starts empty."""
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_engines", {})
+        self.__dict__.setdefault("_build", None)  # (it committed already: no re-plan)
+        self.__dict__.setdefault("_committed", dict(self._present))
+        self.__dict__.setdefault("full_analysed", self.analysed)
+        self.__dict__.setdefault("_engine_options", (None, None, {}))
+
     @classmethod
     def from_file(cls, path, partitions: int | None = None, outputs=None,
                   max_rounds: int | None = None, **runtime_options) -> "Program":
@@ -195,7 +204,7 @@ class Program:
     # -- facts in -------------------------------------------------------------------------
     def _relation(self, name):
         relation = self.relations.get(name)
-        if relation is None and name in self.analysed.on_demand:
+        if relation is None and name in getattr(self.analysed, "on_demand", {}):
             raise ValueError(f"relation {name!r} is not computed whole: magic sets compute "
                              f"only what the outputs ask of it; ask with Program.query("
                              f"'{name}(...)'), or name it in outputs=[...]")

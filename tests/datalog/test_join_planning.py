@@ -202,3 +202,22 @@ def test_explain_plan_shows_estimates_with_facts_and_magic_relations(tmp_path, c
     assert "scan big(x, y) → join small(y, w) on (y)" in capsys.readouterr().out
     assert main(["explain-plan", str(prog), "-F", str(tmp_path / "facts")]) == 0
     assert "scan small(y, w) ~1 → join big(x, y) ~40 on (y)" in capsys.readouterr().out
+
+
+def test_rules_with_one_body_join_it_once():
+    source = (".decl likes(a: symbol, b: symbol)\n.decl mutual(a: symbol, b: symbol)\n"
+              ".decl both(a: symbol, b: symbol)\n.decl other(a: symbol, b: symbol)\n"
+              "mutual(x, y), mutual(y, x) :- likes(x, y), likes(y, x), x != y.\n"
+              "both(p, q) :- likes(p, q), likes(q, p), p != q.\n"
+              "other(p, q) :- likes(p, q), likes(q, p), p = q.\n")
+    program = dd.Program(source)
+    plan = program.plan()
+    assert plan.count("the joins of the rule at line 5, shared") == 2  # mutual's 2nd, both
+    assert plan.count("scan likes") == 2  # mutual's first clause and other (another body)
+    program.insert("likes", [("a", "b"), ("b", "a"), ("c", "c"), ("a", "c")])
+    program.commit()
+    assert program.relation("mutual") == program.relation("both") == {("a", "b"), ("b", "a")}
+    assert program.relation("other") == {("c", "c")}
+    program.remove("likes", [("b", "a")])
+    program.commit()
+    assert program.relation("both") == program.relation("mutual") == set()

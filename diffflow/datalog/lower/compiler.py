@@ -35,6 +35,7 @@ from diffflow.datalog.analysis.analysed import Analysed, Clause, Relation
 from diffflow.datalog.lower.columns import UNIT, relation_columns, term_expression
 from diffflow.datalog.lower.joins import ClauseCompiler
 from diffflow.datalog.lower.relation_value import number_rows, relation_value
+from diffflow.datalog.lower.shared_bodies import body_key, canonical_names, renamed
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.errors import DatalogWarning, locate
 from diffflow.datalog.syntax.intrinsics import is_counter
@@ -87,6 +88,7 @@ class _Compiler(ClauseCompiler):
         self.analysed, self.max_rounds = analysed, max_rounds
         self.inputs, self.values, self.outputs = {}, {}, {}
         self.wanted = set(analysed.relations) if outputs is None else set(outputs)
+        self.bodies: dict = {}  # body key -> (clause, frame): bodies joined once
 
     def run(self) -> Compiled:
         relations = self.analysed.relations
@@ -271,9 +273,17 @@ class _Compiler(ClauseCompiler):
         elif clause.rule.plan:
             self.plan.append("      (.plan not applied: inline relations were unfolded into "
                              "this clause)")
-        frame, aggregates = self.conjunction(clause.literals, env, clause.term_types,
-                                             needed_by_head, extra_terms=clause.head.args,
-                                             plan=clause.plan)
+        key = body_key(clause, env, needed_by_head) if self.clause_line else None
+        if key is not None and key in self.bodies:
+            first, frame = self.bodies[key]
+            frame, aggregates = renamed(frame, canonical_names(first), canonical_names(clause)), {}
+            self.plan.append(f"      the joins of the rule at line {first.rule.line}, shared")
+        else:
+            frame, aggregates = self.conjunction(clause.literals, env, clause.term_types,
+                                                 needed_by_head, extra_terms=clause.head.args,
+                                                 plan=clause.plan)
+            if key is not None:
+                self.bodies[key] = (clause, frame)
         exprs = {}
         if head.arity == 0:
             exprs[UNIT] = Lit(0)

@@ -1,0 +1,68 @@
+"""Rules with the same body, joined once: the body's key up to the names of its variables.
+
+Several heads on one body (``a(x, y), b(y, x) :- e(x, y), f(y).``) become clauses with
+the same literals, and programs repeat bodies under other names; each would build its own
+joins and arrangements.  :func:`body_key` names a clause's body up to a renaming of its
+variables -- its literals with each variable renamed by first appearance, the collections
+its atoms read, the variables' types and which of them the head needs -- so the compiler
+builds the joins of a body once and gives the next clause the same rows under its own
+variable names (:func:`renamed`).  Bodies with aggregates are not shared (an aggregate's
+columns belong to its clause).  See docs/DATALOG.md §1.
+
+>>> from diffflow.datalog.passes import analyse
+>>> from diffflow.datalog.syntax.parser import parse
+>>> a = analyse(parse(".decl e(x: number, y: number)\\n.decl r(x: number, y: number)\\n"
+...                   "r(x, y), r(y, x) :- e(x, z), e(z, y).\\nr(a, b) :- e(a, c), e(c, b)."))
+>>> env = {"e": type("C", (), {"node": type("N", (), {"id": 1})})}
+>>> keys = [body_key(c, env, {v.name for v in c.head.args}) for c in a.relations["r"].clauses]
+>>> keys[0] == keys[1] == keys[2]
+True
+"""
+from __future__ import annotations
+
+import copy
+
+from diffflow.datalog.lower.columns import Frame, var_column
+from diffflow.datalog.syntax import ast
+from diffflow.datalog.syntax.render import render_literal
+
+
+def body_key(clause, env, needed) -> tuple | None:
+    """The clause's body up to variable names (``None``: not shared)."""
+    if clause.aggregates() or clause.plan is not None:
+        return None
+    names: dict = {}
+    literals = copy.deepcopy(clause.literals)
+    reads = []
+    for lit in literals:
+        atom = lit.atom if isinstance(lit, ast.Negation) else lit
+        if isinstance(atom, ast.Atom):
+            collection = env.get(atom.relation)
+            if collection is None:
+                return None
+            reads.append(collection.node.id)
+        for node in ast.walk_terms(*ast.literal_terms(lit)):
+            if isinstance(node, ast.Var):
+                node.name = names.setdefault(node.name, f"#c{len(names)}")
+    kinds = tuple(clause.var_types.get(v) for v in names)
+    wanted = tuple(sorted(names[v] for v in needed if v in names))
+    return tuple(render_literal(lit) for lit in literals), tuple(reads), kinds, wanted
+
+
+def canonical_names(clause) -> dict:
+    """Variable -> its canonical name in :func:`body_key` (first appearance)."""
+    names: dict = {}
+    for lit in clause.literals:
+        for node in ast.walk_terms(*ast.literal_terms(lit)):
+            if isinstance(node, ast.Var):
+                names.setdefault(node.name, f"#c{len(names)}")
+    return names
+
+
+def renamed(frame: Frame, first: dict, this: dict) -> Frame:
+    """``frame`` (built for the clause whose canonical names are ``first``) with its
+    variables named as in the clause whose canonical names are ``this``."""
+    back = {canon: var for var, canon in this.items()}
+    variables = [back[first[v]] for v in frame.variables]
+    columns = {var_column(new): var_column(old) for new, old in zip(variables, frame.variables)}
+    return Frame(frame.collection.select(**columns) if columns else frame.collection, variables)
