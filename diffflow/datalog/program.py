@@ -17,7 +17,6 @@
 """
 from __future__ import annotations
 
-import os
 import warnings as _warnings
 
 import numpy as np
@@ -315,27 +314,22 @@ class Program:
         >>> p.plan_by_sizes(), p.plan().splitlines()[-1].strip()
         (True, 'scan b(y, z) ~1 → join a(x, y) ~100 on (y)')
         """
-        from diffflow.datalog.lower.join_order import estimate_sizes, order_atoms
+        from diffflow.datalog.lower.compiler import recompiled_by_sizes
 
         build, self._build = self._build, None
         if build is None:
             return False
-        sizes = estimate_sizes(self.analysed, {n: len(r) for n, r in self._present.items()})
-        if not any(sizes.values()):
-            return False
         old = self._compiled
-        if all([id(a) for a in order_atoms(atoms, bound, plan, comparisons, sizes)] == chosen
-               for atoms, bound, plan, comparisons, chosen in old.orders):
+        sizes = {name: len(rows) for name, rows in self._present.items()}
+        compiled = recompiled_by_sizes(old, self.analysed, sizes, *build)
+        if compiled is None:
             return False
-        partitions, outputs, max_rounds, options = build
-        self._compiled = compile_program(self.analysed, partitions, outputs, max_rounds,
-                                         options, sizes=sizes, symbols=old.flow.symbols)
-        self.flow = self._compiled.flow
-        if self._compiled.unit is not None:
-            self._compiled.unit.insert([0])
+        self._compiled, self.flow = compiled, compiled.flow
+        if compiled.unit is not None:
+            compiled.unit.insert([0])
         for name, rows in self._present.items():
             if len(rows):
-                self._compiled.inputs[name]._stage_encoded(rows, np.ones(len(rows), np.int64))
+                compiled.inputs[name]._stage_encoded(rows, np.ones(len(rows), np.int64))
         old.flow.close()
         return True
 
@@ -407,26 +401,12 @@ class Program:
         >>> p.query("tc(1, y)"), p.query("tc(_, 5)")
         ([(1, 2), (1, 3)], [(4, 5)])
         """
-        from diffflow.datalog.query import (StandingQuery, encode_constants, matching,
-                                            parse_pattern)
+        from diffflow.datalog.query import answer
 
-        parsed = parse_pattern(pattern, self.full_analysed.relations,
-                               self.analysed.structures)
-        relation = self.full_analysed.relations[parsed.relation]
-        codes = encode_constants(parsed, relation, self.flow.symbols)
-        whole = self._compiled.outputs.get(parsed.relation)
-        if not live and whole is not None and not self.provenance:
-            rows = self._encoded(parsed.relation)
-            return self._decoded(parsed.relation, whole, rows[matching(rows, codes, parsed.same)])
-        engine = self._engine(parsed.relation, parsed.adornment)
-        if live:
-            return StandingQuery(self, engine, parsed, codes)
-        answer = self._decoded(parsed.relation, engine.output,
-                              engine.ask(codes, parsed.same))
-        engine.done(codes)
-        return answer
+        return answer(self, pattern, live)
 
     def _engine(self, relation: str, adornment: str):
+        """The query engine of a relation and adornment, built on first use."""
         from diffflow.datalog.query import QueryEngine
 
         key = (relation, adornment)
@@ -435,39 +415,6 @@ class Program:
                 self.plan_by_sizes()  # (an engine shares the program's symbols: settle first)
             self._engines[key] = QueryEngine(self, relation, adornment)
         return self._engines[key]
-
-    def _engine_settings(self) -> tuple:
-        """``(partitions, max_rounds, runtime options)`` a query engine is built with."""
-        partitions, max_rounds, options = self._engine_options
-        return self.flow.partitions if partitions is None else partitions, max_rounds, options
-
-    def _facts_committed(self) -> dict:
-        """``{input relation: encoded facts}`` as of the last commit."""
-        return self._committed
-
-    def _facts_staged(self) -> list:
-        """``[(input relation, encoded rows, diffs)]``: the changes staged since the last
-        commit (present now minus present then)."""
-        staged = []
-        for name, now in self._present.items():
-            then = self._committed[name]
-            if now is then:
-                continue
-            rows = np.concatenate([now, then])
-            diffs = np.concatenate([np.ones(len(now), np.int64),
-                                    -np.ones(len(then), np.int64)])
-            rows, _, diffs = columnar.consolidate(rows, np.zeros((len(rows), 1), np.int64),
-                                                  diffs)
-            if (diffs != 0).any():
-                staged.append((name, rows[diffs != 0], diffs[diffs != 0]))
-        return staged
-
-    def _decoded(self, name: str, output, rows, sort: bool = True) -> list:
-        """Encoded rows of relation ``name`` read from ``output``, as Python tuples."""
-        from diffflow.datalog.query import decode_facts
-
-        return decode_facts(self.full_analysed.relations[name], output, rows,
-                            self.analysed.structures, self.flow.symbols, sort)
 
     # -- explanations ---------------------------------------------------------------------------
     def explain(self, relation: str, fact):
@@ -588,29 +535,11 @@ class Program:
         >>> p.load_facts("no/such/folder", missing_ok=True)
         {'e': 0}
         """
-        from diffflow.datalog.values.small_facts import read_fact_rows
+        from diffflow.datalog.values.small_facts import read_input_files
 
-        loaded = {}
-        for name, (path, delimiter, headers, rfc4180) in self.input_files(facts_dir).items():
-            try:
-                loaded[name] = read_fact_rows(path, self.relations[name], delimiter,
-                                              headers, progress, rfc4180,
-                                              self.analysed.structures)
-            except OSError as exc:
-                missing = isinstance(exc, FileNotFoundError)
-                if missing_ok and missing:
-                    loaded[name] = []
-                    continue
-                directive = self.relations[name].inputs[0]
-                fix = ("create the file (it may be empty), point -F at the folder holding it, "
-                       "or read missing files as empty relations (diffflow run -w; "
-                       "load_facts(..., missing_ok=True))" if missing else
-                       "make it a readable file of facts")
-                raise DatalogError(
-                    f"cannot open fact file {os.path.basename(path)} for input relation {name!r}: "
-                    f"{exc.strerror or exc}", filename=str(path),
-                    hint=f"the program reads it for .input {name} ({self.filename}:"
-                         f"{directive.line}); {fix}") from None
+        loaded = read_input_files(self.input_files(facts_dir), self.relations,
+                                  self.analysed.structures, self.filename, progress,
+                                  missing_ok)
         encoded = {name: self.encode(name, rows) for name, rows in loaded.items()}
         for name, rows in encoded.items():
             self._change(name, rows, +1)

@@ -163,19 +163,19 @@ class QueryEngine:
         # with no magic rules of its own, the magic relation holds exactly the asked
         # constants, so no fact matched a new constant before it was asked
         self.only_asked = asks and not analysed.relations[self.magic].clauses
-        partitions, max_rounds, options = program._engine_settings()
+        partitions, max_rounds, options = engine_settings(program)
         self.compiled = compile_program(analysed, partitions, [self.target], max_rounds,
                                         options, symbols=program.flow.symbols)
         self.flow = self.compiled.flow
         self.output = self.compiled.outputs[self.target]
         if self.compiled.unit is not None:
             self.compiled.unit.insert([0])
-        for name, rows in program._facts_committed().items():
+        for name, rows in program._committed.items():
             if len(rows) and name in self.compiled.inputs:
                 self.compiled.inputs[name]._stage_encoded(rows, np.ones(len(rows), np.int64))
         # (input, rows, diffs) the program staged since its commit, first those staged
         # before the engine was built
-        self.pending: list = program._facts_staged()
+        self.pending: list = staged_changes(program)
         self.present: set = set()  # constants in the magic relation now
         self.held: dict = {}       # constants -> the standing queries holding them
         self.withdraw: set = set()  # constants to take back with the next computation
@@ -300,7 +300,7 @@ class StandingQuery:
         [(1, 2), (1, 3)]
         """
         rows = self.engine.contents()
-        return self.program._decoded(self.pattern.relation, self.engine.output,
+        return decoded(self.program, self.pattern.relation, self.engine.output,
                                     rows[matching(rows, self.codes, self.pattern.same)])
 
     def changes(self) -> list:
@@ -313,7 +313,7 @@ class StandingQuery:
         rows, _, diffs = columnar.consolidate(rows, np.zeros((len(rows), 1), np.int64), diffs)
         keep = diffs != 0
         rows, diffs = rows[keep], diffs[keep]
-        facts = self.program._decoded(self.pattern.relation, self.engine.output, rows, sort=False)
+        facts = decoded(self.program, self.pattern.relation, self.engine.output, rows, sort=False)
         items = list(zip(facts, np.sign(diffs).tolist()))
         return sorted(items, key=lambda item: (row_order(item[0]), item[1]))
 
@@ -326,6 +326,53 @@ class StandingQuery:
 
     def __repr__(self) -> str:
         return f"StandingQuery({self.pattern.text!r})"
+
+
+def answer(program, pattern: str, live: bool = False):
+    """:meth:`Program.query <diffflow.datalog.program.Program.query>`: filter a relation
+    the program computes whole, else ask the relation's engine."""
+    parsed = parse_pattern(pattern, program.full_analysed.relations,
+                           program.analysed.structures)
+    relation = program.full_analysed.relations[parsed.relation]
+    codes = encode_constants(parsed, relation, program.flow.symbols)
+    whole = program._compiled.outputs.get(parsed.relation)
+    if not live and whole is not None and not program.provenance:
+        rows = program._encoded(parsed.relation)
+        return decoded(program, parsed.relation, whole, rows[matching(rows, codes, parsed.same)])
+    engine = program._engine(parsed.relation, parsed.adornment)
+    if live:
+        return StandingQuery(program, engine, parsed, codes)
+    facts = decoded(program, parsed.relation, engine.output, engine.ask(codes, parsed.same))
+    engine.done(codes)
+    return facts
+
+
+def engine_settings(program) -> tuple:
+    """``(partitions, max_rounds, runtime options)`` a query engine is built with."""
+    partitions, max_rounds, options = program._engine_options
+    return program.flow.partitions if partitions is None else partitions, max_rounds, options
+
+
+def staged_changes(program) -> list:
+    """``[(input relation, encoded rows, diffs)]``: what the program staged since its last
+    commit (the facts present now minus those present then)."""
+    staged = []
+    for name, now in program._present.items():
+        then = program._committed[name]
+        if now is then:
+            continue
+        rows = np.concatenate([now, then])
+        diffs = np.concatenate([np.ones(len(now), np.int64), -np.ones(len(then), np.int64)])
+        rows, _, diffs = columnar.consolidate(rows, np.zeros((len(rows), 1), np.int64), diffs)
+        if (diffs != 0).any():
+            staged.append((name, rows[diffs != 0], diffs[diffs != 0]))
+    return staged
+
+
+def decoded(program, name: str, output, rows, sort: bool = True) -> list:
+    """Encoded rows of relation ``name`` read from ``output``, as Python tuples."""
+    return decode_facts(program.full_analysed.relations[name], output, rows,
+                        program.analysed.structures, program.flow.symbols, sort)
 
 
 def decode_facts(relation, output, rows, structures, symbols, sort: bool = True) -> list:

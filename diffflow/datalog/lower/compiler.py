@@ -81,6 +81,23 @@ def compile_program(analysed: Analysed, partitions: int = 1, outputs=None,
     return compiler.run()
 
 
+def recompiled_by_sizes(compiled: Compiled, analysed: Analysed, input_sizes: dict,
+                        partitions, outputs, max_rounds, options) -> Compiled | None:
+    """The program compiled again with its joins ordered by ``input_sizes`` (relation ->
+    facts), sharing ``compiled``'s symbols; ``None`` when no order would change (or no
+    relation has facts)."""
+    from diffflow.datalog.lower.join_order import estimate_sizes, order_atoms
+
+    sizes = estimate_sizes(analysed, input_sizes)
+    if not any(sizes.values()):
+        return None
+    if all([id(a) for a in order_atoms(atoms, bound, plan, comparisons, sizes)] == chosen
+           for atoms, bound, plan, comparisons, chosen in compiled.orders):
+        return None
+    return compile_program(analysed, partitions, outputs, max_rounds, options, sizes=sizes,
+                           symbols=compiled.flow.symbols)
+
+
 class _Compiler(ClauseCompiler):
     def __init__(self, analysed: Analysed, partitions: int, outputs, max_rounds: int | None,
                  flow_options: dict):

@@ -16,6 +16,7 @@ collection and key); ``arrangement_uses`` counts the join inputs that share one.
 from __future__ import annotations
 
 from diffflow.dataflow.expr import Lit, col
+from diffflow.datalog.analysis.bindings import assignment
 from diffflow.datalog.lower.aggregates import aggregate_variables, compile_aggregate
 from diffflow.datalog.lower.columns import COLUMN_TYPE, UNIT, Frame, term_expression, var_column
 from diffflow.datalog.lower.join_order import filter_atoms, local_literals, order_atoms
@@ -269,7 +270,7 @@ class ClauseCompiler:
             # cheap filters first, then antijoins, assignments and aggregates
             pending.sort(key=lambda item: _PRIORITY.get(type(item).__name__, 0) +
                          (1 if isinstance(item, ast.Comparison) and
-                          self.assignment_target(item, set(frame.variables)) else 0))
+                          assignment(item, set(frame.variables)) else 0))
             for item in list(pending):
                 bound = set(frame.variables)
                 if isinstance(item, ast.AggregateTerm):
@@ -295,7 +296,7 @@ class ClauseCompiler:
                     if any(id(a) not in aggregates
                            for a in ast.term_aggregates(item.left, item.right)):
                         continue
-                    target = self.assignment_target(item, bound)
+                    target = assignment(item, bound)
                     free = [v for v in _cmp_vars(item) if v not in bound]
                     if target is not None or not free:
                         frame = frame.named()
@@ -336,15 +337,6 @@ class ClauseCompiler:
         other = c.right if generator is c.left else c.left
         keep = collection.filter(col(column) == term_expression(other, types, aggregates))
         return Frame(keep.select(*schema.names), frame.variables)
-
-    def assignment_target(self, c: ast.Comparison, bound):
-        if c.op != "=":
-            return None
-        for target, expr in ((c.left, c.right), (c.right, c.left)):
-            if isinstance(target, ast.Var) and target.name not in bound and \
-                    all(v.name in bound for v in ast.term_variables(expr)):
-                return target.name, expr
-        return None
 
     def compare(self, frame, c, types, aggregates, steps):
         left = term_expression(c.left, types, aggregates)

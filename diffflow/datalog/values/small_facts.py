@@ -89,3 +89,34 @@ def _plain_rows(path, relation, delimiter, headers):
     if "symbol" not in relation.types:
         return np.array(columns, dtype=np.int64).reshape(arity, len(lines)).T.copy()
     return list(zip(*columns))
+
+
+def read_input_files(files: dict, relations: dict, structures, program_file: str,
+                     progress=None, missing_ok: bool = False) -> dict:
+    """``{relation: rows}`` of every input file (``files``: ``{relation: (path, delimiter,
+    headers, rfc4180)}``), all read before any is used; a file that cannot be opened is a
+    :class:`DatalogError` naming the ``.input`` that reads it, unless it is missing and
+    ``missing_ok`` (then the relation is empty)."""
+    from diffflow.datalog.syntax.errors import DatalogError
+
+    loaded = {}
+    for name, (path, delimiter, headers, rfc4180) in files.items():
+        try:
+            loaded[name] = read_fact_rows(path, relations[name], delimiter, headers,
+                                          progress, rfc4180, structures)
+        except OSError as exc:
+            missing = isinstance(exc, FileNotFoundError)
+            if missing_ok and missing:
+                loaded[name] = []
+                continue
+            directive = relations[name].inputs[0]
+            fix = ("create the file (it may be empty), point -F at the folder holding it, "
+                   "or read missing files as empty relations (diffflow run -w; "
+                   "load_facts(..., missing_ok=True))" if missing else
+                   "make it a readable file of facts")
+            raise DatalogError(
+                f"cannot open fact file {os.path.basename(path)} for input relation {name!r}: "
+                f"{exc.strerror or exc}", filename=str(path),
+                hint=f"the program reads it for .input {name} ({program_file}:"
+                     f"{directive.line}); {fix}") from None
+    return loaded
