@@ -4,6 +4,7 @@ their facts, and analyse execution traces.
     diffflow run prog.dl -F facts -D out            # Soufflé-style batch run
     diffflow run prog.dl -F facts -D - --updates steps   # ... then incremental steps
     diffflow explain-plan prog.dl                   # strata, join orders, shared indexes
+    diffflow query prog.dl -F facts 'path(1, y)'    # point queries, computed on demand
     diffflow explain prog.dl -F facts 'path(1, 4)'  # why a fact is derived
     diffflow pag cp TRACE                           # what was critical in an execution
 

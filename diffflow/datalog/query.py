@@ -348,8 +348,10 @@ def answer(program, pattern: str, live: bool = False):
 
 
 def engine_settings(program) -> tuple:
-    """``(partitions, max_rounds, runtime options)`` a query engine is built with."""
+    """``(partitions, max_rounds, runtime options)`` a query engine is built with: the
+    program's runtime, without its trace and checkpoints (those files are the program's)."""
     partitions, max_rounds, options = program._engine_options
+    options = {k: v for k, v in options.items() if k in ("runtime", "spark")}
     return program.flow.partitions if partitions is None else partitions, max_rounds, options
 
 

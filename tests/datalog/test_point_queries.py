@@ -239,3 +239,17 @@ def test_diffflow_query_answers_on_the_command_line(tmp_path, capsys, monkeypatc
     assert "unknown relation 'nope'" in captured.err
     assert main(["query", str(prog), "-F", str(tmp_path / "facts"), "tc(1 y)"]) == 1
     assert "cannot read the query" in capsys.readouterr().err
+
+
+def test_an_engine_leaves_the_programs_trace_file_alone(tmp_path):
+    path = tmp_path / "run.trace"
+    p = dd.Program(TC, outputs=[], trace=str(path))
+    p.insert("e", [(1, 2), (2, 3)])
+    p.commit()
+    first = path.read_text()
+    assert first
+    assert p.query("tc(1, y)") == [(1, 2), (1, 3)]
+    p.insert("e", [(3, 4)])
+    p.commit()
+    assert path.read_text().startswith(first)  # the engine did not reopen the file
+    assert p.query("tc(1, y)") == [(1, 2), (1, 3), (1, 4)]
