@@ -199,6 +199,7 @@ def magic_sets(analysed: Analysed, roots) -> Analysed:
     >>> list(magic_sets(a, ["q"]).on_demand)
     ['t']
     """
+    _check_magic_names(analysed)
     chosen = magic_relations(analysed)
     if chosen is None:
         return analysed
@@ -212,3 +213,19 @@ def magic_sets(analysed: Analysed, roots) -> Analysed:
         analysed.notes.append(f"magic sets not applied: the magic rules would make the "
                               f"program unstratifiable ({exc})")
         return analysed
+
+
+def _check_magic_names(analysed: Analysed) -> None:
+    """A located warning for each name in the magic-set pragmas that is no relation."""
+    from diffflow.datalog.syntax.errors import DatalogWarning, did_you_mean
+
+    for pragma in analysed.program.pragmas:
+        if pragma.key not in ("magic-transform", "magic-transform-exclude"):
+            continue
+        for name in pragma.value.replace(" ", ",").split(","):
+            name = name.strip()
+            if name and name != "*" and name not in analysed.relations:
+                analysed.warnings.append(DatalogWarning(
+                    f"pragma {pragma.key!r} names {name!r}, which is no relation"
+                    f"{did_you_mean(name, analysed.relations)}; it is ignored",
+                    analysed.source, analysed.program.filename, pragma.line, pragma.column))

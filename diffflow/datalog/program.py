@@ -105,6 +105,7 @@ class Program:
         if not provenance and "provenance" not in self.pragmas:
             self.analysed = magic_sets(self.analysed, outputs)
             self.relations = self.analysed.relations
+            self.warnings += [w for w in self.analysed.warnings if w not in self.warnings]
         options = dict(runtime=runtime, spark=spark, checkpoint_every=checkpoint_every,
                        checkpoint_dir=checkpoint_dir, trace=trace)
         if provenance is None:  # Soufflé's switch: .pragma "provenance" "explain"
@@ -147,14 +148,29 @@ class Program:
                 rows = [tuple(arg.value for arg in rule.head.args) for rule in relation.facts]
                 self.insert(relation.name, rows)
 
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_engines"] = {}  # (query engines are built again on demand)
+        return state
+
     def __setstate__(self, state: dict) -> None:
-        """A program pickled before queries and sizes: what they keep starts empty."""
+        """Unpickled: query engines start afresh, and nothing is compiled again from the
+        analysis, whose term types are keyed by the ids of nodes that moved (see
+        :meth:`_analysis`); a program pickled before queries gets what they keep."""
         self.__dict__.update(state)
-        self.__dict__.setdefault("_engines", {})
-        self.__dict__.setdefault("_build", None)  # (it committed already: no re-plan)
+        self._engines, self._build, self._stale_analysis = {}, None, True
         self.__dict__.setdefault("_committed", dict(self._present))
         self.__dict__.setdefault("full_analysed", self.analysed)
         self.__dict__.setdefault("_engine_options", (None, None, {}))
+
+    def _analysis(self):
+        """The analysed program to compile query engines from (analysed again after
+        unpickling: term types are keyed by node ids)."""
+        if self.__dict__.get("_stale_analysis"):
+            _, _, self.full_analysed = front_end(self.source, self.filename,
+                                                 **self._text_options)
+            self._stale_analysis = False
+        return self.full_analysed
 
     @classmethod
     def from_file(cls, path, partitions: int | None = None, outputs=None,
@@ -283,6 +299,7 @@ class Program:
 
         if self._build is not None:
             self.plan_by_sizes()
+            self._build = None  # (after the first commit orders stay: see plan_by_sizes)
         try:
             self.flow.advance()
         except NonConvergenceError as exc:
@@ -303,10 +320,12 @@ class Program:
         for watch in list(self._watches):
             watch.refresh()
 
-    def plan_by_sizes(self) -> bool:
+    def plan_by_sizes(self, always: bool = False) -> bool:
         """Order every rule's joins by the sizes of the facts given so far, once, before the
-        first commit (which calls it); returns whether an order changed.  After the first
-        commit orders stay as they are, so ``changes()`` never sees a re-plan.
+        first commit (which calls it); returns whether the program was compiled again
+        (when an order changed, or ``always``: so that the plan shows the estimates).
+        After the first commit orders stay as they are, so ``changes()`` never sees a
+        re-plan.
 
         >>> p = Program(".decl a(x: number, y: number)\\n.decl b(y: number, z: number)\\n"
         ...             ".decl r(x: number, z: number)\\nr(x, z) :- a(x, y), b(y, z).")
@@ -316,12 +335,15 @@ class Program:
         """
         from diffflow.datalog.lower.compiler import recompiled_by_sizes
 
-        build, self._build = self._build, None
+        build = self._build
         if build is None:
             return False
         old = self._compiled
         sizes = {name: len(rows) for name, rows in self._present.items()}
-        compiled = recompiled_by_sizes(old, self.analysed, sizes, *build)
+        if not any(sizes.values()):
+            return False  # (no facts yet: the first commit looks again)
+        self._build = None
+        compiled = recompiled_by_sizes(old, self.analysed, sizes, *build, always=always)
         if compiled is None:
             return False
         self._compiled, self.flow = compiled, compiled.flow
@@ -410,9 +432,7 @@ class Program:
         from diffflow.datalog.query import QueryEngine
 
         key = (relation, adornment)
-        if key not in self._engines:
-            if self._build is not None:
-                self.plan_by_sizes()  # (an engine shares the program's symbols: settle first)
+        if key not in self._engines:  # (it shares the symbols even if the program re-plans)
             self._engines[key] = QueryEngine(self, relation, adornment)
         return self._engines[key]
 

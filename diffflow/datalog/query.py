@@ -47,11 +47,13 @@ from diffflow.arrangements.updates import concat
 from diffflow.common.schema import decode_rows, encode_column
 from diffflow.datalog.lower.columns import COLUMN_TYPE
 from diffflow.datalog.lower.compiler import compile_program
+from diffflow.datalog.lower.join_order import estimate_sizes
 from diffflow.datalog.lower.rows import record_values, structured_positions
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.errors import DatalogError, did_you_mean
 from diffflow.datalog.syntax.intrinsics import NUMBER_RANGE, UNSIGNED_RANGE
-from diffflow.datalog.transform.magic import adorned_name, demand_transform, magic_name
+from diffflow.datalog.transform.magic import (Unstratifiable, adorned_name, demand_transform,
+                                              magic_name)
 from diffflow.datalog.values.structures import row_order
 
 
@@ -71,7 +73,7 @@ class Pattern:
         return "".join("b" if i in self.constants else "f" for i in range(self.arity))
 
 
-def parse_pattern(text: str, relations: dict, structures: dict) -> Pattern:
+def parse_pattern(text: str, relations: dict, structures: dict, inlined=()) -> Pattern:
     """``tc(30, y)`` as a :class:`Pattern` of a relation of ``relations``.
 
     >>> from diffflow.datalog.analysis.analysed import Relation
@@ -84,14 +86,22 @@ def parse_pattern(text: str, relations: dict, structures: dict) -> Pattern:
     from diffflow.datalog.syntax.parser import parse
 
     hint = "write an atom as in a rule body, e.g. tc(30, y): constants, variables and _"
+    written = text.strip().removesuffix(".")
     try:
-        rules = parse(text.strip().removesuffix(".") + ".", "<query>").rules
+        rules = parse(written + ".", "<query>").rules
     except DatalogError as exc:
-        raise ValueError(f"cannot read the query {text!r}: {exc.message}; {hint}") from None
+        message = exc.message
+        if exc.column is not None and exc.column > len(written):  # (at the '.' added here)
+            message = "it ends too early"
+        raise ValueError(f"cannot read the query {text!r}: {message}; {hint}") from None
     if len(rules) != 1 or rules[0].body:
         raise ValueError(f"cannot read the query {text!r}: expected one atom; {hint}")
     atom = rules[0].head
     relation = relations.get(atom.relation)
+    if relation is None and atom.relation in inlined:
+        raise ValueError(f"the query {text!r}: relation {atom.relation!r} is declared inline, "
+                         f"so it is unfolded into the rules that use it and never computed; "
+                         f"remove 'inline' from its .decl to query it")
     if relation is None:
         raise KeyError(f"unknown relation {atom.relation!r} in the query {text!r}"
                        f"{did_you_mean(atom.relation, relations)}")
@@ -100,7 +110,8 @@ def parse_pattern(text: str, relations: dict, structures: dict) -> Pattern:
                          f"{relation.name} has {relation.arity}")
     if structured_positions(relation, structures):
         raise ValueError(f"the query {text!r}: queries on relations with record or ADT "
-                         f"attributes are not supported yet; filter relation() instead")
+                         f"attributes are not supported yet; read the relation whole instead "
+                         f"(Program.relation, or an .output with diffflow run)")
     constants, first, same = {}, {}, []
     for i, arg in enumerate(atom.args):
         negative = isinstance(arg, ast.Negative) and isinstance(arg.operand,
@@ -155,8 +166,13 @@ class QueryEngine:
     def __init__(self, program, relation: str, adornment: str):
         self.program, self.relation, self.adornment = program, relation, adornment
         asks = "b" in adornment
-        analysed = demand_transform(program.full_analysed, roots=[] if asks else [relation],
-                                    seeds=[(relation, adornment)] if asks else [])
+        full = program._analysis()
+        try:
+            analysed = demand_transform(full, roots=[] if asks else [relation],
+                                        seeds=[(relation, adornment)] if asks else [])
+        except Unstratifiable:  # compute the relation whole in the engine, adorning nothing
+            asks = False
+            analysed = demand_transform(full, roots=[relation], transformable=())
         self.target = adorned_name(relation, adornment) \
             if adorned_name(relation, adornment) in analysed.relations else relation
         self.magic = magic_name(relation, adornment) if asks else None
@@ -164,8 +180,10 @@ class QueryEngine:
         # constants, so no fact matched a new constant before it was asked
         self.only_asked = asks and not analysed.relations[self.magic].clauses
         partitions, max_rounds, options = engine_settings(program)
+        sizes = estimate_sizes(analysed, {n: len(r) for n, r in program._committed.items()})
         self.compiled = compile_program(analysed, partitions, [self.target], max_rounds,
-                                        options, symbols=program.flow.symbols)
+                                        options, sizes=sizes if any(sizes.values()) else None,
+                                        symbols=program.flow.symbols)
         self.flow = self.compiled.flow
         self.output = self.compiled.outputs[self.target]
         if self.compiled.unit is not None:
@@ -318,7 +336,8 @@ class StandingQuery:
         return sorted(items, key=lambda item: (row_order(item[0]), item[1]))
 
     def close(self) -> None:
-        """Stop keeping the query current (its constants are withdrawn at the next commit)."""
+        """Stop keeping the query current (its constants then count among the last asked
+        one-shot constants, withdrawn once older than the last 64)."""
         if not self.closed:
             self.closed = True
             self.engine.standing.remove(self)
@@ -332,7 +351,7 @@ def answer(program, pattern: str, live: bool = False):
     """:meth:`Program.query <diffflow.datalog.program.Program.query>`: filter a relation
     the program computes whole, else ask the relation's engine."""
     parsed = parse_pattern(pattern, program.full_analysed.relations,
-                           program.analysed.structures)
+                           program.analysed.structures, program.analysed.inlined)
     relation = program.full_analysed.relations[parsed.relation]
     codes = encode_constants(parsed, relation, program.flow.symbols)
     whole = program._compiled.outputs.get(parsed.relation)

@@ -212,7 +212,7 @@ def test_rules_with_one_body_join_it_once():
               "other(p, q) :- likes(p, q), likes(q, p), p = q.\n")
     program = dd.Program(source)
     plan = program.plan()
-    assert plan.count("the joins of the rule at line 5, shared") == 2  # mutual's 2nd, both
+    assert plan.count("the joins of the rule at <program>:5, shared") == 2  # mutual's, both
     assert plan.count("scan likes") == 2  # mutual's first clause and other (another body)
     program.insert("likes", [("a", "b"), ("b", "a"), ("c", "c"), ("a", "c")])
     program.commit()
@@ -221,3 +221,12 @@ def test_rules_with_one_body_join_it_once():
     program.remove("likes", [("b", "a")])
     program.commit()
     assert program.relation("both") == program.relation("mutual") == set()
+
+
+def test_a_shared_cross_product_warns_at_each_rule():
+    source = (".decl a(x: number)\n.decl b(x: number)\n.decl r(x: number, y: number)\n"
+              ".decl s(x: number, y: number)\nr(x, y) :- a(x), b(y).\ns(x, y) :- a(x), b(y).\n")
+    with pytest.warns(dd.DatalogWarning) as caught:
+        program = dd.Program(source, filename="two.dl")
+    assert [str(w.message).split(": warning")[0] for w in caught] == ["two.dl:5:1", "two.dl:6:1"]
+    assert "the joins of the rule at two.dl:5, shared" in program.plan()

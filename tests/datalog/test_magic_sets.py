@@ -184,3 +184,46 @@ def test_with_every_relation_read_magic_sets_are_not_applied_and_the_plan_says_s
     program = dd.Program(MAGIC + TC + ".decl q(y: number)\nq(y) :- tc(1, y).\n")
     assert "tc#bf" not in program.plan()
     assert "magic sets not applied: every relation is read whole" in program.plan()
+
+
+def test_naming_a_relation_transforms_its_readers_too():
+    source = ('.pragma "magic-transform" "tc"\n' + TC +
+              ".decl u(x: number, y: number)\n.decl q(y: number)\n"
+              "u(x, y) :- tc(x, y).\nq(y) :- u(1, y).\n")
+    program = dd.Program(source, outputs=["q"])
+    assert {"u#bf", "tc#bf"} <= set(program.relations)
+    program.insert("e", [(1, 2), (2, 3), (4, 5)])
+    program.commit()
+    assert program.relation("q") == {(2,), (3,)}
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_a_recursion_whose_value_depends_on_rounds_is_not_adorned(partitions):
+    # the choice keeps, per x, the first candidate in value order among those of its round
+    source = """
+        .decl e(x: number, y: number)
+        .decl r(x: number, y: number)
+        .decl c(x: number, y: number) choice-domain x
+        .decl q(x: number, y: number)
+        r(x, y) :- e(x, y).
+        r(x, y) :- c(x, y).
+        c(x, y) :- r(x, w), r(w, y), w < 50.
+        c(x, y) :- r(x, y), y > 100.
+        q(x, y) :- c(x, 9), c(x, y).
+    """
+    facts = [(1, 5), (5, 9), (1, 150)]
+    plain = dd.Program(source, partitions=partitions, outputs=["q"])
+    magic = dd.Program(MAGIC + source, partitions=partitions, outputs=["q"])
+    asked = dd.Program(source, partitions=partitions, outputs=[])
+    for p in (plain, magic, asked):
+        p.insert("e", facts)
+        p.commit()
+    assert plain.relation("q") == magic.relation("q") == {(1, 9)}
+    assert asked.query("c(1, y)") == [(1, 9)] and asked.query("q(1, y)") == [(1, 9)]
+
+
+def test_a_pragma_naming_no_relation_warns_at_the_pragma():
+    with pytest.warns(dd.DatalogWarning, match=r"p\.dl:6:9: warning: pragma 'magic-transform' "
+                                               r"names 'tcc', which is no relation \(did you "
+                                               r"mean 'tc'\?\)"):
+        dd.Program(TC + '.pragma "magic-transform" "tcc"\n', filename="p.dl", outputs=["tc"])

@@ -253,3 +253,64 @@ def test_an_engine_leaves_the_programs_trace_file_alone(tmp_path):
     p.commit()
     assert path.read_text().startswith(first)  # the engine did not reopen the file
     assert p.query("tc(1, y)") == [(1, 2), (1, 3), (1, 4)]
+
+
+def test_an_unpickled_program_answers_queries_and_commits():
+    import pickle
+
+    p = dd.Program(TC, outputs=[])
+    p.insert("e", [(1, 2), (2, 3)])
+    p.commit()
+    assert p.query("tc(1, y)") == [(1, 2), (1, 3)]  # (an engine, dropped by pickling)
+    q = pickle.loads(pickle.dumps(p))
+    assert q.query("tc(2, y)") == [(2, 3)]
+    q.insert("e", [(3, 4)])
+    q.commit()
+    assert q.query("tc(1, y)") == [(1, 2), (1, 3), (1, 4)]
+    fresh = dd.Program(".decl a(x: number, y: number)\n.decl b(y: number, z: number)\n"
+                       ".decl r(x: number, z: number)\nr(x, z) :- a(x, y), b(y, z).\n")
+    fresh.insert("a", [(i, 1) for i in range(10)])
+    fresh.insert("b", [(1, 2)])
+    copy = pickle.loads(pickle.dumps(fresh))
+    copy.commit()  # (not compiled again from an analysis whose node ids moved)
+    assert copy.relation("r") == {(i, 2) for i in range(10)}
+
+
+def test_a_query_whose_magic_rules_would_not_stratify_is_computed_whole():
+    source = TC + """
+        .decl f(x: number)
+        .decl a(x: number)
+        .decl b(x: number)
+        .decl q(x: number, y: number)
+        a(x) :- f(x), tc(1, x).
+        b(x) :- f(x), !a(x).
+        q(x, y) :- b(x), tc(x, y).
+    """
+    p = dd.Program(source, outputs=[])
+    p.insert("e", [(1, 2), (5, 6)])
+    p.insert("f", [(2,), (5,)])
+    p.commit()
+    assert p.query("q(5, y)") == [(5, 6)] and p.query("q(_, _)") == [(5, 6)]
+    p.insert("e", [(5, 7)])
+    p.commit()
+    assert p.query("q(5, y)") == [(5, 6), (5, 7)]
+
+
+def test_a_query_asked_before_any_fact_leaves_the_join_order_to_the_first_commit():
+    source = (".decl a(x: number, y: number)\n.decl b(y: number, z: number)\n"
+              ".decl r(x: number, z: number)\nr(x, z) :- a(x, y), b(y, z).\n")
+    p = dd.Program(source)
+    live = p.query("r(1, z)", live=True)
+    p.insert("a", [(i, 1) for i in range(100)])
+    p.insert("b", [(1, 2)])
+    p.commit()
+    assert "scan b(y, z) ~1 → join a(x, y) ~100 on (y)" in p.plan()
+    assert live.rows() == [(1, 2)]
+
+
+def test_pattern_text_mistakes_name_what_the_user_wrote():
+    p = dd.Program(TC + ".decl inl(x: number) inline\ninl(x) :- e(x, _).\n", outputs=[])
+    with pytest.raises(ValueError, match="it ends too early"):
+        p.query("tc(1,")
+    with pytest.raises(ValueError, match="declared inline.*remove 'inline'"):
+        p.query("inl(1)")

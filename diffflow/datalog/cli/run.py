@@ -95,7 +95,7 @@ def explain_plan(args) -> int:
     try:
         if args.fact_dir is not None:
             program.load_facts(args.fact_dir, missing_ok=args.no_warn)
-            program.plan_by_sizes()
+            program.plan_by_sizes(always=True)  # (the plan shows every estimate)
         print(program.plan())
     finally:
         program.close()

@@ -82,16 +82,17 @@ def compile_program(analysed: Analysed, partitions: int = 1, outputs=None,
 
 
 def recompiled_by_sizes(compiled: Compiled, analysed: Analysed, input_sizes: dict,
-                        partitions, outputs, max_rounds, options) -> Compiled | None:
+                        partitions, outputs, max_rounds, options,
+                        always: bool = False) -> Compiled | None:
     """The program compiled again with its joins ordered by ``input_sizes`` (relation ->
-    facts), sharing ``compiled``'s symbols; ``None`` when no order would change (or no
-    relation has facts)."""
+    facts), sharing ``compiled``'s symbols; ``None`` when no order would change (unless
+    ``always``) or no relation has facts."""
     from diffflow.datalog.lower.join_order import estimate_sizes, order_atoms
 
     sizes = estimate_sizes(analysed, input_sizes)
     if not any(sizes.values()):
         return None
-    if all([id(a) for a in order_atoms(atoms, bound, plan, comparisons, sizes)] == chosen
+    if not always and all([id(a) for a in order_atoms(atoms, bound, plan, comparisons, sizes)] == chosen
            for atoms, bound, plan, comparisons, chosen in compiled.orders):
         return None
     return compile_program(analysed, partitions, outputs, max_rounds, options, sizes=sizes,
@@ -292,15 +293,19 @@ class _Compiler(ClauseCompiler):
                              "this clause)")
         key = body_key(clause, env, needed_by_head) if self.clause_line else None
         if key is not None and key in self.bodies:
-            first, frame = self.bodies[key]
+            first, frame, products = self.bodies[key]
             frame, aggregates = renamed(frame, canonical_names(first), canonical_names(clause)), {}
-            self.plan.append(f"      the joins of the rule at line {first.rule.line}, shared")
+            self.plan.append(f"      the joins of the rule at {self.where(first.rule.line)}, "
+                             f"shared")
+            self.cross_products += [(self.clause_line, atom) for atom in products]
         else:
+            before = len(self.cross_products)
             frame, aggregates = self.conjunction(clause.literals, env, clause.term_types,
                                                  needed_by_head, extra_terms=clause.head.args,
                                                  plan=clause.plan)
             if key is not None:
-                self.bodies[key] = (clause, frame)
+                products = [atom for _, atom in self.cross_products[before:]]
+                self.bodies[key] = (clause, frame, products)
         exprs = {}
         if head.arity == 0:
             exprs[UNIT] = Lit(0)

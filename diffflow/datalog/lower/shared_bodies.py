@@ -29,7 +29,7 @@ from diffflow.datalog.syntax.render import render_literal
 
 def body_key(clause, env, needed) -> tuple | None:
     """The clause's body up to variable names (``None``: not shared)."""
-    if clause.aggregates() or clause.plan is not None:
+    if clause.aggregates() or clause.plan is not None or not clause.literals:
         return None
     names: dict = {}
     literals = copy.deepcopy(clause.literals)

@@ -19,6 +19,9 @@ wanted (the *roots*: outputs, or every relation) through the rules:
   ``autoinc()``, relations declared ``no_magic`` or listed in
   ``magic-transform-exclude``, and everything read under a negation or an
   aggregate (a negation needs the whole relation);
+* a recursion whose value depends on the round a fact arrives in (it holds a choice,
+  ``.limitsize`` or subsumptive relation, or an aggregate over itself) adorns nothing:
+  magic relations would join it and change when its facts arrive;
 * relations no root reads are not computed at all: ``Program`` answers
   queries on them on demand (:meth:`~diffflow.datalog.program.Program.query`).
 
@@ -65,7 +68,7 @@ def magic_relations(analysed: Analysed) -> set | None:
     readers: dict = {}
     for relation in analysed.relations.values():
         for clause in relation.clauses:
-            for name in _reads(clause):
+            for name in _reads(clause, positive=True):
                 readers.setdefault(name, set()).add(relation.name)
     chosen, todo = set(), [n for n in names if n in analysed.relations]
     while todo:
@@ -76,10 +79,29 @@ def magic_relations(analysed: Analysed) -> set | None:
     return chosen
 
 
+def rounds_matter(analysed: Analysed) -> set:
+    """Relations of a recursion whose value depends on the round a fact arrives in: one
+    holding a choice-domain, ``.limitsize`` or subsumptive relation, or an aggregate over
+    the recursion (min through recursion).  Magic sets change when facts arrive (a magic
+    relation joins the recursion), so these relations read nothing adorned."""
+    out = set()
+    for stratum in analysed.strata:
+        if not stratum.recursive:
+            continue
+        inside = set(stratum.relations)
+        members = [analysed.relations[n] for n in stratum.relations]
+        if any(r.shaped and not r.eqrel for r in members) or any(
+                set(_aggregate_reads(agg)) & inside
+                for r in members for c in r.clauses for agg in c.aggregates()):
+            out |= inside
+    return out
+
+
 def excluded(analysed: Analysed) -> set:
     """Relations the transform never adorns (see the module docstring)."""
     out = {n.strip() for n in analysed.pragmas.get("magic-transform-exclude", "").split(",")
            if n.strip()}
+    out |= rounds_matter(analysed)
     for relation in analysed.relations.values():
         if relation.has_input or relation.shaped or not relation.clauses or \
                 "no_magic" in relation.declaration.qualifiers or \
@@ -96,6 +118,7 @@ def demand_transform(analysed: Analysed, roots, transformable=None, seeds=()) ->
     relations = analysed.relations
     allowed = set(relations) if transformable is None else set(transformable)
     allowed -= excluded(analysed)
+    untouched = rounds_matter(analysed)  # (their bodies read nothing adorned either)
     out: dict = {}
     for name, relation in relations.items():  # inputs accept facts whatever is asked
         if relation.has_input and not relation.clauses:
@@ -125,14 +148,14 @@ def demand_transform(analysed: Analysed, roots, transformable=None, seeds=()) ->
             replace(relation, clauses=[])
         out[target.name] = target
         for clause in relation.clauses:
-            new, magic_clauses, reads = _adorn_clause(clause, adornment if bound else None,
-                                                      relations, allowed)
+            new, magic_clauses, reads = _adorn_clause(
+                clause, adornment if bound else None, relations,
+                allowed if name not in untouched else set())
             new.head = replace(clause.head, relation=target.name)
             target.clauses.append(new)
-            for magic_clause in magic_clauses:
-                owner = magic_clause.head.relation
+            for asked, how, magic_clause in magic_clauses:
+                owner = magic_name(asked, how)
                 if owner not in out:
-                    asked, how = owner.split("#")[0], owner.split("#")[1]
                     out[owner] = _magic_relation(relations[asked], how)
                 out[owner].clauses.append(magic_clause)
             todo.extend(reads)
@@ -140,7 +163,8 @@ def demand_transform(analysed: Analysed, roots, transformable=None, seeds=()) ->
             todo.extend((r, "f" * relations[r].arity) for r in _reads(clause, positive=True))
     strata, notes = _stratify(out)
     on_demand = {n: r for n, r in relations.items() if n not in out}
-    return Analysed(analysed.program, analysed.source, out, strata, analysed.notes + notes,
+    notes = analysed.notes + [n for n in notes if n not in analysed.notes]
+    return Analysed(analysed.program, analysed.source, out, strata, notes,
                     analysed.pragmas, analysed.warnings, analysed.inlined,
                     analysed.structures, on_demand=on_demand)
 
@@ -222,7 +246,8 @@ def _is_bound(arg, bound) -> bool:
 
 
 def _adorn_clause(clause: Clause, adornment, relations, allowed):
-    """``(clause with adorned body atoms, magic clauses, [(relation, adornment) read])``;
+    """``(clause with adorned body atoms, [(relation, adornment, magic clause)],
+    [(relation, adornment) read])``;
     ``adornment`` ``None``: the head is wanted whole (no magic atom)."""
     at = (clause.rule.line, clause.rule.column)
     literals = list(clause.literals)
@@ -266,8 +291,9 @@ def _adorn_clause(clause: Clause, adornment, relations, allowed):
                                    if {v.name for v in ast.term_variables(c.left, c.right)}
                                    <= bound]
             if not _restates(head, body):
-                magic_clauses.append(replace(clause, head=head, literals=body, plan=None,
-                                             plan_version=None))
+                magic_clauses.append((atom.relation, how,
+                                      replace(clause, head=head, literals=body, plan=None,
+                                              plan_version=None)))
             reads.append((atom.relation, how))
             read = replace(atom, relation=adorned_name(atom.relation, how))
         else:
