@@ -17,7 +17,8 @@ import numpy as np
 
 from diffflow.datalog.lower.columns import relation_columns
 from diffflow.datalog.syntax.intrinsics import NUMBER_RANGE, UNSIGNED_RANGE
-from diffflow.datalog.values.structures import decode_ids, encode_value
+from diffflow.datalog.values.structures import (BadValue, decode_ids, encode_flat_records,
+                                                 encode_value)
 
 
 def encode_facts(relation, rows, inp, structures: dict, symbols) -> np.ndarray:
@@ -70,18 +71,26 @@ def record_ids(relation, rows, structures: dict, symbols) -> list:
     if not isinstance(rows, (list, tuple)):
         raise ValueError(f"{relation.name} has record or ADT attributes: give its facts as "
                          f"a list of tuples (records as tuples, ADT values as AdtValue)")
-    out = []
-    for i, row in enumerate(rows):
-        row = list(row) if isinstance(row, (tuple, list)) else [row]
-        for j in structured_positions(relation, structures):
+    out = [list(row) if isinstance(row, (tuple, list)) else [row] for row in rows]
+    for j in structured_positions(relation, structures):
+        kind = relation.types[j]
+        where = f"{relation.name}: row {{}} attribute {relation.attributes[j]!r}: {{}}"
+        if all(j < len(row) for row in out):  # records of scalars: one batch (rows checked later)
+            try:
+                ids = encode_flat_records([row[j] for row in out], kind, structures, symbols)
+            except BadValue as bad:
+                raise ValueError(where.format(bad.index, bad.error)) from None
+            if ids is not None:
+                for row, rid in zip(out, ids.tolist()):
+                    row[j] = rid
+                continue
+        for i, row in enumerate(out):
             if j < len(row):
                 try:
-                    row[j] = encode_value(row[j], relation.types[j], structures, symbols)
+                    row[j] = encode_value(row[j], kind, structures, symbols)
                 except (TypeError, ValueError, IndexError) as exc:
-                    raise ValueError(f"{relation.name}: row {i} attribute "
-                                     f"{relation.attributes[j]!r}: {exc}") from None
-        out.append(tuple(row))
-    return out
+                    raise ValueError(where.format(i, exc)) from None
+    return [tuple(row) for row in out]
 
 
 def record_values(relation, rows, structures: dict, symbols) -> list:

@@ -164,6 +164,48 @@ def encode_value(value, kind: str, structures: dict, symbols) -> int:
     return codes[0]
 
 
+def encode_flat_records(values: list, kind: str, structures: dict, symbols):
+    """The ids of a column of Python records of a record type whose fields are all
+    numbers, floats or symbols (``None``: nil), interned in one batch; ``None`` when
+    ``kind`` is not such a type.  A bad value raises :class:`BadValue` (its index, and
+    the error :func:`encode_value` would raise).
+
+    >>> from diffflow.common.schema import SymbolTable
+    >>> s, table = {"P": Structure("P", fields=[("a", "number"), ("b", "symbol")])}, SymbolTable()
+    >>> ids = encode_flat_records([(1, "x"), None, (1, "x")], "P", s, table)
+    >>> ids = ids.tolist(); ids[1], ids[0] == ids[2] == encode_value((1, "x"), "P", s, table)
+    (0, True)
+    """
+    structure = structures.get(kind)
+    if structure is None or not structure.is_record or \
+            any(t in structures for _, t in structure.fields):
+        return None
+    fields = structure.fields
+    ids = np.zeros(len(values), np.int64)
+    present = [i for i, v in enumerate(values) if v is not None]
+    columns = [np.empty(len(present), np.int64) for _ in fields]
+    for at, i in enumerate(present):
+        value = values[i]
+        try:
+            if not isinstance(value, tuple) or len(value) != len(fields):
+                _children(value, kind, structures)  # (raises, worded as one value)
+            for column, field, (_, field_kind) in zip(columns, value, fields):
+                column[at] = _scalar_code(field, field_kind, symbols)
+        except (TypeError, ValueError) as exc:
+            raise BadValue(i, exc) from None
+    if present:
+        ids[present] = records.pack(symbols, columns)
+    return ids
+
+
+class BadValue(Exception):
+    """Value ``index`` of a column could not be encoded: ``error`` says why."""
+
+    def __init__(self, index: int, error: Exception):
+        super().__init__(str(error))
+        self.index, self.error = index, error
+
+
 def decode_value(rid: int, kind: str, structures: dict, symbols):
     """The Python value of record id ``rid`` of type ``kind`` (see :func:`encode_value`)."""
     return decode_ids(np.array([rid], np.int64), kind, structures, symbols)[0]
