@@ -50,7 +50,7 @@ from diffflow.datalog.lower.compiler import compile_program
 from diffflow.datalog.lower.join_order import estimate_sizes
 from diffflow.datalog.lower.rows import record_values, structured_positions
 from diffflow.datalog.syntax import ast
-from diffflow.datalog.syntax.errors import DatalogError, did_you_mean
+from diffflow.datalog.syntax.errors import did_you_mean
 from diffflow.datalog.syntax.intrinsics import NUMBER_RANGE, UNSIGNED_RANGE
 from diffflow.datalog.transform.magic import (Unstratifiable, adorned_name, demand_transform,
                                               magic_name)
@@ -83,20 +83,10 @@ def parse_pattern(text: str, relations: dict, structures: dict, inlined=()) -> P
     >>> parse_pattern("tc(x, x)", {"tc": tc}, {}).same
     [(0, 1)]
     """
-    from diffflow.datalog.syntax.parser import parse
+    from diffflow.datalog.syntax.parser import parse_atom
 
     hint = "write an atom as in a rule body, e.g. tc(30, y): constants, variables and _"
-    written = text.strip().removesuffix(".")
-    try:
-        rules = parse(written + ".", "<query>").rules
-    except DatalogError as exc:
-        message = exc.message
-        if exc.column is not None and exc.column > len(written):  # (at the '.' added here)
-            message = "it ends too early"
-        raise ValueError(f"cannot read the query {text!r}: {message}; {hint}") from None
-    if len(rules) != 1 or rules[0].body:
-        raise ValueError(f"cannot read the query {text!r}: expected one atom; {hint}")
-    atom = rules[0].head
+    atom = parse_atom(text, "query", hint)
     relation = relations.get(atom.relation)
     if relation is None and atom.relation in inlined:
         raise ValueError(f"the query {text!r}: relation {atom.relation!r} is declared inline, "

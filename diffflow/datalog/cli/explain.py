@@ -30,18 +30,12 @@ def parse_fact(text: str) -> tuple:
     ('path', ('a', -2))
     """
     from diffflow.datalog.syntax import ast
-    from diffflow.datalog.syntax.errors import DatalogError
-    from diffflow.datalog.syntax.parser import parse
+    from diffflow.datalog.syntax.parser import parse_atom
 
     hint = 'write it as in a .dl file, e.g. path("a", "d")'
-    try:
-        rules = parse(text.strip().removesuffix(".") + ".", "<fact>").rules
-    except DatalogError as exc:
-        raise ValueError(f"cannot read the fact {text!r}: {exc.message}; {hint}") from None
-    if len(rules) != 1 or rules[0].body:
-        raise ValueError(f"cannot read the fact {text!r}: expected one atom; {hint}")
+    atom = parse_atom(text, "fact", hint)
     values = []
-    for arg in rules[0].head.args:
+    for arg in atom.args:
         negative = isinstance(arg, ast.Negative) and \
             isinstance(arg.operand, (ast.Number, ast.Float))
         if negative:
@@ -50,7 +44,7 @@ def parse_fact(text: str) -> tuple:
             raise ValueError(f"cannot read the fact {text!r}: its values must be constants; "
                              f"{hint}")
         values.append(-arg.value if negative else arg.value)
-    return rules[0].head.relation, tuple(values)
+    return atom.relation, tuple(values)
 
 
 def _explain(args) -> int:

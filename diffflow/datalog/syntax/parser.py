@@ -518,3 +518,27 @@ class _Builder:
             return ast.AggregateTerm(function.line, function.column, str(function), target,
                                      literals)
         raise AssertionError(kind)
+
+
+def parse_atom(text: str, what: str, hint: str):
+    """One atom written as in a ``.dl`` file (a fact, a query pattern), or a ``ValueError``
+    naming ``what`` it was meant to be, with ``hint``.
+
+    >>> parse_atom("tc(1, y)", "query", "e.g. tc(1, y)").relation
+    'tc'
+    >>> parse_atom("tc(1,", "query", "e.g. tc(1, y)")
+    Traceback (most recent call last):
+    ...
+    ValueError: cannot read the query 'tc(1,': it ends too early; e.g. tc(1, y)
+    """
+    written = text.strip().removesuffix(".")
+    try:
+        rules = parse(written + ".", f"<{what}>").rules
+    except DatalogError as exc:
+        message = exc.message
+        if exc.column is not None and exc.column > len(written):  # (at the '.' added here)
+            message = "it ends too early"
+        raise ValueError(f"cannot read the {what} {text!r}: {message}; {hint}") from None
+    if len(rules) != 1 or rules[0].body:
+        raise ValueError(f"cannot read the {what} {text!r}: expected one atom; {hint}")
+    return rules[0].head
