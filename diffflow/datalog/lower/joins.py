@@ -126,19 +126,12 @@ class ClauseCompiler:
         """The atom's relation (:meth:`base`) joined first to the atoms that only filter it,
         on their variables (each a set, so every row stays once)."""
         base = self.base(atom, env)
-        first = {}
-        for i, arg in enumerate(atom.args):
-            if isinstance(arg, ast.Var) and arg.name not in first:
-                first[arg.name] = f"c{i}"
+        first = _positions(atom)
         for f in self.filters.get(id(atom), ()):
-            theirs = {}
-            for i, arg in enumerate(f.args):
-                if isinstance(arg, ast.Var) and arg.name not in theirs:
-                    theirs[arg.name] = f"c{i}"
-            names = list(theirs)
-            other = self.base(f, env).select(*[theirs[v] for v in names])
-            base = base.join(other, left_on=[first[v] for v in names],
-                             right_on=[theirs[v] for v in names])
+            theirs = _positions(f)
+            other = self.base(f, env).select(*[f"c{i}" for i in theirs.values()])
+            base = base.join(other, left_on=[f"c{first[v]}" for v in theirs],
+                             right_on=[f"c{i}" for i in theirs.values()])
         return base
 
     def unit_collection(self):
@@ -174,15 +167,13 @@ class ClauseCompiler:
     def join_atom(self, frame, atom, env, needed, steps):
         base = self.filtered(atom, env)
         arity = len(atom.args)
-        positions = {}
-        for i, arg in enumerate(atom.args):
-            if isinstance(arg, ast.Var) and arg.name not in positions:
-                positions[arg.name] = i
+        positions = _positions(atom)
         label = render_atom(atom)
         if frame is None:
             keep = [v for v in positions if v in needed]
             steps.append(f"scan {self.sized(atom)}")
-            return Frame(base, keep, {v: f"c{positions[v]}" for v in keep}, atom.relation)
+            source = atom.relation if id(atom) not in self.filters else ""  # (not its index)
+            return Frame(base, keep, {v: f"c{positions[v]}" for v in keep}, source)
         shared = [v for v in positions if v in frame.variables]
         left = frame.collection
         if shared:
@@ -208,7 +199,7 @@ class ClauseCompiler:
         scope = joined.scope.label if joined.scope.parent is not None else ""
         uses = [(atom.relation, tuple(right_on), scope)] \
             if id(atom) not in self.filters else []
-        if frame.raw is not None and shared:
+        if frame.raw is not None and shared and frame.source:
             uses.append((frame.source, tuple(left_on), scope))
         for use in uses:
             self.arrangement_uses[use] = self.arrangement_uses.get(use, 0) + 1
@@ -228,10 +219,7 @@ class ClauseCompiler:
         """Join ``atom`` after it applies ``local`` (see
         :func:`~diffflow.datalog.lower.join_order.local_literals`) on its own rows: the
         variables those equalities compute are join keys, not filters after the join."""
-        positions = {}
-        for i, arg in enumerate(atom.args):
-            if isinstance(arg, ast.Var) and arg.name not in positions:
-                positions[arg.name] = i
+        positions = _positions(atom)
         inner: list = []
         todo = list(local)
         scan = Frame(self.filtered(atom, env), list(positions),
@@ -356,10 +344,7 @@ class ClauseCompiler:
 
     def negate(self, frame, atom, env, steps):
         base = self.base(atom, env)
-        positions = {}
-        for i, arg in enumerate(atom.args):
-            if isinstance(arg, ast.Var) and arg.name not in positions:
-                positions[arg.name] = i
+        positions = _positions(atom)
         left = frame.collection
         if positions:
             left_on = [var_column(v) for v in positions]
@@ -395,6 +380,15 @@ def _generator_side(c):
         if isinstance(side, ast.Functor) and side.name in intrinsics.GENERATORS:
             return side
     return None
+
+
+def _positions(atom) -> dict:
+    """Each variable of an atom -> the position of its first occurrence."""
+    positions = {}
+    for i, arg in enumerate(atom.args):
+        if isinstance(arg, ast.Var) and arg.name not in positions:
+            positions[arg.name] = i
+    return positions
 
 
 def _atom_vars(atom):
