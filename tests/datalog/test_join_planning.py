@@ -230,3 +230,21 @@ def test_a_shared_cross_product_warns_at_each_rule():
         program = dd.Program(source, filename="two.dl")
     assert [str(w.message).split(": warning")[0] for w in caught] == ["two.dl:5:1", "two.dl:6:1"]
     assert "the joins of the rule at two.dl:5, shared" in program.plan()
+
+
+def test_adt_branch_fields_shared_by_two_atoms_are_the_join_key():
+    source = (".type Shape = Dot {x: number} | Box {w: number, h: number}\n"
+              ".decl s(a: Shape, n: number)\n.decl t(b: Shape, m: number)\n"
+              ".decl r(w: number, n: number, m: number)\n"
+              "r(w, n, m) :- s($Box(w, h), n), t($Box(w, h), m).\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        program = dd.Program(source)
+    assert [k for _, k in _joins(program.plan())] == ["w, h"]
+    from diffflow.datalog.values.structures import AdtValue
+
+    box, dot = AdtValue("Box", (2, 3)), AdtValue("Dot", (2,))
+    program.insert("s", [(box, 1), (dot, 5), (AdtValue("Box", (2, 4)), 6)])
+    program.insert("t", [(box, 7), (dot, 8)])
+    program.commit()
+    assert program.relation("r") == {(2, 1, 7)}
