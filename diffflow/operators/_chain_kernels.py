@@ -48,27 +48,36 @@ def _least(values, lo, hi):
 
 
 @kernel
-def _orders(ev_round, new_round, lo, hi, r0):
-    """A key's interesting rounds, distinct and ascending (its evidence's and new rounds,
-    raised to its first new round ``r0``), and the evidence's ascending order by round."""
-    n_ev, n_new = ev_round.shape[0], hi - lo
-    rounds = np.empty(n_ev + n_new, np.int64)
+def _orders_into(ev_round, n_ev, new_round, lo, hi, r0, rounds, r_order, distinct, order,
+                 work):
+    """What :func:`_orders` returns, into scratch arrays (``rounds``, ``r_order``, ``distinct``, ``order``,
+    ``work``: at least ``n_ev + hi - lo`` long); returns how many distinct rounds."""
+    n_new = hi - lo
+    n_all = n_ev + n_new
     for i in range(n_ev):
         rounds[i] = max(r0, ev_round[i])
     for i in range(n_new):
         rounds[n_ev + i] = max(r0, new_round[lo + i])
-    r_order = np.empty(n_ev + n_new, np.int64)
-    _stable_order(rounds, r_order, np.empty(n_ev + n_new, np.int64))
-    distinct = np.empty(n_ev + n_new, np.int64)
+    _stable_order(rounds[:n_all], r_order[:n_all], work[:n_all])
     n = 0
-    for j in range(n_ev + n_new):
+    for j in range(n_all):
         r = rounds[r_order[j]]
         if n == 0 or r != distinct[n - 1]:
             distinct[n] = r
             n += 1
-    order = np.empty(n_ev, np.int64)
-    _stable_order(ev_round, order, np.empty(n_ev, np.int64))
-    return distinct[:n], order
+    _stable_order(ev_round[:n_ev], order[:n_ev], work[:n_ev])
+    return n
+
+
+@kernel
+def _orders(ev_round, new_round, lo, hi, r0):
+    """A key's interesting rounds, distinct and ascending (its evidence's and new rounds,
+    raised to its first new round ``r0``), and the evidence's ascending order by round."""
+    n_ev, n_all = ev_round.shape[0], ev_round.shape[0] + hi - lo
+    distinct, order = np.empty(n_all, np.int64), np.empty(n_all, np.int64)
+    n = _orders_into(ev_round, n_ev, new_round, lo, hi, r0, np.empty(n_all, np.int64),
+                     np.empty(n_all, np.int64), distinct, order, np.empty(n_all, np.int64))
+    return distinct[:n], order[:n_ev]
 
 
 @kernel
@@ -206,28 +215,6 @@ def chain_rule(is_min, new_lo, new_round, row_lo, value, hist_lo, hist_round, hi
             fails[k] = True
             n = start_n
     return c_key[:n], c_round[:n], c_value[:n], c_diff[:n], fails
-
-
-@kernel
-def _orders_into(ev_round, n_ev, new_round, lo, hi, r0, rounds, r_order, distinct, order,
-                 work):
-    """:func:`_orders` into scratch arrays (``rounds``, ``r_order``, ``distinct``, ``order``,
-    ``work``: at least ``n_ev + hi - lo`` long); returns how many distinct rounds."""
-    n_new = hi - lo
-    n_all = n_ev + n_new
-    for i in range(n_ev):
-        rounds[i] = max(r0, ev_round[i])
-    for i in range(n_new):
-        rounds[n_ev + i] = max(r0, new_round[lo + i])
-    _stable_order(rounds[:n_all], r_order[:n_all], work[:n_all])
-    n = 0
-    for j in range(n_all):
-        r = rounds[r_order[j]]
-        if n == 0 or r != distinct[n - 1]:
-            distinct[n] = r
-            n += 1
-    _stable_order(ev_round[:n_ev], order[:n_ev], work[:n_ev])
-    return n
 
 
 @kernel

@@ -31,7 +31,8 @@ def local_literals(atom, pending, outer) -> list:
 
     >>> from diffflow.datalog.syntax.parser import parse
     >>> body = parse("r(x) :- a(x), b(y, z), x = y + 1, z > 2.").rules[0].body[0].literals
-    >>> [render(c) for c in local_literals(body[1], body[2:], {"x"})]
+    >>> from diffflow.datalog.syntax.render import render_literal
+    >>> [render_literal(c) for c in local_literals(body[1], body[2:], {"x"})]
     ['x = (y + 1)', 'z > 2']
     >>> local_literals(body[1], body[2:], {"z"})
     []
@@ -53,11 +54,6 @@ def local_literals(atom, pending, outer) -> list:
             chosen.append(c)
             changed = True
     return chosen if keys else []
-
-
-def render(c) -> str:
-    from diffflow.datalog.syntax.render import render_literal
-    return render_literal(c)
 
 
 def order_atoms(atoms, bound, plan=None, comparisons=(), sizes=None):

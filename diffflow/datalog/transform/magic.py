@@ -91,7 +91,7 @@ def rounds_matter(analysed: Analysed) -> set:
         inside = set(stratum.relations)
         members = [analysed.relations[n] for n in stratum.relations]
         if any(r.shaped and not r.eqrel for r in members) or any(
-                set(_aggregate_reads(agg)) & inside
+                set(ast.clause_relations(agg.body)) & inside
                 for r in members for c in r.clauses for agg in c.aggregates()):
             out |= inside
     return out
@@ -178,29 +178,9 @@ def _stratify(relations):
 def _reads(clause, positive: bool = False) -> list:
     """Relations a clause reads under a negation or an aggregate (with ``positive``: its
     positive atoms too)."""
-    names = []
-    for lit in clause.literals:
-        if isinstance(lit, ast.Atom) and positive:
-            names.append(lit.relation)
-        elif isinstance(lit, ast.Negation):
-            names.append(lit.atom.relation)
-    for agg in ast.term_aggregates(*(t for lit in clause.literals
-                                     for t in ast.literal_terms(lit)),
-                                   *clause.head.args):
-        names.extend(_aggregate_reads(agg))
-    return names
-
-
-def _aggregate_reads(agg) -> list:
-    names = []
-    for lit in agg.body:
-        if isinstance(lit, ast.Atom):
-            names.append(lit.relation)
-        elif isinstance(lit, ast.Negation):
-            names.append(lit.atom.relation)
-        for inner in ast.term_aggregates(*ast.literal_terms(lit)):
-            names.extend(_aggregate_reads(inner))
-    return names
+    literals = clause.literals if positive else \
+        [lit for lit in clause.literals if not isinstance(lit, ast.Atom)]
+    return ast.clause_relations(literals, clause.head.args)
 
 
 def adorned_name(name: str, adornment: str) -> str:
