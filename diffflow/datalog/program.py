@@ -334,6 +334,7 @@ class Program:
         (True, 'scan b(y, z) ~1 → join a(x, y) ~100 on (y)')
         """
         from diffflow.datalog.lower.compiler import recompiled_by_sizes
+        from diffflow.datalog.lower.join_order import distinct_counts
 
         build = self._build
         if build is None:
@@ -343,7 +344,8 @@ class Program:
         if not any(sizes.values()):
             return False  # (no facts yet: the first commit looks again)
         self._build = None
-        compiled = recompiled_by_sizes(old, self.analysed, sizes, *build, always=always)
+        compiled = recompiled_by_sizes(old, self.analysed, sizes, *build, always=always,
+                                       distinct=distinct_counts(self._present))
         if compiled is None:
             return False
         self._compiled, self.flow = compiled, compiled.flow

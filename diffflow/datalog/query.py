@@ -47,7 +47,7 @@ from diffflow.arrangements.updates import concat
 from diffflow.common.schema import decode_rows, encode_column
 from diffflow.datalog.lower.columns import COLUMN_TYPE
 from diffflow.datalog.lower.compiler import compile_program
-from diffflow.datalog.lower.join_order import estimate_sizes
+from diffflow.datalog.lower.join_order import distinct_counts, estimate_sizes
 from diffflow.datalog.lower.rows import record_values, structured_positions
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.errors import did_you_mean
@@ -173,7 +173,8 @@ class QueryEngine:
         sizes = estimate_sizes(analysed, {n: len(r) for n, r in program._committed.items()})
         self.compiled = compile_program(analysed, partitions, [self.target], max_rounds,
                                         options, sizes=sizes if any(sizes.values()) else None,
-                                        symbols=program.flow.symbols)
+                                        symbols=program.flow.symbols,
+                                        distinct=distinct_counts(program._committed))
         self.flow = self.compiled.flow
         self.output = self.compiled.outputs[self.target]
         if self.compiled.unit is not None:

@@ -60,12 +60,14 @@ class Compiled:
 
 def compile_program(analysed: Analysed, partitions: int = 1, outputs=None,
                     max_rounds: int | None = None, flow_options: dict | None = None,
-                    sizes: dict | None = None, symbols=None) -> Compiled:
+                    sizes: dict | None = None, symbols=None, distinct=None) -> Compiled:
     """Build the dataflow; ``outputs`` names relations to observe (default: all).
 
     ``flow_options`` go to :class:`~diffflow.Dataflow` (runtime, spark, checkpoints);
-    ``sizes`` (relation -> estimated rows) orders joins; ``symbols`` is a symbol table
-    to share (so rows encoded for another build of the program mean the same).
+    ``sizes`` (relation -> estimated rows) orders joins and, with ``distinct`` (see
+    :func:`~diffflow.datalog.lower.join_order.distinct_counts`), picks semijoins;
+    ``symbols`` is a symbol table to share (so rows encoded for another build of the
+    program mean the same).
 
     >>> from diffflow.datalog.passes import analyse
     >>> from diffflow.datalog.syntax.parser import parse
@@ -75,7 +77,7 @@ def compile_program(analysed: Analysed, partitions: int = 1, outputs=None,
     (['e'], ['e', 'r'])
     """
     compiler = _Compiler(analysed, partitions, outputs, max_rounds, flow_options or {})
-    compiler.sizes = sizes
+    compiler.sizes, compiler.distinct = sizes, distinct
     if symbols is not None:
         compiler.flow.symbols = symbols
     return compiler.run()
@@ -83,20 +85,24 @@ def compile_program(analysed: Analysed, partitions: int = 1, outputs=None,
 
 def recompiled_by_sizes(compiled: Compiled, analysed: Analysed, input_sizes: dict,
                         partitions, outputs, max_rounds, options,
-                        always: bool = False) -> Compiled | None:
+                        always: bool = False, distinct=None) -> Compiled | None:
     """The program compiled again with its joins ordered by ``input_sizes`` (relation ->
-    facts), sharing ``compiled``'s symbols; ``None`` when no order would change (unless
-    ``always``) or no relation has facts."""
-    from diffflow.datalog.lower.join_order import estimate_sizes, order_atoms
+    facts), sharing ``compiled``'s symbols; ``None`` when no order would change and no
+    semijoin would be added (unless ``always``) or no relation has facts."""
+    from diffflow.datalog.lower.join_order import estimate_sizes, order_atoms, semijoin_reducers
 
     sizes = estimate_sizes(analysed, input_sizes)
     if not any(sizes.values()):
         return None
-    if not always and all([id(a) for a in order_atoms(atoms, bound, plan, comparisons, sizes)] == chosen
-           for atoms, bound, plan, comparisons, chosen in compiled.orders):
+
+    def same(atoms, bound, plan, comparisons, chosen):
+        order = order_atoms(atoms, bound, plan, comparisons, sizes)
+        return [id(a) for a in order] == chosen and \
+            (plan is not None or not semijoin_reducers(order, sizes, distinct))
+    if not always and all(same(*order) for order in compiled.orders):
         return None
     return compile_program(analysed, partitions, outputs, max_rounds, options, sizes=sizes,
-                           symbols=compiled.flow.symbols)
+                           symbols=compiled.flow.symbols, distinct=distinct)
 
 
 class _Compiler(ClauseCompiler):

@@ -95,6 +95,96 @@ def order_atoms(atoms, bound, plan=None, comparisons=(), sizes=None):
     return order
 
 
+#: a later atom reduces an earlier one before the join when it is estimated to keep at most
+#: this share of the earlier atom's values on the variables the two share
+SEMIJOIN_SHARE = 0.25
+
+#: an atom estimated smaller than this is not reduced: its semijoin's own operators (a
+#: projection kept distinct, an index of each side) would cost more than the rows it drops
+SEMIJOIN_MIN_ROWS = 1000
+
+
+def semijoin_reducers(order, sizes: dict, distinct=None) -> dict:
+    """``id(atom) -> (later atom, shared variables)``: for an atom of the join ``order``, the
+    later atom that filters it most strongly, when that one keeps at most
+    :data:`SEMIJOIN_SHARE` of the atom's values on the variables they share -- joined to
+    the atom's relation first, projected on those variables and kept distinct (a
+    semijoin), so the joins between the atom and the later one never carry the rows it
+    drops.  The share is estimated from distinct values per column (``distinct(relation,
+    position)``, an input relation's, else ``None``) or, for a computed relation, its
+    estimated size.  See docs/DATALOG.md §1.
+
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> atoms = parse("r(x, w) :- a(x, y), b(y, z), c(z, w).").rules[0].body[0].literals
+    >>> counts = {("b", 1): 5000, ("c", 0): 20}
+    >>> found = semijoin_reducers(atoms, {"a": 10**4, "b": 10**4, "c": 20},
+    ...                           lambda rel, at: counts.get((rel, at)))
+    >>> [(a.relation, found[id(a)][0].relation, found[id(a)][1]) for a in atoms if id(a) in found]
+    [('b', 'c', ['z'])]
+    """
+    def values(atom, at):
+        known = distinct(atom.relation, at) if distinct is not None else None
+        return known if known is not None else sizes.get(atom.relation)
+
+    reducers: dict = {}
+    for index, atom in enumerate(order):
+        if sizes.get(atom.relation, 0) < SEMIJOIN_MIN_ROWS:
+            continue
+        mine = first_positions(atom)
+        best = None
+        for later in order[index + 1:]:
+            if index == 0 and later is order[1]:
+                continue  # (the first two atoms' join is no bigger for a semijoin first)
+            theirs = first_positions(later)
+            shared = [v for v in mine if v in theirs]
+            if not shared or set(theirs) <= set(mine):  # (a pure filter: filter_atoms)
+                continue
+            shares = []
+            for v in shared:
+                own, other = values(atom, mine[v]), values(later, theirs[v])
+                if own and other is not None:
+                    shares.append(other / own)
+            if shares and min(shares) <= SEMIJOIN_SHARE and \
+                    (best is None or min(shares) < best[0]):
+                best = (min(shares), later, shared)
+        if best is not None:
+            reducers[id(atom)] = best[1:]
+    return reducers
+
+
+def first_positions(atom) -> dict:
+    """Each variable of an atom -> the position of its first occurrence."""
+    positions: dict = {}
+    for i, arg in enumerate(atom.args):
+        if isinstance(arg, ast.Var) and arg.name not in positions:
+            positions[arg.name] = i
+    return positions
+
+
+def distinct_counts(rows: dict):
+    """``distinct(relation, position)``: how many distinct values the facts ``rows``
+    (relation -> encoded rows) hold in that column, counted on first use; ``None`` for a
+    relation without facts there.
+
+    >>> import numpy as np
+    >>> distinct = distinct_counts({"e": np.array([[1, 2], [1, 3], [2, 3]])})
+    >>> distinct("e", 0), distinct("e", 1), distinct("f", 0)
+    (2, 2, None)
+    """
+    import numpy as np
+
+    counted: dict = {}
+
+    def distinct(relation, position):
+        key = (relation, position)
+        if key not in counted:
+            facts = rows.get(relation)
+            counted[key] = None if facts is None or not len(facts) else \
+                len(np.unique(facts[:, position]))
+        return counted[key]
+    return distinct
+
+
 def estimate_sizes(analysed, input_sizes: dict) -> dict:
     """``relation -> estimated rows``: an input relation's facts; a computed relation's, the
     largest estimate among the relations its rules read (recursion: those outside its
@@ -124,7 +214,8 @@ def filter_atoms(atoms) -> tuple:
     only filter it, so they are joined to their host's relation before the host joins the
     rest (a semijoin: relations are sets, so joining on every variable of the filter keeps
     each host row once) -- the intermediate rows never hold what the filter drops
-    (sideways information passing, FlowLog's "robustness first").  ``filters`` maps
+    (sideways information passing, FlowLog's "robustness first").  A filter's ``_``
+    arguments are projected away (its other columns kept distinct).  ``filters`` maps
     ``id(host)`` to its filters; ``hosts`` are the atoms left to order.
 
     >>> from diffflow.datalog.syntax.parser import parse
@@ -136,7 +227,7 @@ def filter_atoms(atoms) -> tuple:
     filters: dict = {}
     hosts = list(atoms)
     for index, atom in enumerate(atoms):
-        own = set(atom_vars(atom))
+        own = {v for v in atom_vars(atom) if not v.startswith("#w")}  # (``_``: projected away)
         if not own or id(atom) in filters:  # (a host filters nothing else)
             continue
         host = next((h for at, h in enumerate(atoms) if h is not atom

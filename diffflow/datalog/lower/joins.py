@@ -19,7 +19,8 @@ from diffflow.dataflow.expr import Lit, col
 from diffflow.datalog.analysis.bindings import assignment
 from diffflow.datalog.lower.aggregates import aggregate_variables, compile_aggregate
 from diffflow.datalog.lower.columns import COLUMN_TYPE, UNIT, Frame, term_expression, var_column
-from diffflow.datalog.lower.join_order import filter_atoms, local_literals, order_atoms
+from diffflow.datalog.lower.join_order import (filter_atoms, first_positions, local_literals,
+                                               order_atoms, semijoin_reducers)
 from diffflow.datalog.syntax import ast, intrinsics
 from diffflow.datalog.syntax.render import render_atom, render_literal, render_term
 from diffflow.datalog.values import functors
@@ -42,6 +43,8 @@ class ClauseCompiler:
         self.cross_products: list = []  # ((line, column, head), atom) joined on nothing
         self.clause_line = None  # the clause being planned: (line, column, head relation)
         self.filters: dict = {}  # id(atom) -> atoms joined to its relation first (join_order)
+        self.reducers: dict = {}  # id(atom) -> (later atom, variables): its semijoin first
+        self.distinct = None  # (relation, position) -> distinct values, for the semijoins
         self.push_filters = True  # (provenance keeps every atom's own height: off there)
 
     def conjunction(self, literals, env, types, needed_after, extra_terms=(), start=None,
@@ -68,15 +71,15 @@ class ClauseCompiler:
             {names[id(a)] for a in ast.term_aggregates(*extra_terms)}
         frame = start
         bound = set(frame.variables) if frame is not None else set()
-        outer_filters = self.filters  # (an aggregate's body is planned inside its rule's)
-        self.filters = {}  # (atoms are shared between clauses magic sets copy: per plan)
+        outer = self.filters, self.reducers  # (an aggregate's body is planned inside its rule's)
+        self.filters, self.reducers = {}, {}  # (magic sets copy atoms between clauses: per plan)
         if plan is None and self.push_filters:
             atoms, self.filters = filter_atoms(atoms)
         try:
             return self._conjunction(atoms, pending, frame, bound, env, types, needed_after,
                                      plan, comparisons, steps, aggregates, names)
         finally:
-            self.filters = outer_filters
+            self.filters, self.reducers = outer
 
     def _conjunction(self, atoms, pending, frame, bound, env, types, needed_after, plan,
                      comparisons, steps, aggregates, names):
@@ -86,6 +89,8 @@ class ClauseCompiler:
 
         order = order_atoms(atoms, bound, plan, comparisons, self.sizes)
         self.orders.append((atoms, set(bound), plan, comparisons, [id(a) for a in order]))
+        if plan is None and self.push_filters and self.sizes is not None:
+            self.reducers = semijoin_reducers(order, self.sizes, self.distinct)
         record = steps is None
         steps = [] if steps is None else steps
         for index, atom in enumerate(order):
@@ -120,18 +125,37 @@ class ClauseCompiler:
             if self.sizes is not None and a.relation in self.sizes:
                 text += f" ~{self.sizes[a.relation]:,}"
             return text
-        return " ⋉ ".join(one(a) for a in [atom, *self.filters.get(id(atom), ())])
+        text = " ⋉ ".join(one(a) for a in [atom, *self.filters.get(id(atom), ())])
+        if id(atom) in self.reducers:
+            later, shared = self.reducers[id(atom)]
+            text += f" ⋉ {one(_projected(later, shared))}"
+        return text
+
+    def reduced(self, atom) -> bool:
+        """Whether the atom's rows are its relation's joined first to filters or a semijoin
+        (so the join does not read the relation's own index)."""
+        return id(atom) in self.filters or id(atom) in self.reducers
 
     def filtered(self, atom, env):
         """The atom's relation (:meth:`base`) joined first to the atoms that only filter it,
-        on their variables (each a set, so every row stays once)."""
+        on their variables (each a set, so every row stays once), and to the distinct
+        values of the later atom that reduces it (:func:`semijoin_reducers`)."""
         base = self.base(atom, env)
-        first = _positions(atom)
+        first = first_positions(atom)
         for f in self.filters.get(id(atom), ()):
-            theirs = _positions(f)
+            every = first_positions(f)
+            theirs = {v: i for v, i in every.items() if v in first}  # (not its ``_``)
             other = self.base(f, env).select(*[f"c{i}" for i in theirs.values()])
+            if len(theirs) < len(every):
+                other = other.distinct()
             base = base.join(other, left_on=[f"c{first[v]}" for v in theirs],
                              right_on=[f"c{i}" for i in theirs.values()])
+        if id(atom) in self.reducers:  # (the later atom's values on the shared variables)
+            later, shared = self.reducers[id(atom)]
+            theirs = first_positions(later)
+            other = self.base(later, env).select(*[f"c{theirs[v]}" for v in shared]).distinct()
+            base = base.join(other, left_on=[f"c{first[v]}" for v in shared],
+                             right_on=[f"c{theirs[v]}" for v in shared])
         return base
 
     def unit_collection(self):
@@ -167,12 +191,12 @@ class ClauseCompiler:
     def join_atom(self, frame, atom, env, needed, steps):
         base = self.filtered(atom, env)
         arity = len(atom.args)
-        positions = _positions(atom)
+        positions = first_positions(atom)
         label = render_atom(atom)
         if frame is None:
             keep = [v for v in positions if v in needed]
             steps.append(f"scan {self.sized(atom)}")
-            source = atom.relation if id(atom) not in self.filters else ""  # (not its index)
+            source = atom.relation if not self.reduced(atom) else ""  # (not its index)
             return Frame(base, keep, {v: f"c{positions[v]}" for v in keep}, source)
         shared = [v for v in positions if v in frame.variables]
         left = frame.collection
@@ -198,7 +222,7 @@ class ClauseCompiler:
                            rename={c: f"_r{c}" for c in rest})
         scope = joined.scope.label if joined.scope.parent is not None else ""
         uses = [(atom.relation, tuple(right_on), scope)] \
-            if id(atom) not in self.filters else []
+            if not self.reduced(atom) else []
         if frame.raw is not None and shared and frame.source:
             uses.append((frame.source, tuple(left_on), scope))
         for use in uses:
@@ -219,7 +243,7 @@ class ClauseCompiler:
         """Join ``atom`` after it applies ``local`` (see
         :func:`~diffflow.datalog.lower.join_order.local_literals`) on its own rows: the
         variables those equalities compute are join keys, not filters after the join."""
-        positions = _positions(atom)
+        positions = first_positions(atom)
         inner: list = []
         todo = list(local)
         scan = Frame(self.filtered(atom, env), list(positions),
@@ -344,7 +368,7 @@ class ClauseCompiler:
 
     def negate(self, frame, atom, env, steps):
         base = self.base(atom, env)
-        positions = _positions(atom)
+        positions = first_positions(atom)
         left = frame.collection
         if positions:
             left_on = [var_column(v) for v in positions]
@@ -366,6 +390,13 @@ _PRIORITY = {"Boolean": 0, "Comparison": 0, "Negation": 2, "AggregateTerm": 3}
 
 # -- variable bookkeeping ----------------------------------------------------------------------
 
+def _projected(atom, kept):
+    """The atom with every variable not in ``kept`` written ``_`` (how a semijoin reads it)."""
+    args = [a if not isinstance(a, ast.Var) or a.name in kept else ast.Wildcard(a.line, a.column)
+            for a in atom.args]
+    return ast.Atom(atom.line, atom.column, atom.relation, args)
+
+
 def _aggregates_of(item) -> list:
     """Aggregates inside a pending literal's terms (comparisons only: analysis names the
     expressions of atoms)."""
@@ -380,15 +411,6 @@ def _generator_side(c):
         if isinstance(side, ast.Functor) and side.name in intrinsics.GENERATORS:
             return side
     return None
-
-
-def _positions(atom) -> dict:
-    """Each variable of an atom -> the position of its first occurrence."""
-    positions = {}
-    for i, arg in enumerate(atom.args):
-        if isinstance(arg, ast.Var) and arg.name not in positions:
-            positions[arg.name] = i
-    return positions
 
 
 def _atom_vars(atom):
