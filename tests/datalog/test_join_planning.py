@@ -345,3 +345,43 @@ def test_semijoins_wherever_atoms_meet_keep_the_random_programs_exact(monkeypatc
     program = _check_random(source, inputs, ["r", "loop"], partitions, f"sip-{partitions}")
     assert "⋉ c(z, _)" in program.plan()
     assert len(reduced) >= 8  # (eqrel's, same_generation's and the rules above)
+
+
+STARTING_ALIKE = """
+.decl a(x: number, y: number)
+.decl b(y: number, z: number)
+.decl c(z: number, w: number)
+.decl d(z: number, w: number)
+.decl r1(x: number, w: number)
+.decl r2(x: number, w: number)
+.decl q(x: number, w: number)
+.decl r3(x: number, w: number)
+r1(x, w) :- a(x, y), b(y, z), c(z, w).
+r2(u, w) :- a(u, v), b(v, t), d(t, w).
+q(x, w) :- a(x, y), b(y, z), q(z, w).
+q(x, w) :- d(x, w).
+r3(x, w) :- a(x, y), b(y, z), q(z, w), w > 3.
+"""
+
+
+def _joins_built(program) -> int:
+    return sum(node.kind == "join" for node in program.flow.graph.nodes)
+
+
+def test_rules_that_start_alike_join_their_first_atoms_once():
+    program = dd.Program(STARTING_ALIKE)
+    plan = program.plan()
+    # r2, q's recursive rule (inside its loop) and r3 (after it) read r1's a ⋈ b
+    assert plan.count("join b(y, z) on (y): the rows of the rule at <program>:10, shared") == 2
+    assert plan.count("join b(v, t) on (v): the rows of the rule at <program>:10, shared") == 1
+    # a ⋈ b is built once instead of four times; each rule's own last join stays
+    assert _joins_built(program) == 1 + 4
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_shared_first_joins_keep_every_rule_exact(partitions):
+    inputs = {"a": [NODE, NODE], "b": [NODE, NODE], "c": [NODE, NODE], "d": [NODE, NODE]}
+    program = _check_random(STARTING_ALIKE, inputs, ["r1", "r2", "q", "r3"], partitions,
+                            f"prefixes-{partitions}")
+    assert "shared" in program.plan()
+    program.close()

@@ -19,6 +19,7 @@ from diffflow.dataflow.expr import Lit, col
 from diffflow.datalog.analysis.bindings import assignment
 from diffflow.datalog.lower.aggregates import aggregate_variables, compile_aggregate
 from diffflow.datalog.lower.columns import COLUMN_TYPE, UNIT, Frame, term_expression, var_column
+from diffflow.datalog.lower.shared_bodies import atom_code, renamed, step_key
 from diffflow.datalog.lower.join_order import (filter_atoms, first_positions, local_literals,
                                                order_atoms, semijoin_reducers)
 from diffflow.datalog.syntax import ast, intrinsics
@@ -36,6 +37,7 @@ class ClauseCompiler:
         self.unit = None  # the one-row input collection, once a plan needs it
         self.arrangement_uses: dict = {}
         self._bases: dict = {}
+        self._filtered: dict = {}  # step parts -> an atom's rows joined to its filters
         self._aggregate_count = 0
         self._generated = 0  # scratch columns of generators compared with bound variables
         self.sizes: dict | None = None  # relation -> estimated rows, for the join order
@@ -45,6 +47,7 @@ class ClauseCompiler:
         self.filters: dict = {}  # id(atom) -> atoms joined to its relation first (join_order)
         self.reducers: dict = {}  # id(atom) -> (later atom, variables): its semijoin first
         self.distinct = None  # (relation, position) -> distinct values, for the semijoins
+        self.steps: dict = {}  # step key -> (canonical names, frame, line): joins done once
         self.push_filters = True  # (provenance keeps every atom's own height: off there)
 
     def conjunction(self, literals, env, types, needed_after, extra_terms=(), start=None,
@@ -92,6 +95,10 @@ class ClauseCompiler:
         if plan is None and self.push_filters and self.sizes is not None:
             self.reducers = semijoin_reducers(order, self.sizes, self.distinct)
         record = steps is None
+        # (a step is shared only while the steps before it were: none applied a literal)
+        key = () if record and frame is None and plan is None and self.push_filters and \
+            self.clause_line is not None else None
+        canon: dict = {}
         steps = [] if steps is None else steps
         for index, atom in enumerate(order):
             later = order[index + 1:]
@@ -100,12 +107,21 @@ class ClauseCompiler:
             local = local_literals(atom, pending, set(frame.variables)) \
                 if frame is not None else []
             if local:
+                key = None
                 frame = self.join_computed(frame, atom, env, needed, steps, local, pending,
                                            types, aggregates, names)
-            else:
+            elif frame is None:
                 frame = self.join_atom(frame, atom, env, needed, steps)
+                key = step_key(key, self.step_parts(atom, env, canon), frame.variables, canon)
+            elif key is None:
+                frame = self.join_atom(frame, atom, env, needed, steps)
+            else:
+                frame, key = self.join_shared(frame, atom, env, needed, steps, key, canon)
             bound = set(frame.variables)
+            waiting = len(pending)
             frame = self.apply_ready(frame, pending, env, types, aggregates, steps, later, names)
+            if len(pending) != waiting:
+                key = None
         if frame is None:  # no positive atom: start from the one-row unit collection
             frame = Frame(self.unit_collection(), [])
         if pending:  # no positive atom, or a start frame that binds what they need
@@ -140,6 +156,11 @@ class ClauseCompiler:
         """The atom's relation (:meth:`base`) joined first to the atoms that only filter it,
         on their variables (each a set, so every row stays once), and to the distinct
         values of the later atom that reduces it (:func:`semijoin_reducers`)."""
+        if not self.reduced(atom):
+            return self.base(atom, env)
+        key = tuple(self.step_parts(atom, env, {}))  # (the same filters of another rule)
+        if None not in key and key in self._filtered:
+            return self._filtered[key]
         base = self.base(atom, env)
         first = first_positions(atom)
         for f in self.filters.get(id(atom), ()):
@@ -156,6 +177,8 @@ class ClauseCompiler:
             other = self.base(later, env).select(*[f"c{theirs[v]}" for v in shared]).distinct()
             base = base.join(other, left_on=[f"c{first[v]}" for v in shared],
                              right_on=[f"c{theirs[v]}" for v in shared])
+        if None not in key:
+            self._filtered[key] = base
         return base
 
     def unit_collection(self):
@@ -237,6 +260,42 @@ class ClauseCompiler:
         if not names:
             names = {UNIT: 0}
         return Frame(joined.select(**names), variables)
+
+    def join_shared(self, frame, atom, env, needed, steps, key, canon):
+        """:meth:`join_atom` -- or, when an earlier rule's body made the same join on the
+        same rows (:func:`~diffflow.datalog.lower.shared_bodies.step_key`), its rows under
+        this rule's variable names; returns the frame and the step's key."""
+        positions = first_positions(atom)
+        parts = self.step_parts(atom, env, canon)
+        kept = {v for v in [*frame.variables, *positions] if v in needed}
+        step = step_key(key, parts, kept, canon) \
+            if set(positions) & set(frame.variables) else None  # (no cross products)
+        if step is None:
+            return self.join_atom(frame, atom, env, needed, steps), None
+        if step in self.steps:
+            names, shared_frame, line = self.steps[step]
+            joined = renamed(shared_frame, names, canon)
+            on = ", ".join(v for v in positions if v in frame.variables)
+            steps.append(f"join {self.sized(atom)} on ({on}): the rows of the rule at "
+                         f"{self.where(line)}, shared")
+            return joined, step
+        joined = self.join_atom(frame, atom, env, needed, steps)
+        self.steps[step] = (dict(canon), joined, self.clause_line[0])
+        return joined, step
+
+    def where(self, line: int) -> str:
+        """A program line as the plan names it."""
+        return f"line {line}"
+
+    def step_parts(self, atom, env, canon) -> list:
+        """What an atom's rows in a join step depend on: the atom, the atoms that filter it
+        and its semijoin (:func:`~diffflow.datalog.lower.shared_bodies.atom_code`)."""
+        parts = [atom_code(atom, env, canon)]
+        parts += [atom_code(f, env, canon) for f in self.filters.get(id(atom), ())]
+        if id(atom) in self.reducers:
+            reducer, shared = self.reducers[id(atom)]
+            parts.append((atom_code(reducer, env, canon), tuple(canon[v] for v in shared)))
+        return parts
 
     def join_computed(self, frame, atom, env, needed, steps, local, pending, types,
                       aggregates, names):
