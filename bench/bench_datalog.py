@@ -5,6 +5,8 @@
         --workloads tc-roots,tc --timeout 600 --memory-limit 22 --profile 15
     NUMBA_NUM_THREADS=1 python bench/bench_datalog.py --graphs rmat --rmat-scale 8 --edges 1000 \
         --engines diffflow,duckdb,clingo,pydatalog
+    NUMBA_NUM_THREADS=1 python bench/bench_datalog.py --planner points,samegen,records \
+        --workloads ""                      # the planner's sections only (bench_planner.py)
 
 Programs (Soufflé syntax; every engine runs the same rules on the same facts):
 
@@ -14,6 +16,10 @@ Programs (Soufflé syntax; every engine runs the same rules on the same facts):
               path(x, z) :- path(x, y), edge(y, z).
     sg        sg(x, y) :- edge(p, x), edge(p, y), x != y.
               sg(x, y) :- edge(a, x), sg(a, b), edge(b, y).
+
+``--planner SECTIONS`` also runs ``bench_planner.py``'s sections (point queries on
+wiki-Vote's closure next to DuckDB, a standing query, same generation with and without
+magic sets, a record-keyed join of 10^5 facts; see that file) after the workloads.
 
 Graphs: ``rmat`` (the R-MAT generator of bench_graphs.py, ``--rmat-scale``, ``--edges``,
 seed 0) and SNAP graphs found under ``--data`` (``wiki-Vote``, ...), optionally cut to
@@ -414,6 +420,9 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0,
                         help="print the top N cProfile entries (cumulative) of diffflow's "
                              "initial run")
+    parser.add_argument("--planner", default="",
+                        help="also run these sections of bench_planner.py: points, live, "
+                             "samegen, records")
     add_data_option(parser)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--workload-one", help=argparse.SUPPRESS)
@@ -522,6 +531,13 @@ def main() -> None:
     for title, text in profiles:
         print(f"\ncProfile of diffflow, {title}:")
         print(text)
+    if args.planner:
+        command = [sys.executable, os.path.join(HERE, "bench_planner.py"),
+                   "--sections", args.planner, "--threads", str(args.threads)]
+        if args.data:
+            command += ["--data", args.data]
+        print("\nthe planner's sections (bench_planner.py):", flush=True)
+        subprocess.run(command, check=True)
 
 
 if __name__ == "__main__":
