@@ -285,7 +285,8 @@ def test_a_later_atom_that_filters_strongly_reduces_an_earlier_one_first(partiti
     for name, rows in (("a", a), ("b", b), ("c", c)):
         program.insert(name, sorted(rows))
     program.commit()
-    assert re.search(r"join b\(y, z\) ~[\d,]+ ⋉ c\(z, _\) ~50 on \(y\)", program.plan())
+    assert re.search(r"join b\(y, z\) ~[\d,]+ ⋉ \{z : c\(z, w\) ~50\} on \(y\)",
+                     program.plan())
     assert program.relation("r") == _reduced_rows(a, b, c)
     assert len(program.changes("r")) == len(program.relation("r"))
     rng = random.Random(7)
@@ -372,8 +373,8 @@ def test_rules_that_start_alike_join_their_first_atoms_once():
     program = dd.Program(STARTING_ALIKE)
     plan = program.plan()
     # r2, q's recursive rule (inside its loop) and r3 (after it) read r1's a ⋈ b
-    assert plan.count("join b(y, z) on (y): the rows of the rule at <program>:10, shared") == 2
-    assert plan.count("join b(v, t) on (v): the rows of the rule at <program>:10, shared") == 1
+    assert plan.count("a(x, y) ⋈ b(y, z): the rows of the rule at <program>:10, shared") == 2
+    assert plan.count("a(u, v) ⋈ b(v, t): the rows of the rule at <program>:10, shared") == 1
     # a ⋈ b is built once instead of four times; each rule's own last join stays
     assert _joins_built(program) == 1 + 4
 
@@ -385,3 +386,32 @@ def test_shared_first_joins_keep_every_rule_exact(partitions):
                             f"prefixes-{partitions}")
     assert "shared" in program.plan()
     program.close()
+
+
+def test_a_disjunction_shares_its_first_joins_between_its_clauses():
+    program = dd.Program(".decl a(x: number, y: number)\n.decl b(y: number, z: number)\n"
+                         ".decl c(z: number, w: number)\n.decl d(z: number, w: number)\n"
+                         ".decl r(x: number, w: number)\n"
+                         "r(x, w) :- a(x, y), b(y, z), (c(z, w) ; d(z, w)).\n")
+    assert "a(x, y) ⋈ b(y, z): the rows of another clause of this rule, shared" in program.plan()
+    program.insert("a", [(1, 2)])
+    program.insert("b", [(2, 3), (2, 4)])
+    program.insert("c", [(3, 5)])
+    program.insert("d", [(4, 6), (9, 9)])
+    program.commit()
+    assert program.relation("r") == {(1, 5), (1, 6)}
+
+
+def test_filters_with_wildcards_count_each_match_and_subsumption_keeps_its_columns():
+    # a filter's _ is no variable: each of its rows is a match of the body (count : {...}
+    # counts them); subsumption names its _ internally, and those are not projected away
+    source = (".decl b(y: number, z: number)\n.decl c(z: number, w: number)\n"
+              ".decl n(k: number)\nn(k) :- k = count : { b(y, z), c(z, _) }.\n"
+              ".decl r(x: number, y: number)\nr(y, z) :- b(y, z).\n"
+              "r(x, _) <= r(x, y) :- y > 5.\n")
+    program = dd.Program(source)
+    program.insert("b", [(1, 2), (3, 2), (1, 7)])
+    program.insert("c", [(2, 5), (2, 6), (2, 7)])
+    program.commit()
+    assert program.relation("n") == {(6,)}  # 2 b rows x 3 c rows with z = 2
+    assert program.relation("r") == {(1, 7), (3, 2)}

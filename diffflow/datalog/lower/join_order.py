@@ -215,8 +215,9 @@ def filter_atoms(atoms) -> tuple:
     rest (a semijoin: relations are sets, so joining on every variable of the filter keeps
     each host row once) -- the intermediate rows never hold what the filter drops
     (sideways information passing, FlowLog's "robustness first").  A filter's ``_``
-    arguments are projected away (its other columns kept distinct).  ``filters`` maps
-    ``id(host)`` to its filters; ``hosts`` are the atoms left to order.
+    arguments are no variables (each of its rows counts, as the body's matches do for
+    an aggregate).  ``filters`` maps ``id(host)`` to its filters; ``hosts`` are the atoms
+    left to order.
 
     >>> from diffflow.datalog.syntax.parser import parse
     >>> atoms = parse("r(x, z) :- a(x, y), b(y, z), c(z), d(1, z).").rules[0].body[0].literals
@@ -227,7 +228,7 @@ def filter_atoms(atoms) -> tuple:
     filters: dict = {}
     hosts = list(atoms)
     for index, atom in enumerate(atoms):
-        own = {v for v in atom_vars(atom) if not v.startswith("#w")}  # (``_``: projected away)
+        own = set(atom_vars(atom))
         if not own or id(atom) in filters:  # (a host filters nothing else)
             continue
         host = next((h for at, h in enumerate(atoms) if h is not atom

@@ -116,7 +116,8 @@ class ClauseCompiler:
             elif key is None:
                 frame = self.join_atom(frame, atom, env, needed, steps)
             else:
-                frame, key = self.join_shared(frame, atom, env, needed, steps, key, canon)
+                frame, key = self.join_shared(frame, atom, env, needed, steps, key, canon,
+                                              order[:index])
             bound = set(frame.variables)
             waiting = len(pending)
             frame = self.apply_ready(frame, pending, env, types, aggregates, steps, later, names)
@@ -144,7 +145,7 @@ class ClauseCompiler:
         text = " ⋉ ".join(one(a) for a in [atom, *self.filters.get(id(atom), ())])
         if id(atom) in self.reducers:
             later, shared = self.reducers[id(atom)]
-            text += f" ⋉ {one(_projected(later, shared))}"
+            text += f" ⋉ {{{', '.join(shared)} : {one(later)}}}"  # (its values there)
         return text
 
     def reduced(self, atom) -> bool:
@@ -164,11 +165,8 @@ class ClauseCompiler:
         base = self.base(atom, env)
         first = first_positions(atom)
         for f in self.filters.get(id(atom), ()):
-            every = first_positions(f)
-            theirs = {v: i for v, i in every.items() if v in first}  # (not its ``_``)
+            theirs = first_positions(f)
             other = self.base(f, env).select(*[f"c{i}" for i in theirs.values()])
-            if len(theirs) < len(every):
-                other = other.distinct()
             base = base.join(other, left_on=[f"c{first[v]}" for v in theirs],
                              right_on=[f"c{i}" for i in theirs.values()])
         if id(atom) in self.reducers:  # (the later atom's values on the shared variables)
@@ -261,10 +259,11 @@ class ClauseCompiler:
             names = {UNIT: 0}
         return Frame(joined.select(**names), variables)
 
-    def join_shared(self, frame, atom, env, needed, steps, key, canon):
+    def join_shared(self, frame, atom, env, needed, steps, key, canon, before):
         """:meth:`join_atom` -- or, when an earlier rule's body made the same join on the
         same rows (:func:`~diffflow.datalog.lower.shared_bodies.step_key`), its rows under
-        this rule's variable names; returns the frame and the step's key."""
+        this rule's variable names (``before``: the atoms joined so far, each a step of the
+        shared run); returns the frame and the step's key."""
         positions = first_positions(atom)
         parts = self.step_parts(atom, env, canon)
         kept = {v for v in [*frame.variables, *positions] if v in needed}
@@ -273,14 +272,16 @@ class ClauseCompiler:
         if step is None:
             return self.join_atom(frame, atom, env, needed, steps), None
         if step in self.steps:
-            names, shared_frame, line = self.steps[step]
+            names, shared_frame, (line, column) = self.steps[step]
             joined = renamed(shared_frame, names, canon)
-            on = ", ".join(v for v in positions if v in frame.variables)
-            steps.append(f"join {self.sized(atom)} on ({on}): the rows of the rule at "
-                         f"{self.where(line)}, shared")
+            whose = "another clause of this rule" if (line, column) == self.clause_line[:2] \
+                else f"the rule at {self.where(line)}"
+            # (a run is shared only while it is all joins: its steps so far are those joins)
+            steps[:] = [f"{' ⋈ '.join(self.sized(a) for a in [*before, atom])}: the rows "
+                        f"of {whose}, shared"]
             return joined, step
         joined = self.join_atom(frame, atom, env, needed, steps)
-        self.steps[step] = (dict(canon), joined, self.clause_line[0])
+        self.steps[step] = (dict(canon), joined, self.clause_line[:2])
         return joined, step
 
     def where(self, line: int) -> str:
@@ -448,13 +449,6 @@ _PRIORITY = {"Boolean": 0, "Comparison": 0, "Negation": 2, "AggregateTerm": 3}
 
 
 # -- variable bookkeeping ----------------------------------------------------------------------
-
-def _projected(atom, kept):
-    """The atom with every variable not in ``kept`` written ``_`` (how a semijoin reads it)."""
-    args = [a if not isinstance(a, ast.Var) or a.name in kept else ast.Wildcard(a.line, a.column)
-            for a in atom.args]
-    return ast.Atom(atom.line, atom.column, atom.relation, args)
-
 
 def _aggregates_of(item) -> list:
     """Aggregates inside a pending literal's terms (comparisons only: analysis names the
