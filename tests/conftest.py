@@ -8,14 +8,17 @@ import pytest  # noqa: E402
 
 @pytest.fixture(scope="session")
 def spark():
-    """The one SparkSession of the test run: local[2], loopback only, no UI, event log in a temp folder."""
+    """The one SparkSession of the test run: local[5], loopback only, no UI, event log in a temp
+    folder.  Each partition worker holds a task slot while it lives (idle ones stay pooled), so
+    5 slots hold the 4 workers of the largest dataflows tests build and one for DataFrame jobs."""
     import tempfile
 
-    from diffflow.runtime.spark import local_session
+    from diffflow.runtime.spark import local_session, release_workers
 
     events = tempfile.mkdtemp(prefix="diffflow-spark-events-")  # read by the PAG tests of Spark logs
-    session = local_session("local[2]", spark_eventLog_enabled="true", spark_eventLog_dir=events)
+    session = local_session("local[5]", spark_eventLog_enabled="true", spark_eventLog_dir=events)
     yield session
+    release_workers(session)
     session.stop()
 
 

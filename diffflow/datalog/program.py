@@ -557,11 +557,23 @@ class Program:
         >>> p.load_facts("no/such/folder", missing_ok=True)
         {'e': 0}
         """
+        return self.insert_read(self.read_facts(facts_dir, progress, missing_ok))
+
+    def read_facts(self, facts_dir, progress=None, missing_ok: bool = False) -> dict:
+        """``{relation: rows}`` of every ``.input`` relation's file, read and checked but not
+        inserted (:meth:`insert_read` does that; :meth:`load_facts` is both).
+
+        >>> Program(".decl e(x: number)\n.input e").read_facts("no/such/folder", missing_ok=True)
+        {'e': []}
+        """
         from diffflow.datalog.values.small_facts import read_input_files
 
-        loaded = read_input_files(self.input_files(facts_dir), self.relations,
-                                  self.analysed.structures, self.filename, progress,
-                                  missing_ok)
+        return read_input_files(self.input_files(facts_dir), self.relations,
+                                self.analysed.structures, self.filename, progress, missing_ok)
+
+    def insert_read(self, loaded: dict) -> dict:
+        """Insert what :meth:`read_facts` read (of this program's text, possibly another
+        build of it); returns ``{relation: facts read}``."""
         encoded = {name: self.encode(name, rows) for name, rows in loaded.items()}
         for name, rows in encoded.items():
             self._change(name, rows, +1)

@@ -19,8 +19,8 @@ their partitions, and the runtime only
 
 Where the workers live is the transport's business
 (:mod:`diffflow.runtime.transports`): in this process (tests of the
-protocol), or worker processes started on this machine or by a Spark
-barrier stage (:mod:`diffflow.runtime.spark`).
+protocol), or worker processes started on this machine or by long-running
+Spark tasks (:mod:`diffflow.runtime.spark_slots`).
 
 >>> import diffflow as dd
 >>> flow = dd.Dataflow(partitions=3)
@@ -33,7 +33,6 @@ barrier stage (:mod:`diffflow.runtime.spark`).
 from __future__ import annotations
 
 import itertools
-import os
 import shutil
 import tempfile
 import weakref
@@ -42,6 +41,7 @@ import numpy as np
 
 from diffflow.arrangements.updates import Updates
 from diffflow.common.errors import WorkerLost, loop_overflow_error
+from diffflow.runtime import storage
 from diffflow.runtime.base import Runtime
 from diffflow.runtime.engine import Topology, merge_pointstamps, overflowed, partition_rows
 from diffflow.runtime.routing import Routing
@@ -222,15 +222,15 @@ class ClusterRuntime(Runtime):
         if self.checkpoint_dir is None:
             self.checkpoint_dir = tempfile.mkdtemp(prefix="diffflow-checkpoint-")
             self._own_checkpoint_dir = True
-        folder = os.path.join(self.checkpoint_dir, f"epoch-{self.closed}")
-        os.makedirs(folder, exist_ok=True)
-        files = [os.path.join(folder, f"part-{p}.pkl") for p in range(self.parts)]
+        folder = storage.join(self.checkpoint_dir, f"epoch-{self.closed}")
+        storage.make_folder(folder)
+        files = [storage.join(folder, f"part-{p}.pkl") for p in range(self.parts)]
         self.transport.call_all("checkpoint", [(path, self.closed) for path in files])
         old, self.checkpoint_path, self.checkpoint_files = self.checkpoint_path, folder, files
         self.checkpoint_epoch = self.closed
         self.log_closed = []
         if old and old != folder:
-            shutil.rmtree(old, ignore_errors=True)
+            storage.remove_folder(old)
         return folder
 
     def _recover(self, run: bool = True) -> None:

@@ -1,30 +1,30 @@
 """The Spark runtime: partition workers placed by Spark, Spark for bulk input and output.
 
-This is the only module of diffflow that imports pyspark.
+This module and :mod:`.spark_slots` (the tasks that hold the workers) are the only ones
+of diffflow that import pyspark.
 
 Design (measured choices; figures in ``bench/README.md``)
 ------------------------------------------------------------------------------------
 
 * **Resident partition workers.**  A Spark stage per round costs 0.1-0.2 s
   before any work, and state kept in Spark's cache is re-read and rewritten
-  whole every round, so neither runs the loop.  Instead one Spark stage (a
-  *barrier* stage when the cluster has a slot for every partition, so they
-  are gang-scheduled) starts one worker process per partition on the
-  executors.  Each holds its partition's operators and arrangements in
-  memory -- partition ``p`` owns the keys whose bin the routing table gives it
-  (``hash % P == p`` until a rescale), the same as the local runtime -- and exchanges Arrow IPC batches directly with
+  whole every round, so neither runs the loop.  Instead one Spark job starts one
+  worker process per partition on the executors (a long-running task each, below).
+  Each holds its partition's operators and arrangements in memory -- partition ``p``
+  owns the keys whose bin the routing table gives it (``hash % P == p`` until a
+  rescale), the same as the local runtime -- and exchanges Arrow IPC batches directly with
   the other workers.  A round therefore costs a loopback/network round trip
   plus work proportional to the updates; nothing re-reads the state.
 * **The driver is the progress coordinator** (Naiad's central tracker, see
   :mod:`diffflow.runtime.cluster`): it gathers pointstamps between sweeps and
   sends back exact frontiers.
-* **Workers outlive their launch stage.**  The stage's tasks start the
-  worker processes and finish at once, so the workers do not hold Spark's
-  task slots: Spark stays free to run the bulk I/O jobs below and the user's
-  own jobs (a worker pinned in a task slot would deadlock any job once
-  ``P`` equals the slot count).  The trade-off: Spark's scheduler does not
-  account for the workers' memory and CPU, and Spark does not restart them;
-  diffflow does (below).  Workers exit when the driver's connection closes.
+* **Workers live in Spark's slots** (:mod:`diffflow.runtime.spark_slots`): each is the
+  child process of one long-running Spark task, so it holds that task's executor slot,
+  counts in its executor's memory and dies with it.  A launch needs a free slot per
+  worker and fails at once, naming the numbers, when the cluster has fewer; the jobs
+  below need one more slot.  Workers exit when the driver's connection closes (idle
+  ones stay pooled for the next dataflow, holding their slots, until a job of ours
+  needs a slot).
 * **Spark does the bulk I/O.**  ``insert_dataframe`` runs a Spark job whose
   tasks encode their Arrow batches and push each row straight to the worker
   owning it (nothing is collected on the driver; the push is a transaction
@@ -51,6 +51,7 @@ Example (tests/runtime/test_spark.py runs these paths against one shared session
 """
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
@@ -62,6 +63,7 @@ import uuid
 import numpy as np
 
 from diffflow.runtime.cluster import ClusterRuntime
+from diffflow.runtime.spark_slots import SparkLauncher, task_error
 from diffflow.runtime.transports import SocketTransport, WorkerPool
 
 _POOLS: dict = {}
@@ -96,7 +98,36 @@ def java_problem() -> str | None:
     return None
 
 
-def local_session(master: str = "local[2]", app_name: str = "diffflow", **conf):
+def master_problem(master: str, timeout: float = 5.0) -> str | None:
+    """Why a standalone master (``spark://HOST:PORT[,HOST:PORT...]``) cannot be reached
+    from here, or ``None`` (other masters are not checked): Spark itself would retry for
+    a minute and then fail with a Java trace.
+
+    >>> master_problem("local[2]") is None
+    True
+    >>> print(master_problem("spark://127.0.0.1:1", timeout=1))  # doctest: +ELLIPSIS
+    cannot reach the Spark master spark://127.0.0.1:1 (127.0.0.1:1: ...
+    """
+    if not master.startswith("spark://"):
+        return None
+    failures = []
+    for address in master[len("spark://"):].split(","):
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            return (f"the master URL {master!r} names no port: write spark://HOST:PORT (a "
+                    f"standalone master listens on 7077 unless told otherwise)")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout):
+                return None
+        except OSError as exc:
+            failures.append(f"{address}: {exc.strerror or type(exc).__name__}")
+    return (f"cannot reach the Spark master {master} ({'; '.join(failures)}): check the URL, "
+            f"that the master runs (sbin/start-master.sh) and that this machine reaches its "
+            f"port; Spark was not started")
+
+
+def local_session(master: str = "local[2]", app_name: str = "diffflow", conf: dict | None = None,
+                  **settings):
     """A SparkSession for ``master``; local masters bind to loopback only.
 
     Sets what diffflow's runtime relies on (Python worker reuse, Arrow) and,
@@ -106,12 +137,18 @@ def local_session(master: str = "local[2]", app_name: str = "diffflow", **conf):
     set it): otherwise Spark starts the ``python3`` on PATH, which does not
     have diffflow when a virtual environment's Python runs without being
     activated.  Raises ``RuntimeError`` naming the fix when no Java 17/21 is
-    installed.  Extra ``conf`` entries are passed as Spark configuration.
+    installed or a standalone master cannot be reached (:func:`master_problem`).
+    ``conf`` entries are Spark settings passed unchanged (``{"spark.archives": ...}``);
+    keyword ``settings`` are too, with each ``_`` read as ``.``.
 
     Example (starting a JVM takes seconds, so it is not a doctest)::
 
-        spark = local_session("local[2]", spark_sql_shuffle_partitions=2)
+        spark = local_session("local[3]", conf={"spark.executorEnv.TZ": "UTC"},
+                              spark_sql_shuffle_partitions=2)
     """
+    problem = master_problem(master)
+    if problem:
+        raise RuntimeError(problem)
     problem = java_problem()
     if problem:
         raise RuntimeError(problem)
@@ -125,7 +162,7 @@ def local_session(master: str = "local[2]", app_name: str = "diffflow", **conf):
                             category=FutureWarning)
 
     builder = SparkSession.builder.master(master).appName(app_name)
-    settings = {
+    defaults = {
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "4",
         "spark.python.worker.reuse": "true",
@@ -136,80 +173,18 @@ def local_session(master: str = "local[2]", app_name: str = "diffflow", **conf):
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
         # executors are this machine: run them on this interpreter (and its packages)
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        settings.update({"spark.driver.host": "127.0.0.1",
+        defaults.update({"spark.driver.host": "127.0.0.1",
                          "spark.driver.bindAddress": "127.0.0.1"})
-    settings.update({k.replace("_", "."): str(v) for k, v in conf.items()})
-    for key, value in settings.items():
+    defaults.update({k.replace("_", "."): str(v) for k, v in settings.items()})
+    defaults.update({k: str(v) for k, v in (conf or {}).items()})
+    for key, value in defaults.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
 
 
-# -- placing workers -----------------------------------------------------------------------------
-
-def _start_worker(args, _partition):
-    """A launch task: start one worker process on this executor, then finish."""
-    host, port, authkey_hex = args
-    bind = os.environ.get("SPARK_LOCAL_IP") or socket.gethostbyname(socket.gethostname())
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "diffflow.runtime.worker", host, str(port), authkey_hex, bind],
-        stdin=subprocess.DEVNULL, start_new_session=True)
-    yield (socket.gethostname(), proc.pid)
-
-
-class SparkLauncher:
-    """Starts partition worker processes on Spark's executors with one (barrier) stage."""
-
-    def __init__(self, spark):
-        self.spark = spark
-        self.placed: list = []  # (host, pid) of every worker started
-
-    def launch(self, count: int, address: tuple, authkey: bytes, bind_host: str) -> None:
-        from functools import partial
-
-        sc = self.spark.sparkContext
-        rdd = sc.parallelize(range(count), count)
-        start = partial(_start_worker, (address[0], address[1], authkey.hex()))
-        try:
-            if count <= sc.defaultParallelism:  # gang-scheduled, spread over the executors
-                placed = rdd.barrier().mapPartitions(start).collect()
-            else:  # a barrier stage may not need more slots than exist; the tasks are short
-                placed = rdd.mapPartitions(start).collect()
-        except Exception as exc:
-            problem = executor_python_problem(sc, exc)
-            if problem:
-                raise RuntimeError(problem) from None
-            raise
-        self.placed.extend(placed)
-
-    def stop(self) -> None:
-        """Nothing to do: workers exit when the pool's connections to them close."""
-
-
-def executor_python_problem(sc, exc) -> str | None:
-    """A message for a Spark job that failed because the executors' Python lacks a module.
-
-    >>> class Context: pythonExec, master = "python3", "spark://head:7077"
-    >>> print(executor_python_problem(Context(), Exception("No module named 'diffflow'")))
-    ... # doctest: +NORMALIZE_WHITESPACE
-    Spark's executors ran Python 'python3' (master spark://head:7077), which cannot import
-    diffflow (No module named 'diffflow'). Install diffflow into that Python on every executor,
-    or point Spark at a Python that has it: set PYSPARK_PYTHON to its path (the same path on
-    every executor) before the session starts, or pass --conf spark.pyspark.python=PATH to
-    spark-submit.
-    """
-    found = re.search(r"No module named '([\w.]+)'", str(exc))
-    if not found:
-        return None
-    module = found.group(1)
-    python = getattr(sc, "pythonExec", None) or os.environ.get("PYSPARK_PYTHON", "python3")
-    return (f"Spark's executors ran Python {python!r} (master {sc.master}), which cannot import "
-            f"{module.split('.')[0]} (No module named {module!r}). Install diffflow into that "
-            f"Python on every executor, or point Spark at a Python that has it: set "
-            f"PYSPARK_PYTHON to its path (the same path on every executor) before the session "
-            f"starts, or pass --conf spark.pyspark.python=PATH to spark-submit.")
-
+# -- placing workers (diffflow.runtime.spark_slots) -------------------------------------------
 
 def spark_pool(spark) -> WorkerPool:
     """The worker pool of one SparkContext (created on first use)."""
@@ -220,9 +195,21 @@ def spark_pool(spark) -> WorkerPool:
         host = sc.getConf().get("spark.driver.host", "127.0.0.1")
         if sc.master.startswith("local"):
             host = "127.0.0.1"
-        pool = WorkerPool(SparkLauncher(spark), bind_host=host)
+        pool = WorkerPool(SparkLauncher(spark), bind_host=host)  # (it links itself)
         _POOLS[key] = pool
+        # (before the context's own exit hook, registered earlier, stops it: the workers'
+        # tasks then end rather than being killed)
+        atexit.register(lambda: _POOLS.pop(key, None) and pool.close())
     return pool
+
+
+def release_workers(spark) -> None:
+    """End the partition workers diffflow keeps for ``spark`` (idle ones hold executor
+    slots): call it before ``spark.stop()`` so their tasks end instead of being killed.
+    Dataflows still open on ``spark`` lose their workers."""
+    pool = _POOLS.pop(spark.sparkContext.applicationId, None)
+    if pool is not None:
+        pool.close()
 
 
 # -- DataFrames in -----------------------------------------------------------------------------------
@@ -351,14 +338,32 @@ class SparkRuntime(ClusterRuntime):
     """:class:`ClusterRuntime` with workers placed by Spark and DataFrame I/O through Spark."""
 
     def __init__(self, graph, parts: int, symbols, spark, **kw):
+        from diffflow.runtime.storage import checkpoint_dir_problem
+
+        master = spark.sparkContext.master
+        if kw.get("checkpoint_every") is not None or kw.get("checkpoint_dir") is not None:
+            problem = checkpoint_dir_problem(kw.get("checkpoint_dir"), master)
+            if problem:
+                raise ValueError(problem)
         self.spark = spark
         self.pool = spark_pool(spark)
         super().__init__(graph, parts, symbols, SocketTransport(parts, self.pool), **kw)
+
+    def checkpoint(self) -> str:
+        """Write every partition's state now (see :meth:`ClusterRuntime.checkpoint`); on a
+        cluster only into shared storage (:func:`~.storage.checkpoint_dir_problem`)."""
+        from diffflow.runtime.storage import checkpoint_dir_problem
+
+        problem = checkpoint_dir_problem(self.checkpoint_dir, self.spark.sparkContext.master)
+        if problem:
+            raise ValueError(problem)
+        return super().checkpoint()
 
     # -- DataFrames in ------------------------------------------------------------------------
     def push_dataframe(self, node_id: int, schema, df, sign, where: str) -> None:
         """Stage a DataFrame's rows at the open epoch (``sign`` +1/-1, or None: a diff column)."""
         names = check_dataframe_schema(df, schema, where, extra=() if sign else ("diff",))
+        self.pool.launcher.free_slot(self.parts)  # (its job needs a slot beside the workers)
         entry = ("dataframe", node_id, df.select(*names), sign, schema, where)
         self._apply_external(entry)  # a failure leaves nothing staged and nothing logged
         self.log_open.append(entry)
@@ -375,7 +380,7 @@ class SparkRuntime(ClusterRuntime):
             df.mapInArrow(partial(_push_batches, setup), "n long").collect()
         except Exception as exc:
             self.transport.call_all("abort_push", [(token,)] * self.parts)
-            raise ValueError(_task_error(exc)) from None
+            raise ValueError(task_error(exc)) from None
         self.transport.call_all("commit_push", [(token,)] * self.parts)
 
     # -- DataFrames out -------------------------------------------------------------------------
@@ -396,6 +401,7 @@ class SparkRuntime(ClusterRuntime):
         if what == "changes":
             fields += [StructField("epoch", LongType(), False), StructField("diff", LongType(), False)]
             types += [pa.int64(), pa.int64()]
+        self.pool.launcher.free_slot(self.parts)  # (its job needs a slot beside the workers)
         since = [self.delivered.get(node_id, 0)] * self.parts
         setup = ([w[1] for w in self.transport.workers], self.pool.authkey, node_id, what,
                  list(schema.names), types, since)
@@ -405,13 +411,3 @@ class SparkRuntime(ClusterRuntime):
         if what == "changes":
             self.delivered[node_id] = self.computed
         return result
-
-
-def _task_error(exc: Exception) -> str:
-    """The user's message out of a Spark task failure (the last 'SomethingError: ...' line)."""
-    text = str(exc)
-    found = re.findall(r"^\s*(?:\w+\.)*(\w*Error): (.+)$", text, flags=re.M)
-    for kind, message in reversed(found):
-        if kind not in ("PythonException", "Py4JJavaError", "SparkException"):
-            return message.strip()
-    return text.splitlines()[0] if text else type(exc).__name__

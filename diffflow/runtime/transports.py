@@ -5,8 +5,8 @@
 * :class:`SocketTransport` -- worker processes reached over authenticated
   loopback (or cluster) sockets, taken from a :class:`WorkerPool`; they
   exchange chunks with each other directly.  :class:`ProcessLauncher` starts
-  them on this machine, :class:`~diffflow.runtime.spark.SparkLauncher` as a
-  Spark barrier stage.
+  them on this machine, :class:`~diffflow.runtime.spark_slots.SparkLauncher` as
+  long-running Spark tasks.
 
 Every transport offers ``start``, ``call``, ``call_all``, ``sweep`` (one
 sweep on every worker; returns each worker's pointstamps, the strings its
@@ -104,6 +104,7 @@ class ProcessLauncher:
 
     def __init__(self):
         self.procs: list = []
+        self.pool = None
 
     def launch(self, count: int, address: tuple, authkey: bytes, bind_host: str) -> None:
         env = dict(os.environ, SPARK_LOCAL_IP=bind_host)
@@ -111,6 +112,9 @@ class ProcessLauncher:
             self.procs.append(subprocess.Popen(
                 [sys.executable, "-m", "diffflow.runtime.worker", address[0], str(address[1]),
                  authkey.hex(), bind_host], env=env, stdin=subprocess.DEVNULL))
+
+    def check(self) -> None:
+        """Nothing to tell: a worker process that fails to start never connects."""
 
     def stop(self) -> None:
         for proc in self.procs:
@@ -124,7 +128,7 @@ class WorkerPool:
     """Idle partition workers, connected and waiting for a dataflow.
 
     Starting a worker costs seconds (a process, imports, numba's cached
-    kernels; on Spark a barrier stage), so a finished dataflow hands its
+    kernels; on Spark a task each), so a finished dataflow hands its
     workers back (``reset``) and the next one takes them.  Workers exit when
     the pool's connection to them closes, e.g. when this process ends.
     """
@@ -133,6 +137,7 @@ class WorkerPool:
         from multiprocessing.connection import Listener
 
         self.launcher, self.bind_host, self.start_timeout = launcher, bind_host, start_timeout
+        launcher.pool = self  # (a launcher may retire idle workers to free what they hold)
         self.authkey = os.urandom(16)
         self.listener = Listener((bind_host, 0), authkey=self.authkey)
         self.idle: list = []  # [(conn, peer address, pid)]
@@ -153,14 +158,23 @@ class WorkerPool:
 
     def _accept(self, count: int) -> list:
         sock = self.listener._listener._socket  # accept() has no timeout argument
-        deadline = time.monotonic() + self.start_timeout
+        started = time.monotonic()
+        deadline = started + self.start_timeout
         found = []
+        told = 0.0
         while len(found) < count:
-            left = deadline - time.monotonic()
+            self.launcher.check()  # (a launch that failed says why at once)
+            now = time.monotonic()
+            left = deadline - now
             if left <= 0:
                 raise WorkerLost(f"only {len(found)} of {count} partition workers started "
                                  f"within {self.start_timeout:.0f} s")
-            sock.settimeout(left)
+            if now - started > 10 and now - told > 10:  # (e.g. executors still starting)
+                print(f"diffflow: waiting for {count - len(found)} of {count} partition "
+                      f"worker(s) to start ({now - started:.0f} s of {self.start_timeout:.0f})",
+                      file=sys.stderr, flush=True)
+                told = now
+            sock.settimeout(min(left, 0.5))
             try:
                 conn = no_delay(self.listener.accept())
             except socket.timeout:
@@ -182,6 +196,17 @@ class WorkerPool:
             except (EOFError, OSError):
                 pass
             conn.close()
+
+    def retire_idle(self) -> int:
+        """End every idle worker (what it holds, e.g. a Spark slot, is freed); how many."""
+        idle, self.idle = self.idle, []
+        for conn, _, _ in idle:
+            try:
+                conn.send(("shutdown", ()))
+            except (EOFError, OSError):
+                pass
+            conn.close()
+        return len(idle)
 
     def close(self) -> None:
         for conn, _, _ in self.idle:

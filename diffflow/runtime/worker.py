@@ -27,11 +27,13 @@ import os
 import pickle
 import sys
 import threading
+import time
 import traceback
 
 import numpy as np
 
 from diffflow.common.schema import SymbolTable, decode_array
+from diffflow.runtime import storage
 from diffflow.runtime.engine import PartitionEngine, Sweeper, merge_pointstamps
 from diffflow.runtime.rescale import migrate, step_index
 from diffflow.runtime.tracing import WorkerLog, WorkerSide, aligned_origin
@@ -165,14 +167,10 @@ class WorkerCommands:
         """Write this partition's state (``epoch``: the open epoch, for re-binned restores)."""
         engine = self.engine
         state = engine.state()
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as fh:
-            pickle.dump({"ops": state, "symbols": dict(self.symbols._text),
-                         "partition": engine.partition, "parts": engine.parts,
-                         "routing": engine.routing, "epoch": epoch}, fh,
-                        protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-        return os.path.getsize(path)
+        return storage.write_atomically(path, pickle.dumps(
+            {"ops": state, "symbols": dict(self.symbols._text), "partition": engine.partition,
+             "parts": engine.parts, "routing": engine.routing, "epoch": epoch},
+            protocol=pickle.HIGHEST_PROTOCOL))
 
     def cmd_restore(self, paths: list) -> None:
         """Restore from a checkpoint's files (one per partition it was written with); when
@@ -180,8 +178,7 @@ class WorkerCommands:
         engine = self.engine
         own = [p for p in paths if p.endswith(f"part-{engine.partition}.pkl")]
         if own:
-            with open(own[0], "rb") as fh:
-                saved = pickle.load(fh)
+            saved = pickle.loads(storage.read_bytes(own[0]))
         if own and saved.get("routing", engine.routing) == engine.routing \
                 and len(paths) == engine.parts:
             self.symbols._text.update(saved["symbols"])
@@ -189,8 +186,7 @@ class WorkerCommands:
         else:
             states = []
             for path in paths:
-                with open(path, "rb") as fh:
-                    states.append(pickle.load(fh))
+                states.append(pickle.loads(storage.read_bytes(path)))
                 self.symbols._text.update(states[-1]["symbols"])
             migrate.restore_rebinned(engine, states)
         self.sweeper = Sweeper(engine.topology, {engine.partition: engine}, engine.parts)
@@ -422,16 +418,27 @@ class WorkerServer(WorkerCommands):
 
 
 def main(argv=None) -> None:
-    """Run a worker: ``python -m diffflow.runtime.worker HOST PORT AUTHKEY_HEX BIND_HOST``.
+    """Run a worker: ``python -m diffflow.runtime.worker HOST PORT AUTHKEY_HEX BIND_HOST
+    [PARENT_PID]``.
 
-    Started by a launcher (:class:`~diffflow.runtime.transports.ProcessLauncher`,
-    a Spark barrier task), never by hand; it serves until the coordinator hangs up.
+    Started by a launcher (:class:`~diffflow.runtime.transports.ProcessLauncher`, a
+    Spark task of :mod:`~diffflow.runtime.spark_slots`), never by hand; it serves until
+    the coordinator hangs up, or until ``PARENT_PID`` (its Spark task) is gone.
     """
     argv = sys.argv[1:] if argv is None else argv
     host, port, authkey, bind_host = argv[0], int(argv[1]), bytes.fromhex(argv[2]), argv[3]
+    if len(argv) > 4:
+        threading.Thread(target=_watch_parent, args=(int(argv[4]),), daemon=True).start()
     server = WorkerServer((host, port), authkey, bind_host)
     server.serve()
     os._exit(0)  # peers' threads and sockets die with the process
+
+
+def _watch_parent(pid: int) -> None:
+    """End this worker once its parent (the Spark task holding its slot) is gone."""
+    while os.getppid() == pid:
+        time.sleep(0.5)
+    os._exit(1)
 
 
 if __name__ == "__main__":

@@ -49,10 +49,12 @@ def test_operator_cases_in_worker_processes(runtime, case):
     getattr(operator_cases, case)(seed=0, parts=2)
 
 
-@pytest.mark.parametrize("checkpoint_every", [None, 1])
-def test_worker_process_killed_between_epochs(checkpoint_every):
+@pytest.mark.parametrize("checkpoint_every, uri", [(None, False), (1, False), (1, True)])
+def test_worker_process_killed_between_epochs(checkpoint_every, uri, tmp_path):
+    # (uri: checkpoints written and read back through a file:// URI, as shared storage is)
     local = dd.Dataflow(partitions=2)
-    remote = dd.Dataflow(partitions=2, runtime="processes", checkpoint_every=checkpoint_every)
+    remote = dd.Dataflow(partitions=2, runtime="processes", checkpoint_every=checkpoint_every,
+                         checkpoint_dir=f"file://{tmp_path}/shared" if uri else None)
     outs = []
     for flow in (local, remote):
         words = flow.input("words", [("w", str), ("n", int)])
@@ -67,6 +69,8 @@ def test_worker_process_killed_between_epochs(checkpoint_every):
         assert outs[1][1].snapshot() == outs[0][1].snapshot(), epoch
         assert outs[1][1].changes() == outs[0][1].changes(), epoch
     assert remote._runtime.recoveries == 1
+    if uri:  # the last checkpoint is where the URI says
+        assert [p.name for p in (tmp_path / "shared").iterdir()] == ["epoch-3"]
     remote.close()
 
 

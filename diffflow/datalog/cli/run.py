@@ -32,6 +32,7 @@ True
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -57,6 +58,10 @@ def add_commands(commands) -> None:
     run.add_argument("--spark", metavar="MASTER",
                      help="run on Spark with this master URL (e.g. local[2], spark://host:7077); "
                           "needs Java 17/21")
+    run.add_argument("--conf", metavar="KEY=VALUE", action="append", default=[],
+                     type=spark_setting,
+                     help="a Spark setting, passed unchanged (with --spark; repeatable), e.g. "
+                          "--conf spark.executor.memory=4g")
     run.add_argument("--updates", metavar="DIR",
                      help="apply the numbered steps in DIR incrementally after the initial run")
     run.add_argument("-w", "--no-warn", action="store_true",
@@ -84,6 +89,19 @@ def add_commands(commands) -> None:
                       help="no warnings, and a missing fact file is an empty relation")
     add_preprocessor_options(plan)
     plan.set_defaults(handler=explain_plan)
+
+
+def spark_setting(text: str) -> tuple:
+    """``--conf KEY=VALUE`` as ``(key, value)``.
+
+    >>> spark_setting("spark.executor.memory=4g")
+    ('spark.executor.memory', '4g')
+    """
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (a Spark setting such as "
+                                         f"spark.executor.memory=4g), got {text!r}")
+    return key.strip(), value
 
 
 def explain_plan(args) -> int:
@@ -118,16 +136,26 @@ def run_program(args) -> int:
 
         # an unwritable --trace fails before anything slow starts
         options["trace"] = open_trace(args.trace, option="--trace ")
+    if args.conf and not args.spark:
+        raise ValueError("--conf sets Spark settings: it needs --spark MASTER")
     started = time.perf_counter()
+    read = None  # facts read before Spark starts
     if args.spark:
-        # the program's mistakes and pragmas first: Spark takes seconds to start
+        # the program, its pragmas and its fact files first: Spark takes seconds to start
         pragmas = read_pragmas(args, options)
         check_output_dir(folder_option(args.output_dir, pragmas, "output-dir"))
         if jobs is None:
             jobs = jobs_value(pragmas.get("jobs")) or 2
+        checked = compile_program(args, outputs="directives", **options)  # (this process)
+        try:
+            read = checked.read_facts(folder_option(args.fact_dir, pragmas, "fact-dir"),
+                                      progress=report,
+                                      missing_ok=args.no_warn or "no-warn" in pragmas)
+        finally:
+            checked.close()
         from diffflow.runtime.spark import local_session  # the only module that imports pyspark
 
-        options.update(runtime="spark", spark=local_session(args.spark))
+        options.update(runtime="spark", spark=local_session(args.spark, conf=dict(args.conf)))
         report.timed(f"started Spark ({args.spark})", time.perf_counter() - started)
         started = time.perf_counter()
     if args.provenance:
@@ -143,7 +171,8 @@ def run_program(args) -> int:
         # every input is read and checked before anything is computed or written
         steps = [(number, _read_step(program, folder))
                  for number, folder in (_steps(args.updates) if args.updates else [])]
-        counts = program.load_facts(fact_dir, progress=report, missing_ok=args.no_warn)
+        counts = program.load_facts(fact_dir, progress=report, missing_ok=args.no_warn) \
+            if read is None else program.insert_read(read)
         if args.verbose or sum(counts.values()) >= 100_000:
             report.timed(f"loaded {sum(counts.values()):,} facts", time.perf_counter() - started)
         started = time.perf_counter()

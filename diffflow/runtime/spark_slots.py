@@ -1,0 +1,240 @@
+"""Partition workers in Spark's task slots: one long-running task per worker.
+
+A partition worker is the child process of one Spark task, which waits for it: the
+worker holds that task's executor slot for its whole life, the executor's process tree
+(and so its container's memory limit on YARN or Kubernetes) holds the worker, and the
+worker dies with its task -- killed with its parent (``PR_SET_PDEATHSIG`` on Linux, and
+a watch on the parent's pid everywhere) when Spark kills the task or loses the executor.
+The coordinator then sees the worker's connection close and recovers (fresh workers in
+fresh tasks, the last checkpoint, the inputs since; :mod:`diffflow.runtime.cluster`).
+
+Why a child process and not the task's own Python: a worker ends with ``os._exit`` (its
+peer threads and sockets go with the process), and a task's Python is reused by the
+next task.  Why not a barrier stage: a barrier stage is retried whole when one task
+fails (every worker would restart for one lost executor), and Spark refuses barrier
+stages under dynamic allocation.  A task retried after its executor was lost starts no
+worker (the pool asks for replacements itself, as many as it needs).
+
+Slots: a launch needs one free slot per worker (:func:`slots`: cores / ``spark.task.cpus``
+of the registered executors, minus their running tasks).  With fewer free than needed,
+and dynamic allocation off, it waits :data:`SLOT_WAIT` seconds for executors to register
+and then fails naming the numbers.  Spark jobs diffflow runs itself (DataFrames in and
+out) need one free slot more: :meth:`SparkLauncher.free_slot` first retires idle pooled
+workers, then fails naming the fix.  Under dynamic allocation Spark adds executors for
+waiting tasks, and an executor running a task is never idle, so it is not removed.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+#: seconds a launch waits for the executors to offer the slots it needs (executors
+#: register a few seconds after the application starts) before it fails
+SLOT_WAIT = 20.0
+
+
+def slots(sc) -> tuple:
+    """``(slots, busy)``: the task slots of the registered executors (their cores over
+    ``spark.task.cpus``; the driver's count only for a local master, where the driver is
+    the executor) and how many tasks run now (the task scheduler's count: the status
+    store's lags behind, it is written at most every so often)."""
+    task_cpus = int(sc.getConf().get("spark.task.cpus", "1"))
+    local = sc.master.startswith("local")
+    context = sc._jsc.sc()
+    summaries = context.statusStore().executorList(True)
+    total = 0
+    for i in range(summaries.size()):
+        executor = summaries.apply(i)
+        if executor.id() != "driver" or local:
+            total += executor.totalCores() // task_cpus
+    busy = 0
+    running = context.taskScheduler().runningTasksByExecutors().iterator()
+    while running.hasNext():
+        busy += running.next()._2()
+    return total, busy
+
+
+def dynamic_allocation(sc) -> bool:
+    """Whether Spark adds and removes executors as tasks wait (``spark.dynamicAllocation``)."""
+    return sc.getConf().get("spark.dynamicAllocation.enabled", "false").lower() == "true"
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
+    """In the worker, before it runs: the kernel kills it when its task's process dies."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def serve_partition(args, _rows):
+    """The Spark task of one partition worker: start it, wait for it, end with it."""
+    from pyspark import TaskContext
+
+    host, port, authkey_hex = args
+    context = TaskContext.get()
+    if context is not None and context.attemptNumber() > 0:
+        # a retry after its executor was lost: the coordinator asks for what it needs
+        yield (socket.gethostname(), -1, None)
+        return
+    bind = os.environ.get("SPARK_LOCAL_IP") or socket.gethostbyname(socket.gethostname())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "diffflow.runtime.worker", host, str(port), authkey_hex, bind,
+         str(os.getpid())], stdin=subprocess.DEVNULL,
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+    try:
+        proc.wait()
+    finally:  # (the task was killed: the worker goes with it)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    yield (socket.gethostname(), proc.pid, proc.returncode)
+
+
+class SparkLauncher:
+    """Starts partition workers as long-running Spark tasks (a job each, run by a thread
+    of the driver) and checks the slots they need."""
+
+    def __init__(self, spark):
+        self.spark = spark
+        self.groups: list = []   # the job group of every worker, to cancel them at the end
+        self.failure = None      # why a launch's job failed, once it did
+        self.pool = None         # the pool whose idle workers free_slot may retire
+        self.threads: list = []  # each worker's job, running until its worker ends
+        self.launches = 0        # launches so far: a failure matters to the latest only
+
+    def launch(self, count: int, address: tuple, authkey: bytes, bind_host: str) -> None:
+        """Start ``count`` workers that connect to ``address`` (fails at once, in one
+        message, when the cluster cannot offer their slots).  Each is a job of its own, so
+        a lost task (a local master does not retry it) takes only its own worker along."""
+        sc = self.spark.sparkContext
+        self._wait_for_slots(sc, count)
+        self.launches += 1
+        self.failure = None
+        for _ in range(count):
+            group = f"diffflow-worker-{uuid.uuid4().hex[:12]}"
+            self.groups.append(group)
+            thread = threading.Thread(target=self._run, name=group, daemon=True,
+                                      args=(address, authkey, group, self.launches))
+            thread.start()
+            self.threads.append(thread)
+
+    def _wait_for_slots(self, sc, count: int) -> None:
+        if dynamic_allocation(sc):
+            return  # (Spark starts executors for the waiting tasks; the pool waits for them)
+        deadline = time.monotonic() + SLOT_WAIT
+        while True:
+            total, busy = slots(sc)
+            if total - busy >= count:
+                return
+            if time.monotonic() > deadline:
+                needed = busy + count + 1  # (and one slot for DataFrame jobs)
+                raise RuntimeError(
+                    f"Spark cannot place {count} more partition worker(s): each holds an "
+                    f"executor slot (a core, or spark.task.cpus cores) while it lives, and "
+                    f"{sc.master} has {total} slot(s), {busy} of them busy (diffflow's "
+                    f"workers included), so {max(total - busy, 0)} free. Give Spark more "
+                    f"cores (more executors or workers, spark.cores.max; local[N] with N >= "
+                    f"{needed}, one left for DataFrame jobs) or use fewer partitions.")
+            time.sleep(0.5)
+
+    def _run(self, address, authkey, group, launch) -> None:
+        from functools import partial
+
+        sc = self.spark.sparkContext
+        try:
+            sc.setJobGroup(group, "diffflow: a partition worker", interruptOnCancel=True)
+            task = partial(serve_partition, (address[0], address[1], authkey.hex()))
+            sc.parallelize([0], 1).mapPartitions(task).collect()
+        except Exception as exc:  # noqa: BLE001 - told to whoever waits for the workers
+            # (a worker of an earlier launch that is lost is the coordinator's to notice:
+            # its connection closes; only a launch still awaited needs to hear of it)
+            if group in self.groups and launch == self.launches:
+                self.failure = exc
+
+    def check(self) -> None:
+        """Raise why the workers will not come, once a launch's job has failed."""
+        if self.failure is None:
+            return
+        exc, self.failure = self.failure, None
+        problem = executor_python_problem(self.spark.sparkContext, exc)
+        raise RuntimeError(problem or f"Spark could not run diffflow's partition workers: "
+                                      f"{task_error(exc)}")
+
+    def free_slot(self, parts: int) -> None:
+        """Make sure a Spark job of diffflow's own (DataFrames in or out) can run: a free
+        slot, retiring idle pooled workers if need be; else one message naming the fix."""
+        sc = self.spark.sparkContext
+        if dynamic_allocation(sc):
+            return
+        total, busy = slots(sc)
+        if total - busy >= 1:
+            return
+        if self.pool is not None and self.pool.idle:
+            self.pool.retire_idle()
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                total, busy = slots(sc)
+                if total - busy >= 1:
+                    return
+                time.sleep(0.2)
+        raise RuntimeError(
+            f"reading or writing a DataFrame runs a Spark job, which needs a free executor "
+            f"slot, but all {total} slot(s) of {sc.master} are busy ({parts} held by this "
+            f"dataflow's partition workers): give Spark at least {parts + 1} slots (more "
+            f"executors or cores, local[N] with N >= {parts + 1}) or use fewer partitions.")
+
+    def stop(self, wait: float = 5.0) -> None:
+        """Let the workers' jobs end (their workers exit once the pool has hung up) for up
+        to ``wait`` seconds, then cancel what is left (the tasks end, and their workers)."""
+        deadline = time.monotonic() + wait
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self.threads = []
+        groups, self.groups = self.groups, []
+        try:
+            sc = self.spark.sparkContext
+            for group in groups:
+                sc.cancelJobGroup(group)
+        except Exception:  # noqa: BLE001 - a stopped context has nothing left to cancel
+            pass
+
+
+def executor_python_problem(sc, exc) -> str | None:
+    """A message for a Spark job that failed because the executors' Python lacks a module.
+
+    >>> class Context: pythonExec, master = "python3", "spark://head:7077"
+    >>> print(executor_python_problem(Context(), Exception("No module named 'diffflow'")))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Spark's executors ran Python 'python3' (master spark://head:7077), which cannot import
+    diffflow (No module named 'diffflow'). Install diffflow into that Python on every executor,
+    or point Spark at a Python that has it: set PYSPARK_PYTHON to its path (the same path on
+    every executor) before the session starts, or pass --conf spark.pyspark.python=PATH to
+    spark-submit.
+    """
+    found = re.search(r"No module named '([\w.]+)'", str(exc))
+    if not found:
+        return None
+    module = found.group(1)
+    python = getattr(sc, "pythonExec", None) or os.environ.get("PYSPARK_PYTHON", "python3")
+    return (f"Spark's executors ran Python {python!r} (master {sc.master}), which cannot import "
+            f"{module.split('.')[0]} (No module named {module!r}). Install diffflow into that "
+            f"Python on every executor, or point Spark at a Python that has it: set "
+            f"PYSPARK_PYTHON to its path (the same path on every executor) before the session "
+            f"starts, or pass --conf spark.pyspark.python=PATH to spark-submit.")
+
+
+def task_error(exc: Exception) -> str:
+    """The user's message out of a Spark task failure (the last 'SomethingError: ...' line)."""
+    text = str(exc)
+    found = re.findall(r"^\s*(?:\w+\.)*(\w*Error): (.+)$", text, flags=re.M)
+    for kind, message in reversed(found):
+        if kind not in ("PythonException", "Py4JJavaError", "SparkException"):
+            return message.strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,166 @@
+"""Partition workers in Spark's task slots, failing fast, and Spark settings passed through.
+
+* on the shared local session: workers hold task slots while they live; a worker dies with
+  its Spark task (the task's process killed, as when an executor is lost) and the next
+  epoch is exact on fresh workers;
+* in a subprocess with a one-slot ``local[1]`` session: too few slots for the partitions
+  fails with the numbers, a DataFrame job with no free slot fails naming the fix, and
+  ``conf={...}`` reaches Spark unchanged;
+* ``diffflow run --spark``: an unreachable master fails before Spark starts, in one line;
+  fact files are checked before Spark starts; ``--conf`` needs ``KEY=VALUE`` and ``--spark``.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import diffflow as dd
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as fh:  # (pid (comm) state ppid ...; comm may hold spaces)
+        return int(fh.read().rsplit(")", 1)[1].split()[1])
+
+
+def _gone(pid: int, seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":  # (a zombie has ended)
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_workers_hold_task_slots_while_they_live(spark):
+    from diffflow.runtime.spark_slots import slots
+
+    flow = dd.Dataflow(runtime="spark", spark=spark, partitions=2)
+    nums = flow.input("nums", ["x"])
+    out = nums.aggregate(n=dd.count()).output()
+    nums.insert([1, 2])
+    flow.advance()
+    total, busy = slots(spark.sparkContext)
+    assert total == 5 and busy >= 2  # (idle pooled workers of earlier tests hold theirs too)
+    assert out.snapshot() == {(2,): 1}
+    flow.close()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads /proc (Linux)")
+def test_a_worker_dies_with_its_task_and_the_next_epoch_is_exact(spark):
+    flow = dd.Dataflow(runtime="spark", spark=spark, partitions=2, checkpoint_every=1)
+    local = dd.Dataflow(partitions=2)
+    outs = []
+    for f in (flow, local):
+        nums = f.input("nums", ["k", "x"])
+        outs.append((nums, nums.aggregate(by=["k"], total=dd.sum("x")).output()))
+    for f, (nums, _) in zip((flow, local), outs):
+        nums.insert([(1, 5), (2, 7)])
+        f.advance()
+    worker = flow._runtime.worker_pids()[0]
+    task = _parent(worker)  # the Spark task's Python process, holding the worker's slot
+    assert task != os.getpid()
+    os.kill(task, signal.SIGKILL)  # as when its executor is lost
+    assert _gone(worker), "the worker outlived its task"
+    for f, (nums, _) in zip((flow, local), outs):
+        nums.insert([(1, 1), (3, 2)])
+        f.advance()
+    assert outs[0][1].snapshot() == outs[1][1].snapshot() == {(1, 6): 1, (2, 7): 1, (3, 2): 1}
+    assert flow._runtime.recoveries == 1
+    assert worker not in flow._runtime.worker_pids()
+    flow.close()
+
+
+_ONE_SLOT = textwrap.dedent("""
+    import diffflow as dd
+    from diffflow.runtime import spark_slots
+    from diffflow.runtime.spark import local_session, release_workers
+
+    spark_slots.SLOT_WAIT = 1.0  # (the real wait lets executors register: not needed here)
+    spark = local_session("local[1]", conf={"spark.executorEnv.DIFFFLOW_PROBE": "a_b"},
+                          spark_sql_shuffle_partitions=3)
+    conf = spark.sparkContext.getConf()
+    print("conf", conf.get("spark.executorEnv.DIFFFLOW_PROBE"),
+          conf.get("spark.sql.shuffle.partitions"))
+    flow = dd.Dataflow(runtime="spark", spark=spark, partitions=2)
+    flow.input("nums", ["x"]).output()
+    try:
+        flow.advance()
+    except RuntimeError as exc:
+        print("two:", exc)
+    flow = dd.Dataflow(runtime="spark", spark=spark, partitions=1)
+    nums = flow.input("nums", ["x"])
+    out = nums.output()
+    nums.insert([4]); flow.advance()
+    print("one:", sorted(out.snapshot()))
+    try:
+        nums.insert_dataframe(spark.createDataFrame([(5,)], "x long"))
+    except RuntimeError as exc:
+        print("frame:", exc)
+    flow.close(); release_workers(spark); spark.stop()
+""")
+
+
+@pytest.mark.slow
+def test_one_slot_refuses_two_workers_and_a_dataframe_job_with_the_numbers(tmp_path):
+    script = tmp_path / "one_slot.py"
+    script.write_text(_ONE_SLOT)
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1",
+               PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=600, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = {line.split(" ", 1)[0]: line for line in done.stdout.splitlines()}
+    assert lines["conf"] == "conf a_b 3"  # conf={...} unchanged, keywords with _ read as .
+    assert "cannot place 2 more partition worker(s)" in lines["two:"]
+    assert "local[1] has 1 slot(s), 0 of them busy" in lines["two:"]
+    assert "local[N] with N >= 3" in lines["two:"]
+    assert lines["one:"] == "one: [(4,)]"  # one worker fits: the session still works
+    assert "needs a free executor slot" in lines["frame:"] and "at least 2 slots" in lines["frame:"]
+
+
+TC = (".decl e(x: number, y: number)\n.input e\n.decl tc(x: number, y: number)\n.output tc\n"
+      "tc(x, y) :- e(x, y).\ntc(x, z) :- tc(x, y), e(y, z).\n")
+
+
+def _run(tmp_path, *args):
+    program = tmp_path / "tc.dl"
+    program.write_text(TC)
+    return subprocess.run([sys.executable, "-m", "diffflow", "run", str(program), *args],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env=dict(os.environ, PYTHONPATH=REPO))
+
+
+def test_an_unreachable_master_fails_before_spark_starts_in_one_line(tmp_path):
+    (tmp_path / "e.facts").write_text("1\t2\n")
+    done = _run(tmp_path, "-F", str(tmp_path), "-D", "-", "--spark", "spark://127.0.0.1:1")
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot reach the Spark master spark://127.0.0.1:1" in lines[0]
+    assert "Connection refused" in lines[0] and "Spark was not started" in lines[0]
+
+
+def test_fact_files_are_checked_before_spark_starts(tmp_path):
+    (tmp_path / "e.facts").write_text("1\t2\n3\tfour\n")
+    done = _run(tmp_path, "-F", str(tmp_path), "-D", "-", "-v", "--spark", "local[1]")
+    assert done.returncode != 0
+    assert "e.facts:2" in done.stderr and "started Spark" not in done.stderr
+    assert "SparkContext" not in done.stderr and "java" not in done.stderr.lower()
+
+
+def test_conf_needs_key_value_and_spark(tmp_path):
+    done = _run(tmp_path, "--spark", "local[1]", "--conf", "spark.executor.memory")
+    assert done.returncode == 2 and "expected KEY=VALUE" in done.stderr
+    done = _run(tmp_path, "--conf", "spark.executor.memory=1g")
+    assert done.returncode != 0 and "--conf sets Spark settings: it needs --spark" in done.stderr
