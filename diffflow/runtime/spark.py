@@ -127,7 +127,7 @@ def master_problem(master: str, timeout: float = 5.0) -> str | None:
 
 
 def local_session(master: str = "local[2]", app_name: str = "diffflow", conf: dict | None = None,
-                  **settings):
+                  quiet: bool = True, **settings):
     """A SparkSession for ``master``; local masters bind to loopback only.
 
     Sets what diffflow's runtime relies on (Python worker reuse, Arrow) and,
@@ -139,7 +139,10 @@ def local_session(master: str = "local[2]", app_name: str = "diffflow", conf: di
     activated.  Raises ``RuntimeError`` naming the fix when no Java 17/21 is
     installed or a standalone master cannot be reached (:func:`master_problem`).
     ``conf`` entries are Spark settings passed unchanged (``{"spark.archives": ...}``);
-    keyword ``settings`` are too, with each ``_`` read as ``.``.
+    keyword ``settings`` are too, with each ``_`` read as ``.``.  ``spark.pyspark.python``
+    becomes ``PYSPARK_PYTHON`` (PySpark reads only the variable when this process, not
+    ``spark-submit``, starts Spark).  ``quiet`` keeps Spark's driver log to errors from the
+    start (its log4j2 settings, unless ``spark.driver.extraJavaOptions`` is given).
 
     Example (starting a JVM takes seconds, so it is not a doctest)::
 
@@ -175,8 +178,14 @@ def local_session(master: str = "local[2]", app_name: str = "diffflow", conf: di
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         defaults.update({"spark.driver.host": "127.0.0.1",
                          "spark.driver.bindAddress": "127.0.0.1"})
+    if quiet:
+        quiet_log = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                 "spark_quiet.properties")
+        defaults["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{quiet_log}"
     defaults.update({k.replace("_", "."): str(v) for k, v in settings.items()})
     defaults.update({k: str(v) for k, v in (conf or {}).items()})
+    if "spark.pyspark.python" in defaults:
+        os.environ["PYSPARK_PYTHON"] = defaults["spark.pyspark.python"]
     for key, value in defaults.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()

@@ -155,7 +155,8 @@ def run_program(args) -> int:
             checked.close()
         from diffflow.runtime.spark import local_session  # the only module that imports pyspark
 
-        options.update(runtime="spark", spark=local_session(args.spark, conf=dict(args.conf)))
+        options.update(runtime="spark", spark=local_session(args.spark, conf=dict(args.conf),
+                                                           quiet=not args.verbose))
         report.timed(f"started Spark ({args.spark})", time.perf_counter() - started)
         started = time.perf_counter()
     if args.provenance:

@@ -1,0 +1,140 @@
+"""diffflow on a real Spark standalone cluster (a master and two 2-core Workers on loopback,
+each Worker on its own address; ``tests/support/standalone.py``).
+
+Each test runs a driver script in a subprocess (a process holds one SparkContext, and this
+one holds the suite's local session):
+
+* answers equal the local runtime's over update epochs, while an executor that holds a
+  partition worker is killed mid-run (the worker dies with it; fresh workers restore the
+  last checkpoint from a ``file://`` URI and replay) -- and, separately, while the Worker
+  JVM under it is killed;
+* an application allowed one core (``spark.cores.max=1``) with two partitions fails within
+  ~20 s, saying how many slots there are.
+
+Executors run this interpreter (``spark.pyspark.python``), which has diffflow installed.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.support.standalone import StandaloneCluster
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+pytestmark = pytest.mark.slow
+
+_DRIVER = textwrap.dedent("""
+    import os, random, signal, sys, time
+    import diffflow as dd
+    from diffflow import graphs
+    from diffflow.runtime.spark import local_session, release_workers
+    from diffflow.runtime.spark_slots import slots
+
+    url, checkpoints, kill, cores = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+    spark = local_session(url, conf={"spark.driver.host": "127.0.0.1",
+                                     "spark.driver.bindAddress": "127.0.0.1",
+                                     "spark.pyspark.python": sys.executable,
+                                     "spark.executor.memory": "512m",
+                                     "spark.cores.max": cores})
+    deadline = time.monotonic() + 60
+    while slots(spark.sparkContext)[0] < int(cores) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    print("slots", slots(spark.sparkContext)[0], flush=True)
+
+    def chain_up(pid, marker):
+        # the first ancestor of pid whose command line holds marker
+        while pid > 1:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if marker in fh.read():
+                    return pid
+            with open(f"/proc/{pid}/stat") as fh:
+                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        raise RuntimeError(f"no ancestor runs {marker!r}")
+
+    flows = [dd.Dataflow(partitions=2),
+             dd.Dataflow(runtime="spark", spark=spark, partitions=2, checkpoint_every=2,
+                         checkpoint_dir=checkpoints)]
+    outs = []
+    for flow in flows:
+        edges = flow.input("edges", ["src", "dst"])
+        roots = flow.input("roots", ["node"])
+        reach = graphs.reachable(edges, roots)
+        outs.append((edges, roots, reach.output(),
+                     edges.aggregate(by=["src"], n=dd.count()).output()))
+    rng = random.Random(7)
+    present = set()
+    try:
+        for epoch in range(8):
+            add = {(rng.randrange(30), rng.randrange(30)) for _ in range(25)}
+            drop = set(rng.sample(sorted(present), min(8, len(present))))
+            present = (present | add) - drop
+            for edges, roots, _, _ in outs:
+                edges.insert(sorted(add)); edges.remove(sorted(drop))
+                if epoch == 0:
+                    roots.insert([0, 1])
+            if epoch == 4 and kill != "none":
+                worker = flows[1]._runtime.worker_pids()[0]
+                marker = (b"CoarseGrainedExecutorBackend" if kill == "executor"
+                          else b"org.apache.spark.deploy.worker.Worker")
+                os.kill(chain_up(worker, marker), signal.SIGKILL)
+                print("killed", kill, flush=True)
+            for flow in flows:
+                flow.advance()
+            local, remote = outs[0], outs[1]
+            for a, b in ((local[2], remote[2]), (local[3], remote[3])):
+                assert a.snapshot() == b.snapshot(), epoch
+                assert a.changes() == b.changes(), epoch
+            print("exact", epoch, flush=True)
+        print("recoveries", flows[1]._runtime.recoveries, flush=True)
+    except RuntimeError as exc:
+        print("error:", exc, flush=True)
+    for flow in flows:
+        flow.close()
+    release_workers(spark)
+    spark.stop()
+""")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    root = tmp_path_factory.mktemp("standalone")
+    started = StandaloneCluster(root, workers=2, cores=2).start()
+    yield started
+    started.stop()
+
+
+def _drive(cluster, tmp_path, kill, cores):
+    script = tmp_path / "driver.py"
+    script.write_text(_DRIVER)
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1",
+               PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, str(script), cluster.url,
+                           f"file://{tmp_path}/checkpoints", kill, str(cores)],
+                          capture_output=True, text=True, timeout=280, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done.stdout.splitlines()
+
+
+@pytest.mark.parametrize("kill", ["executor", "worker"])
+def test_epochs_stay_exact_when_an_executor_or_its_worker_jvm_is_killed(cluster, tmp_path, kill):
+    lines = _drive(cluster, tmp_path, kill, 4)
+    assert lines[0] == "slots 4"
+    assert f"killed {kill}" in lines
+    assert [line for line in lines if line.startswith("exact")] == \
+        [f"exact {epoch}" for epoch in range(8)], lines
+    assert lines[-1] == "recoveries 1"
+    if kill == "worker":  # (the next test's application gets the remaining Worker's cores)
+        cluster.add_worker()
+
+
+def test_two_partitions_on_one_core_fail_with_the_slot_count(cluster, tmp_path):
+    lines = _drive(cluster, tmp_path, "none", 1)
+    assert lines[0] == "slots 1"
+    error = [line for line in lines if line.startswith("error:")]
+    assert error and "cannot place 2 more partition worker(s)" in error[0], lines
+    assert "has 1 slot(s), 0 of them busy" in error[0]

@@ -1,0 +1,91 @@
+"""A real Spark standalone cluster on loopback, for the cluster tests: a master and Workers
+started with the pyspark package's ``spark-class``, each Worker on its own loopback address
+(127.0.0.2, 127.0.0.3, ...) with its own ``SPARK_LOCAL_IP`` and work folder.
+
+Nothing listens beyond loopback: the master binds 127.0.0.1 (its web UI too, through
+``SPARK_LOCAL_IP``), each Worker its own address.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def spark_class() -> tuple:
+    """``(spark-class path, SPARK_HOME)`` of the installed pyspark."""
+    import pyspark
+
+    home = os.path.dirname(os.path.abspath(pyspark.__file__))
+    return os.path.join(home, "bin", "spark-class"), home
+
+
+class StandaloneCluster:
+    """``workers`` Workers of ``cores`` cores each; :attr:`url` is the master's URL."""
+
+    def __init__(self, root, workers: int = 2, cores: int = 1, memory: str = "1g"):
+        self.root, self.cores, self.memory = str(root), cores, memory
+        self.count = workers
+        self.master = None
+        self.workers: list = []
+        self.url = None
+
+    def _start(self, args: list, host: str, log: str) -> subprocess.Popen:
+        script, home = spark_class()
+        env = dict(os.environ, SPARK_HOME=home, SPARK_LOCAL_IP=host,
+                   SPARK_LOG_DIR=self.root, SPARK_NO_DAEMONIZE="1")
+        out = open(os.path.join(self.root, log), "w")
+        return subprocess.Popen([script, *args], env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def start(self) -> "StandaloneCluster":
+        port = free_port()
+        self.url = f"spark://127.0.0.1:{port}"
+        self.master = self._start(["org.apache.spark.deploy.master.Master", "--host",
+                                   "127.0.0.1", "--port", str(port), "--webui-port",
+                                   str(free_port())], "127.0.0.1", "master.log")
+        self._wait_listening("127.0.0.1", port)
+        for i in range(self.count):
+            self.add_worker()
+        return self
+
+    def add_worker(self) -> subprocess.Popen:
+        """One more Worker, on the next loopback address."""
+        host = f"127.0.0.{2 + len(self.workers)}"
+        folder = os.path.join(self.root, f"worker-{len(self.workers)}")
+        os.makedirs(folder, exist_ok=True)
+        worker = self._start(["org.apache.spark.deploy.worker.Worker", self.url, "--host", host,
+                              "--cores", str(self.cores), "--memory", self.memory,
+                              "--work-dir", folder, "--webui-port", str(free_port(host))],
+                             host, f"worker-{len(self.workers)}.log")
+        self.workers.append(worker)
+        return worker
+
+    def _wait_listening(self, host: str, port: int, seconds: float = 60) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection((host, port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"the Spark master did not listen on {host}:{port} within "
+                           f"{seconds:.0f} s; see {self.root}/master.log")
+
+    def stop(self) -> None:
+        """Kill every JVM of the cluster (and the executors they started)."""
+        for proc in [*self.workers, self.master]:
+            if proc is not None and proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
