@@ -32,8 +32,9 @@ Engines (``--engines``; a failing engine is reported in the table, the run goes 
 
 The trivial-job latency (``spark.range(1).count()``, median of 10) is printed first as the
 floor under every Spark figure.  Spark runs in this process (``--master``, default
-``local[2]``, loopback only, UI off, ``spark.sql.shuffle.partitions`` =
-``--shuffle-partitions``); nothing is downloaded.  Times exclude moving the edge arrays into
+``local[3]``: each of P = 2 partition workers holds a slot, and jobs need one more;
+loopback only, UI off, ``spark.sql.shuffle.partitions`` = ``--shuffle-partitions``);
+nothing is downloaded.  Times exclude moving the edge arrays into
 Spark (a cached DataFrame is built first, untimed, and shared by the Spark engines).
 Before the first graph every engine runs its workloads untimed on a ``--warmup-edges``
 R-MAT graph (numba kernels, Spark codegen, JVM JIT); the first graph of a run is still
@@ -744,7 +745,8 @@ def main() -> None:
                         help="seconds per engine and workload (initial + updates/recompute)")
     parser.add_argument("--warmup-edges", type=int, default=3000,
                         help="edges of the R-MAT graph every engine runs first, untimed")
-    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--master", default="local[3]",
+                        help="Spark master (each diffflow partition holds a slot: P + 1)")
     parser.add_argument("--shuffle-partitions", type=int, default=4)
     parser.add_argument("--driver-memory", default="4g")
     parser.add_argument("--sql-max-level", type=int, default=None,

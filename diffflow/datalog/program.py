@@ -563,7 +563,7 @@ class Program:
         """``{relation: rows}`` of every ``.input`` relation's file, read and checked but not
         inserted (:meth:`insert_read` does that; :meth:`load_facts` is both).
 
-        >>> Program(".decl e(x: number)\n.input e").read_facts("no/such/folder", missing_ok=True)
+        >>> Program(".decl e(x: number)\\n.input e").read_facts("no/such/folder", missing_ok=True)
         {'e': []}
         """
         from diffflow.datalog.values.small_facts import read_input_files

@@ -66,6 +66,21 @@ def dynamic_allocation(sc) -> bool:
     return sc.getConf().get("spark.dynamicAllocation.enabled", "false").lower() == "true"
 
 
+def waiting_tasks(sc, ours=()) -> int:
+    """Tasks of running jobs not started yet, except the jobs of the groups ``ours``."""
+    tracker = sc.statusTracker()
+    skip = {job for group in ours for job in tracker.getJobIdsForGroup(group)}
+    waiting = 0
+    for job in tracker.getActiveJobsIds():
+        info = None if job in skip else tracker.getJobInfo(job)
+        for stage in (info.stageIds if info is not None else ()):
+            state = tracker.getStageInfo(stage)
+            if state is not None:
+                waiting += max(0, state.numTasks - state.numActiveTasks
+                               - state.numCompletedTasks - state.numFailedTasks)
+    return waiting
+
+
 def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
     """In the worker, before it runs: the kernel kills it when its task's process dies."""
     import ctypes
@@ -108,6 +123,8 @@ class SparkLauncher:
         self.pool = None         # the pool whose idle workers free_slot may retire
         self.threads: list = []  # each worker's job, running until its worker ends
         self.launches = 0        # launches so far: a failure matters to the latest only
+        self.yielding = None     # the thread that retires idle workers when jobs wait
+        self.stopped = False
 
     def launch(self, count: int, address: tuple, authkey: bytes, bind_host: str) -> None:
         """Start ``count`` workers that connect to ``address`` (fails at once, in one
@@ -115,6 +132,10 @@ class SparkLauncher:
         a lost task (a local master does not retry it) takes only its own worker along."""
         sc = self.spark.sparkContext
         self._wait_for_slots(sc, count)
+        if self.yielding is None:
+            self.yielding = threading.Thread(target=self._yield_idle, daemon=True,
+                                             name="diffflow-idle-workers")
+            self.yielding.start()
         self.launches += 1
         self.failure = None
         for _ in range(count):
@@ -177,7 +198,8 @@ class SparkLauncher:
         if total - busy >= 1:
             return
         if self.pool is not None and self.pool.idle:
-            self.pool.retire_idle()
+            with self.pool.lock:
+                self.pool.retire_idle()
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline:
                 total, busy = slots(sc)
@@ -190,9 +212,26 @@ class SparkLauncher:
             f"dataflow's partition workers): give Spark at least {parts + 1} slots (more "
             f"executors or cores, local[N] with N >= {parts + 1}) or use fewer partitions.")
 
+    def _yield_idle(self) -> None:
+        """Idle pooled workers hold slots: when another job's tasks wait for slots, end
+        them (the next dataflow starts fresh ones), so Spark work never waits on ours."""
+        while not self.stopped:
+            time.sleep(0.5)
+            pool = self.pool
+            if pool is None or not pool.idle or not pool.lock.acquire(blocking=False):
+                continue
+            try:
+                if pool.idle and waiting_tasks(self.spark.sparkContext, self.groups):
+                    pool.retire_idle()
+            except Exception:  # noqa: BLE001 - a stopping context: nothing to yield to
+                pass
+            finally:
+                pool.lock.release()
+
     def stop(self, wait: float = 5.0) -> None:
         """Let the workers' jobs end (their workers exit once the pool has hung up) for up
         to ``wait`` seconds, then cancel what is left (the tasks end, and their workers)."""
+        self.stopped = True
         deadline = time.monotonic() + wait
         for thread in self.threads:
             thread.join(max(0.0, deadline - time.monotonic()))

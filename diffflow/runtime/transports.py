@@ -23,6 +23,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 from diffflow.common.errors import DiffflowError, WorkerLost
@@ -141,6 +142,7 @@ class WorkerPool:
         self.authkey = os.urandom(16)
         self.listener = Listener((bind_host, 0), authkey=self.authkey)
         self.idle: list = []  # [(conn, peer address, pid)]
+        self.lock = threading.Lock()  # (a launcher's thread may retire idle workers)
 
     @property
     def address(self) -> tuple:
@@ -148,13 +150,14 @@ class WorkerPool:
 
     def take(self, count: int) -> list:
         """``count`` workers, launching what the pool lacks."""
-        self.idle = [w for w in self.idle if _idle_and_alive(w[0])]
-        missing = count - len(self.idle)
-        if missing > 0:
-            self.launcher.launch(missing, self.address, self.authkey, self.bind_host)
-            self.idle.extend(self._accept(missing))
-        taken, self.idle = self.idle[:count], self.idle[count:]
-        return taken
+        with self.lock:
+            self.idle = [w for w in self.idle if _idle_and_alive(w[0])]
+            missing = count - len(self.idle)
+            if missing > 0:
+                self.launcher.launch(missing, self.address, self.authkey, self.bind_host)
+                self.idle.extend(self._accept(missing))
+            taken, self.idle = self.idle[:count], self.idle[count:]
+            return taken
 
     def _accept(self, count: int) -> list:
         sock = self.listener._listener._socket  # accept() has no timeout argument
@@ -191,14 +194,16 @@ class WorkerPool:
             try:
                 conn.send(("reset", ()))
                 if conn.poll(30) and conn.recv()[0] == "ok":
-                    self.idle.append((conn, address, pid))
+                    with self.lock:
+                        self.idle.append((conn, address, pid))
                     continue
             except (EOFError, OSError):
                 pass
             conn.close()
 
     def retire_idle(self) -> int:
-        """End every idle worker (what it holds, e.g. a Spark slot, is freed); how many."""
+        """End every idle worker (what it holds, e.g. a Spark slot, is freed); how many.
+        The caller holds :attr:`lock`."""
         idle, self.idle = self.idle, []
         for conn, _, _ in idle:
             try:

@@ -57,6 +57,33 @@ def test_workers_hold_task_slots_while_they_live(spark):
     flow.close()
 
 
+def test_idle_pooled_workers_give_their_slots_to_waiting_jobs(spark):
+    from diffflow.runtime.spark import spark_pool
+    from diffflow.runtime.spark_slots import slots
+
+    flow = dd.Dataflow(runtime="spark", spark=spark, partitions=4)
+    flow.input("nums", ["x"]).output()
+    flow.advance()
+    flow.close()  # its four workers stay pooled, holding four of the five slots
+    pool = spark_pool(spark)
+    assert len(pool.idle) >= 4 and slots(spark.sparkContext)[1] >= 4
+    # a job of six 0.3 s tasks: one free slot would run them one by one (the pool looks
+    # for waiting tasks every 0.5 s), so the pool sees them wait and yields its slots
+    sc = spark.sparkContext
+    assert sc.parallelize(range(6), 6).map(lambda x: time.sleep(0.3) or x * 2).sum() == 30
+    deadline = time.monotonic() + 10
+    while pool.idle and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not pool.idle and slots(sc)[1] == 0
+    again = dd.Dataflow(runtime="spark", spark=spark, partitions=2)  # fresh workers start
+    nums = again.input("nums", ["x"])
+    out = nums.output()
+    nums.insert([3])
+    again.advance()
+    assert out.snapshot() == {(3,): 1}
+    again.close()
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads /proc (Linux)")
 def test_a_worker_dies_with_its_task_and_the_next_epoch_is_exact(spark):
     flow = dd.Dataflow(runtime="spark", spark=spark, partitions=2, checkpoint_every=1)
