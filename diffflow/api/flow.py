@@ -111,7 +111,7 @@ class Dataflow:
             raise ValueError(f"unknown runtime {runtime!r}; choose one of {', '.join(RUNTIMES)}")
         if runtime == "spark" and spark is None:
             raise ValueError("runtime='spark' needs spark=<a SparkSession>, e.g. "
-                             "diffflow.runtime.spark.local_session() for local[2]")
+                             "diffflow.runtime.spark.local_session() for local[3]")
         if runtime != "spark" and spark is not None:
             raise ValueError(f"spark= is only used with runtime='spark' (got runtime={runtime!r})")
         if checkpoint_every is not None and (not isinstance(checkpoint_every, int)

@@ -98,26 +98,42 @@ def java_problem() -> str | None:
     return None
 
 
+#: the master URLs Spark takes (anything else makes its JVM exit with a Java trace)
+_MASTER = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]|"
+                     r"yarn|(spark|k8s|mesos)://\S+")
+
+
 def master_problem(master: str, timeout: float = 5.0) -> str | None:
-    """Why a standalone master (``spark://HOST:PORT[,HOST:PORT...]``) cannot be reached
-    from here, or ``None`` (other masters are not checked): Spark itself would retry for
-    a minute and then fail with a Java trace.
+    """Why ``master`` is no Spark master URL, or a standalone master
+    (``spark://HOST:PORT[,HOST:PORT...]``) cannot be reached from here, or ``None``:
+    Spark itself would fail with a Java trace, or retry for a minute first.
 
     >>> master_problem("local[2]") is None
     True
+    >>> print(master_problem("local[x]"))  # doctest: +ELLIPSIS
+    'local[x]' is not a Spark master URL: ...
     >>> print(master_problem("spark://127.0.0.1:1", timeout=1))  # doctest: +ELLIPSIS
     cannot reach the Spark master spark://127.0.0.1:1 (127.0.0.1:1: ...
     """
+    if not _MASTER.fullmatch(master):
+        return (f"{master!r} is not a Spark master URL: write local[N] (N cores on this "
+                f"machine), spark://HOST:PORT (a standalone master), yarn or k8s://HOST:PORT")
     if not master.startswith("spark://"):
         return None
     failures = []
     for address in master[len("spark://"):].split(","):
         host, _, port = address.rpartition(":")
+        host = host.strip("[]")  # (an IPv6 address is written in brackets)
         if not host or not port.isdigit():
             return (f"the master URL {master!r} names no port: write spark://HOST:PORT (a "
                     f"standalone master listens on 7077 unless told otherwise)")
         try:
-            with socket.create_connection((host, int(port)), timeout=timeout):
+            with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+                if _speaks_http(sock):
+                    return (f"{address} in the master URL {master} is a web server (the "
+                            f"master's web UI, 8080 by default?), not the master's port: the "
+                            f"URL the master's page shows as 'URL: spark://...' is the one to "
+                            f"use (port 7077 by default); Spark was not started")
                 return None
         except OSError as exc:
             failures.append(f"{address}: {exc.strerror or type(exc).__name__}")
@@ -126,7 +142,18 @@ def master_problem(master: str, timeout: float = 5.0) -> str | None:
             f"port; Spark was not started")
 
 
-def local_session(master: str = "local[2]", app_name: str = "diffflow", conf: dict | None = None,
+def _speaks_http(sock) -> bool:
+    """Whether the server at the other end answers an HTTP request (a master's RPC port
+    does not: it waits for its own protocol, so the read times out)."""
+    try:
+        sock.settimeout(1.0)
+        sock.sendall(b"HEAD / HTTP/1.0\r\n\r\n")
+        return sock.recv(5) == b"HTTP/"
+    except OSError:
+        return False
+
+
+def local_session(master: str = "local[3]", app_name: str = "diffflow", conf: dict | None = None,
                   quiet: bool = True, **settings):
     """A SparkSession for ``master``; local masters bind to loopback only.
 
@@ -213,9 +240,10 @@ def spark_pool(spark) -> WorkerPool:
 
 
 def release_workers(spark) -> None:
-    """End the partition workers diffflow keeps for ``spark`` (idle ones hold executor
-    slots): call it before ``spark.stop()`` so their tasks end instead of being killed.
-    Dataflows still open on ``spark`` lose their workers."""
+    """End the idle partition workers diffflow keeps for ``spark`` (each holds an executor
+    slot): call it before ``spark.stop()``, after closing your dataflows, so their tasks
+    end instead of being killed (Spark logs a killed task as an error).  Workers of
+    dataflows still open keep working, and end when those close."""
     pool = _POOLS.pop(spark.sparkContext.applicationId, None)
     if pool is not None:
         pool.close()

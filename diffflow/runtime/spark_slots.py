@@ -61,6 +61,24 @@ def slots(sc) -> tuple:
     return total, busy
 
 
+def slot_message(master: str, count: int, total: int, busy: int) -> str:
+    """What to do when ``count`` more workers find ``total - busy`` free slots.
+
+    >>> print(slot_message("local[2]", 2, 2, 1))  # doctest: +NORMALIZE_WHITESPACE
+    Spark cannot place 2 more partition worker(s): each holds an executor slot (a core, or
+    spark.task.cpus cores) while it lives, and local[2] has 2 slot(s), 1 of them busy
+    (diffflow's workers included), so 1 free. Use local[N] with N >= 3 (one more for
+    DataFrame jobs), or fewer partitions (-j, partitions=).
+    """
+    where = f"local[N] with N >= {busy + count} (one more for DataFrame jobs)" \
+        if master.startswith("local") else \
+        "more cores (more executors or Workers, spark.cores.max; one more for DataFrame jobs)"
+    return (f"Spark cannot place {count} more partition worker(s): each holds an executor "
+            f"slot (a core, or spark.task.cpus cores) while it lives, and {master} has "
+            f"{total} slot(s), {busy} of them busy (diffflow's workers included), so "
+            f"{max(total - busy, 0)} free. Use {where}, or fewer partitions (-j, partitions=).")
+
+
 def dynamic_allocation(sc) -> bool:
     """Whether Spark adds and removes executors as tasks wait (``spark.dynamicAllocation``)."""
     return sc.getConf().get("spark.dynamicAllocation.enabled", "false").lower() == "true"
@@ -118,13 +136,13 @@ class SparkLauncher:
 
     def __init__(self, spark):
         self.spark = spark
-        self.groups: list = []   # the job group of every worker, to cancel them at the end
+        self.jobs: list = []     # (job group, thread) of every worker whose job may run
         self.failure = None      # why a launch's job failed, once it did
         self.pool = None         # the pool whose idle workers free_slot may retire
-        self.threads: list = []  # each worker's job, running until its worker ends
         self.launches = 0        # launches so far: a failure matters to the latest only
         self.yielding = None     # the thread that retires idle workers when jobs wait
         self.stopped = False
+        self.lock = threading.Lock()
 
     def launch(self, count: int, address: tuple, authkey: bytes, bind_host: str) -> None:
         """Start ``count`` workers that connect to ``address`` (fails at once, in one
@@ -136,33 +154,33 @@ class SparkLauncher:
             self.yielding = threading.Thread(target=self._yield_idle, daemon=True,
                                              name="diffflow-idle-workers")
             self.yielding.start()
-        self.launches += 1
-        self.failure = None
+        with self.lock:  # (a lost worker's job may be failing right now)
+            self.launches += 1
+            self.failure = None
+        self.jobs = [(group, thread) for group, thread in self.jobs if thread.is_alive()]
         for _ in range(count):
             group = f"diffflow-worker-{uuid.uuid4().hex[:12]}"
-            self.groups.append(group)
             thread = threading.Thread(target=self._run, name=group, daemon=True,
                                       args=(address, authkey, group, self.launches))
+            self.jobs.append((group, thread))
             thread.start()
-            self.threads.append(thread)
+
+    @property
+    def groups(self) -> list:
+        """The job groups of the workers' jobs still running."""
+        return [group for group, thread in self.jobs if thread.is_alive()]
 
     def _wait_for_slots(self, sc, count: int) -> None:
         if dynamic_allocation(sc):
             return  # (Spark starts executors for the waiting tasks; the pool waits for them)
-        deadline = time.monotonic() + SLOT_WAIT
+        # (a local master's slots are all there from the start: no executor to wait for)
+        deadline = time.monotonic() + (0 if sc.master.startswith("local") else SLOT_WAIT)
         while True:
             total, busy = slots(sc)
             if total - busy >= count:
                 return
-            if time.monotonic() > deadline:
-                needed = busy + count + 1  # (and one slot for DataFrame jobs)
-                raise RuntimeError(
-                    f"Spark cannot place {count} more partition worker(s): each holds an "
-                    f"executor slot (a core, or spark.task.cpus cores) while it lives, and "
-                    f"{sc.master} has {total} slot(s), {busy} of them busy (diffflow's "
-                    f"workers included), so {max(total - busy, 0)} free. Give Spark more "
-                    f"cores (more executors or workers, spark.cores.max; local[N] with N >= "
-                    f"{needed}, one left for DataFrame jobs) or use fewer partitions.")
+            if time.monotonic() >= deadline:
+                raise RuntimeError(slot_message(sc.master, count, total, busy))
             time.sleep(0.5)
 
     def _run(self, address, authkey, group, launch) -> None:
@@ -176,8 +194,9 @@ class SparkLauncher:
         except Exception as exc:  # noqa: BLE001 - told to whoever waits for the workers
             # (a worker of an earlier launch that is lost is the coordinator's to notice:
             # its connection closes; only a launch still awaited needs to hear of it)
-            if group in self.groups and launch == self.launches:
-                self.failure = exc
+            with self.lock:
+                if not self.stopped and launch == self.launches:
+                    self.failure = exc
 
     def check(self) -> None:
         """Raise why the workers will not come, once a launch's job has failed."""
@@ -229,14 +248,16 @@ class SparkLauncher:
                 pool.lock.release()
 
     def stop(self, wait: float = 5.0) -> None:
-        """Let the workers' jobs end (their workers exit once the pool has hung up) for up
-        to ``wait`` seconds, then cancel what is left (the tasks end, and their workers)."""
+        """Let the idle workers' jobs end (they exit once the pool has hung up) for up to
+        ``wait`` seconds, then cancel what is left when no dataflow holds a worker."""
         self.stopped = True
         deadline = time.monotonic() + wait
-        for thread in self.threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        self.threads = []
-        groups, self.groups = self.groups, []
+        held = self.pool.taken if self.pool is not None else 0  # (their dataflows are open)
+        while len(self.groups) > held and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # (while dataflows hold workers, which job is whose is unknown: cancel none; they end
+        # when their dataflows give them back to the closed pool)
+        groups, self.jobs = ([] if held else self.groups), []
         try:
             sc = self.spark.sparkContext
             for group in groups:
@@ -253,9 +274,9 @@ def executor_python_problem(sc, exc) -> str | None:
     ... # doctest: +NORMALIZE_WHITESPACE
     Spark's executors ran Python 'python3' (master spark://head:7077), which cannot import
     diffflow (No module named 'diffflow'). Install diffflow into that Python on every executor,
-    or point Spark at a Python that has it: set PYSPARK_PYTHON to its path (the same path on
-    every executor) before the session starts, or pass --conf spark.pyspark.python=PATH to
-    spark-submit.
+    or point Spark at a Python that has it: spark.pyspark.python=PATH (the same path on every
+    executor; --conf with diffflow run or spark-submit, conf= with local_session), or
+    PYSPARK_PYTHON before the session starts.
     """
     found = re.search(r"No module named '([\w.]+)'", str(exc))
     if not found:
@@ -264,9 +285,10 @@ def executor_python_problem(sc, exc) -> str | None:
     python = getattr(sc, "pythonExec", None) or os.environ.get("PYSPARK_PYTHON", "python3")
     return (f"Spark's executors ran Python {python!r} (master {sc.master}), which cannot import "
             f"{module.split('.')[0]} (No module named {module!r}). Install diffflow into that "
-            f"Python on every executor, or point Spark at a Python that has it: set "
-            f"PYSPARK_PYTHON to its path (the same path on every executor) before the session "
-            f"starts, or pass --conf spark.pyspark.python=PATH to spark-submit.")
+            f"Python on every executor, or point Spark at a Python that has it: "
+            f"spark.pyspark.python=PATH (the same path on every executor; --conf with "
+            f"diffflow run or spark-submit, conf= with local_session), or PYSPARK_PYTHON "
+            f"before the session starts.")
 
 
 def task_error(exc: Exception) -> str:

@@ -143,6 +143,8 @@ class WorkerPool:
         self.listener = Listener((bind_host, 0), authkey=self.authkey)
         self.idle: list = []  # [(conn, peer address, pid)]
         self.lock = threading.Lock()  # (a launcher's thread may retire idle workers)
+        self.taken = 0  # workers dataflows hold now
+        self.closed = False
 
     @property
     def address(self) -> tuple:
@@ -157,6 +159,7 @@ class WorkerPool:
                 self.launcher.launch(missing, self.address, self.authkey, self.bind_host)
                 self.idle.extend(self._accept(missing))
             taken, self.idle = self.idle[:count], self.idle[count:]
+            self.taken += len(taken)
             return taken
 
     def _accept(self, count: int) -> list:
@@ -190,8 +193,13 @@ class WorkerPool:
 
     def give_back(self, workers: list) -> None:
         """Reset workers and keep them for the next dataflow (dead ones are dropped)."""
+        self.taken = max(0, self.taken - len(workers))
         for conn, address, pid in workers:
             try:
+                if self.closed:  # (nothing will take it: let it end, and what it holds)
+                    conn.send(("shutdown", ()))
+                    conn.close()
+                    continue
                 conn.send(("reset", ()))
                 if conn.poll(30) and conn.recv()[0] == "ok":
                     with self.lock:
@@ -214,6 +222,8 @@ class WorkerPool:
         return len(idle)
 
     def close(self) -> None:
+        """End the idle workers; those dataflows hold end when given back."""
+        self.closed = True
         for conn, _, _ in self.idle:
             conn.close()
         self.idle = []

@@ -152,7 +152,7 @@ def test_one_slot_refuses_two_workers_and_a_dataframe_job_with_the_numbers(tmp_p
     assert lines["conf"] == "conf a_b 3"  # conf={...} unchanged, keywords with _ read as .
     assert "cannot place 2 more partition worker(s)" in lines["two:"]
     assert "local[1] has 1 slot(s), 0 of them busy" in lines["two:"]
-    assert "local[N] with N >= 3" in lines["two:"]
+    assert "local[N] with N >= 2 (one more for DataFrame jobs)" in lines["two:"]
     assert lines["one:"] == "one: [(4,)]"  # one worker fits: the session still works
     assert "needs a free executor slot" in lines["frame:"] and "at least 2 slots" in lines["frame:"]
 
@@ -191,3 +191,42 @@ def test_conf_needs_key_value_and_spark(tmp_path):
     assert done.returncode == 2 and "expected KEY=VALUE" in done.stderr
     done = _run(tmp_path, "--conf", "spark.executor.memory=1g")
     assert done.returncode != 0 and "--conf sets Spark settings: it needs --spark" in done.stderr
+
+
+def test_a_web_server_or_a_bad_url_is_no_master_in_one_line(tmp_path):
+    import http.server
+    import threading
+
+    from diffflow.runtime.spark import master_problem
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:  # (a master's web UI port given for its RPC port: Spark would retry for a minute)
+        message = master_problem(f"spark://127.0.0.1:{server.server_port}")
+    finally:
+        server.shutdown()
+    assert "is a web server" in message and "7077" in message
+    (tmp_path / "e.facts").write_text("1\t2\n")
+    for url in ("nonsense", "local[x]"):
+        done = _run(tmp_path, "-F", str(tmp_path), "-D", "-", "--spark", url)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode != 0 and len(lines) == 1, done.stderr
+        assert f"{url!r} is not a Spark master URL" in lines[0]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads /proc (Linux)")
+def test_release_workers_leaves_open_dataflows_working_and_ends_their_workers_after(spark):
+    from diffflow.runtime.spark import release_workers
+
+    flow = dd.Dataflow(runtime="spark", spark=spark, partitions=2)
+    nums = flow.input("nums", ["x"])
+    out = nums.aggregate(s=dd.sum("x")).output()
+    nums.insert([1, 2])
+    flow.advance()
+    workers = flow._runtime.worker_pids()
+    release_workers(spark)
+    nums.insert([3])
+    flow.advance()
+    assert out.snapshot() == {(6,): 1} and flow._runtime.recoveries == 0
+    flow.close()  # (given back to a released pool: they end, and their slots are free)
+    assert all(_gone(pid) for pid in workers)
