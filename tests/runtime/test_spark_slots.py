@@ -180,10 +180,19 @@ def test_an_unreachable_master_fails_before_spark_starts_in_one_line(tmp_path):
 
 def test_fact_files_are_checked_before_spark_starts(tmp_path):
     (tmp_path / "e.facts").write_text("1\t2\n3\tfour\n")
-    done = _run(tmp_path, "-F", str(tmp_path), "-D", "-", "-v", "--spark", "local[1]")
+    done = _run(tmp_path, "-F", str(tmp_path), "-D", "-", "-v", "--spark", "local[1]", "-j", "1")
     assert done.returncode != 0
     assert "e.facts:2" in done.stderr and "started Spark" not in done.stderr
     assert "SparkContext" not in done.stderr and "java" not in done.stderr.lower()
+
+
+def test_more_jobs_than_a_local_master_has_cores_fails_before_spark_starts(tmp_path):
+    (tmp_path / "e.facts").write_text("1\t2\n")
+    done = _run(tmp_path, "-F", str(tmp_path), "-D", "-", "--spark", "local[2]", "-j", "3")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode != 0 and len(lines) == 1, done.stderr
+    assert "-j 3 needs 3 task slots, but --spark local[2] has 2" in lines[0]
+    assert "--spark local[3] or -j 2" in lines[0]
 
 
 def test_conf_needs_key_value_and_spark(tmp_path):
