@@ -9,7 +9,9 @@ one holds the suite's local session):
   last checkpoint from a ``file://`` URI and replay) -- and, separately, while the Worker
   JVM under it is killed;
 * an application allowed one core (``spark.cores.max=1``) with two partitions fails within
-  ~20 s, saying how many slots there are.
+  ~20 s, saying how many slots there are;
+* under dynamic allocation (no executor at the start), the workers' tasks bring executors,
+  and executors running workers outlive the idle timeout.
 
 Executors run this interpreter (``spark.pyspark.python``), which has diffflow installed.
 """
@@ -138,3 +140,41 @@ def test_two_partitions_on_one_core_fail_with_the_slot_count(cluster, tmp_path):
     error = [line for line in lines if line.startswith("error:")]
     assert error and "cannot place 2 more partition worker(s)" in error[0], lines
     assert "has 1 slot(s), 0 of them busy" in error[0]
+
+
+_DYNAMIC = textwrap.dedent("""
+    import sys, time
+    import diffflow as dd
+    from diffflow.runtime.spark import local_session, release_workers
+    from diffflow.runtime.spark_slots import slots
+
+    spark = local_session(sys.argv[1], conf={
+        "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+        "spark.pyspark.python": sys.executable, "spark.executor.memory": "512m",
+        "spark.executor.cores": "1", "spark.dynamicAllocation.enabled": "true",
+        "spark.dynamicAllocation.shuffleTracking.enabled": "true",
+        "spark.dynamicAllocation.minExecutors": "0",
+        "spark.dynamicAllocation.executorIdleTimeout": "3s"})
+    print("slots at start", slots(spark.sparkContext)[0], flush=True)
+    flow = dd.Dataflow(runtime="spark", spark=spark, partitions=2)
+    nums = flow.input("nums", ["x"])
+    out = nums.aggregate(s=dd.sum("x")).output()
+    nums.insert([1, 2]); flow.advance()
+    print("first", sorted(out.snapshot()), flush=True)
+    time.sleep(8)  # (past the idle timeout: executors that run workers are not idle)
+    nums.insert([3]); flow.advance()
+    print("later", sorted(out.snapshot()), flow._runtime.recoveries, flush=True)
+    flow.close(); release_workers(spark); spark.stop()
+""")
+
+
+def test_dynamic_allocation_brings_executors_for_the_workers_and_keeps_them(cluster, tmp_path):
+    script = tmp_path / "dynamic.py"
+    script.write_text(_DYNAMIC)
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1",
+               PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, str(script), cluster.url], capture_output=True,
+                          text=True, timeout=280, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-4000:]
+    lines = done.stdout.splitlines()
+    assert lines == ["slots at start 0", "first [(3,)]", "later [(6,)] 0"], lines
