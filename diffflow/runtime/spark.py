@@ -64,6 +64,7 @@ import numpy as np
 
 from diffflow.runtime.cluster import ClusterRuntime
 from diffflow.runtime.spark_slots import SparkLauncher, task_error
+from diffflow.runtime.storage import checkpoint_dir_problem
 from diffflow.runtime.transports import SocketTransport, WorkerPool
 
 _POOLS: dict = {}
@@ -98,9 +99,24 @@ def java_problem() -> str | None:
     return None
 
 
+#: a local master: ``local``, ``local[N]``, ``local[*]``, ``local[N, F]`` (F: retries)
+_LOCAL = r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?"
 #: the master URLs Spark takes (anything else makes its JVM exit with a Java trace)
-_MASTER = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]|"
-                     r"yarn|(spark|k8s|mesos)://\S+")
+_MASTER = re.compile(_LOCAL + r"|local-cluster\[\d+,\s*\d+,\s*\d+\]|yarn|(?:spark|k8s|mesos)://\S+")
+
+
+def local_cores(master: str):
+    """The task slots of a local master (``None`` for other masters).
+
+    >>> local_cores("local[3]"), local_cores("local"), local_cores("spark://h:7077")
+    (3, 1, None)
+    """
+    found = re.fullmatch(_LOCAL, master)
+    if found is None:
+        return None
+    if found.group(1) == "*":
+        return os.cpu_count() or 1
+    return int(found.group(1) or 1)
 
 
 def master_problem(master: str, timeout: float = 5.0) -> str | None:
@@ -375,13 +391,8 @@ class SparkRuntime(ClusterRuntime):
     """:class:`ClusterRuntime` with workers placed by Spark and DataFrame I/O through Spark."""
 
     def __init__(self, graph, parts: int, symbols, spark, **kw):
-        from diffflow.runtime.storage import checkpoint_dir_problem
-
-        master = spark.sparkContext.master
         if kw.get("checkpoint_every") is not None or kw.get("checkpoint_dir") is not None:
-            problem = checkpoint_dir_problem(kw.get("checkpoint_dir"), master)
-            if problem:
-                raise ValueError(problem)
+            _check_checkpoint_dir(kw.get("checkpoint_dir"), spark)  # (before any worker starts)
         self.spark = spark
         self.pool = spark_pool(spark)
         super().__init__(graph, parts, symbols, SocketTransport(parts, self.pool), **kw)
@@ -389,11 +400,7 @@ class SparkRuntime(ClusterRuntime):
     def checkpoint(self) -> str:
         """Write every partition's state now (see :meth:`ClusterRuntime.checkpoint`); on a
         cluster only into shared storage (:func:`~.storage.checkpoint_dir_problem`)."""
-        from diffflow.runtime.storage import checkpoint_dir_problem
-
-        problem = checkpoint_dir_problem(self.checkpoint_dir, self.spark.sparkContext.master)
-        if problem:
-            raise ValueError(problem)
+        _check_checkpoint_dir(self.checkpoint_dir, self.spark)
         return super().checkpoint()
 
     # -- DataFrames in ------------------------------------------------------------------------
@@ -448,3 +455,9 @@ class SparkRuntime(ClusterRuntime):
         if what == "changes":
             self.delivered[node_id] = self.computed
         return result
+
+
+def _check_checkpoint_dir(folder, spark) -> None:
+    problem = checkpoint_dir_problem(folder, spark.sparkContext.master)
+    if problem:
+        raise ValueError(problem)

@@ -91,22 +91,6 @@ def add_commands(commands) -> None:
     plan.set_defaults(handler=explain_plan)
 
 
-def local_cores(master: str):
-    """The task slots of a ``local[N]`` master (``None`` for other masters).
-
-    >>> local_cores("local[3]"), local_cores("local"), local_cores("spark://h:7077")
-    (3, 1, None)
-    """
-    import re
-
-    found = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master)
-    if found is None:
-        return None
-    if found.group(1) == "*":
-        return os.cpu_count() or 1
-    return int(found.group(1) or 1)
-
-
 def spark_setting(text: str) -> tuple:
     """``--conf KEY=VALUE`` as ``(key, value)``.
 
@@ -162,6 +146,8 @@ def run_program(args) -> int:
         check_output_dir(folder_option(args.output_dir, pragmas, "output-dir"))
         if jobs is None:
             jobs = jobs_value(pragmas.get("jobs")) or 2
+        from diffflow.runtime.spark import local_cores, local_session  # (imports no pyspark)
+
         cores = local_cores(args.spark)
         if cores is not None and jobs > cores:  # (each partition worker holds a slot)
             raise ValueError(f"-j {jobs} needs {jobs} task slots, but --spark {args.spark} has "
@@ -174,8 +160,6 @@ def run_program(args) -> int:
                                       missing_ok=args.no_warn or "no-warn" in pragmas)
         finally:
             checked.close()
-        from diffflow.runtime.spark import local_session  # the only module that imports pyspark
-
         options.update(runtime="spark", spark=local_session(args.spark, conf=dict(args.conf),
                                                            quiet=not args.verbose))
         report.timed(f"started Spark ({args.spark})", time.perf_counter() - started)

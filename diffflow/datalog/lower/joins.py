@@ -164,17 +164,17 @@ class ClauseCompiler:
             return self._filtered[key]
         base = self.base(atom, env)
         first = first_positions(atom)
-        for f in self.filters.get(id(atom), ()):
-            theirs = first_positions(f)
-            other = self.base(f, env).select(*[f"c{i}" for i in theirs.values()])
-            base = base.join(other, left_on=[f"c{first[v]}" for v in theirs],
-                             right_on=[f"c{i}" for i in theirs.values()])
-        if id(atom) in self.reducers:  # (the later atom's values on the shared variables)
-            later, shared = self.reducers[id(atom)]
-            theirs = first_positions(later)
-            other = self.base(later, env).select(*[f"c{theirs[v]}" for v in shared]).distinct()
-            base = base.join(other, left_on=[f"c{first[v]}" for v in shared],
-                             right_on=[f"c{theirs[v]}" for v in shared])
+        # (a filter on all its variables: a set already; a semijoin on the shared ones only:
+        # the later atom's values there, kept distinct)
+        joins = [(f, list(first_positions(f)), False) for f in self.filters.get(id(atom), ())]
+        if id(atom) in self.reducers:
+            joins.append((*self.reducers[id(atom)], True))
+        for other_atom, variables, distinct in joins:
+            theirs = first_positions(other_atom)
+            other = self.base(other_atom, env).select(*[f"c{theirs[v]}" for v in variables])
+            base = base.join(other.distinct() if distinct else other,
+                             left_on=[f"c{first[v]}" for v in variables],
+                             right_on=[f"c{theirs[v]}" for v in variables])
         if None not in key:
             self._filtered[key] = base
         return base
