@@ -7,6 +7,7 @@ their facts, and analyse execution traces.
     diffflow query prog.dl -F facts 'path(1, y)'    # point queries, computed on demand
     diffflow explain prog.dl -F facts 'path(1, 4)'  # why a fact is derived
     diffflow pag cp TRACE                           # what was critical in an execution
+    diffflow spark-pack                             # diffflow for Spark executors, packed
 
 This module is the command's face: the sub-commands live with what they drive
 (:mod:`diffflow.datalog.cli`, :mod:`diffflow.pag.cli`); here are the parser, the
@@ -142,7 +143,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_datalog(commands)
     add_pag(commands)
+    pack = commands.add_parser(
+        "spark-pack", help="build the archive that ships diffflow to Spark executors",
+        description="Build (or reuse, when nothing changed) a .tar.gz of diffflow, its compiled "
+                    "kernels and the packages it needs on executors, and print the Spark "
+                    "settings that use it. `diffflow run --spark MASTER --ship` does this by "
+                    "itself.")
+    pack.add_argument("output", nargs="?", help="also copy the archive here")
+    pack.add_argument("--with", dest="extra", metavar="PACKAGE", action="append", default=[],
+                      help="another installed package your code needs on executors "
+                           "(repeatable)")
+    pack.set_defaults(handler=_spark_pack)
     return parser
+
+
+def _spark_pack(args) -> int:
+    from diffflow.runtime.spark_pack import pack, shipping_settings
+
+    archive = pack(args.output, extra=args.extra,
+                   progress=lambda text: print(text, file=sys.stderr))
+    print(archive)
+    print("use it with:", " ".join(f"--conf {key}={value}"
+                                   for key, value in shipping_settings(archive).items()),
+          file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -170,7 +170,7 @@ def _speaks_http(sock) -> bool:
 
 
 def local_session(master: str = "local[3]", app_name: str = "diffflow", conf: dict | None = None,
-                  quiet: bool = True, **settings):
+                  quiet: bool = True, ship=False, **settings):
     """A SparkSession for ``master``; local masters bind to loopback only.
 
     Sets what diffflow's runtime relies on (Python worker reuse, Arrow) and,
@@ -186,6 +186,10 @@ def local_session(master: str = "local[3]", app_name: str = "diffflow", conf: di
     becomes ``PYSPARK_PYTHON`` (PySpark reads only the variable when this process, not
     ``spark-submit``, starts Spark).  ``quiet`` keeps Spark's driver log to errors from the
     start (its log4j2 settings, unless ``spark.driver.extraJavaOptions`` is given).
+    ``ship``: run executors on an archive of diffflow and its packages rather than what their
+    hosts have installed: ``True`` builds (or reuses) one with
+    :func:`diffflow.runtime.spark_pack.pack`, a path names one built before; ignored for
+    ``local[...]`` masters, whose executors run this interpreter.
 
     Example (starting a JVM takes seconds, so it is not a doctest)::
 
@@ -227,6 +231,8 @@ def local_session(master: str = "local[3]", app_name: str = "diffflow", conf: di
         defaults["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{quiet_log}"
     defaults.update({k.replace("_", "."): str(v) for k, v in settings.items()})
     defaults.update({k: str(v) for k, v in (conf or {}).items()})
+    if ship and not master.startswith("local"):
+        _ship(defaults, ship)
     if "spark.pyspark.python" in defaults:
         os.environ["PYSPARK_PYTHON"] = defaults["spark.pyspark.python"]
     for key, value in defaults.items():
@@ -234,6 +240,24 @@ def local_session(master: str = "local[3]", app_name: str = "diffflow", conf: di
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def _ship(settings: dict, ship) -> None:
+    """Add the settings that run executors on diffflow's archive (``local_session(ship=)``)."""
+    from diffflow.runtime.spark_pack import pack, shipping_settings
+
+    if "spark.pyspark.python" in settings:
+        raise ValueError("shipping diffflow sets spark.pyspark.python to the archive's Python; "
+                         f"drop one of them (it is {settings['spark.pyspark.python']!r})")
+    if ship is True:
+        ship = pack(progress=lambda text: print(f"diffflow: {text}", file=sys.stderr))
+    elif not os.path.exists(ship) and "://" not in str(ship):
+        raise ValueError(f"no archive to ship at {ship}: build one with `diffflow spark-pack`")
+    shipping = shipping_settings(ship)
+    archives = settings.get("spark.archives")
+    if archives:  # the user's archives too
+        shipping["spark.archives"] = f"{archives},{shipping['spark.archives']}"
+    settings.update(shipping)
 
 
 # -- placing workers (diffflow.runtime.spark_slots) -------------------------------------------

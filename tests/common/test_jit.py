@@ -2,6 +2,7 @@
 numba's lowering registries (no ``numba.np.arraymath``, so no ``scipy.linalg``), give the same
 answers as when compiled, and compile and save on a cache miss."""
 import os
+import shutil
 import subprocess
 import sys
 
@@ -47,6 +48,25 @@ def test_a_cache_miss_compiles_and_saves(tmp_path):
     assert _run(code, tmp_path, [tmp_path]) == ["42", "0", "1"]
     assert _run(code, tmp_path, [tmp_path]) == ["42", "1", "0"]
     assert any(p.suffix == ".nbi" for p in (tmp_path / "__pycache__").iterdir())
+
+
+def test_the_cache_stays_fresh_when_the_source_is_copied_elsewhere(tmp_path):
+    # what shipping kernels to Spark executors relies on: a new folder, a new mtime, same text
+    first = tmp_path / "first"
+    first.mkdir()
+    (first / "twice_kernel.py").write_text(
+        "from diffflow.common.jit import kernel\n\n\n@kernel\ndef twice(x):\n    return 2 * x\n")
+    code = ("import twice_kernel as m\n"
+            "print(m.twice(21), sum(m.twice.stats.cache_hits.values()),"
+            " sum(m.twice.stats.cache_misses.values()))")
+    assert _run(code, first, [first]) == ["42", "0", "1"]
+    moved = tmp_path / "moved"
+    shutil.copytree(first, moved)
+    os.utime(moved / "twice_kernel.py", (1_000_000_000, 1_000_000_000))
+    assert _run(code, moved, [moved]) == ["42", "1", "0"]
+    with open(moved / "twice_kernel.py", "a") as source:  # changed text: compiled again
+        source.write("# changed\n")
+    assert _run(code, moved, [moved]) == ["42", "0", "1"]
 
 
 CHAIN = """

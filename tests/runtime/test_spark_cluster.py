@@ -13,7 +13,9 @@ one holds the suite's local session):
 * under dynamic allocation (no executor at the start), the workers' tasks bring executors,
   and executors running workers outlive the idle timeout.
 
-Executors run this interpreter (``spark.pyspark.python``), which has diffflow installed.
+The Workers' hosts have no diffflow: their ``python3`` is this interpreter's base Python
+without site-packages (``python_without_diffflow``), so executors run what the drivers ship
+(``local_session(ship=ARCHIVE)``, the archive ``spark_pack.pack`` builds once for the module).
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ import textwrap
 
 import pytest
 
-from tests.support.standalone import StandaloneCluster
+from diffflow.runtime.spark_pack import pack
+from tests.support.standalone import StandaloneCluster, python_without_diffflow
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -37,16 +40,17 @@ _DRIVER = textwrap.dedent("""
     from diffflow.runtime.spark import local_session, release_workers
     from diffflow.runtime.spark_slots import slots
 
-    url, checkpoints, kill, cores = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+    url, archive, checkpoints, kill, cores = sys.argv[1:6]
     spark = local_session(url, conf={"spark.driver.host": "127.0.0.1",
                                      "spark.driver.bindAddress": "127.0.0.1",
-                                     "spark.pyspark.python": sys.executable,
                                      "spark.executor.memory": "512m",
-                                     "spark.cores.max": cores})
+                                     "spark.cores.max": cores}, ship=archive)
     deadline = time.monotonic() + 60
     while slots(spark.sparkContext)[0] < int(cores) and time.monotonic() < deadline:
         time.sleep(0.5)
     print("slots", slots(spark.sparkContext)[0], flush=True)
+    print("executors run", spark.sparkContext.parallelize([0], 1).map(
+        lambda _: (__import__("diffflow").__file__, "site" in sys.modules)).collect(), flush=True)
 
     def chain_up(pid, marker):
         # the first ancestor of pid whose command line holds marker
@@ -105,7 +109,9 @@ _DRIVER = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     root = tmp_path_factory.mktemp("standalone")
-    started = StandaloneCluster(root, workers=2, cores=2).start()
+    hosts = python_without_diffflow(tmp_path_factory.mktemp("hosts"))
+    started = StandaloneCluster(root, workers=2, cores=2, worker_env=hosts).start()
+    started.archive = pack(cache=tmp_path_factory.mktemp("pack"))
     yield started
     started.stop()
 
@@ -115,7 +121,7 @@ def _drive(cluster, tmp_path, kill, cores):
     script.write_text(_DRIVER)
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1",
                PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, str(script), cluster.url,
+    done = subprocess.run([sys.executable, str(script), cluster.url, str(cluster.archive),
                            f"file://{tmp_path}/checkpoints", kill, str(cores)],
                           capture_output=True, text=True, timeout=280, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-4000:]
@@ -126,6 +132,9 @@ def _drive(cluster, tmp_path, kill, cores):
 def test_epochs_stay_exact_when_an_executor_or_its_worker_jvm_is_killed(cluster, tmp_path, kill):
     lines = _drive(cluster, tmp_path, kill, 4)
     assert lines[0] == "slots 4"
+    # diffflow came from the shipped archive, on a Python without site-packages
+    assert lines[1].startswith("executors run [(") and \
+        "/diffflow_env/site/diffflow/__init__.py', False)]" in lines[1], lines[1]
     assert f"killed {kill}" in lines
     assert [line for line in lines if line.startswith("exact")] == \
         [f"exact {epoch}" for epoch in range(8)], lines
@@ -148,9 +157,9 @@ _DYNAMIC = textwrap.dedent("""
     from diffflow.runtime.spark import local_session, release_workers
     from diffflow.runtime.spark_slots import slots
 
-    spark = local_session(sys.argv[1], conf={
+    spark = local_session(sys.argv[1], ship=sys.argv[2], conf={
         "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-        "spark.pyspark.python": sys.executable, "spark.executor.memory": "512m",
+        "spark.executor.memory": "512m",
         "spark.executor.cores": "1", "spark.dynamicAllocation.enabled": "true",
         "spark.dynamicAllocation.shuffleTracking.enabled": "true",
         "spark.dynamicAllocation.minExecutors": "0",
@@ -173,7 +182,8 @@ def test_dynamic_allocation_brings_executors_for_the_workers_and_keeps_them(clus
     script.write_text(_DYNAMIC)
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1",
                PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, str(script), cluster.url], capture_output=True,
+    done = subprocess.run([sys.executable, str(script), cluster.url, str(cluster.archive)],
+                          capture_output=True,
                           text=True, timeout=280, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-4000:]
     lines = done.stdout.splitlines()

@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 
@@ -28,20 +29,50 @@ def spark_class() -> tuple:
     return os.path.join(home, "bin", "spark-class"), home
 
 
-class StandaloneCluster:
-    """``workers`` Workers of ``cores`` cores each; :attr:`url` is the master's URL."""
+def python_without_diffflow(folder) -> dict:
+    """Environment settings for hosts whose Python lacks diffflow and every other package:
+    ``python``, ``python3`` and ``python3.X`` on a PATH without this venv's ``bin/`` run this
+    interpreter's base Python with no site-packages (``-S``), and no ``PYTHONPATH`` leads to
+    this checkout."""
+    shadow = os.path.join(str(folder), "bin")
+    os.makedirs(shadow, exist_ok=True)
+    base = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    for name in ("python", "python3", version):
+        script = os.path.join(shadow, name)
+        with open(script, "w") as out:
+            out.write(f"#!/bin/sh\nexec {base} -S \"$@\"\n")
+        os.chmod(script, 0o755)
+    venv_bin = os.path.dirname(os.path.abspath(sys.executable))
+    path = [shadow] + [p for p in os.environ.get("PATH", "").split(os.pathsep)
+                       if p and os.path.abspath(p) != venv_bin]
+    return {"PATH": os.pathsep.join(path), "PYTHONPATH": None, "PYSPARK_PYTHON": None,
+            "VIRTUAL_ENV": None}
 
-    def __init__(self, root, workers: int = 2, cores: int = 1, memory: str = "1g"):
+
+class StandaloneCluster:
+    """``workers`` Workers of ``cores`` cores each; :attr:`url` is the master's URL.
+    ``worker_env``: settings of the Workers' environment (and so their executors'); a None
+    value removes the variable."""
+
+    def __init__(self, root, workers: int = 2, cores: int = 1, memory: str = "1g",
+                 worker_env: dict | None = None):
         self.root, self.cores, self.memory = str(root), cores, memory
+        self.worker_env = worker_env or {}
         self.count = workers
         self.master = None
         self.workers: list = []
         self.url = None
 
-    def _start(self, args: list, host: str, log: str) -> subprocess.Popen:
+    def _start(self, args: list, host: str, log: str, extra_env=None) -> subprocess.Popen:
         script, home = spark_class()
         env = dict(os.environ, SPARK_HOME=home, SPARK_LOCAL_IP=host,
                    SPARK_LOG_DIR=self.root, SPARK_NO_DAEMONIZE="1")
+        for key, value in (extra_env or {}).items():
+            if value is None:
+                env.pop(key, None)
+            else:
+                env[key] = value
         out = open(os.path.join(self.root, log), "w")
         return subprocess.Popen([script, *args], env=env, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
@@ -65,7 +96,7 @@ class StandaloneCluster:
         worker = self._start(["org.apache.spark.deploy.worker.Worker", self.url, "--host", host,
                               "--cores", str(self.cores), "--memory", self.memory,
                               "--work-dir", folder, "--webui-port", str(free_port(host))],
-                             host, f"worker-{len(self.workers)}.log")
+                             host, f"worker-{len(self.workers)}.log", self.worker_env)
         self.workers.append(worker)
         return worker
 

@@ -62,6 +62,10 @@ def add_commands(commands) -> None:
                      type=spark_setting,
                      help="a Spark setting, passed unchanged (with --spark; repeatable), e.g. "
                           "--conf spark.executor.memory=4g")
+    run.add_argument("--ship", action="store_true",
+                     help="run Spark's executors on an archive of diffflow and its packages "
+                          "(built once and cached; see `diffflow spark-pack`) instead of what "
+                          "their hosts have installed")
     run.add_argument("--updates", metavar="DIR",
                      help="apply the numbered steps in DIR incrementally after the initial run")
     run.add_argument("-w", "--no-warn", action="store_true",
@@ -138,6 +142,8 @@ def run_program(args) -> int:
         options["trace"] = open_trace(args.trace, option="--trace ")
     if args.conf and not args.spark:
         raise ValueError("--conf sets Spark settings: it needs --spark MASTER")
+    if args.ship and not args.spark:
+        raise ValueError("--ship sends diffflow to Spark's executors: it needs --spark MASTER")
     started = time.perf_counter()
     read = None  # facts read before Spark starts
     if args.spark:
@@ -161,7 +167,8 @@ def run_program(args) -> int:
         finally:
             checked.close()
         options.update(runtime="spark", spark=local_session(args.spark, conf=dict(args.conf),
-                                                           quiet=not args.verbose))
+                                                           quiet=not args.verbose,
+                                                           ship=args.ship))
         report.timed(f"started Spark ({args.spark})", time.perf_counter() - started)
         started = time.perf_counter()
     if args.provenance:
