@@ -89,7 +89,7 @@ class QuickLoadCache(FunctionCache):
         super().flush()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def source_stamp(path: str) -> tuple:
     """What makes a cache entry of the kernels in ``path`` fresh: the file's SHA-256 and size.
 

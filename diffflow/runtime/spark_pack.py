@@ -21,7 +21,7 @@ it finds in the cache folder.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata as metadata
+from importlib import metadata
 import io
 import json
 import os
@@ -84,9 +84,7 @@ def packed_distributions(extra=()) -> list:
 
 
 def _package_folder() -> Path:
-    import diffflow
-
-    return Path(diffflow.__file__).resolve().parent
+    return Path(__file__).resolve().parents[1]  # (diffflow/runtime/spark_pack.py)
 
 
 def _diffflow_files():

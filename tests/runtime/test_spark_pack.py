@@ -1,0 +1,128 @@
+"""``diffflow spark-pack``: the archive that ships diffflow to Spark executors runs diffflow on
+a Python without site-packages, is built once per content, says what is missing on a host
+without the right Python, and the options that use it refuse what cannot work.  (The cluster
+tests run real executors on it: ``test_spark_cluster.py``.)"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from diffflow.cli import main
+from diffflow.runtime.spark import _ship
+from diffflow.runtime.spark_pack import ENV_FOLDER, pack, packed_distributions, \
+    shipping_settings
+from tests.support.standalone import python_without_diffflow
+
+
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("cache") / "spark-pack"  # (as DIFFFLOW_CACHE_DIR's)
+    archive = pack(cache=cache)
+    unpacked = tmp_path_factory.mktemp("executor") / ENV_FOLDER
+    with tarfile.open(archive) as tar:
+        tar.extractall(unpacked, filter="tar")
+    return archive, cache, unpacked
+
+
+def test_the_packages_are_diffflows_requirements_without_sparks_and_the_drivers():
+    names = {d.metadata["Name"].lower() for d in packed_distributions()}
+    assert {"diffflow", "numpy", "numba", "llvmlite", "pyarrow", "pandas", "lark",
+            "cloudpickle"} <= names
+    assert not names & {"pyspark", "py4j", "starlette", "uvicorn", "plotly", "matplotlib",
+                        "pytest"}
+    assert "networkx" in {d.metadata["Name"].lower()
+                          for d in packed_distributions(extra=["networkx"])}
+    with pytest.raises(ValueError, match="cannot pack no-such-package: it is not installed"):
+        packed_distributions(extra=["no-such-package"])
+
+
+@pytest.mark.slow
+def test_the_archive_runs_diffflow_on_a_python_without_packages(packed, tmp_path):
+    archive, cache, unpacked = packed
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON")}
+    env.update({k: v for k, v in python_without_diffflow(tmp_path).items() if v is not None})
+    code = ("import sys, numpy as np, diffflow as dd\n"
+            "flow = dd.Dataflow()\n"
+            "edges = flow.input('edges', ['src', 'dst'])\n"
+            "out = edges.aggregate(by=['src'], n=dd.count()).output()\n"
+            "edges.insert([(1, 2), (1, 3), (2, 3)]); flow.advance()\n"
+            "print(sorted(out.snapshot()), dd.__file__, 'site' in sys.modules, sep='|')\n")
+    done = subprocess.run([str(unpacked / "bin" / "python"), "-c", code], capture_output=True,
+                          text=True, env=env, cwd=unpacked.parent, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    counts, where, site = done.stdout.strip().split("|")
+    assert (counts, site) == ("[(1, 2), (2, 1)]", "False")  # (no site-packages at all)
+    assert where == str(unpacked / "site" / "diffflow" / "__init__.py")
+    manifest = json.loads((unpacked / "diffflow-env.json").read_text())
+    assert manifest["python"][:2] == list(sys.version_info[:2])
+    assert "pyspark" not in manifest["packages"] and "numpy" in manifest["packages"]
+    # built once per content: the same archive again, without packing
+    said = []
+    assert pack(cache=cache, progress=said.append) == archive
+    assert said == [f"reusing {archive} (same content)"]
+
+
+@pytest.mark.slow
+def test_a_host_without_the_right_python_is_told_what_to_install(packed, tmp_path):
+    _, _, unpacked = packed
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    done = subprocess.run([str(unpacked / "bin" / "python"), "-c", "pass"], capture_output=True,
+                          text=True, env={"PATH": f"{empty}:/nonexistent"}, timeout=60)
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    assert done.returncode == 127
+    assert f"holds packages for Python {version}" in done.stderr
+    assert f"no python{version} on PATH: install Python {version} on the executors" in \
+        done.stderr
+
+
+@pytest.mark.slow
+def test_the_command_reuses_the_cached_archive_and_prints_how_to_use_it(packed, tmp_path,
+                                                                        monkeypatch, capsys):
+    archive, cache, _ = packed
+    monkeypatch.setenv("DIFFFLOW_CACHE_DIR", str(cache.parent))
+    copy = tmp_path / "env.tar.gz"
+    assert main(["spark-pack", str(copy)]) == 0
+    out, err = capsys.readouterr()
+    assert out == f"{copy}\n"
+    assert f"reusing {archive} (same content)" in err
+    assert f"--conf spark.archives={copy}#{ENV_FOLDER} " \
+           f"--conf spark.pyspark.python=./{ENV_FOLDER}/bin/python" in err
+    assert copy.read_bytes() == archive.read_bytes()
+
+
+def test_shipping_settings_name_the_archive_and_its_python(tmp_path):
+    archive = tmp_path / "env.tar.gz"
+    assert shipping_settings(archive) == {
+        "spark.archives": f"{archive}#{ENV_FOLDER}",
+        "spark.pyspark.python": f"./{ENV_FOLDER}/bin/python"}
+    assert shipping_settings("hdfs://nn/envs/env.tar.gz")["spark.archives"] == \
+        f"hdfs://nn/envs/env.tar.gz#{ENV_FOLDER}"
+
+
+def test_shipping_keeps_the_users_archives_and_refuses_a_second_python(tmp_path):
+    archive = tmp_path / "env.tar.gz"
+    archive.write_bytes(b"")
+    settings = {"spark.archives": "/data/extra.zip#extra"}
+    _ship(settings, str(archive))
+    assert settings["spark.archives"] == f"/data/extra.zip#extra,{archive}#{ENV_FOLDER}"
+    with pytest.raises(ValueError, match="sets spark.pyspark.python to the archive's Python; "
+                                         "drop one of them"):
+        _ship({"spark.pyspark.python": "/opt/py"}, str(archive))
+    with pytest.raises(ValueError, match="no archive to ship at .*: build one with "
+                                         "`diffflow spark-pack`"):
+        _ship({}, str(tmp_path / "missing.tar.gz"))
+
+
+def test_ship_without_spark_is_refused_before_anything_runs(tmp_path, capsys):
+    program = tmp_path / "p.dl"
+    program.write_text(".decl a(x: number)\n.output a\na(1).\n")
+    assert main(["run", str(program), "-D", str(tmp_path), "--ship"]) == 1
+    assert "--ship sends diffflow to Spark's executors: it needs --spark MASTER" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "a.csv").exists()
