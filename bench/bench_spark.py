@@ -5,7 +5,9 @@
         --workloads reach,cc
     timeout 3000 python bench/bench_spark.py --graphs ego-twitter --workloads reach,cc \
         --timeout 1500
-    python bench/bench_spark.py --engines local,dfloop      # any subset of the four engines
+    python bench/bench_spark.py --engines local,dfloop      # any subset of the engines
+    python bench/bench_spark.py --standalone --engines processes,spark --workloads reach,cc \
+        --rmat-scale 14 --rmat-edges 60000 --kill-at 15 --checkpoint-every 10
 
 Workloads (every engine computes the same answer; the run checks them against scipy):
 
@@ -18,6 +20,8 @@ Engines (``--engines``; a failing engine is reported in the table, the run goes 
     local   diffflow, ``dd.Dataflow(partitions=P)``: initial computation, then ``--batches``
             update batches of 10 inserted + 10 removed edges, each followed by
             ``flow.advance()`` (median and p90 latency)
+    processes  the same diffflow code on ``dd.Dataflow(runtime="processes", partitions=P)``:
+            one worker process per partition on this machine, the peer of Spark's runtime
     spark   the same diffflow code on ``dd.Dataflow(runtime="spark", spark=spark,
             partitions=P)``; the initial load uses ``insert_dataframe`` when the input has it
             (its time is a note; "initial" is the first ``advance`` for both diffflow engines)
@@ -39,6 +43,13 @@ Spark (a cached DataFrame is built first, untimed, and shared by the Spark engin
 Before the first graph every engine runs its workloads untimed on a ``--warmup-edges``
 R-MAT graph (numba kernels, Spark codegen, JVM JIT); the first graph of a run is still
 often slower than later ones, so compare sizes within one run and repeat runs.
+``--standalone`` starts a real standalone cluster on loopback instead (a master and two
+Workers of ``--standalone-cores`` cores, ``tests/support/standalone.py``) whose hosts have no
+diffflow: executors run the archive ``diffflow spark-pack`` builds (``ship=True``).
+``--kill-at N`` kills the executor that holds partition 0's worker before update N of each
+``spark`` run and reports that update's time (noticing the loss, new workers, restoring the
+last checkpoint, replaying) apart from the median; ``--checkpoint-every`` sets how often.
+``--trace DIR`` writes each diffflow run's trace there, for ``diffflow pag cp``.
 Not collected by pytest.  Needs ``pip install pyspark`` and a Java 17/21 runtime.
 """
 from __future__ import annotations
@@ -69,7 +80,7 @@ from diffflow import graphs  # noqa: E402
 
 BATCH = 10           # edges inserted and removed per update batch
 ROOTS = 10           # reachability roots
-ENGINES = ("local", "spark", "dfloop", "sql")
+ENGINES = ("local", "processes", "spark", "dfloop", "sql")
 WORKLOADS = ("reach", "cc", "tc")
 
 
@@ -281,10 +292,43 @@ def read(workload: str, out):
     return next(iter(snap))[0] if snap else 0
 
 
-def make_flow(engine: str, ctx):
+def make_flow(engine: str, ctx, workload: str = "warm"):
+    args = ctx.args
+    trace = None
+    if getattr(args, "trace", None) and workload != "warm":
+        os.makedirs(args.trace, exist_ok=True)
+        trace = os.path.join(args.trace, f"{engine}-{workload}-{len(getattr(ctx, 'edges', ()))}.jsonl")
+    options = {"partitions": args.partitions, "trace": trace}
     if engine == "spark":
-        return dd.Dataflow(runtime="spark", spark=ctx.spark, partitions=ctx.args.partitions)
-    return dd.Dataflow(partitions=ctx.args.partitions)
+        if args.checkpoint_every:
+            options.update(checkpoint_every=args.checkpoint_every,
+                           checkpoint_dir=f"file://{args.scratch}/checkpoints-{workload}")
+        return dd.Dataflow(runtime="spark", spark=ctx.spark, **options)
+    if engine == "processes":
+        return dd.Dataflow(runtime="processes", **options)
+    return dd.Dataflow(**options)
+
+
+def kill_executor_of(flow) -> float:
+    """SIGKILL the executor JVM under partition 0's worker; return the seconds until the
+    worker has died with it."""
+    worker = pid = flow._runtime.worker_pids()[0]
+    while pid > 1:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            if b"CoarseGrainedExecutorBackend" in fh.read():
+                break
+        with open(f"/proc/{pid}/stat") as fh:
+            pid = int(fh.read().rsplit(")", 1)[1].split()[1])
+    else:
+        raise RuntimeError("partition 0's worker runs under no executor JVM")
+    killed = time.perf_counter()
+    os.kill(pid, signal.SIGKILL)
+    while os.path.exists(f"/proc/{worker}") and time.perf_counter() - killed < 30:
+        with open(f"/proc/{worker}/stat") as fh:
+            if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break  # (a zombie has died)
+        time.sleep(0.005)
+    return time.perf_counter() - killed
 
 
 def close_flow(flow):
@@ -299,7 +343,7 @@ def close_flow(flow):
 
 
 def run_diffflow(engine: str, workload: str, ctx, res: Result) -> None:
-    flow = make_flow(engine, ctx)
+    flow = make_flow(engine, ctx, workload)
     try:
         edges, roots, out = build(flow, workload)
         if roots is not None:
@@ -313,10 +357,16 @@ def run_diffflow(engine: str, workload: str, ctx, res: Result) -> None:
                 res.notes.append("no insert_dataframe: numpy insert")
         res.initial, _ = timed(flow.advance)
         res.size0 = read(workload, out)
-        for drop, add in ctx.updates:
+        for i, (drop, add) in enumerate(ctx.updates):
             ctx.deadline.check()
             edges.remove(drop)
             edges.insert(add)
+            if engine == "spark" and i == ctx.args.kill_at:
+                died = kill_executor_of(flow)
+                t, _ = timed(flow.advance)
+                res.notes.append(f"executor killed: its worker died in {died:.2f} s, the next "
+                                 f"update took {t:.2f} s ({flow._runtime.recoveries} recovery)")
+                continue
             t, _ = timed(flow.advance)
             res.updates.append(t)
         res.size1 = read(workload, out)
@@ -501,6 +551,26 @@ def run_sql_union(ctx, res: Result) -> None:
 
 # -- Spark session -------------------------------------------------------------------------------
 
+def start_standalone(args):
+    """A master and two Workers on loopback whose hosts have no diffflow (tests/support)."""
+    from tests.support.standalone import StandaloneCluster, python_without_diffflow
+
+    from diffflow.runtime.spark import _ship
+
+    t0 = time.perf_counter()
+    hosts = python_without_diffflow(os.path.join(args.scratch, "hosts"))
+    cluster = StandaloneCluster(os.path.join(args.scratch, "cluster"), workers=2,
+                                cores=args.standalone_cores, memory="4g",
+                                worker_env=hosts).start()
+    args.master = cluster.url
+    args.extra_conf = {"spark.executor.memory": "2g"}
+    _ship(args.extra_conf, True)  # the archive, built once per content
+    os.environ["PYSPARK_PYTHON"] = args.extra_conf["spark.pyspark.python"]
+    print(f"standalone cluster {cluster.url}: 2 Workers x {args.standalone_cores} cores "
+          f"(loopback), archive shipped, {time.perf_counter() - t0:.1f} s", flush=True)
+    return cluster
+
+
 def start_spark(args):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -520,6 +590,8 @@ def start_spark(args):
                .config("spark.python.worker.reuse", "true")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.driver.memory", args.driver_memory))
+    for key, value in getattr(args, "extra_conf", {}).items():
+        builder = builder.config(key, value)
     t0 = time.perf_counter()
     try:
         spark = builder.getOrCreate()
@@ -648,7 +720,7 @@ def run_graph(args, spark, label, edges, broken):
             with Deadline(args.timeout, spark=None if alarm else spark, alarm=alarm) as dl:
                 ctx.deadline = dl
                 try:
-                    if engine in ("local", "spark"):
+                    if engine in ("local", "processes", "spark"):
                         run_diffflow(engine, workload, ctx, res)
                     elif engine == "dfloop":
                         run_dfloop(workload, ctx, res)
@@ -747,6 +819,15 @@ def main() -> None:
                         help="edges of the R-MAT graph every engine runs first, untimed")
     parser.add_argument("--master", default="local[3]",
                         help="Spark master (each diffflow partition holds a slot: P + 1)")
+    parser.add_argument("--standalone", action="store_true",
+                        help="start a standalone cluster on loopback (2 Workers whose hosts "
+                             "lack diffflow; executors run the shipped archive)")
+    parser.add_argument("--standalone-cores", type=int, default=2, help="cores per Worker")
+    parser.add_argument("--kill-at", type=int, default=None,
+                        help="kill the executor of partition 0 before this update (spark)")
+    parser.add_argument("--checkpoint-every", type=int, default=None,
+                        help="spark engine: checkpoint every N epochs (to a file:// folder)")
+    parser.add_argument("--trace", default=None, help="write diffflow runs' traces here")
     parser.add_argument("--shuffle-partitions", type=int, default=4)
     parser.add_argument("--driver-memory", default="4g")
     parser.add_argument("--sql-max-level", type=int, default=None,
@@ -766,6 +847,12 @@ def main() -> None:
         if w not in WORKLOADS:
             parser.error(f"unknown workload {w!r}; choose from {', '.join(WORKLOADS)}")
 
+    import tempfile
+
+    args.scratch = tempfile.mkdtemp(prefix="bench-spark-")
+    cluster = None
+    if args.standalone:
+        cluster = start_standalone(args)
     spark = None
     if any(e in ("spark", "dfloop", "sql") for e in args.engines):
         spark = start_spark(args)
@@ -781,7 +868,7 @@ def main() -> None:
         warm_dfloop(spark, args.workloads, args)
     ctx0 = argparse.Namespace(args=args, spark=spark)
     broken = {}
-    for engine in ("local", "spark"):
+    for engine in ("local", "processes", "spark"):
         if engine in args.engines:
             err = warm_diffflow(engine, args.workloads, ctx0)
             if err:
@@ -823,7 +910,12 @@ def main() -> None:
                 if any(c != "-" for c in cells):
                     print(f"| {engine} | {workload} | " + " | ".join(cells) + " |")
     if spark is not None:
+        from diffflow.runtime.spark import release_workers
+
+        release_workers(spark)
         spark.stop()
+    if cluster is not None:
+        cluster.stop()
 
 
 if __name__ == "__main__":

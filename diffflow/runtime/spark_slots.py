@@ -143,12 +143,14 @@ class SparkLauncher:
         self.yielding = None     # the thread that retires idle workers when jobs wait
         self.stopped = False
         self.lock = threading.Lock()
+        self.cancelled: set = set()  # job groups of lost workers, cancelled on purpose
 
     def launch(self, count: int, address: tuple, authkey: bytes, bind_host: str) -> None:
         """Start ``count`` workers that connect to ``address`` (fails at once, in one
         message, when the cluster cannot offer their slots).  Each is a job of its own, so
         a lost task (a local master does not retry it) takes only its own worker along."""
         sc = self.spark.sparkContext
+        self.cancel_retries()  # (a lost worker's retried task would hold the slot we need)
         self._wait_for_slots(sc, count)
         if self.yielding is None:
             self.yielding = threading.Thread(target=self._yield_idle, daemon=True,
@@ -195,8 +197,30 @@ class SparkLauncher:
             # (a worker of an earlier launch that is lost is the coordinator's to notice:
             # its connection closes; only a launch still awaited needs to hear of it)
             with self.lock:
-                if not self.stopped and launch == self.launches:
+                if not self.stopped and launch == self.launches and \
+                        group not in self.cancelled:
                     self.failure = exc
+
+    def cancel_retries(self) -> int:
+        """Cancel the jobs of workers whose task failed (its executor was lost): Spark retries
+        such a task, and the retry, which starts nothing (see :func:`serve_partition`), would
+        hold a slot while a Python starts for it -- seconds on a fresh executor -- where the
+        worker that replaces the lost one is about to go.  Returns how many were cancelled."""
+        sc = self.spark.sparkContext
+        tracker = sc.statusTracker()
+        cancelled = 0
+        for group, thread in self.jobs:
+            if group in self.cancelled or not thread.is_alive():
+                continue
+            for job in tracker.getJobIdsForGroup(group):
+                info = tracker.getJobInfo(job)
+                stages = [tracker.getStageInfo(stage) for stage in (info.stageIds if info else ())]
+                if any(stage is not None and stage.numFailedTasks > 0 for stage in stages):
+                    self.cancelled.add(group)
+                    sc.cancelJobGroup(group)
+                    cancelled += 1
+                    break
+        return cancelled
 
     def check(self) -> None:
         """Raise why the workers will not come, once a launch's job has failed."""
@@ -233,9 +257,14 @@ class SparkLauncher:
 
     def _yield_idle(self) -> None:
         """Idle pooled workers hold slots: when another job's tasks wait for slots, end
-        them (the next dataflow starts fresh ones), so Spark work never waits on ours."""
+        them (the next dataflow starts fresh ones), so Spark work never waits on ours; and
+        lost workers' retried tasks are cancelled (:meth:`cancel_retries`)."""
         while not self.stopped:
             time.sleep(0.5)
+            try:
+                self.cancel_retries()
+            except Exception:  # noqa: BLE001 - a stopping context: nothing to cancel
+                pass
             pool = self.pool
             if pool is None or not pool.idle or not pool.lock.acquire(blocking=False):
                 continue

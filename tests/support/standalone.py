@@ -58,6 +58,7 @@ class StandaloneCluster:
     def __init__(self, root, workers: int = 2, cores: int = 1, memory: str = "1g",
                  worker_env: dict | None = None):
         self.root, self.cores, self.memory = str(root), cores, memory
+        os.makedirs(self.root, exist_ok=True)
         self.worker_env = worker_env or {}
         self.count = workers
         self.master = None
