@@ -221,8 +221,6 @@ def local_session(master: str = "local[3]", app_name: str = "diffflow", conf: di
     }
     if master.startswith("local"):
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-        # executors are this machine: run them on this interpreter (and its packages)
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         defaults.update({"spark.driver.host": "127.0.0.1",
                          "spark.driver.bindAddress": "127.0.0.1"})
     if quiet:
@@ -233,13 +231,35 @@ def local_session(master: str = "local[3]", app_name: str = "diffflow", conf: di
     defaults.update({k: str(v) for k, v in (conf or {}).items()})
     if ship and not master.startswith("local"):
         _ship(defaults, ship)
-    if "spark.pyspark.python" in defaults:
-        os.environ["PYSPARK_PYTHON"] = defaults["spark.pyspark.python"]
+    elif ship:
+        print(f"diffflow: nothing to ship: {master}'s executors run this Python",
+              file=sys.stderr)
+    _executor_python(master, defaults.get("spark.pyspark.python"))
     for key, value in defaults.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+_PYTHON_SET = {"value": None, "before": None}  # PYSPARK_PYTHON as local_session last set it
+
+
+def _executor_python(master: str, python: str | None) -> None:
+    """Set ``PYSPARK_PYTHON``, the executors' Python (PySpark reads only the variable when
+    this process starts Spark): ``spark.pyspark.python`` when given, else for a local master
+    this interpreter, unless the user set the variable.  A value an earlier session of ours
+    set is not the user's: it goes (a shipped archive's relative path would break a local
+    session after it, this venv's path a cluster session)."""
+    current = os.environ.get("PYSPARK_PYTHON")
+    ours = _PYTHON_SET["value"] is not None and current == _PYTHON_SET["value"]
+    users = _PYTHON_SET["before"] if ours else current
+    wanted = python or users or (sys.executable if master.startswith("local") else None)
+    if wanted is None:
+        os.environ.pop("PYSPARK_PYTHON", None)
+    else:
+        os.environ["PYSPARK_PYTHON"] = wanted
+    _PYTHON_SET.update(value=None if wanted == users else wanted, before=users)
 
 
 def _ship(settings: dict, ship) -> None:

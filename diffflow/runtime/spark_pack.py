@@ -53,27 +53,35 @@ def _key(name: str) -> str:
 def packed_distributions(extra=()) -> list:
     """The installed distributions an executor needs: diffflow's requirements and theirs
     (markers evaluated here, extras not followed), less :data:`LEFT_OUT`, plus ``extra``
-    (names of other installed packages your code uses on executors) and theirs.
+    (other installed packages your code uses on executors: distribution or import names,
+    e.g. ``scikit-learn`` or ``sklearn``) and theirs.
 
     >>> names = [d.metadata["Name"].lower() for d in packed_distributions()]
     >>> "numpy" in names and "pyspark" not in names and names[0]
     'diffflow'
     """
-    from packaging.requirements import Requirement
+    from packaging.requirements import InvalidRequirement, Requirement
 
+    wanted = []
+    for text in extra:
+        try:
+            wanted.append(Requirement(text).name)  # ("networkx>=3", "pandas[performance]")
+        except InvalidRequirement:
+            raise ValueError(f"cannot pack {text!r}: name an installed package, e.g. "
+                             "--with scipy") from None
     found, order = {}, []
-    queue = [("diffflow", None)] + [(name, None) for name in extra]
+    queue = [("diffflow", None)] + [(name, None) for name in wanted]
     while queue:
         name, wanted_by = queue.pop(0)
         key = _key(name)
-        if key in found or (key in LEFT_OUT and name not in extra):
+        if key in found or (key in LEFT_OUT and name not in wanted):
             continue
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            needed = f" (needed by {wanted_by})" if wanted_by else ""
-            raise ValueError(f"cannot pack {name}{needed}: it is not installed in this "
-                             f"Python ({sys.executable})") from None
+        dist = _installed(name, wanted_by)
+        if wanted_by is None and name != "diffflow" and _editable(dist):
+            raise ValueError(
+                f"cannot pack {name}: it is an editable install (pip install -e), whose code "
+                f"stays in its source folder; install it normally (pip install PATH) or put "
+                f"its folder on the executors another way (spark.archives, --py-files)")
         found[key] = dist
         order.append(dist)
         for text in dist.requires or ():
@@ -81,6 +89,28 @@ def packed_distributions(extra=()) -> list:
             if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
                 queue.append((requirement.name, dist.metadata["Name"]))
     return order
+
+
+def _installed(name: str, wanted_by):
+    try:
+        return metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        pass
+    owners = metadata.packages_distributions().get(name, ())  # an import name: sklearn
+    if wanted_by is None and owners:
+        return metadata.distribution(owners[0])
+    needed = f" (needed by {wanted_by})" if wanted_by else ""
+    raise ValueError(f"cannot pack {name}{needed}: it is not installed in this Python "
+                     f"({sys.executable})")
+
+
+def _editable(dist) -> bool:
+    """Installed with ``pip install -e`` (PEP 610's ``direct_url.json`` says so)."""
+    try:
+        text = dist.read_text("direct_url.json")
+        return bool(text and json.loads(text).get("dir_info", {}).get("editable"))
+    except (OSError, ValueError):
+        return False
 
 
 def _package_folder() -> Path:
@@ -124,11 +154,15 @@ def _diffflow_metadata(dist) -> dict:
 def _launcher(version) -> bytes:
     major, minor = version[:2]
     want = f"python{major}.{minor}"
+    # (POSIX sh only: no dirname, hostname or readlink, which a slim image may lack)
     return f"""#!/bin/sh
 # diffflow's Spark archive: run this host's Python {major}.{minor} with the packed packages first.
-here=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
+case "$0" in */*) bin="${{0%/*}}" ;; *) bin=. ;; esac
+here=$(CDPATH= cd -- "$bin/.." && pwd)
 PYTHONPATH="$here/site${{PYTHONPATH:+:$PYTHONPATH}}"
 export PYTHONPATH
+# numba looks for the shipped kernels beside their sources, not in a cache folder of its own
+unset NUMBA_CACHE_DIR
 for python in {want} python3; do
   if command -v "$python" >/dev/null 2>&1 && \\
      "$python" -c 'import sys; sys.exit(sys.version_info[:2] != ({major}, {minor}))' 2>/dev/null
@@ -136,9 +170,11 @@ for python in {want} python3; do
     exec "$python" "$@"
   fi
 done
+found=$(python3 -c 'import sys; print("python3 is %d.%d" % sys.version_info[:2])' 2>/dev/null \\
+        || echo "no python3 either")
 echo "diffflow's Spark archive holds packages for Python {major}.{minor}, but this executor \\
-($(hostname)) has no {want} on PATH: install Python {major}.{minor} on the executors, or \\
-pack with a Python of the executors' version (diffflow spark-pack)" >&2
+($(uname -n 2>/dev/null || echo "its host")) has no {want} on PATH ($found): install Python {major}.{minor} on the executors, \\
+or pack with a Python of the executors' version (diffflow spark-pack)" >&2
 exit 127
 """.encode()
 
@@ -151,6 +187,8 @@ def _content_hash(dists, own_files) -> str:
         digest.update(f"\n{dist.metadata['Name']} {dist.version}\n".encode())
         digest.update((dist.read_text("RECORD") or "").encode())  # every file's own hash
     for relative, path in own_files:
+        if relative.suffix == ".pyc":  # (bytecode follows the sources: rewritten, not changed)
+            continue
         digest.update(f"\n{relative}\n".encode())
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()[:16]
@@ -185,8 +223,9 @@ def _add(archive, name: str, data: bytes | None = None, path: Path | None = None
 def pack(out=None, *, extra=(), cache=None, progress=None) -> Path:
     """Build (or reuse) the archive that ships diffflow to Spark executors; return its path.
 
-    ``out``: also copy it there.  ``extra``: names of other installed packages your code
-    needs on executors (e.g. user functors importing ``scipy``).  ``cache``: the folder
+    ``out``: also copy it there (a folder: under the archive's name); the copy's path is
+    returned then.  ``extra``: other installed packages your code needs on executors (e.g.
+    user functors importing ``scipy``).  ``cache``: the folder
     archives are kept in (default :func:`cache_folder`).  ``progress``: a function told what
     is happening, e.g. ``print``.  Use the result with :func:`shipping_settings`, or pass
     ``ship=True`` to :func:`diffflow.runtime.spark.local_session`.
@@ -197,48 +236,69 @@ def pack(out=None, *, extra=(), cache=None, progress=None) -> Path:
         spark = local_session("spark://head:7077", conf=shipping_settings(archive))
     """
     say = progress or (lambda text: None)
+    if out is not None:  # (a bad place to copy to fails before seconds of packing)
+        out = Path(out)
+        if not out.parent.is_dir():
+            raise ValueError(f"cannot write the archive to {out}: no folder {out.parent}")
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        say(f"note: NUMBA_CACHE_DIR is set, so this Python keeps compiled kernels in "
+            f"{os.environ['NUMBA_CACHE_DIR']}, which is not packed: executors compile them")
     dists = packed_distributions(extra)
     own_files = list(_diffflow_files())
     folder = Path(cache) if cache is not None else cache_folder()
     archive_path = folder / f"diffflow-env-{_content_hash(dists, own_files)}.tar.gz"
-    if archive_path.exists():
-        say(f"reusing {archive_path} (same content)")
-    else:
-        say(f"packing {len(dists)} packages for Python {sys.version_info[0]}."
-            f"{sys.version_info[1]} into {archive_path} ...")
+    try:
         folder.mkdir(parents=True, exist_ok=True)
-        manifest = {"format": FORMAT, "python": list(sys.version_info[:3]),
-                    "platform": sysconfig.get_platform(),
-                    "packages": {d.metadata["Name"]: d.version for d in dists},
-                    "left out": LEFT_OUT}
-        handle, partial = tempfile.mkstemp(dir=folder, suffix=".partial")
-        os.close(handle)
-        try:
-            # level 1: several times faster than the default for ~10 % more bytes
-            with tarfile.open(partial, "w:gz", compresslevel=1,
-                              format=tarfile.PAX_FORMAT) as archive:
-                _add(archive, "bin/python", _launcher(sys.version_info), mode=0o755)
-                _add(archive, "diffflow-env.json",
-                     json.dumps(manifest, indent=1, sort_keys=True).encode())
-                for relative, data in _diffflow_metadata(dists[0]).items():
-                    _add(archive, f"site/{relative}", data)
-                for relative, path in own_files:
-                    _add(archive, f"site/{relative}", path=path)
-                for dist in dists[1:]:
-                    for relative, path in _installed_files(dist):
-                        _add(archive, f"site/{relative}", path=path)
-            os.replace(partial, archive_path)  # whole or absent, for a concurrent pack
-        finally:
-            if os.path.exists(partial):
-                os.unlink(partial)
-        older = sorted(folder.glob("diffflow-env-*.tar.gz"), key=os.path.getmtime)
-        for stale in older[:-KEEP_ARCHIVES]:
+        if archive_path.exists():
+            say(f"reusing {archive_path} (same content)")
+            os.utime(archive_path)  # (most recently used: the last to be evicted)
+        else:
+            _write(archive_path, dists, own_files, say)
+    except PermissionError as exc:
+        raise ValueError(f"cannot keep the archive in {folder} ({exc.strerror}): set "
+                         f"DIFFFLOW_CACHE_DIR to a folder you can write") from None
+    older = sorted(folder.glob("diffflow-env-*.tar.gz"), key=os.path.getmtime)
+    for stale in older[:-KEEP_ARCHIVES]:
+        if stale != archive_path:
             stale.unlink(missing_ok=True)
-        say(f"packed {archive_path} ({archive_path.stat().st_size / 2**20:,.0f} MiB)")
     if out is not None:
+        if out.is_dir():
+            out = out / archive_path.name
         shutil.copyfile(archive_path, out)
-        return Path(out)
+        return out
     return archive_path
+
+
+def _write(archive_path: Path, dists, own_files, say) -> None:
+    """Write the archive: to a temporary file first, renamed when whole."""
+    say(f"packing {len(dists)} packages for Python {sys.version_info[0]}."
+        f"{sys.version_info[1]} into {archive_path} ...")
+    manifest = {"format": FORMAT, "python": list(sys.version_info[:3]),
+                "platform": sysconfig.get_platform(),
+                "packages": {d.metadata["Name"]: d.version for d in dists},
+                "left out": LEFT_OUT}
+    handle, partial = tempfile.mkstemp(dir=archive_path.parent, suffix=".partial")
+    os.close(handle)
+    try:
+        # level 1: several times faster than the default for ~10 % more bytes
+        with tarfile.open(partial, "w:gz", compresslevel=1,
+                          format=tarfile.PAX_FORMAT) as archive:
+            _add(archive, "bin/python", _launcher(sys.version_info), mode=0o755)
+            _add(archive, "diffflow-env.json",
+                 json.dumps(manifest, indent=1, sort_keys=True).encode())
+            for relative, data in _diffflow_metadata(dists[0]).items():
+                _add(archive, f"site/{relative}", data)
+            for relative, path in own_files:
+                _add(archive, f"site/{relative}", path=path)
+            for dist in dists[1:]:
+                for relative, path in _installed_files(dist):
+                    _add(archive, f"site/{relative}", path=path)
+        os.chmod(partial, 0o644)  # (mkstemp's 0600: others on the host may submit it too)
+        os.replace(partial, archive_path)  # whole or absent, for a concurrent pack
+    finally:
+        if os.path.exists(partial):
+            os.unlink(partial)
+    say(f"packed {archive_path} ({archive_path.stat().st_size / 2**20:,.0f} MiB)")
 
 
 def shipping_settings(archive) -> dict:

@@ -296,25 +296,34 @@ class SparkLauncher:
 
 
 def executor_python_problem(sc, exc) -> str | None:
-    """A message for a Spark job that failed because the executors' Python lacks a module.
+    """A message for a Spark job that failed because the executors' Python lacks a module,
+    or because a shipped archive found no Python of its version there.
 
     >>> class Context: pythonExec, master = "python3", "spark://head:7077"
     >>> print(executor_python_problem(Context(), Exception("No module named 'diffflow'")))
     ... # doctest: +NORMALIZE_WHITESPACE
     Spark's executors ran Python 'python3' (master spark://head:7077), which cannot import
-    diffflow (No module named 'diffflow'). Install diffflow into that Python on every executor,
-    or point Spark at a Python that has it: spark.pyspark.python=PATH (the same path on every
-    executor; --conf with diffflow run or spark-submit, conf= with local_session), or
-    PYSPARK_PYTHON before the session starts.
+    diffflow (No module named 'diffflow'). Ship diffflow with the job (diffflow run --ship,
+    local_session(ship=True); a package of your own code: diffflow spark-pack FILE --with
+    PACKAGE, then --ship FILE), install it into that Python on every executor, or point Spark
+    at a Python that has it: spark.pyspark.python=PATH (the same path on every executor; --conf
+    with diffflow run or spark-submit, conf= with local_session), or PYSPARK_PYTHON before the
+    session starts.
     """
+    shipped = re.search(r"diffflow's Spark archive holds packages for .*?diffflow spark-pack\)",
+                        str(exc), flags=re.S)
+    if shipped:  # (what the archive's bin/python said on the executor)
+        return re.sub(r"\s+", " ", shipped.group(0))
     found = re.search(r"No module named '([\w.]+)'", str(exc))
     if not found:
         return None
     module = found.group(1)
     python = getattr(sc, "pythonExec", None) or os.environ.get("PYSPARK_PYTHON", "python3")
     return (f"Spark's executors ran Python {python!r} (master {sc.master}), which cannot import "
-            f"{module.split('.')[0]} (No module named {module!r}). Install diffflow into that "
-            f"Python on every executor, or point Spark at a Python that has it: "
+            f"{module.split('.')[0]} (No module named {module!r}). Ship diffflow with the "
+            f"job (diffflow run --ship, local_session(ship=True); a package of your own "
+            f"code: diffflow spark-pack FILE --with PACKAGE, then --ship FILE), install it "
+            f"into that Python on every executor, or point Spark at a Python that has it: "
             f"spark.pyspark.python=PATH (the same path on every executor; --conf with "
             f"diffflow run or spark-submit, conf= with local_session), or PYSPARK_PYTHON "
             f"before the session starts.")

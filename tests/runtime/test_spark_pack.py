@@ -13,7 +13,8 @@ import tarfile
 import pytest
 
 from diffflow.cli import main
-from diffflow.runtime.spark import _ship
+from diffflow.runtime.spark import _executor_python, _ship
+from diffflow.runtime.spark_slots import executor_python_problem
 from diffflow.runtime.spark_pack import ENV_FOLDER, pack, packed_distributions, \
     shipping_settings
 from tests.support.standalone import python_without_diffflow
@@ -39,6 +40,34 @@ def test_the_packages_are_diffflows_requirements_without_sparks_and_the_drivers(
                           for d in packed_distributions(extra=["networkx"])}
     with pytest.raises(ValueError, match="cannot pack no-such-package: it is not installed"):
         packed_distributions(extra=["no-such-package"])
+    # a requirement's text and an import name find the installed distribution
+    for text in ("networkx>=3", "hypothesis[cli]", "attr"):
+        names = [d.metadata["Name"].lower() for d in packed_distributions(extra=[text])]
+        assert {"networkx>=3": "networkx", "hypothesis[cli]": "hypothesis",
+                "attr": "attrs"}[text] in names
+    with pytest.raises(ValueError, match="cannot pack 'a b': name an installed package"):
+        packed_distributions(extra=["a b"])
+
+
+def test_an_editable_package_is_refused_with_what_to_do(tmp_path, monkeypatch):
+    # an editable install's RECORD lists a .pth, not the code: shipping it would ship nothing
+    info = tmp_path / "mycode-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mycode\nVersion: 1.0\n")
+    (info / "RECORD").write_text("__editable__.mycode-1.0.pth,,\n")
+    (info / "direct_url.json").write_text(
+        json.dumps({"url": "file:///src/mycode", "dir_info": {"editable": True}}))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match="cannot pack mycode: it is an editable install "
+                                         r"\(pip install -e\)"):
+        packed_distributions(extra=["mycode"])
+
+
+def test_a_bad_place_for_the_archive_fails_before_packing(tmp_path):
+    said = []
+    with pytest.raises(ValueError, match="cannot write the archive to .*: no folder"):
+        pack(tmp_path / "missing" / "env.tar.gz", cache=tmp_path, progress=said.append)
+    assert said == [] and not list(tmp_path.glob("*.tar.gz"))
 
 
 @pytest.mark.slow
@@ -61,10 +90,15 @@ def test_the_archive_runs_diffflow_on_a_python_without_packages(packed, tmp_path
     manifest = json.loads((unpacked / "diffflow-env.json").read_text())
     assert manifest["python"][:2] == list(sys.version_info[:2])
     assert "pyspark" not in manifest["packages"] and "numpy" in manifest["packages"]
-    # built once per content: the same archive again, without packing
+    # built once per content: the same archive again, without packing, and kept the longest
     said = []
+    older = [cache / f"diffflow-env-{n}.tar.gz" for n in ("a", "b", "c")]
+    for stale in older:
+        stale.write_bytes(b"")
     assert pack(cache=cache, progress=said.append) == archive
     assert said == [f"reusing {archive} (same content)"]
+    assert archive.exists() and sum(p.exists() for p in older) == 2  # (the oldest went)
+    assert archive.stat().st_mode & 0o777 == 0o644
 
 
 @pytest.mark.slow
@@ -77,8 +111,8 @@ def test_a_host_without_the_right_python_is_told_what_to_install(packed, tmp_pat
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     assert done.returncode == 127
     assert f"holds packages for Python {version}" in done.stderr
-    assert f"no python{version} on PATH: install Python {version} on the executors" in \
-        done.stderr
+    assert f"no python{version} on PATH (no python3 either): install Python {version} on the " \
+           "executors" in done.stderr
 
 
 @pytest.mark.slow
@@ -94,6 +128,37 @@ def test_the_command_reuses_the_cached_archive_and_prints_how_to_use_it(packed, 
     assert f"--conf spark.archives={copy}#{ENV_FOLDER} " \
            f"--conf spark.pyspark.python=./{ENV_FOLDER}/bin/python" in err
     assert copy.read_bytes() == archive.read_bytes()
+
+
+def test_the_archives_message_reaches_the_driver():
+    class Context:
+        pythonExec, master = "./diffflow_env/bin/python", "spark://head:7077"
+    failure = Exception(
+        "An error occurred while calling collectAndServe.\n: org.apache.spark.SparkException: "
+        "Error from python worker:\n  diffflow's Spark archive holds packages for Python 3.11, "
+        "but this executor (node7) has no python3.11 on PATH (python3 is 3.9): install Python "
+        "3.11 on the executors, \n  or pack with a Python of the executors' version (diffflow "
+        "spark-pack)\nPYTHONPATH was: ...\n\tat org.apache.spark...")
+    assert executor_python_problem(Context(), failure) == (
+        "diffflow's Spark archive holds packages for Python 3.11, but this executor (node7) has "
+        "no python3.11 on PATH (python3 is 3.9): install Python 3.11 on the executors, or pack "
+        "with a Python of the executors' version (diffflow spark-pack)")
+    missing = executor_python_problem(Context(), Exception("No module named 'diffflow'"))
+    assert "Ship diffflow with the job (diffflow run --ship" in missing
+
+
+def test_a_shipped_sessions_python_does_not_outlive_it(monkeypatch):
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    _executor_python("spark://head:7077", f"./{ENV_FOLDER}/bin/python")
+    assert os.environ["PYSPARK_PYTHON"] == f"./{ENV_FOLDER}/bin/python"
+    _executor_python("local[2]", None)  # a local session after it runs this interpreter
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable
+    _executor_python("spark://head:7077", None)  # and a cluster session, Spark's default
+    assert "PYSPARK_PYTHON" not in os.environ
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/python")  # the user's own stays
+    _executor_python("spark://head:7077", "./x")
+    _executor_python("local[2]", None)
+    assert os.environ["PYSPARK_PYTHON"] == "/opt/python"
 
 
 def test_shipping_settings_name_the_archive_and_its_python(tmp_path):
@@ -122,7 +187,8 @@ def test_shipping_keeps_the_users_archives_and_refuses_a_second_python(tmp_path)
 def test_ship_without_spark_is_refused_before_anything_runs(tmp_path, capsys):
     program = tmp_path / "p.dl"
     program.write_text(".decl a(x: number)\n.output a\na(1).\n")
-    assert main(["run", str(program), "-D", str(tmp_path), "--ship"]) == 1
-    assert "--ship sends diffflow to Spark's executors: it needs --spark MASTER" in \
-        capsys.readouterr().err
+    for option in (["--ship"], ["--ship-with", "networkx"]):
+        assert main(["run", str(program), "-D", str(tmp_path), *option]) == 1
+        assert "--ship sends diffflow to Spark's executors: it needs --spark MASTER" in \
+            capsys.readouterr().err
     assert not (tmp_path / "a.csv").exists()

@@ -66,6 +66,9 @@ def add_commands(commands) -> None:
                      help="run Spark's executors on an archive of diffflow and its packages "
                           "(built once and cached; see `diffflow spark-pack`) instead of what "
                           "their hosts have installed")
+    run.add_argument("--ship-with", metavar="PACKAGE", action="append", default=[],
+                     help="with --ship: another installed package your program needs on the "
+                          "executors, e.g. one your user functors import (repeatable)")
     run.add_argument("--updates", metavar="DIR",
                      help="apply the numbered steps in DIR incrementally after the initial run")
     run.add_argument("-w", "--no-warn", action="store_true",
@@ -93,6 +96,16 @@ def add_commands(commands) -> None:
                       help="no warnings, and a missing fact file is an empty relation")
     add_preprocessor_options(plan)
     plan.set_defaults(handler=explain_plan)
+
+
+def _shipped(args):
+    """``local_session``'s ``ship``: False, or the archive --ship/--ship-with asks for."""
+    if not (args.ship or args.ship_with) or args.spark.startswith("local"):
+        return args.ship
+    from diffflow.runtime.spark_pack import pack
+
+    return pack(extra=args.ship_with,
+                progress=lambda text: print(f"diffflow: {text}", file=sys.stderr))
 
 
 def spark_setting(text: str) -> tuple:
@@ -142,7 +155,7 @@ def run_program(args) -> int:
         options["trace"] = open_trace(args.trace, option="--trace ")
     if args.conf and not args.spark:
         raise ValueError("--conf sets Spark settings: it needs --spark MASTER")
-    if args.ship and not args.spark:
+    if (args.ship or args.ship_with) and not args.spark:
         raise ValueError("--ship sends diffflow to Spark's executors: it needs --spark MASTER")
     started = time.perf_counter()
     read = None  # facts read before Spark starts
@@ -168,7 +181,7 @@ def run_program(args) -> int:
             checked.close()
         options.update(runtime="spark", spark=local_session(args.spark, conf=dict(args.conf),
                                                            quiet=not args.verbose,
-                                                           ship=args.ship))
+                                                           ship=_shipped(args)))
         report.timed(f"started Spark ({args.spark})", time.perf_counter() - started)
         started = time.perf_counter()
     if args.provenance:
