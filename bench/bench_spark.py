@@ -852,6 +852,8 @@ def main() -> None:
     args.scratch = tempfile.mkdtemp(prefix="bench-spark-")
     cluster = None
     if args.standalone:
+        # kernels compiled here first, so the archive ships them (a fresh executor loads)
+        warm_diffflow("local", args.workloads, argparse.Namespace(args=args, spark=None))
         cluster = start_standalone(args)
     spark = None
     if any(e in ("spark", "dfloop", "sql") for e in args.engines):
