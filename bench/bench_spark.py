@@ -48,7 +48,8 @@ Workers of ``--standalone-cores`` cores, ``tests/support/standalone.py``) whose 
 diffflow: executors run the archive ``diffflow spark-pack`` builds (``ship=True``).
 ``--kill-at N`` kills the executor that holds partition 0's worker before update N of each
 ``spark`` run and reports that update's time (noticing the loss, new workers, restoring the
-last checkpoint, replaying) apart from the median; ``--checkpoint-every`` sets how often.
+last checkpoint, replaying) apart from the median; ``--checkpoint-every`` sets how often
+(for the ``processes`` engine too, so both do the same work).
 ``--trace DIR`` writes each diffflow run's trace there, for ``diffflow pag cp``.
 Not collected by pytest.  Needs ``pip install pyspark`` and a Java 17/21 runtime.
 """
@@ -299,10 +300,10 @@ def make_flow(engine: str, ctx, workload: str = "warm"):
         os.makedirs(args.trace, exist_ok=True)
         trace = os.path.join(args.trace, f"{engine}-{workload}-{len(getattr(ctx, 'edges', ()))}.jsonl")
     options = {"partitions": args.partitions, "trace": trace}
+    if engine in ("spark", "processes") and args.checkpoint_every:  # (the same work on both)
+        options.update(checkpoint_every=args.checkpoint_every,
+                       checkpoint_dir=f"file://{args.scratch}/checkpoints-{engine}-{workload}")
     if engine == "spark":
-        if args.checkpoint_every:
-            options.update(checkpoint_every=args.checkpoint_every,
-                           checkpoint_dir=f"file://{args.scratch}/checkpoints-{workload}")
         return dd.Dataflow(runtime="spark", spark=ctx.spark, **options)
     if engine == "processes":
         return dd.Dataflow(runtime="processes", **options)

@@ -183,7 +183,8 @@ class SparkLauncher:
                 return
             if time.monotonic() >= deadline:
                 raise RuntimeError(slot_message(sc.master, count, total, busy))
-            time.sleep(0.5)
+            time.sleep(0.1)
+            self.cancel_retries()  # (a lost worker's retry may be what holds the slot)
 
     def _run(self, address, authkey, group, launch) -> None:
         from functools import partial

@@ -21,12 +21,20 @@ import pyarrow as pa
 from diffflow.arrangements.updates import Updates
 
 
+def _int64_array(column: np.ndarray) -> pa.Array:
+    """An int64 column as an Arrow array over the same memory.  (``pa.array(ndarray)`` would
+    do too, but its first call in a process imports pandas, ~0.35 s: a fresh worker paid it
+    on its first message, inside an epoch.)"""
+    column = np.ascontiguousarray(column, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(column), [None, pa.py_buffer(column)])
+
+
 def encode_arrays(columns: list) -> pa.Buffer:
     """int64 columns (one ``(n, k)`` array per group) as one Arrow IPC stream buffer."""
     arrays, names = [], []
     for g, block in enumerate(columns):
         for j in range(block.shape[1]):
-            arrays.append(pa.array(np.ascontiguousarray(block[:, j])))
+            arrays.append(_int64_array(block[:, j]))
             names.append(f"g{g}_{j}")
     widths = ",".join(str(block.shape[1]) for block in columns)
     n = columns[0].shape[0] if columns else 0
@@ -50,7 +58,10 @@ def decode_arrays(buffer) -> list:
     for width in widths:
         block = np.empty((n, width), np.int64)
         for j in range(width):
-            block[:, j] = batch.column(col).to_numpy(zero_copy_only=False)
+            column = batch.column(col)  # (to_numpy's first call imports pandas too)
+            if n:
+                block[:, j] = np.frombuffer(column.buffers()[1], np.int64, n,
+                                            column.offset * 8)
             col += 1
         blocks.append(block)
     return blocks
