@@ -1,4 +1,5 @@
-"""Columnar messages between partition workers: update chunks as Arrow IPC streams.
+"""Columnar messages between partition workers: update chunks as Arrow IPC streams (small
+batches: the arrays themselves, in one message; :func:`send_chunks`).
 
 A chunk of updates (rows ``(n, w)``, times ``(n, d)``, diffs ``(n,)``, all
 int64) travels as one Arrow record batch with columns ``r0..``, ``t0..`` and
@@ -102,24 +103,52 @@ def no_delay(conn):
     return conn
 
 
-def send_chunks(conn, pieces: list, tag=None) -> None:
-    """Send ``[(consumer, port, chunk), ...]`` over a connection: a header, then Arrow buffers.
+SMALL_BATCH = 64 * 1024  # bytes of arrays: a batch this small is one message (see send_chunks)
 
-    ``tag`` rides along in the header (a traced sweep's correlators, see
-    :mod:`diffflow.runtime.tracing`).
+
+def batch_bytes(pieces: list) -> int:
+    """The bytes of a batch's arrays (rows, times, diffs of every chunk)."""
+    return sum(c.rows.nbytes + c.times.nbytes + c.diffs.nbytes for _, _, c in pieces)
+
+
+def send_chunks(conn, pieces: list, tag=None) -> None:
+    """Send ``[(consumer, port, chunk), ...]`` over a connection.
+
+    A batch of at most :data:`SMALL_BATCH` bytes (an update's sweep, typically) is one
+    message with the arrays in it: it fits the sockets' buffers, so a worker can send it
+    before it reads its peers' without either side blocking, and one message wakes the
+    reader once.  A larger one is a header, then each chunk as an Arrow IPC stream, sent by
+    a thread of the sender while it reads.  ``tag`` rides along in the header (a traced
+    sweep's correlators, see :mod:`diffflow.runtime.tracing`).
+
+    >>> from multiprocessing import Pipe
+    >>> a, b = Pipe()
+    >>> chunk = Updates(np.array([[7, 8]]), np.array([[0]]), np.array([1]))
+    >>> send_chunks(a, [(3, 0, chunk)], tag="t")
+    >>> header = recv_header(b); header[1], [(c, p, u.rows.tolist()) for c, p, u in
+    ...                                       recv_pieces(b, header)]
+    ('t', [(3, 0, [[7, 8]])])
     """
-    conn.send(([(consumer, port) for consumer, port, _ in pieces], tag))
+    routes = [(consumer, port) for consumer, port, _ in pieces]
+    if batch_bytes(pieces) <= SMALL_BATCH:
+        conn.send((routes, tag, [(c.rows, c.times, c.diffs) for _, _, c in pieces]))
+        return
+    conn.send((routes, tag))
     for _, _, chunk in pieces:
         conn.send_bytes(encode_chunk(chunk))
 
 
 def recv_header(conn) -> tuple:
-    """``(routes, tag)`` of the next :func:`send_chunks` batch (blocks until it arrives)."""
+    """``(routes, tag[, arrays])`` of the next :func:`send_chunks` batch (blocks until it
+    arrives)."""
     return conn.recv()
 
 
 def recv_pieces(conn, header) -> list:
     """The ``[(consumer, port, chunk), ...]`` of a batch whose header was read."""
+    if len(header) == 3:  # a small batch: its arrays came with the header
+        return [(consumer, port, Updates(rows, times, diffs))
+                for (consumer, port), (rows, times, diffs) in zip(header[0], header[2])]
     return [(consumer, port, decode_chunk(conn.recv_bytes())) for consumer, port in header[0]]
 
 

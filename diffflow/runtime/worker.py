@@ -37,7 +37,8 @@ from diffflow.runtime import storage
 from diffflow.runtime.engine import PartitionEngine, Sweeper, merge_pointstamps
 from diffflow.runtime.rescale import migrate, step_index
 from diffflow.runtime.tracing import WorkerLog, WorkerSide, aligned_origin
-from diffflow.runtime.wire import decode_arrays, no_delay, recv_header, recv_pieces, send_chunks
+from diffflow.runtime.wire import (SMALL_BATCH, batch_bytes, decode_arrays, no_delay,
+                                   recv_header, recv_pieces, send_chunks)
 
 
 def error_reply(exc: Exception, trace: str) -> tuple:
@@ -377,8 +378,13 @@ class WorkerServer(WorkerCommands):
             except Exception as exc:  # noqa: BLE001
                 errors.append(exc)
 
-        sender = threading.Thread(target=send_all)
-        sender.start()
+        small = all(batch_bytes(outgoing[q]) <= SMALL_BATCH for q in self.outgoing)
+        sender = None
+        if small:  # (fits the sockets' buffers: no thread, whose start costs a switch)
+            send_all()
+        else:  # (a thread, so both sides read while they send: no deadlock on full buffers)
+            sender = threading.Thread(target=send_all)
+            sender.start()
         tracing = self.tracing if tag is not None else None
         for q, conn in self.incoming.items():
             waiting = None if tracing is None else tracing.log.now()
@@ -389,7 +395,8 @@ class WorkerServer(WorkerCommands):
                 self.engine.receive(consumer, port, chunk)
             if tracing is not None:
                 tracing.batch_received(q, pieces, header[1], arrived, waiting)
-        sender.join()
+        if sender is not None:
+            sender.join()
         if failure is not None:
             raise failure
         if errors:

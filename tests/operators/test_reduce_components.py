@@ -50,6 +50,7 @@ def components(flow, inputs):
     return graph_algorithms._components_by_search(graph_algorithms._edges(inputs["edges"]))
 
 
+@pytest.mark.local_runtime  # it builds its own dataflows on each runtime
 def test_the_library_takes_the_tactic_on_the_local_runtime_only():
     # (the processes runtime is not started: explain_plan reads the graph)
     for parts, runtime in ((1, "local"), (3, "local"), (2, "processes")):
@@ -151,6 +152,7 @@ def test_duplicates_both_directions_and_self_loops(tactic):
     ])
 
 
+@pytest.mark.local_runtime  # it pickles the operator it reads in this process
 def test_state_is_rebuilt_after_pickling():
     flow = dd.Dataflow()
     edges = flow.input("edges", ["src", "dst"])

@@ -111,6 +111,7 @@ def test_cycles_self_loops_roots_on_and_off(tactic):
     ])
 
 
+@pytest.mark.local_runtime  # it builds its own dataflows on each runtime
 def test_the_library_takes_the_tactic_on_the_local_runtime_only():
     # (the processes runtime is not started: explain_plan reads the graph)
     for parts, runtime in ((1, "local"), (3, "local"), (2, "processes")):
@@ -221,6 +222,7 @@ def _fresh_process(monkeypatch):
     return small
 
 
+@pytest.mark.local_runtime  # it reads the tactic's state in this process
 def test_a_fresh_process_searches_a_shallow_graph_in_numpy_and_a_long_path_in_kernels(
         monkeypatch):
     small = _fresh_process(monkeypatch)
@@ -237,6 +239,7 @@ def test_a_fresh_process_searches_a_shallow_graph_in_numpy_and_a_long_path_in_ke
     assert len(out.snapshot()) == 3001 and small.loaded()
 
 
+@pytest.mark.local_runtime  # it measures the operator's state in this process
 def test_state_memory_follows_the_graph_not_its_history():
     """Edges between ever new nodes replace old ones: rebuilds drop the past rows."""
     from diffflow.arrangements import columnar
