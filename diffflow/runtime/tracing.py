@@ -61,7 +61,9 @@ Conventions (a PAG construction relies on exactly these)
   steps of the two partitions' timelines.  Partition workers exchange once per
   sweep and every worker waits for every peer's batch, even an empty one; a
   peer with no rows for ``q`` still sends a message: ``n = 0``, no ``ch``.
-* Control (cluster, processes, Spark): in every sweep the coordinator sends
+* Control (cluster, processes, Spark; a traced run keeps this protocol, an
+  untraced one lets the workers agree among themselves, :mod:`diffflow.runtime.
+  cluster`): in every sweep the coordinator sends
   each worker the frontiers (``Sent`` on ``P``, ``peer = p``; ``Received`` on
   ``p``, ``peer = P``) and each worker, at the end of its sweep, reports its
   pointstamps (``Sent`` on ``p``, ``Received`` on ``P``), ``act="ControlMessage"``,

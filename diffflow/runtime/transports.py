@@ -34,6 +34,8 @@ from diffflow.runtime.worker import WorkerCommands
 class InMemoryTransport:
     """Partition workers as objects in this process; the exchange is a list hand-over."""
 
+    peers_agree = False  # (one thread: the coordinator drives every sweep)
+
     def __init__(self, parts: int):
         self.parts = parts
         self.workers: list[WorkerCommands] = []
@@ -263,6 +265,8 @@ def process_pool() -> WorkerPool:
 
 class SocketTransport:
     """Worker processes reached over authenticated sockets; they exchange chunks directly."""
+
+    peers_agree = True  # workers can run a whole run's sweeps among themselves (cmd_run)
 
     def __init__(self, parts: int, pool: WorkerPool):
         self.parts, self.pool = parts, pool

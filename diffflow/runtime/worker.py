@@ -33,6 +33,8 @@ import traceback
 import numpy as np
 
 from diffflow.common.schema import SymbolTable, decode_array
+from diffflow.lattice.frontiers import times_frontier
+from diffflow.lattice.times import minimal_tuples
 from diffflow.runtime import storage
 from diffflow.runtime.engine import PartitionEngine, Sweeper, merge_pointstamps
 from diffflow.runtime.rescale import migrate, step_index
@@ -404,6 +406,74 @@ class WorkerServer(WorkerCommands):
         pointstamps = self.engine.pointstamps()
         return pointstamps, self.take_fresh_symbols(), self.report(tag)
 
+    def cmd_run(self, reports: list):
+        """Sweep until the run is done, agreeing with the peers without the coordinator.
+
+        Each sweep sends every peer one message: the chunks for it, this partition's
+        pointstamps after the sweep (what it still queues and holds, without what it sends),
+        the times of what it sends to each partition, and the strings it made.  So after
+        the exchange every worker knows every partition's pointstamps as the coordinator
+        would have them (:meth:`cmd_sweep`'s protocol), computes the same frontiers, and
+        stops at the same sweep.  Returns ``(frontiers, sweeps, strings made)``; a worker
+        whose sweep failed tells its peers, so all stop, and raises.
+        """
+        engine, me, topology = self.engine, self.engine.partition, self.engine.topology
+        used, sweeps, made = None, 0, {}
+        while True:
+            queued, held = merge_pointstamps(reports)
+            frontiers = topology.frontiers(queued, held)
+            if frontiers == used and not queued:
+                return frontiers, sweeps, made
+            failure = None
+            try:
+                outgoing, _ = self.sweep_local(frontiers, reports)
+            except Exception as exc:  # noqa: BLE001 - still exchange: the peers stop too
+                failure, outgoing = exc, [[] for _ in range(engine.parts)]
+            fresh = self.take_fresh_symbols()
+            made.update(fresh)
+            progress = (engine.pointstamps(), _sent_times(outgoing), fresh, failure is not None)
+            others = self._exchange(outgoing, progress)
+            if failure is not None:
+                raise failure
+            if any(stopped for _, _, _, stopped in others.values()):
+                return None, sweeps, made  # (the peer whose sweep failed says why)
+            others[me] = progress
+            for q in range(engine.parts):
+                self.symbols._text.update(others[q][2])
+            reports = _partition_reports(others, engine.parts)
+            used = frontiers
+            sweeps += 1
+
+    def _exchange(self, outgoing: list, progress) -> dict:
+        """Send each peer its chunks and ``progress``; receive theirs: ``{peer: progress}``."""
+        errors: list = []
+
+        def send_all():
+            try:
+                for q, conn in self.outgoing.items():
+                    send_chunks(conn, outgoing[q], progress)
+            except Exception as exc:  # noqa: BLE001
+                errors.append(exc)
+
+        small = all(batch_bytes(outgoing[q]) <= SMALL_BATCH for q in self.outgoing)
+        sender = None
+        if small:
+            send_all()
+        else:
+            sender = threading.Thread(target=send_all)
+            sender.start()
+        received = {}
+        for q, conn in self.incoming.items():
+            header = recv_header(conn)
+            for consumer, port, chunk in recv_pieces(conn, header):
+                self.engine.receive(consumer, port, chunk)
+            received[q] = header[1]
+        if sender is not None:
+            sender.join()
+        if errors:
+            raise errors[0]
+        return received
+
     def serve(self) -> None:
         while True:
             try:
@@ -422,6 +492,33 @@ class WorkerServer(WorkerCommands):
                 self.conn.send(reply)
             except (OSError, pickle.PicklingError, TypeError, AttributeError) as exc:
                 self.conn.send(error_reply(exc, ""))
+
+
+def _sent_times(outgoing: list) -> list:
+    """Per destination partition, ``{consumer: minimal times}`` of the chunks sent there."""
+    sent = []
+    for pieces in outgoing:
+        times: dict = {}
+        for consumer, _, chunk in pieces:
+            if len(chunk):
+                times.setdefault(consumer, []).extend(times_frontier(chunk.times))
+        sent.append({nid: minimal_tuples(ts) for nid, ts in times.items()})
+    return sent
+
+
+def _partition_reports(progress: dict, parts: int) -> list:
+    """Every partition's ``(queued, held)`` after an exchange, from each one's own
+    pointstamps and the times every partition sent it (what :meth:`WorkerCommands.
+    cmd_pointstamps` would say once the chunks have arrived)."""
+    reports = []
+    for q in range(parts):
+        (queued, held), _, _, _ = progress[q]
+        merged = {nid: list(ts) for nid, ts in queued.items()}
+        for sender in range(parts):  # (in one order on every worker: the same reports)
+            for nid, ts in progress[sender][1][q].items():
+                merged.setdefault(nid, []).extend(ts)
+        reports.append(({nid: minimal_tuples(ts) for nid, ts in merged.items()}, held))
+    return reports
 
 
 def main(argv=None) -> None:

@@ -39,14 +39,17 @@ def test_cached_kernels_load_without_the_compilers_registries():
     assert second[5].strip() == "[]"
 
 
+# a kernel module of its own, and a run that prints its answer, cache hits and misses
+TWICE = "from diffflow.common.jit import kernel\n\n\n@kernel\ndef twice(x):\n    return 2 * x\n"
+TWICE_RUN = ("import twice_kernel as m\n"
+             "print(m.twice(21), sum(m.twice.stats.cache_hits.values()),"
+             " sum(m.twice.stats.cache_misses.values()))")
+
+
 def test_a_cache_miss_compiles_and_saves(tmp_path):
-    (tmp_path / "twice_kernel.py").write_text(
-        "from diffflow.common.jit import kernel\n\n\n@kernel\ndef twice(x):\n    return 2 * x\n")
-    code = ("import twice_kernel as m\n"
-            "print(m.twice(21), sum(m.twice.stats.cache_hits.values()),"
-            " sum(m.twice.stats.cache_misses.values()))")
-    assert _run(code, tmp_path, [tmp_path]) == ["42", "0", "1"]
-    assert _run(code, tmp_path, [tmp_path]) == ["42", "1", "0"]
+    (tmp_path / "twice_kernel.py").write_text(TWICE)
+    assert _run(TWICE_RUN, tmp_path, [tmp_path]) == ["42", "0", "1"]
+    assert _run(TWICE_RUN, tmp_path, [tmp_path]) == ["42", "1", "0"]
     assert any(p.suffix == ".nbi" for p in (tmp_path / "__pycache__").iterdir())
 
 
@@ -54,19 +57,15 @@ def test_the_cache_stays_fresh_when_the_source_is_copied_elsewhere(tmp_path):
     # what shipping kernels to Spark executors relies on: a new folder, a new mtime, same text
     first = tmp_path / "first"
     first.mkdir()
-    (first / "twice_kernel.py").write_text(
-        "from diffflow.common.jit import kernel\n\n\n@kernel\ndef twice(x):\n    return 2 * x\n")
-    code = ("import twice_kernel as m\n"
-            "print(m.twice(21), sum(m.twice.stats.cache_hits.values()),"
-            " sum(m.twice.stats.cache_misses.values()))")
-    assert _run(code, first, [first]) == ["42", "0", "1"]
+    (first / "twice_kernel.py").write_text(TWICE)
+    assert _run(TWICE_RUN, first, [first]) == ["42", "0", "1"]
     moved = tmp_path / "moved"
     shutil.copytree(first, moved)
     os.utime(moved / "twice_kernel.py", (1_000_000_000, 1_000_000_000))
-    assert _run(code, moved, [moved]) == ["42", "1", "0"]
+    assert _run(TWICE_RUN, moved, [moved]) == ["42", "1", "0"]
     with open(moved / "twice_kernel.py", "a") as source:  # changed text: compiled again
         source.write("# changed\n")
-    assert _run(code, moved, [moved]) == ["42", "0", "1"]
+    assert _run(TWICE_RUN, moved, [moved]) == ["42", "0", "1"]
 
 
 CHAIN = """
