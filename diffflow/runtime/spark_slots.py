@@ -136,7 +136,7 @@ class SparkLauncher:
 
     def __init__(self, spark):
         self.spark = spark
-        self.jobs: list = []     # (job group, thread) of every worker whose job may run
+        self.jobs: list = []     # (job group, thread, launch) of every worker whose job may run
         self.failure = None      # why a launch's job failed, once it did
         self.pool = None         # the pool whose idle workers free_slot may retire
         self.launches = 0        # launches so far: a failure matters to the latest only
@@ -150,7 +150,9 @@ class SparkLauncher:
         message, when the cluster cannot offer their slots).  Each is a job of its own, so
         a lost task (a local master does not retry it) takes only its own worker along."""
         sc = self.spark.sparkContext
-        self.cancel_retries()  # (a lost worker's retried task would hold the slot we need)
+        # (a lost worker's retried task would hold the slot we need; every earlier launch
+        # was accepted, or failed, before this one: take() runs them one at a time)
+        self.cancel_retries(before=self.launches + 1)
         self._wait_for_slots(sc, count)
         if self.yielding is None:
             self.yielding = threading.Thread(target=self._yield_idle, daemon=True,
@@ -159,18 +161,18 @@ class SparkLauncher:
         with self.lock:  # (a lost worker's job may be failing right now)
             self.launches += 1
             self.failure = None
-        self.jobs = [(group, thread) for group, thread in self.jobs if thread.is_alive()]
+        self.jobs = [job for job in self.jobs if job[1].is_alive()]
         for _ in range(count):
             group = f"diffflow-worker-{uuid.uuid4().hex[:12]}"
             thread = threading.Thread(target=self._run, name=group, daemon=True,
                                       args=(address, authkey, group, self.launches))
-            self.jobs.append((group, thread))
+            self.jobs.append((group, thread, self.launches))
             thread.start()
 
     @property
     def groups(self) -> list:
         """The job groups of the workers' jobs still running."""
-        return [group for group, thread in self.jobs if thread.is_alive()]
+        return [group for group, thread, _ in self.jobs if thread.is_alive()]
 
     def _wait_for_slots(self, sc, count: int) -> None:
         if dynamic_allocation(sc):
@@ -184,7 +186,7 @@ class SparkLauncher:
             if time.monotonic() >= deadline:
                 raise RuntimeError(slot_message(sc.master, count, total, busy))
             time.sleep(0.1)
-            self.cancel_retries()  # (a lost worker's retry may be what holds the slot)
+            self.cancel_retries(before=self.launches + 1)  # (a retry may hold the slot)
 
     def _run(self, address, authkey, group, launch) -> None:
         from functools import partial
@@ -202,16 +204,19 @@ class SparkLauncher:
                         group not in self.cancelled:
                     self.failure = exc
 
-    def cancel_retries(self) -> int:
+    def cancel_retries(self, before: int | None = None) -> int:
         """Cancel the jobs of workers whose task failed (its executor was lost): Spark retries
         such a task, and the retry, which starts nothing (see :func:`serve_partition`), would
         hold a slot while a Python starts for it -- seconds on a fresh executor -- where the
-        worker that replaces the lost one is about to go.  Returns how many were cancelled."""
+        worker that replaces the lost one is about to go.  Only jobs of launches before
+        ``before`` (default: the latest, which may still be awaited: its failure, e.g. a
+        Python without diffflow, is :meth:`check`'s to report).  Returns how many."""
         sc = self.spark.sparkContext
         tracker = sc.statusTracker()
+        before = self.launches if before is None else before
         cancelled = 0
-        for group, thread in self.jobs:
-            if group in self.cancelled or not thread.is_alive():
+        for group, thread, launch in self.jobs:
+            if group in self.cancelled or not thread.is_alive() or launch >= before:
                 continue
             for job in tracker.getJobIdsForGroup(group):
                 info = tracker.getJobInfo(job)

@@ -103,18 +103,20 @@ def no_delay(conn):
     return conn
 
 
-SMALL_BATCH = 64 * 1024  # bytes of arrays: a batch this small is one message (see send_chunks)
+SMALL_MESSAGE = 64 * 1024  # bytes of arrays: a batch this small is one message (see send_chunks)
 
 
-def batch_bytes(pieces: list) -> int:
-    """The bytes of a batch's arrays (rows, times, diffs of every chunk)."""
-    return sum(c.rows.nbytes + c.times.nbytes + c.diffs.nbytes for _, _, c in pieces)
+def small_batch(pieces: list) -> bool:
+    """Whether a batch's arrays (rows, times, diffs of every chunk) take at most
+    :data:`SMALL_MESSAGE` bytes: :func:`send_chunks` sends it as one message."""
+    return sum(c.rows.nbytes + c.times.nbytes + c.diffs.nbytes
+               for _, _, c in pieces) <= SMALL_MESSAGE
 
 
 def send_chunks(conn, pieces: list, tag=None) -> None:
     """Send ``[(consumer, port, chunk), ...]`` over a connection.
 
-    A batch of at most :data:`SMALL_BATCH` bytes (an update's sweep, typically) is one
+    A batch of at most :data:`SMALL_MESSAGE` bytes (an update's sweep, typically) is one
     message with the arrays in it: it fits the sockets' buffers, so a worker can send it
     before it reads its peers' without either side blocking, and one message wakes the
     reader once.  A larger one is a header, then each chunk as an Arrow IPC stream, sent by
@@ -130,7 +132,7 @@ def send_chunks(conn, pieces: list, tag=None) -> None:
     ('t', [(3, 0, [[7, 8]])])
     """
     routes = [(consumer, port) for consumer, port, _ in pieces]
-    if batch_bytes(pieces) <= SMALL_BATCH:
+    if small_batch(pieces):
         conn.send((routes, tag, [(c.rows, c.times, c.diffs) for _, _, c in pieces]))
         return
     conn.send((routes, tag))

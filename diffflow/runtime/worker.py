@@ -39,8 +39,8 @@ from diffflow.runtime import storage
 from diffflow.runtime.engine import PartitionEngine, Sweeper, merge_pointstamps
 from diffflow.runtime.rescale import migrate, step_index
 from diffflow.runtime.tracing import WorkerLog, WorkerSide, aligned_origin
-from diffflow.runtime.wire import (SMALL_BATCH, batch_bytes, decode_arrays, no_delay,
-                                   recv_header, recv_pieces, send_chunks)
+from diffflow.runtime.wire import (decode_arrays, no_delay, recv_header, recv_pieces,
+                                   send_chunks, small_batch)
 
 
 def error_reply(exc: Exception, trace: str) -> tuple:
@@ -371,38 +371,8 @@ class WorkerServer(WorkerCommands):
             outgoing, tags = self.sweep_local(frontiers, reports, tag)
         except Exception as exc:  # noqa: BLE001 - still exchange, so peers are not left waiting
             failure, outgoing = exc, [[] for _ in range(self.engine.parts)]
-        errors: list = []
-
-        def send_all():
-            try:
-                for q, conn in self.outgoing.items():
-                    send_chunks(conn, outgoing[q], None if tags is None else tags[q])
-            except Exception as exc:  # noqa: BLE001
-                errors.append(exc)
-
-        small = all(batch_bytes(outgoing[q]) <= SMALL_BATCH for q in self.outgoing)
-        sender = None
-        if small:  # (fits the sockets' buffers: no thread, whose start costs a switch)
-            send_all()
-        else:  # (a thread, so both sides read while they send: no deadlock on full buffers)
-            sender = threading.Thread(target=send_all)
-            sender.start()
         tracing = self.tracing if tag is not None else None
-        for q, conn in self.incoming.items():
-            waiting = None if tracing is None else tracing.log.now()
-            header = recv_header(conn)
-            arrived = None if tracing is None else tracing.log.now()
-            pieces = recv_pieces(conn, header)
-            for consumer, port, chunk in pieces:
-                self.engine.receive(consumer, port, chunk)
-            if tracing is not None:
-                tracing.batch_received(q, pieces, header[1], arrived, waiting)
-        if sender is not None:
-            sender.join()
-        if failure is not None:
-            raise failure
-        if errors:
-            raise errors[0]
+        self._exchange_or_raise(failure, outgoing, tags or [None] * self.engine.parts, tracing)
         pointstamps = self.engine.pointstamps()
         return pointstamps, self.take_fresh_symbols(), self.report(tag)
 
@@ -432,9 +402,7 @@ class WorkerServer(WorkerCommands):
             fresh = self.take_fresh_symbols()
             made.update(fresh)
             progress = (engine.pointstamps(), _sent_times(outgoing), fresh, failure is not None)
-            others = self._exchange(outgoing, progress)
-            if failure is not None:
-                raise failure
+            others = self._exchange_or_raise(failure, outgoing, [progress] * engine.parts)
             if any(stopped for _, _, _, stopped in others.values()):
                 return None, sweeps, made  # (the peer whose sweep failed says why)
             others[me] = progress
@@ -444,32 +412,40 @@ class WorkerServer(WorkerCommands):
             used = frontiers
             sweeps += 1
 
-    def _exchange(self, outgoing: list, progress) -> dict:
-        """Send each peer its chunks and ``progress``; receive theirs: ``{peer: progress}``."""
+    def _exchange_or_raise(self, failure, outgoing: list, tags: list, tracing=None) -> dict:
+        """Send each peer ``q`` its chunks with ``tags[q]``; receive and queue theirs; return
+        ``{peer: its tag}``.  Then raise this sweep's ``failure`` if there was one (after the
+        exchange, so peers are not left waiting), else a failed send."""
         errors: list = []
 
         def send_all():
             try:
                 for q, conn in self.outgoing.items():
-                    send_chunks(conn, outgoing[q], progress)
+                    send_chunks(conn, outgoing[q], tags[q])
             except Exception as exc:  # noqa: BLE001
                 errors.append(exc)
 
-        small = all(batch_bytes(outgoing[q]) <= SMALL_BATCH for q in self.outgoing)
         sender = None
-        if small:
-            send_all()
-        else:
+        if all(small_batch(outgoing[q]) for q in self.outgoing):
+            send_all()  # (fits the sockets' buffers: no thread, whose start costs a switch)
+        else:  # (a thread, so both sides read while they send: no deadlock on full buffers)
             sender = threading.Thread(target=send_all)
             sender.start()
         received = {}
         for q, conn in self.incoming.items():
+            waiting = None if tracing is None else tracing.log.now()
             header = recv_header(conn)
-            for consumer, port, chunk in recv_pieces(conn, header):
+            arrived = None if tracing is None else tracing.log.now()
+            pieces = recv_pieces(conn, header)
+            for consumer, port, chunk in pieces:
                 self.engine.receive(consumer, port, chunk)
+            if tracing is not None:
+                tracing.batch_received(q, pieces, header[1], arrived, waiting)
             received[q] = header[1]
         if sender is not None:
             sender.join()
+        if failure is not None:
+            raise failure
         if errors:
             raise errors[0]
         return received

@@ -99,9 +99,10 @@ def add_commands(commands) -> None:
 
 
 def _shipped(args):
-    """``local_session``'s ``ship``: False, or the archive --ship/--ship-with asks for."""
-    if not (args.ship or args.ship_with) or args.spark.startswith("local"):
-        return args.ship
+    """``local_session``'s ``ship``: ``True`` (it packs, or says a local master needs
+    nothing) unless --ship-with names packages for the archive, built here then."""
+    if not args.ship_with or args.spark.startswith("local"):
+        return args.ship or bool(args.ship_with)
     from diffflow.runtime.spark_pack import pack
 
     return pack(extra=args.ship_with,
