@@ -80,7 +80,7 @@ class Dataflow:
     :mod:`diffflow.runtime.tracing`) or a function called with the
     :class:`~diffflow.runtime.events.Events` of every run; off by default.
     ``explain=True`` keeps what :meth:`Output.explain` needs to say why a row
-    is in an output (:mod:`diffflow.explain`; local runtime).  With a
+    is in an output (:mod:`diffflow.explain`; on every runtime).  With a
     trace file, ``dashboard=PORT`` serves its live dashboard on
     ``127.0.0.1:PORT`` while the dataflow runs (``diffflow pag serve``), until
     :meth:`close`.  (Explanations and the dashboard attach through
@@ -118,9 +118,6 @@ class Dataflow:
                                              or checkpoint_every < 1):
             raise ValueError(f"checkpoint_every must be a positive int or None, "
                              f"got {checkpoint_every!r}")
-        if explain and runtime != "local":
-            raise ValueError("explain=True runs on the local runtime (any partitions=); "
-                             f"explanations of runtime={runtime!r} dataflows are not built yet")
         self.explain = bool(explain)
         self._features = {}
         self._trace = None

@@ -120,10 +120,9 @@ class Program:
             from diffflow.datalog.lower.provenance import compile_provenance
             self._compiled = compile_provenance(self.analysed, partitions, None, max_rounds,
                                                 options)
-            if self._compiled.flow.runtime_name == "local":
-                # witnesses read between commits from the partitions' own arrangements
-                self._compiled.lookups = Lookups(self._compiled.flow,
-                                                 self._compiled.collections, self.relations)
+            # witnesses read between commits from the partitions' own arrangements
+            self._compiled.lookups = Lookups(self._compiled.flow,
+                                             self._compiled.collections, self.relations)
         else:
             self._compiled = compile_program(self.analysed, partitions, outputs, max_rounds,
                                              options)

@@ -94,20 +94,15 @@ class Provenance(Reading):
     def record_changes(self, on: bool) -> None:
         """Have the indexes' ``changed_keys`` recorders note the coming epochs' keys (only
         while live explanations exist: an initial load is not worth noting)."""
-        for recorder in self.recorders.values():
-            for engine in self.access.runtime.engines.values():
-                engine.ops[recorder.id].active = on
+        self.access.runtime.record_keys(
+            [recorder.id for recorder in self.recorders.values()] if on else [])
 
-    def take_changes(self) -> dict:
+    def take_changes(self) -> dict | None:
         """``{changed_keys node id: set of keys}`` the engine saw change in the indexes
-        since the last call (each epoch's: :mod:`.live` re-reads only the proofs they touch)."""
-        changes = {}
-        for recorder in self.recorders.values():
-            keys = set()
-            for engine in self.access.runtime.engines.values():
-                keys.update(map(tuple, engine.ops[recorder.id].take().tolist()))
-            changes[recorder.id] = keys
-        return changes
+        since the last call (each epoch's: :mod:`.live` re-reads only the proofs they
+        touch); ``None`` when a worker was lost since (every proof is read again)."""
+        return self.access.runtime.take_keys(
+            [recorder.id for recorder in self.recorders.values()])
 
     def input_name(self, nid: int) -> str:
         return self.access.input_name(nid)

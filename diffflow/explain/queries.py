@@ -124,9 +124,7 @@ class Index:
             width = self.recorder.params["key_width"]
             log.update((self.recorder.id, key[:width]) for key in keys)
         query = np.array(keys, dtype=np.int64).reshape(len(keys), self.width)
-        parts = [engine.ops[self.node.id].spine.gather(query, self.width)
-                 for engine in self.context.access.runtime.engines.values()]
-        return tuple(np.concatenate([p[i] for p in parts]) for i in range(4))
+        return self.context.access.runtime.gather(self.node.id, query, self.width)
 
     def read(self, keys: list, bounds: list, gathered=None) -> list:
         """For each key, ``{arranged row: (height, multiplicity)}`` of the rows present at

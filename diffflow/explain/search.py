@@ -70,19 +70,20 @@ def multiplicities(output, rows) -> dict:
     {(1,): 2}
     """
     schema, symbols = output.node.schema, output.flow.symbols
-    held, mults = FlowAccess(output.flow).runtime.output_contents(output.node.id)
-    found = {}
+    codes = {}
     for row in rows:
         if len(row) != schema.width:
             continue
         try:
-            code = np.array(encode_row(row, schema, symbols), dtype=np.int64)
+            codes[row] = encode_row(row, schema, symbols)
         except (TypeError, ValueError):   # not even of the output's types
             continue
-        hits = np.flatnonzero((held == code).all(axis=1)) if len(held) else []
-        if len(hits):
-            found[row] = int(mults[hits].sum())
-    return found
+    if not codes:
+        return {}
+    asked = np.array(list(codes.values()), dtype=np.int64).reshape(len(codes), schema.width)
+    held, mults = FlowAccess(output.flow).runtime.output_rows(output.node.id, asked)
+    counts = dict(zip(map(tuple, held.tolist()), mults.tolist()))   # (read only the asked rows)
+    return {row: counts[code] for row, code in codes.items() if counts.get(code)}
 
 
 def decode_row(row: tuple, schema, symbols) -> tuple:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.arrangements import columnar
+from diffflow.runtime import lookups
 
 
 class Runtime:
@@ -55,6 +56,46 @@ class Runtime:
     def check_traces(self) -> int:
         """Check every trace's invariants on every partition; returns how many were checked."""
         raise NotImplementedError
+
+    # -- reading by key, between runs (explanations: diffflow.runtime.lookups) -------------
+    recording: frozenset = frozenset()  # the changed_keys nodes noting keys now
+    _keys_lost = False  # partitions were rebuilt since keys were last taken (recovery)
+
+    def _lookup(self, name: str, *args) -> list:
+        """Every partition's answer to :mod:`lookups` function ``name`` (in partition order)."""
+        raise NotImplementedError
+
+    def gather(self, node_id: int, keys: np.ndarray, width: int) -> tuple:
+        """``(key index, rows, times, diffs)`` of arrangement ``node_id``'s updates whose
+        first ``width`` columns equal a row of ``keys``, over every partition."""
+        spine_width = self.graph.nodes[node_id].schema.width
+        dim = self.graph.nodes[node_id].dim
+        return lookups.merged_gathers(self._lookup("gather", node_id, keys, width),
+                                      spine_width, dim)
+
+    def output_rows(self, node_id: int, rows: np.ndarray) -> tuple:
+        """``(rows, multiplicities)`` of an output, only those of ``rows`` (consolidated)."""
+        width = self.graph.nodes[node_id].schema.width
+        return merge_contents(self._lookup("output_rows", node_id, rows), width)
+
+    def record_keys(self, node_ids) -> None:
+        """From now on exactly the ``changed_keys`` nodes ``node_ids`` note the keys that
+        reach them (partitions added later too)."""
+        wanted = frozenset(node_ids)
+        if wanted != self.recording:   # (asked after every epoch: a message only on a change)
+            self.recording = wanted
+            self._lookup("record", sorted(wanted))
+
+    def take_keys(self, node_ids) -> dict | None:
+        """``{node: set of keys}`` each ``changed_keys`` node noted since the last call, or
+        ``None`` when partitions were rebuilt since (a recovery: every key may have changed)."""
+        node_ids = list(node_ids)
+        found: dict = {nid: set() for nid in node_ids}
+        for answer in self._lookup("take_keys", node_ids):
+            for nid, keys in zip(node_ids, answer):
+                found[nid].update(map(tuple, keys.tolist()))
+        lost, self._keys_lost = self._keys_lost, False
+        return None if lost else found
 
     def trace_sizes(self) -> list:
         """Updates held by each trace of each partition, after merging its batches."""

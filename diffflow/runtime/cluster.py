@@ -267,6 +267,8 @@ class ClusterRuntime(Runtime):
                 self._start_tracing()
                 if self.checkpoint_path is not None:  # re-binned if written at another P
                     self.transport.call_all("restore", [(self.checkpoint_files,)] * self.parts)
+                self._keys_lost = True  # (what was noted since the last take is gone)
+                self._lookup_all("record", sorted(self.recording))
                 for node_ids, entries in self.log_closed:
                     for entry in entries:
                         self._apply_entry(entry)
@@ -309,6 +311,16 @@ class ClusterRuntime(Runtime):
             found.append((rows, diffs))
         return found
 
+    def _lookup(self, name: str, *args) -> list:
+        try:
+            return self._lookup_all(name, *args)
+        except WorkerLost:
+            self._recover()
+            return self._lookup_all(name, *args)
+
+    def _lookup_all(self, name: str, *args) -> list:
+        return self.transport.call_all("lookup", [(name, args)] * self.parts)
+
     def take_output_changes(self, node_id: int) -> list:
         out = [c for p in range(self.parts) for c in self._take_changes(p, node_id)]
         self.delivered[node_id] = self.computed
@@ -348,6 +360,8 @@ class ClusterRuntime(Runtime):
                 self.transport.call(p, "routing", routing)
                 self.transport.call(p, "catch_up", self.closed, self.frontiers)
                 self.transport.call(p, "plan", *self._plan)
+                if self.recording:
+                    self.transport.call(p, "lookup", "record", (sorted(self.recording),))
         count = self.transport.parts
         sent = self.transport.call_all("extract", [(routing, step)] * count)
         parcels: list = [[] for _ in range(count)]

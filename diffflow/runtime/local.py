@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.common.errors import loop_overflow_error
+from diffflow.runtime import lookups
 from diffflow.runtime.base import Runtime
 from diffflow.runtime.engine import (PartitionEngine, Sweeper, Topology, merge_pointstamps,
                                      overflowed, partition_rows)
@@ -124,6 +125,8 @@ class LocalRuntime(Runtime):
                                      routing)
             engine.catch_up(self.closed, self.frontiers)
             migrate.set_plan(engine, *self._plan)
+            if self.recording:
+                lookups.record(engine, self.recording)
             if self.sweeper.logs is not None:
                 from diffflow.runtime.tracing import WorkerLog
                 engine.log = self.sweeper.logs[p] = WorkerLog(p, self.trace.origin)
@@ -167,6 +170,10 @@ class LocalRuntime(Runtime):
 
     def take_output_changes(self, node_id: int) -> list:
         return [c for engine in self.engines.values() for c in engine.take_changes(node_id)]
+
+    def _lookup(self, name: str, *args) -> list:
+        fn = lookups.COMMANDS[name]
+        return [fn(self.engines[p], *args) for p in sorted(self.engines)]
 
     def check_traces(self) -> int:
         return sum(engine.check_traces() for engine in self.engines.values())

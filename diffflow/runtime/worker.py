@@ -35,7 +35,7 @@ import numpy as np
 from diffflow.common.schema import SymbolTable, decode_array
 from diffflow.lattice.frontiers import times_frontier
 from diffflow.lattice.times import minimal_tuples
-from diffflow.runtime import storage
+from diffflow.runtime import lookups, storage
 from diffflow.runtime.engine import PartitionEngine, Sweeper, merge_pointstamps
 from diffflow.runtime.rescale import migrate, step_index
 from diffflow.runtime.tracing import WorkerLog, WorkerSide, aligned_origin
@@ -159,6 +159,10 @@ class WorkerCommands:
                     if sid in text:
                         found[sid] = text[sid]
         return found
+
+    def cmd_lookup(self, name: str, args: tuple):
+        """A read by key between runs (:mod:`diffflow.runtime.lookups`, for explanations)."""
+        return lookups.COMMANDS[name](self.engine, *args)
 
     def cmd_check_traces(self) -> int:
         return self.engine.check_traces()

@@ -228,8 +228,6 @@ def test_errors_say_what_to_do_and_change_nothing():
     with pytest.raises(dd.GraphError, match="flat_map and map run Python"):
         odd.advance()
     assert len(odd.graph.nodes) == nodes
-    with pytest.raises(ValueError, match="local runtime"):
-        dd.Dataflow(runtime="processes", explain=True)
 
 
 @pytest.mark.parametrize("partitions", [1, 3])
