@@ -115,16 +115,21 @@ class Index:
         """Where the arranged rows hold column ``name``."""
         return self.names.index(name)
 
-    def gather(self, keys: list) -> tuple:
-        """``(key index, arranged rows, times, diffs)`` of the updates of ``keys``."""
+    def request(self, keys: list) -> tuple:
+        """The runtime's request (``Runtime.gather``) for the updates of ``keys``; noted in
+        the read log while a live proof is followed."""
         if self.constant:
             keys = [(0,) for _ in keys]
         log = self.context.read_log
         if log is not None and self.recorder is not None:   # what a live proof depends on
             width = self.recorder.params["key_width"]
             log.update((self.recorder.id, key[:width]) for key in keys)
-        query = np.array(keys, dtype=np.int64).reshape(len(keys), self.width)
-        return self.context.access.runtime.gather(self.node.id, query, self.width)
+        return (self.node.id, np.array(keys, dtype=np.int64).reshape(len(keys), self.width),
+                self.width)
+
+    def gather(self, keys: list) -> tuple:
+        """``(key index, arranged rows, times, diffs)`` of the updates of ``keys``."""
+        return self.context.access.runtime.gather([self.request(keys)])[0]
 
     def read(self, keys: list, bounds: list, gathered=None) -> list:
         """For each key, ``{arranged row: (height, multiplicity)}`` of the rows present at
@@ -159,8 +164,48 @@ class _Query:
     source: int | None = None   # the node the found rows belong to
     negated = False             # a concat's subtracted input
 
-    def answer(self, items: list) -> dict:
+    def reads(self, items: list):
+        """The answer to ``items`` as a generator: it yields the reads it needs, a list of
+        ``(index, keys)``, receives their gathered updates, and returns the answer; so
+        :func:`answer_all` sends the reads of many queries together."""
         raise NotImplementedError
+
+    def answer(self, items: list) -> dict:
+        return answer_all([(self, items)])[0]
+
+
+def answer_all(asked: list) -> list:
+    """The answers of ``[(query, items)]``, their index reads batched: every round of reads
+    of all the queries is one runtime request (on worker processes, one round trip).
+
+    >>> import diffflow as dd
+    >>> flow = dd.Dataflow(explain=True); a = flow.input("a", ["x"]); out = a.output()
+    >>> a.insert([1, 1]); flow.advance()
+    >>> from diffflow.api.features import attached
+    >>> query = attached(flow, "explain").provenance.queries[a.node.id]
+    >>> answer_all([(query, [((1,), TOP), ((2,), TOP)])])
+    [{((1,), 1099511627776): [((), 2)]}]
+    """
+    runs = [query.reads(items) for query, items in asked]
+    answers: list = [None] * len(runs)
+    waiting: dict = {}   # run -> the reads it asked for
+
+    def resume(i: int, gathered) -> None:
+        try:
+            waiting[i] = runs[i].send(gathered)
+        except StopIteration as done:
+            answers[i] = done.value
+
+    for i in range(len(runs)):
+        resume(i, None)
+    while waiting:
+        rounds, waiting = waiting, {}
+        wanted = [(index, keys) for reads in rounds.values() for index, keys in reads if keys]
+        got = iter(wanted[0][0].context.access.runtime.gather(
+            [index.request(keys) for index, keys in wanted]) if wanted else [])
+        for i, reads in rounds.items():
+            resume(i, [next(got) if keys else None for _, keys in reads])
+    return answers
 
 
 class _InputRows(_Query):
@@ -170,8 +215,10 @@ class _InputRows(_Query):
     def __init__(self, node, index):
         self.node, self.index = node, index
 
-    def answer(self, items):
-        found = self.index.read([row for row, _ in items], [TOP] * len(items))
+    def reads(self, items):
+        keys = [row for row, _ in items]
+        [gathered] = yield [(self.index, keys)]
+        found = self.index.read(keys, [TOP] * len(items), gathered)
         return {item: [((), m)] for item, rows in zip(items, found) for _, m in rows.values()}
 
 
@@ -186,9 +233,11 @@ class _Lookup(_Query):
         self.take_names = list(take)
         self.bounded, self.negated = bounded, negated
 
-    def answer(self, items):
-        found = self.index.read([tuple(row[i] for i in self.ask) for row, _ in items],
-                                [bound if self.bounded else TOP for _, bound in items])
+    def reads(self, items):
+        keys = [tuple(row[i] for i in self.ask) for row, _ in items]
+        [gathered] = yield [(self.index, keys)]
+        found = self.index.read(keys, [bound if self.bounded else TOP for _, bound in items],
+                                gathered)
         take = [self.index.position(n) for n in self.take_names]
         answers = {}
         for (row, bound), rows in zip(items, found):
@@ -209,13 +258,13 @@ class _JoinPreimage(_Query):
         self.plans = plans   # [(first index, second index, ask first, link, ask second)]
         self.shapes = shapes   # per plan: (first side's row, second's) -> the join's row
 
-    def answer(self, items):
+    def reads(self, items):
         if not hasattr(self, "usable"):   # plans whose indexes the dataflow keeps
             self.usable = [p for p in self.plans if p[0].node is not None
                            and p[1].node is not None]
         plans = self.usable
-        gathered = [plan[0].gather([tuple(row[i] for i in plan[2]) for row, _ in items])
-                    for plan in plans]
+        gathered = yield [(plan[0], [tuple(row[i] for i in plan[2]) for row, _ in items])
+                          for plan in plans]
         best = min(range(len(plans)), key=lambda p: len(gathered[p][0]))
         first, second, ask, link, more = plans[best]
         shape = self.shapes[self.plans.index(plans[best])]
@@ -227,8 +276,10 @@ class _JoinPreimage(_Query):
                 pairs.append((row, bound, one, h1, m1))
                 keys.append(tuple(one[n] for n in link) + tuple(row[i] for i in more))
                 bounds.append(bound)
+        [more_gathered] = yield [(second, keys)]
         answers = {}
-        for (row, bound, one, h1, m1), rows in zip(pairs, second.read(keys, bounds)):
+        for (row, bound, one, h1, m1), rows in zip(pairs, second.read(keys, bounds,
+                                                                      more_gathered)):
             for arranged, (h2, m2) in rows.items():
                 two = dict(zip(second.names, arranged))
                 values = shape(one, two) + (max(h1, h2),)
@@ -245,8 +296,8 @@ class _Delegate(_Query):
     def __init__(self, node, inner):
         self.node, self.inner, self.source = node, inner, inner.node.id
 
-    def answer(self, items):
-        return self.inner.answer(items)
+    def reads(self, items):
+        return (yield from self.inner.reads(items))
 
 
 def indexes_of(queries: dict) -> list:

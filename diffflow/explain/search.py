@@ -42,7 +42,7 @@ import numpy as np
 from diffflow.api.features import FlowAccess
 from diffflow.common.errors import ExplainError
 from diffflow.common.schema import decode_rows, encode_column
-from diffflow.explain.queries import TOP, _Delegate
+from diffflow.explain.queries import TOP, _Delegate, answer_all
 from diffflow.explain.replay import replay
 
 SAME = ("filter", "consolidate", "inspect", "output", "arrange", "enter", "leave")
@@ -188,8 +188,9 @@ class RowSearch:
             for query in queries if isinstance(queries, list) else [queries]:
                 asked.setdefault(id(query), (query, []))[1].append((row, bound))
         answers: dict = {}
-        for query, items in asked.values():
-            for (row, bound), found in query.answer(list(dict.fromkeys(items))).items():
+        asked = [(query, list(dict.fromkeys(items))) for query, items in asked.values()]
+        for (query, _), answered in zip(asked, answer_all(asked)):   # (reads batched)
+            for (row, bound), found in answered.items():
                 answers.setdefault((query.node.id, row, bound), []).extend(
                     (query, values, mult) for values, mult in found)
         return answers

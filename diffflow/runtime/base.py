@@ -63,15 +63,41 @@ class Runtime:
 
     def _lookup(self, name: str, *args) -> list:
         """Every partition's answer to :mod:`lookups` function ``name`` (in partition order)."""
+        return self._lookup_each(name, [args] * self.parts)
+
+    def _lookup_each(self, name: str, args_per_partition: list) -> list:
+        """Each partition's answer to :mod:`lookups` function ``name`` with its own args
+        (``None``: that partition is not asked, its answer is ``None``)."""
         raise NotImplementedError
 
-    def gather(self, node_id: int, keys: np.ndarray, width: int) -> tuple:
-        """``(key index, rows, times, diffs)`` of arrangement ``node_id``'s updates whose
-        first ``width`` columns equal a row of ``keys``, over every partition."""
-        spine_width = self.graph.nodes[node_id].schema.width
-        dim = self.graph.nodes[node_id].dim
-        return lookups.merged_gathers(self._lookup("gather", node_id, keys, width),
-                                      spine_width, dim)
+    def gather(self, requests: list) -> list:
+        """For each ``(node_id, keys, width)`` request, ``(key index, rows, times, diffs)`` of
+        arrangement ``node_id``'s updates whose first ``width`` columns equal a row of
+        ``keys``, over every partition.  A key is asked only of the partition owning it (an
+        arrangement's rows lie where the routing sends its key; a step moves whole bins,
+        between runs), and a cluster runtime asks every partition once for all requests."""
+        asked: list = [[] for _ in range(self.parts)]   # per partition: (request, rows asked)
+        for i, (node_id, keys, width) in enumerate(requests):
+            key_width = self.graph.nodes[node_id].params["key_width"]
+            owners = self.routing.owners(keys[:, :key_width]) if len(keys) else keys[:, 0]
+            for p in np.unique(owners).tolist():
+                mine = np.flatnonzero(owners == p)
+                asked[p].append((i, mine, (node_id, keys[mine], width)))
+        answers = self._lookup_each("gather_many", [
+            ([request for _, _, request in part],) if part else None for part in asked])
+        found: list = [[] for _ in requests]
+        for part, answer in zip(asked, answers):
+            for (i, mine, _), block in zip(part, answer or ()):
+                if len(block):
+                    if not block.flags.writeable:   # (unpickled from a worker's reply)
+                        block = block.copy()
+                    block[:, 0] = mine[block[:, 0]]   # the key's index in the whole request
+                    found[i].append(block)
+        merged = []
+        for (node_id, _, _), blocks in zip(requests, found):
+            node = self.graph.nodes[node_id]
+            merged.append(lookups.merged_gathers(blocks, node.schema.width, node.dim))
+        return merged
 
     def output_rows(self, node_id: int, rows: np.ndarray) -> tuple:
         """``(rows, multiplicities)`` of an output, only those of ``rows`` (consolidated)."""

@@ -268,7 +268,7 @@ class ClusterRuntime(Runtime):
                 if self.checkpoint_path is not None:  # re-binned if written at another P
                     self.transport.call_all("restore", [(self.checkpoint_files,)] * self.parts)
                 self._keys_lost = True  # (what was noted since the last take is gone)
-                self._lookup_all("record", sorted(self.recording))
+                self._lookup_unsafe("record", [(sorted(self.recording),)] * self.parts)
                 for node_ids, entries in self.log_closed:
                     for entry in entries:
                         self._apply_entry(entry)
@@ -311,15 +311,17 @@ class ClusterRuntime(Runtime):
             found.append((rows, diffs))
         return found
 
-    def _lookup(self, name: str, *args) -> list:
+    def _lookup_each(self, name: str, args_per_partition: list) -> list:
         try:
-            return self._lookup_all(name, *args)
+            return self._lookup_unsafe(name, args_per_partition)
         except WorkerLost:
             self._recover()
-            return self._lookup_all(name, *args)
+            return self._lookup_unsafe(name, args_per_partition)
 
-    def _lookup_all(self, name: str, *args) -> list:
-        return self.transport.call_all("lookup", [(name, args)] * self.parts)
+    def _lookup_unsafe(self, name: str, args_per_partition: list) -> list:
+        """(no recovery: what a recovery itself sends)"""
+        return self.transport.call_all("lookup", [None if args is None else (name, args)
+                                                  for args in args_per_partition])
 
     def take_output_changes(self, node_id: int) -> list:
         out = [c for p in range(self.parts) for c in self._take_changes(p, node_id)]

@@ -171,9 +171,10 @@ class LocalRuntime(Runtime):
     def take_output_changes(self, node_id: int) -> list:
         return [c for engine in self.engines.values() for c in engine.take_changes(node_id)]
 
-    def _lookup(self, name: str, *args) -> list:
+    def _lookup_each(self, name: str, args_per_partition: list) -> list:
         fn = lookups.COMMANDS[name]
-        return [fn(self.engines[p], *args) for p in sorted(self.engines)]
+        return [None if args is None else fn(self.engines[p], *args)
+                for p, args in enumerate(args_per_partition)]
 
     def check_traces(self) -> int:
         return sum(engine.check_traces() for engine in self.engines.values())

@@ -12,7 +12,7 @@ an engine here, taking and returning int64 arrays: a worker answers them as they
 >>> flow = dd.Dataflow(partitions=2); a = flow.input("a", ["k", "v"])
 >>> arranged = a.arrange(["k"]); out = a.output(); a.insert([(1, 5), (2, 6), (1, 7)])
 >>> flow.advance()
->>> which, rows, times, diffs = flow._runtime.gather(arranged.node.id, np.array([[1]]), 1)
+>>> [(which, rows, times, diffs)] = flow._runtime.gather([(arranged.node.id, np.array([[1]]), 1)])
 >>> sorted(map(tuple, rows.tolist()))
 [(1, 5), (1, 7)]
 """
@@ -27,6 +27,29 @@ def gather(engine, node_id: int, keys: np.ndarray, width: int) -> tuple:
     """``(key index, rows, times, diffs)`` of the updates of an arrangement whose first
     ``width`` columns equal one of ``keys`` (see ``Spine.gather``)."""
     return engine.ops[node_id].spine.gather(keys, width)
+
+
+def gather_many(engine, requests: list) -> list:
+    """:func:`gather` of each ``(node_id, keys, width)`` request (one message for all),
+    each answer packed as one array (:func:`packed`: a worker's reply pickles faster)."""
+    return [packed(gather(engine, *request)) for request in requests]
+
+
+def packed(gathered: tuple) -> np.ndarray:
+    """``(key index, rows, times, diffs)`` as one int64 array, a row per update.
+
+    >>> unpacked(packed((np.array([0]), np.array([[7, 8]]), np.array([[1]]), np.array([1]))),
+    ...          2)[1].tolist()
+    [[7, 8]]
+    """
+    which, rows, times, diffs = gathered
+    return np.concatenate([which[:, None], rows, times, diffs[:, None]], axis=1)
+
+
+def unpacked(block: np.ndarray, width: int) -> tuple:
+    """The ``(key index, rows, times, diffs)`` of a :func:`packed` array (``width``: the
+    rows' columns)."""
+    return (block[:, 0], block[:, 1:1 + width], block[:, 1 + width:-1], block[:, -1])
 
 
 def record(engine, node_ids) -> None:
@@ -65,16 +88,14 @@ def matching(held: np.ndarray, asked: np.ndarray) -> np.ndarray:
 
 
 def merged_gathers(parts: list, width: int, dim: int) -> tuple:
-    """One ``(key index, rows, times, diffs)`` of the partitions' :func:`gather` answers."""
-    parts = [p for p in parts if len(p[0])]
+    """One ``(key index, rows, times, diffs)`` of the partitions' :func:`packed` answers."""
+    parts = [p for p in parts if len(p)]
     if not parts:
         return (np.zeros(0, np.int64), np.zeros((0, width), np.int64),
                 np.zeros((0, dim), np.int64), np.zeros(0, np.int64))
-    if len(parts) == 1:
-        return tuple(parts[0])
-    return tuple(np.concatenate(x) for x in zip(*parts))
+    return unpacked(parts[0] if len(parts) == 1 else np.concatenate(parts), width)
 
 
 # what a worker may be asked to run (cmd_lookup): nothing else of this module's namespace
-COMMANDS = {"gather": gather, "record": record, "take_keys": take_keys,
+COMMANDS = {"gather_many": gather_many, "record": record, "take_keys": take_keys,
             "output_rows": output_rows}

@@ -66,7 +66,9 @@ class InMemoryTransport:
         return getattr(self.workers[p], "cmd_" + cmd)(*args)
 
     def call_all(self, cmd: str, args_per_partition: list) -> list:
-        return [self.call(p, cmd, *args) for p, args in enumerate(args_per_partition)]
+        """Each worker's reply (``None`` for a worker whose args are ``None``: not asked)."""
+        return [None if args is None else self.call(p, cmd, *args)
+                for p, args in enumerate(args_per_partition)]
 
     def sweep(self, frontiers: dict, reports: list, exchange=None) -> list:
         """Every worker sweeps in turn, then the hand-over; ``exchange`` (a
@@ -334,11 +336,14 @@ class SocketTransport:
         return self._reply(p)
 
     def call_all(self, cmd: str, args_per_partition: list, exchange=None) -> list:
-        """Send every worker its command, then read every reply; ``exchange`` (a
+        """Send every worker its command, then read every reply (a worker whose args are
+        ``None`` is not asked: its reply is ``None``); ``exchange`` (a
         :class:`~diffflow.runtime.tracing.ProgressExchange`, sweeps only) logs both."""
         failure = None
         sent = []
         for p, args in enumerate(args_per_partition):
+            if args is None:
+                continue
             try:
                 if exchange is not None:
                     args = (*args, exchange.send(p))
