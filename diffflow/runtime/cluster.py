@@ -90,7 +90,12 @@ class ClusterRuntime(Runtime):
         self._synced_symbols = 0
         self.trace = trace  # a trace_sink.TraceSink, or None
         self.trace_log = None if trace is None else WorkerLog(parts, trace.origin)  # worker P
-        self._trace_seq = [0] * parts  # where each worker's seq continues after a restart
+        # partition p logs as worker trace_names[p]: p at first; partitions a rescale adds
+        # get numbers never used before (the coordinator keeps P), so a trace names every
+        # worker that ever ran, and a retired one's number is never reused
+        self.trace_names = list(range(parts))
+        self._next_trace_name = parts + 1
+        self._trace_seq: dict = {}  # worker -> where its seq continues after a restart
         self._trace_generation = 0
         self.transport.start(graph, dict(symbols._text))
         # workers go back to their pool even if the user never calls close()
@@ -200,7 +205,8 @@ class ClusterRuntime(Runtime):
             if frontiers == used and not queued:
                 return frontiers
             self._sync_symbols()  # strings one partition made, for all (rows move anywhere)
-            exchange = None if log is None else ProgressExchange(log, self.sweeps)
+            exchange = None if log is None else ProgressExchange(log, self.sweeps,
+                                                                 self.trace_names)
             replies = self.transport.sweep(frontiers, reports, exchange)
             reports = [reply[0] for reply in replies]
             for reply in replies:
@@ -209,22 +215,44 @@ class ClusterRuntime(Runtime):
             self.sweeps += 1
 
     # -- tracing ---------------------------------------------------------------------------------
-    def _start_tracing(self) -> None:
-        """Workers (fresh ones after a restart too) log from now on; ``seq`` continues and
-        every start gets correlators of its own (``generation << 40``)."""
+    def _start_tracing(self, partitions=None) -> None:
+        """Workers (``partitions``, by default all: fresh ones after a restart too) log from
+        now on; ``seq`` continues and every start gets correlators of its own
+        (``generation << 40``)."""
         if self.trace is None:
             return
+        self._name_partitions(self.parts)
         clock, corr = self.trace.clock(), self._trace_generation << 40
         self._trace_generation += 1
-        self.transport.call_all("trace", [(clock, self._trace_seq[p], corr)
-                                          for p in range(self.parts)])
+        names, coordinator = list(self.trace_names), self.trace_log.worker
+        starting = set(range(self.parts) if partitions is None else partitions)
+        self.transport.call_all("trace", [
+            (clock, self._trace_seq.get(names[p], 0), corr, names, coordinator)
+            if p in starting else None for p in range(self.parts)])
+
+    def _name_partitions(self, parts: int) -> None:
+        """Trace names for ``parts`` partitions: new numbers for partitions added."""
+        while len(self.trace_names) < parts:
+            self.trace_names.append(self._next_trace_name)
+            self._next_trace_name += 1
+        del self.trace_names[parts:]
+
+    def _trace_resized(self, old: int) -> None:
+        """After a rescale step from ``old`` partitions: added workers start logging under
+        new names, and every worker knows the names of its peers."""
+        if self.trace is None:
+            return
+        self._name_partitions(self.parts)
+        if self.parts > old:
+            self._start_tracing(range(old, self.parts))
+        self.transport.call_all("trace_names", [(list(self.trace_names),)] * self.parts)
 
     def _flush_trace(self) -> None:
         """Every worker's events of the run, with the coordinator's, to the trace."""
         parts = self.transport.call_all("take_trace", [()] * self.parts)
         for p, block in enumerate(parts):
             if block is not None and len(block):
-                self._trace_seq[p] = int(block[:, 2].max()) + 1
+                self._trace_seq[self.trace_names[p]] = int(block[:, 2].max()) + 1
         parts.append(self.trace_log.take_block())
         self.trace.emit(parts, operator_names(self.graph))
 
@@ -375,6 +403,7 @@ class ClusterRuntime(Runtime):
         if routing.parts < old:
             self.transport.resize(routing.parts, dict(self.symbols._text))
         self.routing, self.parts = routing, routing.parts
+        self._trace_resized(old)
         return moved
 
     def restart_at(self, routing: Routing) -> str:

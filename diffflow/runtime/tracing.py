@@ -29,10 +29,17 @@ costs one ``if`` per operator step.
 Conventions (a PAG construction relies on exactly these)
 ---------------------------------------------------------
 
-* ``w``: the partition index ``p`` (``0..P-1``) of the worker that logged the
-  event.  The coordinator of the cluster, processes and Spark runtimes is
+* ``w``: the worker that logged the event: partition ``p`` (``0..P-1``) logs as
+  worker ``p``.  The coordinator of the cluster, processes and Spark runtimes is
   worker ``P``; its events never carry ``op`` or ``name``.  The local runtime
-  has no coordinator (no worker ``P``).
+  has no coordinator (no worker ``P``).  ``P`` is the partition count the
+  dataflow started with: on those runtimes a rescale that adds partitions
+  starts workers that log under numbers never used before in the trace
+  (``P + 1``, ``P + 2``, ...), and a retired worker's number is not reused, so
+  every worker that ever ran has a number of its own (``peer`` uses the same
+  numbers); a worker restarted after a failure logs as the one it replaces.
+  The local runtime's partitions are no processes: partition ``p`` is worker
+  ``p`` before and after a rescale.
 * ``e``: the dataflow epoch being computed: the number of ``advance()`` calls
   (epochs closed) when the run started, 1 for the first.  ``advance(run=False)``
   twice and then ``run()`` logs ``e = 2``.
@@ -263,8 +270,9 @@ class WorkerSide:
     ([3, 2, 2], [10, 11, 10], [2, 1, 2])
     """
 
-    def __init__(self, log: WorkerLog, coordinator: int):
+    def __init__(self, log: WorkerLog, coordinator: int, names: list | None = None):
         self.log, self.coordinator = log, coordinator
+        self.names = names   # partition -> the worker it logs as (None: its own number)
         self.idle_since: int | None = None  # when the last report went to the coordinator
         self.swept_at: int | None = None    # when the last sweep's data went to the peers
 
@@ -290,10 +298,11 @@ class WorkerSide:
             if q == me:
                 continue
             groups = rows_per_consumer(pieces)
+            peer = q if self.names is None else self.names[q]
             if groups:
-                tags[q] = {c: log.sent(DATA, q, c, n) for c, n in groups.items()}
+                tags[q] = {c: log.sent(DATA, peer, c, n) for c, n in groups.items()}
             else:
-                tags[q] = {-1: log.sent(DATA, q, -1, 0)}
+                tags[q] = {-1: log.sent(DATA, peer, -1, 0)}
         self.swept_at = log.now()
         return tags
 
@@ -305,10 +314,11 @@ class WorkerSide:
         if waited_since is not None:
             log.span(WAITING, waited_since, t)
         groups = rows_per_consumer(pieces)
+        peer = sender if self.names is None else self.names[sender]
         for consumer, n in groups.items():
-            log.received(DATA, sender, tag[consumer], consumer, n, t)
+            log.received(DATA, peer, tag[consumer], consumer, n, t)
         if not groups:
-            log.received(DATA, sender, tag[-1], -1, 0, t)
+            log.received(DATA, peer, tag[-1], -1, 0, t)
 
     def report(self) -> int:
         """Log the pointstamps report to the coordinator; its correlator (for the reply)."""
@@ -328,13 +338,15 @@ class ProgressExchange:
     ([2, 2, 0, 1, 3, 0, 1, 3], [10, 10, 12, 12, 10, 12, 12, 10])
     """
 
-    def __init__(self, log: WorkerLog, sweep: int):
+    def __init__(self, log: WorkerLog, sweep: int, names: list | None = None):
         self.log, self.sweep = log, sweep
+        self.names = names   # partition -> the worker it logs as (None: its own number)
         self.since: int | None = None
 
     def send(self, p: int) -> tuple:
         """Log the frontiers message to worker ``p``; the tag that goes with the command."""
-        return (self.log.epoch, self.log.sent(CONTROL, p), self.sweep)
+        peer = p if self.names is None else self.names[p]
+        return (self.log.epoch, self.log.sent(CONTROL, peer), self.sweep)
 
     def sent_all(self) -> None:
         """Every worker has its command: the coordinator waits from now."""
@@ -347,7 +359,7 @@ class ProgressExchange:
         log = self.log
         t = log.now()
         log.span(WAITING, self.since, t)
-        log.received(CONTROL, p, corr, t=t)
+        log.received(CONTROL, p if self.names is None else self.names[p], corr, t=t)
         self.since = t
 
 

@@ -89,13 +89,23 @@ class WorkerCommands:
         self._reported, self._fresh = len(self.symbols._text), {}
         self.tracing = None
 
-    def cmd_trace(self, clock: tuple, seq: int, corr: int) -> None:
+    def cmd_trace(self, clock: tuple, seq: int, corr: int, names: list | None = None,
+                  coordinator: int | None = None) -> None:
         """Log this partition's events from now on (see :mod:`diffflow.runtime.tracing`):
-        ``t`` aligned to the coordinator's ``clock``, numbering from ``seq`` and ``corr``."""
+        ``t`` aligned to the coordinator's ``clock``, numbering from ``seq`` and ``corr``;
+        ``names[p]`` is the worker partition ``p`` logs as, ``coordinator`` the
+        coordinator's (by default: ``p`` and ``P``)."""
         engine = self.engine
-        log = WorkerLog(engine.partition, aligned_origin(clock), seq, corr)
+        me = engine.partition if names is None else names[engine.partition]
+        log = WorkerLog(me, aligned_origin(clock), seq, corr)
         engine.log = log
-        self.tracing = WorkerSide(log, coordinator=engine.parts)
+        self.tracing = WorkerSide(log, engine.parts if coordinator is None else coordinator,
+                                  names)
+
+    def cmd_trace_names(self, names: list) -> None:
+        """The workers partitions log as, after a rescale added or retired some."""
+        if self.tracing is not None:
+            self.tracing.names = names
 
     def cmd_take_trace(self):
         """The events logged since the last call (``None`` when not tracing)."""

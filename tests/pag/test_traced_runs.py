@@ -11,6 +11,7 @@ from diffflow import graphs
 from diffflow.pag.api import PAG, cp_json, load
 from diffflow.pag.checks import violations
 from diffflow.pag.epochs import build_epochs
+from diffflow.runtime.routing import BINS
 
 
 @pytest.fixture(autouse=True)
@@ -80,3 +81,60 @@ def test_the_pag_of_a_trace_equals_the_one_built_from_its_callback_events(tmp_pa
 
     pag = build_epochs(Events.concat(batches))
     assert len(pag) > 0 and cp_json(PAG(pag, epochs=True))[0]["paths"] >= 1
+
+
+def _traced_rescaled_run(path, options: dict) -> list:
+    """Components over random edges at P=2, rescaled 2 -> 3 (batched, a step per epoch) and
+    then 3 -> 1 (all at once) while traced; returns the partition count of each epoch."""
+    rng = np.random.default_rng(5)
+    edges = rng.integers(0, 200, size=(600, 2))
+    counts = []
+    with dd.Dataflow(partitions=2, trace=str(path), **options) as flow:
+        links = flow.input("links", ["src", "dst"])
+        out = graphs.connected_components(links).output()
+        links.insert(edges)
+        for epoch in range(8):
+            if epoch == 2:
+                flow.rescale(partitions=3, strategy="batched", bins_per_step=BINS // 6)
+            if epoch == 6:
+                flow.rescale(partitions=1, strategy="all_at_once", replace=True)
+            if epoch:
+                links.remove(edges[epoch * 7:epoch * 7 + 7])
+                links.insert(rng.integers(0, 200, size=(7, 2)))
+            flow.advance()
+            counts.append(flow.partitions)
+        assert len(out.snapshot()) > 0
+    return counts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runtime", ["processes", "spark"])
+def test_a_trace_spans_a_rescale_2_3_1_with_workers_named_as_they_come_and_go(
+        tmp_path, runtime, request):
+    """Every snapshot of the trace -- before, during and after the plans -- is a well-formed
+    PAG whose critical participation sums to 1; the partition a rescale adds logs as a new
+    worker (3: 0 and 1 are the first partitions, 2 the coordinator); the metrics and the
+    dashboard's timeline read it."""
+    options = {"runtime": runtime}
+    if runtime == "spark":
+        options["spark"] = request.getfixturevalue("spark")
+    path = tmp_path / "rescaled.trace"
+    counts = _traced_rescaled_run(path, options)
+    assert counts[0] == 2 and 3 in counts and counts[-1] == 1
+    pag = load(path)
+    from diffflow.pag.checks import well_formedness
+    from diffflow.pag.dashboard.views import timeline
+
+    assert well_formedness(pag.edges) == []
+    summaries = cp_json(pag)
+    assert [s["epoch"] for s in summaries] == list(range(1, 9))
+    for summary in summaries:
+        assert summary["paths"] >= 1
+        assert math.isclose(sum(summary["by_activity"].values()), 1.0, rel_tol=1e-9)
+    expected = {2: {0, 1, 2}, 3: {0, 1, 2, 3}, 1: {0, 2}}
+    for epoch, parts in enumerate(counts, start=1):
+        assert set(timeline(pag, epoch)["workers"]) == expected[parts], epoch
+    from diffflow.pag.api import metrics
+
+    frame = metrics(pag)
+    assert {0, 1, 2, 3} <= set(frame["from_worker"].tolist())

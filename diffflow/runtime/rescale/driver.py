@@ -82,9 +82,6 @@ class Rescaling:
         if self.plan is not None and not replace:
             raise GraphError(f"a rescaling plan is running ({self.plan.bins_left} bins "
                              f"left); wait for it, or pass replace=True to plan from here")
-        if getattr(runtime, "trace_log", None) is not None:
-            raise GraphError("rescaling a traced dataflow on a cluster runtime is not "
-                             "supported (its trace names a fixed set of workers)")
 
     def _start(self, plan: Plan, runtime) -> None:
         self.plan = plan if plan.steps else None
