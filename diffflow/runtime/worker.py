@@ -74,12 +74,23 @@ class WorkerCommands:
         self._fresh: dict = {}  # strings interned here and not reported yet
         self.tracing: WorkerSide | None = None  # this worker's half of a traced protocol
 
+    warm_when_idle = False  # load numba kernels between commands (a worker process, once built)
+
     def cmd_init(self, graph_blob: bytes, partition: int, parts: int, symbols: dict) -> int:
         graph = pickle.loads(graph_blob)
         self.symbols = SymbolTable()
         self.symbols._text.update(symbols)
         self.start(graph, partition, parts)
+        self.warm_when_idle = True  # (not before: a dataflow's start waits for its inits)
         return os.getpid()
+
+    def cmd_warm(self) -> int:
+        """Load every kernel numba's cache holds now (a worker started ahead of a rescaling
+        step, idle until then); returns how many steps of loading were left."""
+        steps = 0
+        while load_kernel_step():
+            steps += 1
+        return steps
 
     def start(self, graph, partition: int, parts: int) -> None:
         """Build this partition's engine for ``graph``."""
@@ -452,6 +463,8 @@ class WorkerServer(WorkerCommands):
 
     def serve(self) -> None:
         while True:
+            if self.warm_when_idle:
+                self._warm_while_idle()
             try:
                 cmd, args = self.conn.recv()
             except (EOFError, OSError):
@@ -468,6 +481,39 @@ class WorkerServer(WorkerCommands):
                 self.conn.send(reply)
             except (OSError, pickle.PicklingError, TypeError, AttributeError) as exc:
                 self.conn.send(error_reply(exc, ""))
+
+
+    def _warm_while_idle(self) -> None:
+        """Load kernels one at a time while no command waits (each a few ms; numba's import
+        ~0.25 s), so that no epoch pays for loading them on first use."""
+        try:
+            while not self.conn.poll():
+                if not load_kernel_step():
+                    self.warm_when_idle = False
+                    return
+        except (EOFError, OSError):
+            return  # (the coordinator hung up: serve() ends)
+
+
+_LOADING: list = []  # this process's kernel loading: [generator], [] before, [None] once done
+
+
+def load_kernel_step() -> bool:
+    """Load the next of the kernels numba's cache holds
+    (:func:`~diffflow.operators.kernel_cache.load_cached_kernels`); whether any is left.
+    Loading ahead only saves time: if it fails, kernels load on first use as before."""
+    if not _LOADING:
+        from diffflow.operators.kernel_cache import load_cached_kernels
+
+        _LOADING.append(load_cached_kernels())
+    if _LOADING[0] is None:
+        return False
+    try:
+        next(_LOADING[0])
+        return True
+    except Exception:  # noqa: BLE001 - StopIteration (done), or a cache that cannot load
+        _LOADING[0] = None
+        return False
 
 
 def _sent_times(outgoing: list) -> list:
