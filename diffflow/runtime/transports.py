@@ -10,8 +10,9 @@
 
 Every transport offers ``start``, ``call``, ``call_all``, ``sweep`` (one
 sweep on every worker; returns each worker's pointstamps, the strings its
-operators interned and, traced, its report's correlator), ``restart``,
-``close`` and ``pids``.
+operators interned and, traced, its report's correlator), ``resize``,
+``restart``, ``prepare`` and ``ready`` (workers a coming rescaling step needs, started in
+the background: :mod:`~diffflow.runtime.start_ahead`), ``close`` and ``pids``.
 
 >>> InMemoryTransport(2).pids
 []
@@ -19,6 +20,7 @@ operators interned and, traced, its report's correlator), ``restart``,
 from __future__ import annotations
 
 import atexit
+import itertools
 import os
 import socket
 import subprocess
@@ -27,6 +29,7 @@ import threading
 import time
 
 from diffflow.common.errors import DiffflowError, WorkerLost
+from diffflow.runtime.start_ahead import StartAhead
 from diffflow.runtime.wire import no_delay
 from diffflow.runtime.worker import WorkerCommands
 
@@ -56,6 +59,15 @@ class InMemoryTransport:
             w.start(self.graph, p, parts)
             self.workers.append(w)
         del self.workers[parts:]
+
+    def prepare(self, parts: int, symbols: dict, restart: bool = False) -> None:
+        """Nothing to start ahead: a worker here is an object, made at once."""
+
+    def ready(self) -> bool:
+        return True
+
+    def finish_ahead(self) -> None:
+        """Nothing was started ahead."""
 
     @property
     def pids(self) -> list:
@@ -164,6 +176,29 @@ class WorkerPool:
             self.taken += len(taken)
             return taken
 
+    def fill(self, count: int, warm: bool = False) -> int:
+        """At least ``count`` idle workers, launching what the pool lacks (ahead of a
+        restart, :mod:`~diffflow.runtime.start_ahead`); ``warm``: the new ones load their
+        kernels first.  Returns how many were launched."""
+        with self.lock:
+            self.idle = [w for w in self.idle if _idle_and_alive(w[0])]
+            missing = count - len(self.idle)
+            if missing <= 0:
+                return 0
+            self.launcher.launch(missing, self.address, self.authkey, self.bind_host)
+            fresh = self._accept(missing)
+        if warm:  # (outside the lock: takes may go on meanwhile)
+            for conn, _, _ in fresh:
+                conn.send(("warm", ()))
+            fresh = [w for w in fresh if _answered(w[0])]
+        with self.lock:
+            if self.closed:  # (closed meanwhile: nothing will take them)
+                for conn, _, _ in fresh:
+                    conn.close()
+            else:
+                self.idle.extend(fresh)
+        return missing
+
     def _accept(self, count: int) -> list:
         sock = self.listener._listener._socket  # accept() has no timeout argument
         started = time.monotonic()
@@ -244,6 +279,16 @@ def _idle_and_alive(conn) -> bool:
         return False
 
 
+def _answered(conn) -> bool:
+    """Whether a worker answered its last command (a dead one's connection is closed)."""
+    try:
+        conn.recv()
+        return True
+    except (EOFError, OSError):
+        conn.close()
+        return False
+
+
 _PROCESS_POOL: WorkerPool | None = None
 
 
@@ -272,6 +317,8 @@ class SocketTransport:
         self.parts, self.pool = parts, pool
         self.workers: list = []  # [(conn, peer address, pid)] by partition
         self._graph = None
+        self.ahead: StartAhead | None = None  # workers started ahead of a step (prepare)
+        self.taken_ahead = 0  # workers steps took ready-made from a start ahead
 
     @property
     def conns(self) -> list:
@@ -291,19 +338,64 @@ class SocketTransport:
         self.workers = []
         self.resize(self.parts, symbols)
 
+    def prepare(self, parts: int, symbols: dict, restart: bool = False) -> None:
+        """Start in the background the workers a coming step needs
+        (:mod:`~diffflow.runtime.start_ahead`): those of partitions ``[len(workers),
+        parts)``, built, or with ``restart`` the ones a restart at ``parts`` lacks, idle
+        in the pool.  A start for anything else under way is cancelled (its workers go
+        back to the pool); ``parts`` at most the workers held cancels only."""
+        have = len(self.workers)
+        count = parts - have
+        want = ("restart", count) if restart else ("live", have, parts)
+        if self.ahead is not None and self.ahead.what == want and self.ahead.error is None:
+            return
+        self.cancel_ahead()
+        if count > 0:
+            self.ahead = StartAhead(self.pool, count,
+                                    None if restart else (self._blob, have, parts, symbols))
+
+    def ready(self) -> bool:
+        """Whether no start ahead is under way (:meth:`StartAhead.ready`)."""
+        return self.ahead is None or self.ahead.ready()
+
+    def cancel_ahead(self) -> None:
+        """Cancel the start ahead, if any: its workers go back to the pool."""
+        ahead, self.ahead = self.ahead, None
+        if ahead is not None:
+            ahead.cancel()
+
+    def finish_ahead(self) -> None:
+        """Wait for a start ahead of a restart (:meth:`prepare`), raising why it failed."""
+        ahead = self.ahead
+        if ahead is not None and ahead.init is None:
+            self.ahead = None
+            ahead.take()
+
     def resize(self, parts: int, symbols: dict) -> None:
-        """Workers for partitions ``[len(workers), parts)`` taken from the pool (launched
-        when it lacks them) and connected to every other, or those ``>= parts`` given
-        back (rescaling: the coordinator moves their state first)."""
+        """Workers for partitions ``[len(workers), parts)`` -- started ahead for this step
+        (:meth:`prepare`) or taken from the pool now (launched when it lacks them) -- and
+        connected to every other, or those ``>= parts`` given back (rescaling: the
+        coordinator moves their state first)."""
         have = len(self.workers)
         if parts > have:
-            fresh = self.pool.take(parts - have)
-            self.workers = self.workers + fresh
-            self.parts = parts
-            for p in range(have, parts):
-                self._send(p, "init", (self._blob, p, parts, symbols))
-            for p in range(have, parts):
-                self._reply(p)
+            ahead = self.ahead
+            if ahead is not None and ahead.what == ("live", have, parts):
+                self.ahead = None
+                ready = ahead.finished
+                self.workers = self.workers + ahead.take()  # (raises why they failed)
+                self.parts = parts
+                self.taken_ahead += (parts - have) if ready else 0
+                fresh = dict(itertools.islice(symbols.items(), ahead.symbols, None))
+                for p in range(have, parts) if fresh else ():  # strings interned since
+                    self.call(p, "symbols", fresh)
+            else:
+                fresh = self.pool.take(parts - have)
+                self.workers = self.workers + fresh
+                self.parts = parts
+                for p in range(have, parts):
+                    self._send(p, "init", (self._blob, p, parts, symbols))
+                for p in range(have, parts):
+                    self._reply(p)
             self.call_all("peers", [([w[1] for w in self.workers],)] * parts)
         elif parts < have:
             retired, self.workers = self.workers[parts:], self.workers[:parts]
@@ -368,7 +460,12 @@ class SocketTransport:
 
     def restart(self, symbols: dict, parts: int | None = None) -> None:
         """Survivors go back to the pool, reset; fresh ones start with the current ``symbols``
-        (``parts`` of them: by default as many as before)."""
+        (``parts`` of them: by default as many as before).  A start ahead of a restart is
+        waited for (it fills the pool); one for partitions to add stays for its step."""
+        ahead = self.ahead
+        if ahead is not None and ahead.init is None:
+            self.ahead = None
+            ahead.thread.join()  # (if it failed, the restart's own launch says why)
         self.pool.give_back(self.workers)
         self.workers = []
         if parts is not None:
@@ -376,5 +473,6 @@ class SocketTransport:
         self.start(self._graph, symbols)
 
     def close(self) -> None:
+        self.cancel_ahead()
         self.pool.give_back(self.workers)
         self.workers = []

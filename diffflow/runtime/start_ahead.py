@@ -1,0 +1,123 @@
+"""Partition workers started in the background, ahead of the rescaling step that needs them.
+
+Starting a worker costs about a second (a process or a Spark task, Python's imports,
+numba's kernels, the graph unpickled and its engine built); done inside a step, all of it
+lands on one epoch.  So when a plan adds partitions, the runtime starts their workers as
+soon as the plan is made (:meth:`~diffflow.runtime.transports.SocketTransport.prepare`), in
+a thread: it takes them from the pool (which launches what it lacks), sends each the graph
+and its partition (``init``) and has it load its kernels (``warm``).  The plan's batched or
+fluid steps wait an epoch at a time until that is done
+(:meth:`~diffflow.runtime.rescale.pacing.Background.must_start`); the step then only
+connects the workers to their peers and passes them the strings interned since.  A
+restart (``strategy="restart"`` with a later ``start_epoch``) gets the pool filled with
+the extra workers it will need instead: a restart builds every worker anew.
+
+A start that fails is reported by the step that needs the workers, in one message; a
+plan replaced, or a dataflow closed, before its step hands them back to the pool.
+
+>>> StartAhead.__name__
+'StartAhead'
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+from diffflow.common.errors import WorkerLost
+
+
+class StartAhead:
+    """``count`` workers started in a background thread: built for partitions ``first,
+    first + 1, ...`` of ``parts`` (``init``: ``(graph blob, first, parts, symbols)``), or,
+    with ``init`` None, left idle in ``pool`` (started and warmed: for a restart)."""
+
+    def __init__(self, pool, count: int, init: tuple | None = None):
+        self.pool, self.count, self.init = pool, count, init
+        self.what = ("restart", count) if init is None else ("live", init[1], init[2])
+        self.symbols = 0 if init is None else len(init[3])  # strings the workers were given
+        self.workers: list = []  # [(conn, peer address, pid)], once taken
+        self.error: BaseException | None = None
+        self.finished = False
+        self.cancelled = False
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+        self.thread = threading.Thread(target=self._run, daemon=True,
+                                       name="diffflow-start-ahead")
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            if self.init is None:
+                self.pool.fill(self.count, warm=True)
+            else:
+                workers = self.pool.take(self.count)
+                with self._lock:
+                    self.workers = workers
+                blob, first, parts, symbols = self.init
+                _call_each(workers, first, "init", lambda p: (blob, p, parts, symbols))
+                _call_each(workers, first, "warm", lambda p: ())
+        except BaseException as exc:  # noqa: BLE001 - told by take() at the step
+            self.error = exc
+        finally:
+            with self._lock:
+                self.finished = True
+                give = (self.cancelled or self.error is not None) and self.workers
+            if give:
+                self._give_back()
+
+    def ready(self) -> bool:
+        """Whether the step may go ahead: the start is done (or failed: the step says why),
+        or it has taken longer than the pool's start timeout (the step then waits for it)."""
+        return self.finished or time.monotonic() - self.started > self.pool.start_timeout
+
+    def take(self) -> list:
+        """The workers, once started (waits for them); raises why they could not start."""
+        self.thread.join()
+        if self.error is not None:
+            what = (f"{self.count} partition worker(s) for a restart" if self.init is None else
+                    f"the partition worker(s) for partitions {self.init[1]}.."
+                    f"{self.init[1] + self.count - 1}")
+            raise RuntimeError(f"starting {what} in the background failed: "
+                               f"{_describe(self.error)}") from self.error
+        return self.workers
+
+    def cancel(self) -> None:
+        """Hand the workers back to the pool (now, or when the thread is done with them)."""
+        with self._lock:
+            self.cancelled = True
+            give = self.finished and self.error is None and self.workers
+        if give:
+            self._give_back()
+
+    def _give_back(self) -> None:
+        workers, self.workers = self.workers, []
+        self.pool.give_back(workers)
+
+
+def _call_each(workers: list, first: int, cmd: str, args_of) -> None:
+    """Send every worker ``cmd``, then read every reply (partition ``first + i``)."""
+    for i, (conn, _, _) in enumerate(workers):
+        conn.send((cmd, tuple(args_of(first + i))))
+    failure = None
+    for i, (conn, _, _) in enumerate(workers):
+        try:
+            reply = conn.recv()
+        except (EOFError, OSError) as exc:
+            failure = failure or WorkerLost(f"partition worker {first + i} is gone "
+                                            f"({type(exc).__name__})")
+            continue
+        if reply[0] != "ok" and failure is None:
+            failure = reply[1] if isinstance(reply[1], BaseException) else \
+                RuntimeError(f"partition worker {first + i} failed: {reply[2]}\n{reply[3]}")
+    if failure is not None:
+        raise failure
+
+
+def _describe(exc: BaseException) -> str:
+    """``exc`` in one line for a person: its message, or its type when it has none.
+
+    >>> _describe(TimeoutError()), _describe(ValueError("no slot"))
+    ('TimeoutError', 'no slot')
+    """
+    text = str(exc).strip()
+    return text if text else type(exc).__name__
