@@ -5,7 +5,10 @@ numba's kernels, the graph unpickled and its engine built); done inside a step, 
 lands on one epoch.  So when a plan adds partitions, the runtime starts their workers as
 soon as the plan is made (:meth:`~diffflow.runtime.transports.SocketTransport.prepare`), in
 a thread: it takes them from the pool (which launches what it lacks), sends each the graph
-and its partition (``init``) and has it load its kernels (``warm``).  The plan's batched or
+and its partition (``init``) and has it load its kernels (``warm``).  A worker does all of
+that in threads of the lowest priority (:func:`~diffflow.runtime.worker.worker_command`),
+so the start takes what the running dataflow leaves of the processors: its epochs keep
+their pace, and on a busy machine the start takes longer.  The plan's batched or
 fluid steps wait an epoch at a time until that is done
 (:meth:`~diffflow.runtime.rescale.pacing.Background.must_start`); the step then only
 connects the workers to their peers and passes them the strings interned since.  A
@@ -50,11 +53,11 @@ class StartAhead:
             if self.init is None:
                 self.pool.fill(self.count, warm=True)
             else:
-                workers = self.pool.take(self.count)
+                workers = self.pool.take(self.count, background=True)
                 with self._lock:
                     self.workers = workers
                 blob, first, parts, symbols = self.init
-                _call_each(workers, first, "init", lambda p: (blob, p, parts, symbols))
+                _call_each(workers, first, "init", lambda p: (blob, p, parts, symbols, True))
                 _call_each(workers, first, "warm", lambda p: ())
         except BaseException as exc:  # noqa: BLE001 - told by take() at the step
             self.error = exc

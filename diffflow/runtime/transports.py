@@ -31,7 +31,7 @@ import time
 from diffflow.common.errors import DiffflowError, WorkerLost
 from diffflow.runtime.start_ahead import StartAhead
 from diffflow.runtime.wire import no_delay
-from diffflow.runtime.worker import WorkerCommands
+from diffflow.runtime.worker import WorkerCommands, worker_command
 
 
 class InMemoryTransport:
@@ -121,12 +121,15 @@ class ProcessLauncher:
         self.procs: list = []
         self.pool = None
 
-    def launch(self, count: int, address: tuple, authkey: bytes, bind_host: str) -> None:
+    def launch(self, count: int, address: tuple, authkey: bytes, bind_host: str,
+               background: bool = False) -> None:
+        """Start ``count`` workers that connect to ``address``; ``background``: at the lowest
+        priority until they serve (:func:`~diffflow.runtime.worker.worker_command`)."""
         env = dict(os.environ, SPARK_LOCAL_IP=bind_host)
         for _ in range(count):
             self.procs.append(subprocess.Popen(
-                [sys.executable, "-m", "diffflow.runtime.worker", address[0], str(address[1]),
-                 authkey.hex(), bind_host], env=env, stdin=subprocess.DEVNULL))
+                worker_command(address[0], address[1], authkey, bind_host,
+                               background=background), env=env, stdin=subprocess.DEVNULL))
 
     def check(self) -> None:
         """Nothing to tell: a worker process that fails to start never connects."""
@@ -164,29 +167,30 @@ class WorkerPool:
     def address(self) -> tuple:
         return self.listener.address
 
-    def take(self, count: int) -> list:
-        """``count`` workers, launching what the pool lacks."""
+    def take(self, count: int, background: bool = False) -> list:
+        """``count`` workers, launching what the pool lacks (``background``: at the lowest
+        priority until they serve, for a start ahead of a rescaling step)."""
         with self.lock:
             self.idle = [w for w in self.idle if _idle_and_alive(w[0])]
             missing = count - len(self.idle)
             if missing > 0:
-                self.launcher.launch(missing, self.address, self.authkey, self.bind_host)
-                self.idle.extend(self._accept(missing))
+                self._launch(missing, background)
+                self.idle.extend(self._accept(missing, quiet=background))
             taken, self.idle = self.idle[:count], self.idle[count:]
             self.taken += len(taken)
             return taken
 
     def fill(self, count: int, warm: bool = False) -> int:
-        """At least ``count`` idle workers, launching what the pool lacks (ahead of a
-        restart, :mod:`~diffflow.runtime.start_ahead`); ``warm``: the new ones load their
-        kernels first.  Returns how many were launched."""
+        """At least ``count`` idle workers, launching what the pool lacks in the background
+        (ahead of a restart, :mod:`~diffflow.runtime.start_ahead`); ``warm``: the new ones
+        load their kernels first.  Returns how many were launched."""
         with self.lock:
             self.idle = [w for w in self.idle if _idle_and_alive(w[0])]
             missing = count - len(self.idle)
             if missing <= 0:
                 return 0
-            self.launcher.launch(missing, self.address, self.authkey, self.bind_host)
-            fresh = self._accept(missing)
+            self._launch(missing, background=True)
+            fresh = self._accept(missing, quiet=True)
         if warm:  # (outside the lock: takes may go on meanwhile)
             for conn, _, _ in fresh:
                 conn.send(("warm", ()))
@@ -199,7 +203,16 @@ class WorkerPool:
                 self.idle.extend(fresh)
         return missing
 
-    def _accept(self, count: int) -> list:
+    def _launch(self, count: int, background: bool) -> None:
+        if background:
+            self.launcher.launch(count, self.address, self.authkey, self.bind_host,
+                                 background=True)
+        else:
+            self.launcher.launch(count, self.address, self.authkey, self.bind_host)
+
+    def _accept(self, count: int, quiet: bool = False) -> list:
+        """``count`` workers' connections, as they come (within :attr:`start_timeout`);
+        unless ``quiet`` (nobody waits: a start in the background), slow starts are told."""
         sock = self.listener._listener._socket  # accept() has no timeout argument
         started = time.monotonic()
         deadline = started + self.start_timeout
@@ -212,7 +225,7 @@ class WorkerPool:
             if left <= 0:
                 raise WorkerLost(f"only {len(found)} of {count} partition workers started "
                                  f"within {self.start_timeout:.0f} s")
-            if now - started > 10 and now - told > 10:  # (e.g. executors still starting)
+            if not quiet and now - started > 10 and now - told > 10:  # (executors starting)
                 print(f"diffflow: waiting for {count - len(found)} of {count} partition "
                       f"worker(s) to start ({now - started:.0f} s of {self.start_timeout:.0f})",
                       file=sys.stderr, flush=True)

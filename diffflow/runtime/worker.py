@@ -76,21 +76,36 @@ class WorkerCommands:
 
     warm_when_idle = False  # load numba kernels between commands (a worker process, once built)
 
-    def cmd_init(self, graph_blob: bytes, partition: int, parts: int, symbols: dict) -> int:
-        graph = pickle.loads(graph_blob)
-        self.symbols = SymbolTable()
-        self.symbols._text.update(symbols)
-        self.start(graph, partition, parts)
+    def cmd_init(self, graph_blob: bytes, partition: int, parts: int, symbols: dict,
+                 background: bool = False) -> int:
+        """Build this partition's engine for the pickled graph; ``background``: in a thread
+        of the lowest priority (a worker started ahead of a rescaling step)."""
+        def build():
+            if background:
+                lowest_priority()
+            graph = pickle.loads(graph_blob)
+            self.symbols = SymbolTable()
+            self.symbols._text.update(symbols)
+            self.start(graph, partition, parts)
+
+        in_background(build) if background else build()
         self.warm_when_idle = True  # (not before: a dataflow's start waits for its inits)
         return os.getpid()
 
     def cmd_warm(self) -> int:
         """Load every kernel numba's cache holds now (a worker started ahead of a rescaling
-        step, idle until then); returns how many steps of loading were left."""
-        steps = 0
-        while load_kernel_step():
-            steps += 1
-        return steps
+        step, idle until then), in a thread of the lowest priority (:func:`lowest_priority`:
+        the epochs of the dataflow meanwhile keep the processors); returns how many steps
+        of loading were left."""
+        steps = []
+
+        def load():
+            lowest_priority()
+            while load_kernel_step():
+                steps.append(1)
+
+        in_background(load)
+        return len(steps)
 
     def start(self, graph, partition: int, parts: int) -> None:
         """Build this partition's engine for ``graph``."""
@@ -514,6 +529,71 @@ def load_kernel_step() -> bool:
     except Exception:  # noqa: BLE001 - StopIteration (done), or a cache that cannot load
         _LOADING[0] = None
         return False
+
+
+#: the ``nice`` value of the threads that start a worker in the background
+BACKGROUND_NICE = 10
+
+
+def lowest_priority() -> None:
+    """Run the calling thread at a low priority: ``nice`` :data:`BACKGROUND_NICE` for this
+    thread only, on Linux (elsewhere nothing changes).  A thread cannot raise its priority
+    back, so only threads that end call it."""
+    if sys.platform.startswith("linux"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+        except OSError:
+            pass
+
+
+def in_background(fn) -> None:
+    """Run ``fn`` in a thread of its own and wait for it; raise what it raised."""
+    failure = []
+
+    def run():
+        try:
+            fn()
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name="diffflow-background")
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+
+
+# A worker started in the background (ahead of a rescaling step) imports diffflow in a
+# thread of the lowest priority, so that its start takes only what the running dataflow
+# leaves of the processors; its main thread, which serves the dataflow, keeps its priority.
+_BACKGROUND_START = """\
+import os, sys, threading
+def imports():
+    if sys.platform.startswith("linux"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), {nice})
+        except OSError:
+            pass
+    import diffflow.runtime.worker
+thread = threading.Thread(target=imports)
+thread.start()
+thread.join()
+from diffflow.runtime.worker import main
+main(sys.argv[1:])
+""".format(nice=BACKGROUND_NICE)
+
+
+def worker_command(host: str, port: int, authkey: bytes, bind_host: str, parent=None,
+                   background: bool = False) -> list:
+    """The command line of a worker process (see :func:`main`); ``background``: it starts
+    at the lowest priority (ahead of a rescaling step: :mod:`~diffflow.runtime.start_ahead`).
+
+    >>> worker_command("127.0.0.1", 5000, b"k", "127.0.0.1")[1:4]
+    ['-m', 'diffflow.runtime.worker', '127.0.0.1']
+    """
+    args = [host, str(port), authkey.hex(), bind_host] + ([] if parent is None else [str(parent)])
+    start = ["-c", _BACKGROUND_START] if background else ["-m", "diffflow.runtime.worker"]
+    return [sys.executable, *start, *args]
 
 
 def _sent_times(outgoing: list) -> list:

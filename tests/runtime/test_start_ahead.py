@@ -154,10 +154,10 @@ class LaunchFails(ProcessLauncher):
 
     fail = False
 
-    def launch(self, count, address, authkey, bind_host):
+    def launch(self, count, address, authkey, bind_host, **options):
         if self.fail:
             raise RuntimeError("no free slot for another partition worker (test)")
-        super().launch(count, address, authkey, bind_host)
+        super().launch(count, address, authkey, bind_host, **options)
 
 
 def test_a_failed_start_is_reported_by_the_step_and_the_next_attempt_starts_it(own_pool):
