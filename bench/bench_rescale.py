@@ -26,9 +26,9 @@ Usage::
   batched 2 -> 3 plan (the epochs until its last step), ``--plan-steady`` epochs on 3
   partitions, then an all-at-once 3 -> 1 step.  With ``--runtime processes`` or ``spark``
   (``local_session("local[3]")``) a new worker is launched by the plan.  Prints the steady
-  p50 before and after, the worst epoch of the plan (from the ``rescale`` call to its last
-  step) against the steady p50, the epochs the first step waited for its worker, and the
-  3 -> 1 step's epoch.  ``--plan-runs`` runs, each in a fresh pool of workers.
+  p50 before (and the worst epoch before: a worker's first epochs) and after, the worst
+  epoch of the plan (from the ``rescale`` call to its last step) against the steady p50,
+  the epochs the first step waited for its worker, and the 3 -> 1 step's epoch.  ``--plan-runs`` runs, each in a fresh pool of workers.
 
 For each workload and strategy it prints steady-state p50/p99 (a control run of the same
 workload, as many epochs as the longest run, with no plan; see :func:`summarize`), the
@@ -395,7 +395,7 @@ def run_plan(args, runtime_options: dict) -> dict:
     ahead = getattr(transport, "taken_ahead", None)
     flow.close()
     base = float(np.median(steady[5:] if len(steady) > 10 else steady))
-    return {"steady_p50_ms": base, "plan_call_ms": plan_ms,
+    return {"steady_p50_ms": base, "steady_max_ms": max(steady), "plan_call_ms": plan_ms,
             "during_ms": during, "worst_ms": max(during), "ratio": max(during) / base,
             "first_step_ms": during[first_step], "waited": plan.waited,
             "steps": len(plan.steps), "taken_ahead": ahead,
@@ -417,7 +417,8 @@ def plan_workload(args) -> dict:
         runs.append(run_plan(args, options))
         fresh_pool(args.runtime, session)
         r = runs[-1]
-        print(f"plan ({args.runtime}): steady p50 {r['steady_p50_ms']:.0f} ms, worst of the "
+        print(f"plan ({args.runtime}): steady p50 {r['steady_p50_ms']:.0f} ms (worst "
+              f"{r['steady_max_ms']:.0f} ms, no plan yet), worst of the "
               f"plan {r['worst_ms']:.0f} ms (x{r['ratio']:.2f}; first step "
               f"{r['first_step_ms']:.0f} ms after waiting {r['waited']} epoch(s), "
               f"{r['steps']} steps, {r['taken_ahead']} worker(s) taken ready-made), "

@@ -6,9 +6,10 @@ lands on one epoch.  So when a plan adds partitions, the runtime starts their wo
 soon as the plan is made (:meth:`~diffflow.runtime.transports.SocketTransport.prepare`), in
 a thread: it takes them from the pool (which launches what it lacks), sends each the graph
 and its partition (``init``) and has it load its kernels (``warm``).  A worker does all of
-that in threads of the lowest priority (:func:`~diffflow.runtime.worker.worker_command`),
+that in threads of the lowest priority (:func:`~diffflow.runtime.worker.lowest_priority`),
 so the start takes what the running dataflow leaves of the processors: its epochs keep
-their pace, and on a busy machine the start takes longer.  The plan's batched or
+their pace, and on a busy machine the start takes longer (after :data:`PATIENCE` seconds
+the step starts its own workers, as without a start ahead).  The plan's batched or
 fluid steps wait an epoch at a time until that is done
 (:meth:`~diffflow.runtime.rescale.pacing.Background.must_start`); the step then only
 connects the workers to their peers and passes them the strings interned since.  A
@@ -27,6 +28,10 @@ import threading
 import time
 
 from diffflow.common.errors import WorkerLost
+
+#: seconds a step waits (an epoch at a time) for workers started ahead before it starts its
+#: own: the start runs at the lowest priority, and a machine kept busy may not run it at all
+PATIENCE = 60.0
 
 
 class StartAhead:
@@ -70,8 +75,18 @@ class StartAhead:
 
     def ready(self) -> bool:
         """Whether the step may go ahead: the start is done (or failed: the step says why),
-        or it has taken longer than the pool's start timeout (the step then waits for it)."""
-        return self.finished or time.monotonic() - self.started > self.pool.start_timeout
+        or it has taken more than :data:`PATIENCE` seconds (a machine too busy to give it
+        any time: the step then starts its own workers, as without a start ahead)."""
+        return self.finished or time.monotonic() - self.started > PATIENCE
+
+    def claim(self) -> list | None:
+        """The workers, if the start is done (raising why it failed); else ``None``, and
+        the start is cancelled (its workers go to the pool when they come)."""
+        with self._lock:
+            if not self.finished:
+                self.cancelled = True
+                return None
+        return self.take()
 
     def take(self) -> list:
         """The workers, once started (waits for them); raises why they could not start."""

@@ -378,11 +378,13 @@ class SocketTransport:
             ahead.cancel()
 
     def finish_ahead(self) -> None:
-        """Wait for a start ahead of a restart (:meth:`prepare`), raising why it failed."""
+        """End a start ahead of a restart (:meth:`prepare`): raise why it failed; if it is
+        still under way, it goes on filling the pool and the restart launches what it
+        lacks itself."""
         ahead = self.ahead
         if ahead is not None and ahead.init is None:
             self.ahead = None
-            ahead.take()
+            ahead.claim()
 
     def resize(self, parts: int, symbols: dict) -> None:
         """Workers for partitions ``[len(workers), parts)`` -- started ahead for this step
@@ -391,13 +393,14 @@ class SocketTransport:
         coordinator moves their state first)."""
         have = len(self.workers)
         if parts > have:
-            ahead = self.ahead
+            ahead, started = self.ahead, None
             if ahead is not None and ahead.what == ("live", have, parts):
                 self.ahead = None
-                ready = ahead.finished
-                self.workers = self.workers + ahead.take()  # (raises why they failed)
+                started = ahead.claim()  # (raises why they failed; None: still starting)
+            if started is not None:
+                self.workers = self.workers + started
                 self.parts = parts
-                self.taken_ahead += (parts - have) if ready else 0
+                self.taken_ahead += parts - have
                 fresh = dict(itertools.islice(symbols.items(), ahead.symbols, None))
                 for p in range(have, parts) if fresh else ():  # strings interned since
                     self.call(p, "symbols", fresh)
@@ -473,12 +476,11 @@ class SocketTransport:
 
     def restart(self, symbols: dict, parts: int | None = None) -> None:
         """Survivors go back to the pool, reset; fresh ones start with the current ``symbols``
-        (``parts`` of them: by default as many as before).  A start ahead of a restart is
-        waited for (it fills the pool); one for partitions to add stays for its step."""
+        (``parts`` of them: by default as many as before).  A start ahead of a restart ends
+        here (it goes on filling the pool); one for partitions to add stays for its step."""
         ahead = self.ahead
-        if ahead is not None and ahead.init is None:
+        if ahead is not None and ahead.init is None:  # (it goes on filling the pool)
             self.ahead = None
-            ahead.thread.join()  # (if it failed, the restart's own launch says why)
         self.pool.give_back(self.workers)
         self.workers = []
         if parts is not None:

@@ -531,17 +531,23 @@ def load_kernel_step() -> bool:
         return False
 
 
-#: the ``nice`` value of the threads that start a worker in the background
-BACKGROUND_NICE = 10
-
-
 def lowest_priority() -> None:
-    """Run the calling thread at a low priority: ``nice`` :data:`BACKGROUND_NICE` for this
-    thread only, on Linux (elsewhere nothing changes).  A thread cannot raise its priority
-    back, so only threads that end call it."""
-    if sys.platform.startswith("linux"):
+    """Run the calling thread (and the threads it starts) only when the processors have
+    nothing else to do: Linux's ``SCHED_IDLE`` policy (``nice`` 19 where it is missing;
+    elsewhere nothing changes).  ``nice`` alone is not enough: beside a running dataflow,
+    a busy thread at ``nice`` 19 made its epochs ~1.6x longer (its processes, waking up
+    after every exchange, wait for the processor), one at ``SCHED_IDLE`` ~1.05-1.25x.  A
+    thread cannot leave that policy without privileges, so only threads that end call it,
+    and the thread serving the dataflow waits for them (never the other way round: it
+    would wait for the interpreter's lock, held by a thread that may not run)."""
+    if not sys.platform.startswith("linux"):
+        return
+    me = threading.get_native_id()
+    try:
+        os.sched_setscheduler(me, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
         try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+            os.setpriority(os.PRIO_PROCESS, me, 19)
         except OSError:
             pass
 
@@ -564,15 +570,16 @@ def in_background(fn) -> None:
 
 
 # A worker started in the background (ahead of a rescaling step) imports diffflow in a
-# thread of the lowest priority, so that its start takes only what the running dataflow
-# leaves of the processors; its main thread, which serves the dataflow, keeps its priority.
+# thread of the lowest priority (:func:`lowest_priority`, as it can before the import), so
+# that its start takes only what the running dataflow leaves of the processors; its main
+# thread, which serves the dataflow, waits for it and keeps its priority.
 _BACKGROUND_START = """\
 import os, sys, threading
 def imports():
     if sys.platform.startswith("linux"):
         try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), {nice})
-        except OSError:
+            os.sched_setscheduler(threading.get_native_id(), os.SCHED_IDLE, os.sched_param(0))
+        except (AttributeError, OSError):
             pass
     import diffflow.runtime.worker
 thread = threading.Thread(target=imports)
@@ -580,13 +587,14 @@ thread.start()
 thread.join()
 from diffflow.runtime.worker import main
 main(sys.argv[1:])
-""".format(nice=BACKGROUND_NICE)
+"""
 
 
 def worker_command(host: str, port: int, authkey: bytes, bind_host: str, parent=None,
                    background: bool = False) -> list:
     """The command line of a worker process (see :func:`main`); ``background``: it starts
-    at the lowest priority (ahead of a rescaling step: :mod:`~diffflow.runtime.start_ahead`).
+    at the lowest priority (ahead of a rescaling step: :mod:`~diffflow.runtime.start_ahead`),
+    loading its modules in a thread of :func:`lowest_priority`.
 
     >>> worker_command("127.0.0.1", 5000, b"k", "127.0.0.1")[1:4]
     ['-m', 'diffflow.runtime.worker', '127.0.0.1']

@@ -101,7 +101,8 @@ def test_a_plan_adding_partitions_starts_its_worker_before_its_first_step():
             flow.advance()
         transport = flow._runtime.transport
         plan = flow.rescale(partitions=3, strategy="batched", max_rows_per_step=10)
-        assert transport.ahead.what == ("live", 2, 3)  # started in the background, now
+        ahead = transport.ahead
+        assert ahead.what == ("live", 2, 3)  # started in the background, now
         first_step = []
 
         def finished():
@@ -109,7 +110,9 @@ def test_a_plan_adding_partitions_starts_its_worker_before_its_first_step():
                 first_step.append(transport.taken_ahead)
             return flow.migration is None
 
-        run_until(flow, inputs, outs, feed, finished, first=2)
+        run_until(flow, inputs, outs, feed, lambda: flow.epoch >= 4 or finished(), first=2)
+        ahead.thread.join()  # (it runs at the lowest priority: a busy machine makes it slow)
+        run_until(flow, inputs, outs, feed, finished, first=flow.epoch)
         assert first_step == [1] and plan.done and len(plan.steps) > 1
         assert flow.partitions == 3 and len(flow._runtime.worker_pids()) == 3
         assert transport.ahead is None and flow._runtime.recoveries == 0
@@ -184,6 +187,33 @@ def test_a_failed_start_is_reported_by_the_step_and_the_next_attempt_starts_it(o
     assert flow.partitions == 3 and flow._runtime.transport.taken_ahead == 0
     flow.close()
     assert live_pids(pool) == {w[2] for w in pool.idle} and len(pool.idle) == 3
+
+
+def test_a_step_that_runs_out_of_patience_starts_its_own_worker(own_pool, monkeypatch):
+    """A machine too busy to run the start ahead (it runs at the lowest priority): after
+    start_ahead.PATIENCE seconds (here none) the step starts its worker itself, and the
+    start ahead, cancelled, leaves its worker idle in the pool."""
+    from diffflow.runtime import start_ahead
+
+    monkeypatch.setattr(start_ahead, "PATIENCE", -1.0)
+    pool = own_pool()
+    flow = dd.Dataflow(partitions=2, runtime="processes")
+    inputs, outs = build(flow)
+    feed = Feed()
+    feed.epoch(inputs, 0)
+    flow.advance()
+    transport = flow._runtime.transport
+    flow.rescale(partitions=3, strategy="batched")
+    ahead = transport.ahead
+    end = run_until(flow, inputs, outs, feed, lambda: flow.migration is None, first=1)
+    ahead.thread.join()
+    assert transport.taken_ahead in (0, 1)  # (0 unless the start was done at the step)
+    assert flow.partitions == 3 and pool.taken == 3 and len(pool.idle) == 1 - transport.taken_ahead
+    assert live_pids(pool) == {w[2] for w in pool.idle + transport.workers}
+    feed.epoch(inputs, end)
+    flow.advance()
+    feed.check(outs, end)
+    flow.close()
 
 
 def test_a_restart_at_a_later_epoch_starts_the_worker_it_lacks_meanwhile(own_pool):

@@ -123,8 +123,9 @@ class Background:
         they add: started in the background since the plan was made
         (:mod:`diffflow.runtime.start_ahead`), so that no epoch waits for a process start.
         Batched and fluid steps wait (until the start is done, or failed: the step says
-        why; at most the pool's start timeout); an all-at-once step, one stall by choice,
-        waits for them within its epoch if need be."""
+        why; after :data:`~diffflow.runtime.start_ahead.PATIENCE` seconds they start their
+        own workers); an all-at-once step, one stall by choice, waits for them within its
+        epoch if need be."""
         if plan.strategy == "all_at_once":
             return False
         return max(s.parts for s in due) > runtime.parts and not runtime.workers_ready()
