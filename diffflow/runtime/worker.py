@@ -87,9 +87,10 @@ class WorkerCommands:
             self.symbols = SymbolTable()
             self.symbols._text.update(symbols)
             self.start(graph, partition, parts)
+            if not self.warm_when_idle:  # numba itself with the start; kernels while idle
+                self.warm_when_idle = load_kernel_step()
 
         in_background(build) if background else build()
-        self.warm_when_idle = True  # (not before: a dataflow's start waits for its inits)
         return os.getpid()
 
     def cmd_warm(self) -> int:
@@ -499,16 +500,28 @@ class WorkerServer(WorkerCommands):
 
 
     def _warm_while_idle(self) -> None:
-        """Load kernels one at a time while no command waits (each a few ms; numba's import
-        ~0.25 s), so that no epoch pays for loading them on first use."""
+        """Load kernels while the worker is idle (no command for :data:`IDLE_WAIT` seconds:
+        not between the commands of one epoch), a kernel at a time (a few ms each) for at
+        most :data:`IDLE_SLICE` seconds per idle spell, so that no epoch pays for loading
+        them on first use and none waits long for the loading."""
         try:
-            while not self.conn.poll():
+            deadline = None
+            while not self.conn.poll(IDLE_WAIT):
+                now = time.perf_counter()
+                deadline = deadline or now + IDLE_SLICE
+                if now >= deadline:
+                    return
                 if not load_kernel_step():
                     self.warm_when_idle = False
                     return
         except (EOFError, OSError):
             return  # (the coordinator hung up: serve() ends)
 
+
+#: seconds without a command after which a worker counts as idle (and loads kernels) ...
+IDLE_WAIT = 0.002
+#: ... for at most this long at a time
+IDLE_SLICE = 0.01
 
 _LOADING: list = []  # this process's kernel loading: [generator], [] before, [None] once done
 
