@@ -110,7 +110,7 @@ def serve_partition(args, _rows):
     """The Spark task of one partition worker: start it, wait for it, end with it."""
     from pyspark import TaskContext
 
-    from diffflow.runtime.worker import worker_command
+    from diffflow.runtime.worker_start import worker_command
 
     host, port, authkey_hex, background = args
     context = TaskContext.get()

@@ -6,7 +6,7 @@ lands on one epoch.  So when a plan adds partitions, the runtime starts their wo
 soon as the plan is made (:meth:`~diffflow.runtime.transports.SocketTransport.prepare`), in
 a thread: it takes them from the pool (which launches what it lacks), sends each the graph
 and its partition (``init``) and has it load its kernels (``warm``).  A worker does all of
-that in threads of the lowest priority (:func:`~diffflow.runtime.worker.lowest_priority`),
+that in threads of the lowest priority (:func:`~diffflow.runtime.worker_start.lowest_priority`),
 so the start takes what the running dataflow leaves of the processors: its epochs keep
 their pace, and on a busy machine the start takes longer (after :data:`PATIENCE` seconds
 the step starts its own workers, as without a start ahead).  The plan's batched or

@@ -31,7 +31,8 @@ import time
 from diffflow.common.errors import DiffflowError, WorkerLost
 from diffflow.runtime.start_ahead import StartAhead
 from diffflow.runtime.wire import no_delay
-from diffflow.runtime.worker import WorkerCommands, worker_command
+from diffflow.runtime.worker import WorkerCommands
+from diffflow.runtime.worker_start import worker_command
 
 
 class InMemoryTransport:
@@ -124,7 +125,7 @@ class ProcessLauncher:
     def launch(self, count: int, address: tuple, authkey: bytes, bind_host: str,
                background: bool = False) -> None:
         """Start ``count`` workers that connect to ``address``; ``background``: at the lowest
-        priority until they serve (:func:`~diffflow.runtime.worker.worker_command`)."""
+        priority until they serve (:func:`~diffflow.runtime.worker_start.worker_command`)."""
         env = dict(os.environ, SPARK_LOCAL_IP=bind_host)
         for _ in range(count):
             self.procs.append(subprocess.Popen(
