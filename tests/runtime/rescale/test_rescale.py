@@ -124,6 +124,15 @@ def distinct_of(rows, partitions: int = 2, **options) -> tuple:
     return flow, a, out
 
 
+def workers_started(flow) -> None:
+    """Wait until the workers a plan adds have started (worker processes start them in the
+    background, and a batched or fluid step waits for them an epoch at a time), so that
+    its steps apply at their epochs on every runtime."""
+    ahead = getattr(getattr(flow._runtime, "transport", None), "ahead", None)
+    if ahead is not None:
+        ahead.thread.join()
+
+
 def check_invariants(flow) -> None:
     runtime = flow._runtime
     table = flow.routing_table
@@ -521,6 +530,7 @@ def test_several_steps_at_one_boundary_and_plans_from_the_past_are_refused():
     plan = flow.rescale(partitions=4, strategy="fluid", bins_per_step=100_000,
                         steps_per_epoch=2)
     assert [s.epoch for s in plan.steps] == [1, 1, 2, 2]
+    workers_started(flow)
     a.insert([1000])
     flow.advance()  # two steps at this boundary
     assert plan.progress == (2, 4) and flow.partitions == 4
