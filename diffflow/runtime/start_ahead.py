@@ -56,7 +56,7 @@ class StartAhead:
     def _run(self) -> None:
         try:
             if self.init is None:
-                self.pool.fill(self.count, warm=True)
+                self.pool.fill(self.count)
             else:
                 workers = self.pool.take(self.count, background=True)
                 with self._lock:

@@ -64,11 +64,11 @@ class InMemoryTransport:
     def prepare(self, parts: int, symbols: dict, restart: bool = False) -> None:
         """Nothing to start ahead: a worker here is an object, made at once."""
 
-    def ready(self) -> bool:
-        return True
-
     def finish_ahead(self) -> None:
         """Nothing was started ahead."""
+
+    def ready(self) -> bool:
+        return True
 
     @property
     def pids(self) -> list:
@@ -160,8 +160,10 @@ class WorkerPool:
         self.authkey = os.urandom(16)
         self.listener = Listener((bind_host, 0), authkey=self.authkey)
         self.idle: list = []  # [(conn, peer address, pid)]
-        self.lock = threading.Lock()  # (a launcher's thread may retire idle workers)
+        self.lock = threading.Lock()  # the idle list's (a launcher's thread may retire them)
+        self._launching = threading.Lock()  # one launch at a time (held for seconds)
         self.taken = 0  # workers dataflows hold now
+        self._counting = threading.Lock()  # (for taken)
         self.closed = False
 
     @property
@@ -170,46 +172,51 @@ class WorkerPool:
 
     def take(self, count: int, background: bool = False) -> list:
         """``count`` workers, launching what the pool lacks (``background``: at the lowest
-        priority until they serve, for a start ahead of a rescaling step)."""
-        with self.lock:
-            self.idle = [w for w in self.idle if _idle_and_alive(w[0])]
-            missing = count - len(self.idle)
-            if missing > 0:
-                self._launch(missing, background)
-                self.idle.extend(self._accept(missing, quiet=background))
-            taken, self.idle = self.idle[:count], self.idle[count:]
+        priority until they serve, for a start ahead of a rescaling step).  Launches run
+        one at a time; the idle list stays free meanwhile (workers given back go there)."""
+        with self._launching:
+            while True:
+                with self.lock:
+                    self.idle = [w for w in self.idle if _idle_and_alive(w[0])]
+                    missing = count - len(self.idle)
+                    if missing <= 0:
+                        taken, self.idle = self.idle[:count], self.idle[count:]
+                        break
+                self._add(self._launch(missing, background))
+        with self._counting:
             self.taken += len(taken)
-            return taken
+        return taken
 
-    def fill(self, count: int, warm: bool = False) -> int:
-        """At least ``count`` idle workers, launching what the pool lacks in the background
-        (ahead of a restart, :mod:`~diffflow.runtime.start_ahead`); ``warm``: the new ones
-        load their kernels first.  Returns how many were launched."""
-        with self.lock:
-            self.idle = [w for w in self.idle if _idle_and_alive(w[0])]
-            missing = count - len(self.idle)
-            if missing <= 0:
-                return 0
-            self._launch(missing, background=True)
-            fresh = self._accept(missing, quiet=True)
-        if warm:  # (outside the lock: takes may go on meanwhile)
-            for conn, _, _ in fresh:
-                conn.send(("warm", ()))
-            fresh = [w for w in fresh if _answered(w[0])]
+    def fill(self, count: int) -> int:
+        """At least ``count`` idle workers, launching what the pool lacks in the background,
+        kernels loaded (ahead of a restart: :mod:`~diffflow.runtime.start_ahead`); returns
+        how many were launched."""
+        with self._launching:
+            with self.lock:
+                self.idle = [w for w in self.idle if _idle_and_alive(w[0])]
+                missing = count - len(self.idle)
+            fresh = self._launch(missing, background=True) if missing > 0 else []
+        for conn, _, _ in fresh:  # (not one launch at a time: takes may go on meanwhile)
+            conn.send(("warm", ()))
+        self._add([w for w in fresh if _answered(w[0])])
+        return len(fresh)
+
+    def _add(self, fresh: list) -> None:
         with self.lock:
             if self.closed:  # (closed meanwhile: nothing will take them)
                 for conn, _, _ in fresh:
                     conn.close()
             else:
                 self.idle.extend(fresh)
-        return missing
 
-    def _launch(self, count: int, background: bool) -> None:
+    def _launch(self, count: int, background: bool) -> list:
+        """Launch ``count`` workers and wait for them to connect."""
         if background:
             self.launcher.launch(count, self.address, self.authkey, self.bind_host,
                                  background=True)
         else:
             self.launcher.launch(count, self.address, self.authkey, self.bind_host)
+        return self._accept(count, quiet=background)
 
     def _accept(self, count: int, quiet: bool = False) -> list:
         """``count`` workers' connections, as they come (within :attr:`start_timeout`);
@@ -244,7 +251,8 @@ class WorkerPool:
 
     def give_back(self, workers: list) -> None:
         """Reset workers and keep them for the next dataflow (dead ones are dropped)."""
-        self.taken = max(0, self.taken - len(workers))
+        with self._counting:  # (a start ahead gives back from its own thread)
+            self.taken = max(0, self.taken - len(workers))
         for conn, address, pid in workers:
             try:
                 if self.closed:  # (nothing will take it: let it end, and what it holds)
@@ -296,8 +304,7 @@ def _idle_and_alive(conn) -> bool:
 def _answered(conn) -> bool:
     """Whether a worker answered its last command (a dead one's connection is closed)."""
     try:
-        conn.recv()
-        return True
+        return conn.recv() is not None
     except (EOFError, OSError):
         conn.close()
         return False

@@ -134,6 +134,9 @@ class Rescaling:
         plan = self.plan
         due = [] if plan is None else plan.due(open_epoch)
         if due and plan.strategy == "restart":  # (its extra workers were started ahead)
+            if getattr(runtime, "log_open", None):  # (DataFrames staged: the next boundary)
+                plan.postpone()
+                return
             self._restart(plan, runtime, compute)
             self.plan = None
             return
