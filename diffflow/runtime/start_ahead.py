@@ -19,8 +19,14 @@ the extra workers it will need instead: a restart builds every worker anew.
 A start that fails is reported by the step that needs the workers, in one message; a
 plan replaced, or a dataflow closed, before its step hands them back to the pool.
 
->>> StartAhead.__name__
-'StartAhead'
+>>> class Pool:  # a pool that cannot launch a worker, as a cluster without a free slot
+...     def take(self, count, background=False):
+...         raise RuntimeError("no free slot")
+>>> ahead = StartAhead(Pool(), 1, (b"graph", 2, 3, {})); ahead.thread.join(); ahead.ready()
+True
+>>> ahead.claim()
+Traceback (most recent call last):
+RuntimeError: starting the partition worker(s) for partitions 2..2 in the background failed: no free slot
 """
 from __future__ import annotations
 
@@ -55,10 +61,11 @@ class StartAhead:
 
     def _run(self) -> None:
         try:
+            cancelled = lambda: self.cancelled  # noqa: E731 - (the pool gives up then)
             if self.init is None:
-                self.pool.fill(self.count)
+                self.pool.fill(self.count, cancelled)
             else:
-                workers = self.pool.take(self.count, background=True)
+                workers = self.pool.take(self.count, background=True, cancelled=cancelled)
                 with self._lock:
                     self.workers = workers
                 blob, first, parts, symbols = self.init
@@ -80,10 +87,11 @@ class StartAhead:
         return self.finished or time.monotonic() - self.started > PATIENCE
 
     def claim(self) -> list | None:
-        """The workers, if the start is done (raising why it failed); else ``None``, and
-        the start is cancelled (its workers go to the pool when they come)."""
+        """The workers, once started (waiting for them; raising why they could not start),
+        unless the start has run out of :data:`PATIENCE`: then ``None``, and it is
+        cancelled (workers still to come join the pool)."""
         with self._lock:
-            if not self.finished:
+            if not self.finished and time.monotonic() - self.started > PATIENCE:
                 self.cancelled = True
                 return None
         return self.take()
