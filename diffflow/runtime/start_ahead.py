@@ -61,11 +61,10 @@ class StartAhead:
 
     def _run(self) -> None:
         try:
-            cancelled = lambda: self.cancelled  # noqa: E731 - (the pool gives up then)
             if self.init is None:
-                self.pool.fill(self.count, cancelled)
+                self.pool.fill(self.count)
             else:
-                workers = self.pool.take(self.count, background=True, cancelled=cancelled)
+                workers = self.pool.take(self.count, background=True)
                 with self._lock:
                     self.workers = workers
                 blob, first, parts, symbols = self.init
@@ -89,7 +88,8 @@ class StartAhead:
     def claim(self) -> list | None:
         """The workers, once started (waiting for them; raising why they could not start),
         unless the start has run out of :data:`PATIENCE`: then ``None``, and it is
-        cancelled (workers still to come join the pool)."""
+        cancelled (its workers go to the pool once they have come: a launch under way
+        still holds the pool's launches, so the step's own waits for it)."""
         with self._lock:
             if not self.finished and time.monotonic() - self.started > PATIENCE:
                 self.cancelled = True

@@ -170,11 +170,10 @@ class WorkerPool:
     def address(self) -> tuple:
         return self.listener.address
 
-    def take(self, count: int, background: bool = False, cancelled=None) -> list:
+    def take(self, count: int, background: bool = False) -> list:
         """``count`` workers, launching what the pool lacks (``background``: at the lowest
-        priority until they serve, for a start ahead of a rescaling step, which gives up
-        once ``cancelled()``).  Launches run one at a time; the idle list stays free
-        meanwhile (workers given back go there)."""
+        priority until they serve, for a start ahead of a rescaling step).  Launches run
+        one at a time; the idle list stays free meanwhile (workers given back go there)."""
         with self._launching:
             while True:
                 with self.lock:
@@ -183,20 +182,20 @@ class WorkerPool:
                     if missing <= 0:
                         taken, self.idle = self.idle[:count], self.idle[count:]
                         break
-                self._add(self._launch(missing, background, cancelled))
+                self._add(self._launch(missing, background))
         with self._counting:
             self.taken += len(taken)
         return taken
 
-    def fill(self, count: int, cancelled=None) -> int:
+    def fill(self, count: int) -> int:
         """At least ``count`` idle workers, launching what the pool lacks in the background,
-        kernels loaded (ahead of a restart: :mod:`~diffflow.runtime.start_ahead`; it gives
-        up once ``cancelled()``); returns how many were launched."""
+        kernels loaded (ahead of a restart: :mod:`~diffflow.runtime.start_ahead`); returns
+        how many were launched."""
         with self._launching:
             with self.lock:
                 self.idle = [w for w in self.idle if _idle_and_alive(w[0])]
                 missing = count - len(self.idle)
-            fresh = self._launch(missing, True, cancelled) if missing > 0 else []
+            fresh = self._launch(missing, True) if missing > 0 else []
         for conn, _, _ in fresh:  # (not one launch at a time: takes may go on meanwhile)
             conn.send(("warm", ()))
         self._add([w for w in fresh if _answered(w[0])])
@@ -210,28 +209,25 @@ class WorkerPool:
             else:
                 self.idle.extend(fresh)
 
-    def _launch(self, count: int, background: bool, cancelled=None) -> list:
-        """Launch ``count`` workers and wait for them to connect."""
+    def _launch(self, count: int, background: bool) -> list:
+        """Launch ``count`` workers and wait for them to connect (even for a start ahead
+        that was cancelled meanwhile: they go to the pool, none is left astray)."""
         if background:
             self.launcher.launch(count, self.address, self.authkey, self.bind_host,
                                  background=True)
         else:
             self.launcher.launch(count, self.address, self.authkey, self.bind_host)
-        return self._accept(count, quiet=background, cancelled=cancelled)
+        return self._accept(count, quiet=background)
 
-    def _accept(self, count: int, quiet: bool = False, cancelled=None) -> list:
+    def _accept(self, count: int, quiet: bool = False) -> list:
         """``count`` workers' connections, as they come (within :attr:`start_timeout`);
-        unless ``quiet`` (nobody waits: a start in the background), slow starts are told.
-        Once ``cancelled()`` it stops waiting: those come later join the pool."""
+        unless ``quiet`` (nobody waits: a start in the background), slow starts are told."""
         sock = self.listener._listener._socket  # accept() has no timeout argument
         started = time.monotonic()
         deadline = started + self.start_timeout
         found = []
         told = 0.0
         while len(found) < count:
-            if cancelled is not None and cancelled():
-                self._add(found)
-                raise WorkerLost("the start ahead was cancelled")
             self.launcher.check()  # (a launch that failed says why at once)
             now = time.monotonic()
             left = deadline - now
