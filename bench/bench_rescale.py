@@ -19,6 +19,16 @@ Usage::
 * **routing**: the steady-state cost of routing by a bin table against ``hash % P``: the
   count workload without migrations, alternating runs of each; and the routing kernels'
   throughput.
+* **plan**: what a plan that adds partitions costs the epochs around it (the workers it
+  adds start in the background, ahead of its first step): reachability from 10 roots and
+  connected components of ``--plan-edges`` random edges (seeded) on 2 partitions, epochs of
+  15 inserted + 15 removed edges back to back; ``--plan-steady`` epochs with no plan, then a
+  batched 2 -> 3 plan (the epochs until its last step), ``--plan-steady`` epochs on 3
+  partitions, then an all-at-once 3 -> 1 step.  With ``--runtime processes`` or ``spark``
+  (``local_session("local[3]")``) a new worker is launched by the plan.  Prints the steady
+  p50 before (and the worst epoch before: a worker's first epochs) and after, the worst
+  epoch of the plan (from the ``rescale`` call to its last step) against the steady p50,
+  the epochs the first step waited for its worker, and the 3 -> 1 step's epoch.  ``--plan-runs`` runs, each in a fresh pool of workers.
 
 For each workload and strategy it prints steady-state p50/p99 (a control run of the same
 workload, as many epochs as the longest run, with no plan; see :func:`summarize`), the
@@ -334,6 +344,108 @@ def run_routing(args) -> dict:
             **{f"{m}_p99_ms": float(np.percentile(v, 99)) for m, v in lat.items()}}
 
 
+def plan_flow(args, runtime_options: dict):
+    """The plan workload's dataflow: reach + components of random edges, loaded."""
+    rng = np.random.default_rng(9)
+    nodes = max(args.plan_edges // 3, 10)
+    edges_np = np.unique(rng.integers(0, nodes, (args.plan_edges, 2)), axis=0)
+    flow = dd.Dataflow(partitions=2, **runtime_options)
+    edges = flow.input("edges", ["src", "dst"])
+    roots = flow.input("roots", ["node"])
+    graphs.reachable(edges, roots).aggregate(by=[], n=dd.count()).output()
+    graphs.connected_components(edges).aggregate(by=[], n=dd.count()).output()
+    edges.insert(edges_np)
+    roots.insert(rng.choice(nodes, 10, replace=False)[:, None])
+    flow.advance()
+    present = [tuple(e) for e in edges_np.tolist()]
+
+    def feed():
+        gone = [present.pop(int(rng.integers(len(present)))) for _ in range(15)]
+        new = [tuple(x) for x in rng.integers(0, nodes, (15, 2)).tolist()]
+        edges.remove(gone)
+        edges.insert(new)
+        present.extend(new)
+
+    return flow, feed
+
+
+def run_plan(args, runtime_options: dict) -> dict:
+    """One run of the plan workload (see the module docstring); epoch times in ms."""
+    flow, feed = plan_flow(args, runtime_options)
+
+    def epoch() -> float:
+        feed()
+        t0 = time.perf_counter()
+        flow.advance()
+        return (time.perf_counter() - t0) * 1000
+
+    steady = [epoch() for _ in range(args.plan_steady)]
+    t0 = time.perf_counter()
+    plan = flow.rescale(partitions=3, strategy="batched")
+    plan_ms = (time.perf_counter() - t0) * 1000
+    during, first_step = [], None
+    while flow.migration is not None:
+        during.append(epoch())
+        if first_step is None and plan.progress[0]:
+            first_step = len(during) - 1
+    after = [epoch() for _ in range(args.plan_steady)]
+    flow.rescale(partitions=1, strategy="all_at_once")
+    shrink = epoch()
+    transport = getattr(flow._runtime, "transport", None)
+    ahead = getattr(transport, "taken_ahead", None)
+    flow.close()
+    base = float(np.median(steady[5:] if len(steady) > 10 else steady))
+    return {"steady_p50_ms": base, "steady_max_ms": max(steady), "plan_call_ms": plan_ms,
+            "during_ms": during, "worst_ms": max(during), "ratio": max(during) / base,
+            "first_step_ms": during[first_step], "waited": plan.waited,
+            "steps": len(plan.steps), "taken_ahead": ahead,
+            "after_p50_ms": float(np.median(after)),
+            "ratio_after": max(during) / float(np.median(after)), "shrink_3_to_1_ms": shrink,
+            "steady_ms": steady}
+
+
+def plan_workload(args) -> dict:
+    """``--plan-runs`` runs of the plan workload, each in a fresh pool of workers."""
+    options = {"runtime": args.runtime}
+    session = None
+    if args.runtime == "spark":
+        from diffflow.runtime.spark import local_session
+
+        session = local_session("local[3]")
+        options["spark"] = session
+    runs = []
+    for _ in range(args.plan_runs):
+        runs.append(run_plan(args, options))
+        fresh_pool(args.runtime, session)
+        r = runs[-1]
+        print(f"plan ({args.runtime}): steady p50 {r['steady_p50_ms']:.0f} ms (worst "
+              f"{r['steady_max_ms']:.0f} ms, no plan yet), worst of the "
+              f"plan {r['worst_ms']:.0f} ms (x{r['ratio']:.2f}; first step "
+              f"{r['first_step_ms']:.0f} ms after waiting {r['waited']} epoch(s), "
+              f"{r['steps']} steps, {r['taken_ahead']} worker(s) taken ready-made), "
+              f"after (3 partitions) p50 {r['after_p50_ms']:.0f} ms (worst of the plan "
+              f"x{r['ratio_after']:.2f} of it), 3 -> 1 all at once "
+              f"{r['shrink_3_to_1_ms']:.0f} ms; the plan's epochs: "
+              f"{[round(x) for x in r['during_ms']]}", flush=True)
+    if session is not None:
+        session.stop()
+    return {"runs": runs}
+
+
+def fresh_pool(runtime: str, session) -> None:
+    """End the pooled workers, so that the next run's plan launches its worker again."""
+    if runtime == "processes":
+        from diffflow.runtime import transports
+
+        if transports._PROCESS_POOL is not None:
+            transports._PROCESS_POOL.close()
+            transports._PROCESS_POOL = None
+    elif runtime == "spark":
+        from diffflow.runtime.spark import release_workers
+
+        release_workers(session)
+
+
 def timed(fn) -> float:
     t0 = time.perf_counter()
     fn()
@@ -401,7 +513,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workloads", default="count,graph,routing")
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
-    parser.add_argument("--runtime", default="local", choices=["local", "processes"])
+    parser.add_argument("--runtime", default="local", choices=["local", "processes", "spark"],
+                        help="spark: the plan workload only, on local_session('local[3]')")
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--keys", type=int, default=10_000_000)
     parser.add_argument("--rate", type=int, default=10_000, help="keys inserted per epoch")
@@ -419,6 +532,10 @@ def main() -> None:
     parser.add_argument("--graph-epochs", type=int, default=120)
     parser.add_argument("--routing-rounds", type=int, default=4)
     parser.add_argument("--routing-epochs", type=int, default=25)
+    parser.add_argument("--plan-edges", type=int, default=9_000)
+    parser.add_argument("--plan-steady", type=int, default=30,
+                        help="plan workload: epochs measured before and after the plan")
+    parser.add_argument("--plan-runs", type=int, default=1)
     parser.add_argument("--plot", default=os.path.join(HERE, "rescale_latency.png"))
     parser.add_argument("--json", default=None, help="write every figure here")
     add_data_option(parser)
@@ -445,6 +562,8 @@ def main() -> None:
                   f"migration {r['migration_s']} s", flush=True)
         print(table(f"{workload} ({args.runtime}, {args.partitions if workload == 'count' else '2 -> 4'}"
                     f" partitions)", results[workload]), flush=True)
+    if "plan" in workloads:
+        out["plan"] = plan_workload(args)
     if "routing" in workloads:
         out["routing"] = run_routing(args)
         print("\nrouting:", json.dumps(out["routing"]), flush=True)

@@ -276,11 +276,13 @@ class Dataflow:
         ``strategy``: ``"batched"`` (each step sends and receives at most
         ``max_rows_per_step`` rows per partition), ``"fluid"`` (``bins_per_step`` bins
         per step) or ``"all_at_once"``; on the processes and Spark runtimes also
-        ``"restart"`` (checkpoint, new workers, restore re-binned: done at once).
-        Outputs are exactly those of a dataflow that never rescaled.  A batched or fluid
-        step whose state is not indexed yet (big batches,
-        :mod:`diffflow.runtime.rescale.step_index`) waits for it an epoch at a time
-        (``plan.waited``; see :class:`~diffflow.runtime.rescale.pacing.Background`).
+        ``"restart"`` (checkpoint, new workers, restore re-binned: done at once, or at
+        ``start_epoch``).  Outputs are exactly those of a dataflow that never rescaled.
+        A batched or fluid step whose state is not indexed yet (big batches,
+        :mod:`diffflow.runtime.rescale.step_index`), or whose new workers are still
+        starting (they start in the background when the plan is made:
+        :mod:`diffflow.runtime.start_ahead`), waits an epoch at a time (``plan.waited``;
+        see :class:`~diffflow.runtime.rescale.pacing.Background`).
 
         >>> import diffflow as dd
         >>> flow = dd.Dataflow(partitions=2); a = flow.input("a", ["x"]); out = a.output()

@@ -129,6 +129,21 @@ def load_kernels() -> None:
     small.kernels_loaded()  # (again: a test may have reset the record since the import)
 
 
+def load_cached_kernels():
+    """:func:`load_kernels`, then every variant of the kernels numba's cache holds
+    (:func:`diffflow.common.jit.load_cached`); a generator, yielding after each step, for a
+    long-running process to run ahead of use (a partition worker, while idle).
+
+    >>> next(load_cached_kernels())
+    'load_kernels'
+    """
+    from diffflow.common.jit import load_cached
+
+    load_kernels()
+    yield "load_kernels"
+    yield from load_cached(_k())
+
+
 # ---------------------------------------------------------------------------
 # validation helpers
 # ---------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from numba import njit
 from numba.core.caching import FunctionCache
 from numba.core.runtime import rtsys
 
-__all__ = ["QuickLoadCache", "kernel", "source_stamp"]
+__all__ = ["QuickLoadCache", "kernel", "load_cached", "source_stamp"]
 
 
 class QuickLoadCache(FunctionCache):
@@ -112,3 +112,33 @@ def kernel(fn=None, **options):
     dispatcher = njit(**options)(fn)
     dispatcher._cache = QuickLoadCache(fn)  # what Dispatcher.enable_caching() sets, lazily
     return dispatcher
+
+
+def load_cached(module):
+    """Load every compiled variant (overload) of ``module``'s kernels that numba's cache
+    holds for this code and machine, without calling them; a generator that yields each
+    kernel's name after loading its variants, so a caller can spread the work (~3-10 ms a
+    variant) over idle moments.  A long-running process (a partition worker) calls it
+    ahead of use, so no computation pays for the loading.
+
+    The variants are those the cache index lists: every signature some earlier process
+    compiled (the index key names the signature, the machine and the kernel's bytecode,
+    so only entries this code can use are loaded).
+
+    >>> import types
+    >>> list(load_cached(types.ModuleType("no_kernels")))
+    []
+    """
+    for name, dispatcher in list(vars(module).items()):
+        cache = getattr(dispatcher, "_cache", None)
+        if not isinstance(cache, QuickLoadCache) or \
+                getattr(dispatcher, "__module__", None) != module.__name__:
+            continue
+        codegen = dispatcher.targetctx.codegen()
+        cache._setup()
+        for key in cache._cache_file._load_index():
+            sig = key[0]
+            if tuple(sig) not in dispatcher.overloads and \
+                    key == cache._index_key(sig, codegen):
+                dispatcher.compile(sig)  # (a cache hit: loaded, not compiled)
+        yield name

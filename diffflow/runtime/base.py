@@ -158,6 +158,16 @@ class Runtime:
         """Rows of big batches not indexed yet for the plan under way, over every partition."""
         raise NotImplementedError
 
+    def prepare_workers(self, parts: int, restart: bool = False) -> None:
+        """Start in the background what a coming step to ``parts`` partitions needs (with
+        ``restart``: a restart at ``parts``), cancelling any other such start; runtimes
+        whose partitions cost nothing to add (local, in-memory) have nothing to do."""
+
+    def workers_ready(self) -> bool:
+        """Whether the start :meth:`prepare_workers` began is done (always, where there is
+        none): a batched or fluid step adding partitions waits for it."""
+        return True
+
     def check_owners(self) -> int:
         """Assert every trace row lies on the partition its bin maps to; rows checked."""
         raise NotImplementedError

@@ -406,12 +406,21 @@ class ClusterRuntime(Runtime):
         self._trace_resized(old)
         return moved
 
+    def prepare_workers(self, parts: int, restart: bool = False) -> None:
+        """The transport starts the workers a coming step (or ``restart``) to ``parts``
+        partitions needs in the background (:mod:`~diffflow.runtime.start_ahead`)."""
+        self.transport.prepare(parts, dict(self.symbols._text), restart)
+
+    def workers_ready(self) -> bool:
+        return self.transport.ready()
+
     def restart_at(self, routing: Routing) -> str:
         """Rescale by restart (all at once): checkpoint now, start ``routing.parts`` fresh
         workers, restore the checkpoint re-binned to ``routing``; returns its folder."""
         if self.log_open:
             raise RuntimeError("a rescale by restart needs an epoch boundary with nothing "
                                "staged yet (DataFrames inserted for the open epoch)")
+        self.transport.finish_ahead()  # workers started ahead of it: ready, or why not
         folder = self.checkpoint()
         self.routing, self.parts = routing, routing.parts
         self._recover(run=False)

@@ -110,7 +110,9 @@ def serve_partition(args, _rows):
     """The Spark task of one partition worker: start it, wait for it, end with it."""
     from pyspark import TaskContext
 
-    host, port, authkey_hex = args
+    from diffflow.runtime.worker_start import worker_command
+
+    host, port, authkey_hex, background = args
     context = TaskContext.get()
     if context is not None and context.attemptNumber() > 0:
         # a retry after its executor was lost: the coordinator asks for what it needs
@@ -118,8 +120,8 @@ def serve_partition(args, _rows):
         return
     bind = os.environ.get("SPARK_LOCAL_IP") or socket.gethostbyname(socket.gethostname())
     proc = subprocess.Popen(
-        [sys.executable, "-m", "diffflow.runtime.worker", host, str(port), authkey_hex, bind,
-         str(os.getpid())], stdin=subprocess.DEVNULL,
+        worker_command(host, port, bytes.fromhex(authkey_hex), bind, os.getpid(), background),
+        stdin=subprocess.DEVNULL,
         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
     try:
         proc.wait()
@@ -145,10 +147,12 @@ class SparkLauncher:
         self.lock = threading.Lock()
         self.cancelled: set = set()  # job groups of lost workers, cancelled on purpose
 
-    def launch(self, count: int, address: tuple, authkey: bytes, bind_host: str) -> None:
+    def launch(self, count: int, address: tuple, authkey: bytes, bind_host: str,
+               background: bool = False) -> None:
         """Start ``count`` workers that connect to ``address`` (fails at once, in one
         message, when the cluster cannot offer their slots).  Each is a job of its own, so
-        a lost task (a local master does not retry it) takes only its own worker along."""
+        a lost task (a local master does not retry it) takes only its own worker along.
+        ``background``: they start at the lowest priority (ahead of a rescaling step)."""
         sc = self.spark.sparkContext
         # (a lost worker's retried task would hold the slot we need; every earlier launch
         # was accepted, or failed, before this one: take() runs them one at a time)
@@ -165,7 +169,8 @@ class SparkLauncher:
         for _ in range(count):
             group = f"diffflow-worker-{uuid.uuid4().hex[:12]}"
             thread = threading.Thread(target=self._run, name=group, daemon=True,
-                                      args=(address, authkey, group, self.launches))
+                                      args=(address, authkey, group, self.launches,
+                                            background))
             self.jobs.append((group, thread, self.launches))
             thread.start()
 
@@ -188,13 +193,13 @@ class SparkLauncher:
             time.sleep(0.1)
             self.cancel_retries(before=self.launches + 1)  # (a retry may hold the slot)
 
-    def _run(self, address, authkey, group, launch) -> None:
+    def _run(self, address, authkey, group, launch, background=False) -> None:
         from functools import partial
 
         sc = self.spark.sparkContext
         try:
             sc.setJobGroup(group, "diffflow: a partition worker", interruptOnCancel=True)
-            task = partial(serve_partition, (address[0], address[1], authkey.hex()))
+            task = partial(serve_partition, (address[0], address[1], authkey.hex(), background))
             sc.parallelize([0], 1).mapPartitions(task).collect()
         except Exception as exc:  # noqa: BLE001 - told to whoever waits for the workers
             # (a worker of an earlier launch that is lost is the coordinator's to notice:

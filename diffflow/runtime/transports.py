@@ -10,8 +10,9 @@
 
 Every transport offers ``start``, ``call``, ``call_all``, ``sweep`` (one
 sweep on every worker; returns each worker's pointstamps, the strings its
-operators interned and, traced, its report's correlator), ``restart``,
-``close`` and ``pids``.
+operators interned and, traced, its report's correlator), ``resize``,
+``restart``, ``prepare`` and ``ready`` (workers a coming rescaling step needs, started in
+the background: :mod:`~diffflow.runtime.start_ahead`), ``close`` and ``pids``.
 
 >>> InMemoryTransport(2).pids
 []
@@ -19,6 +20,7 @@ operators interned and, traced, its report's correlator), ``restart``,
 from __future__ import annotations
 
 import atexit
+import itertools
 import os
 import socket
 import subprocess
@@ -27,8 +29,10 @@ import threading
 import time
 
 from diffflow.common.errors import DiffflowError, WorkerLost
+from diffflow.runtime.start_ahead import StartAhead
 from diffflow.runtime.wire import no_delay
 from diffflow.runtime.worker import WorkerCommands
+from diffflow.runtime.worker_start import worker_command
 
 
 class InMemoryTransport:
@@ -56,6 +60,15 @@ class InMemoryTransport:
             w.start(self.graph, p, parts)
             self.workers.append(w)
         del self.workers[parts:]
+
+    def prepare(self, parts: int, symbols: dict, restart: bool = False) -> None:
+        """Nothing to start ahead: a worker here is an object, made at once."""
+
+    def finish_ahead(self) -> None:
+        """Nothing was started ahead."""
+
+    def ready(self) -> bool:
+        return True
 
     @property
     def pids(self) -> list:
@@ -111,12 +124,15 @@ class ProcessLauncher:
         self.procs: list = []
         self.pool = None
 
-    def launch(self, count: int, address: tuple, authkey: bytes, bind_host: str) -> None:
+    def launch(self, count: int, address: tuple, authkey: bytes, bind_host: str,
+               background: bool = False) -> None:
+        """Start ``count`` workers that connect to ``address``; ``background``: at the lowest
+        priority until they serve (:func:`~diffflow.runtime.worker_start.worker_command`)."""
         env = dict(os.environ, SPARK_LOCAL_IP=bind_host)
         for _ in range(count):
             self.procs.append(subprocess.Popen(
-                [sys.executable, "-m", "diffflow.runtime.worker", address[0], str(address[1]),
-                 authkey.hex(), bind_host], env=env, stdin=subprocess.DEVNULL))
+                worker_command(address[0], address[1], authkey, bind_host,
+                               background=background), env=env, stdin=subprocess.DEVNULL))
 
     def check(self) -> None:
         """Nothing to tell: a worker process that fails to start never connects."""
@@ -146,27 +162,68 @@ class WorkerPool:
         self.authkey = os.urandom(16)
         self.listener = Listener((bind_host, 0), authkey=self.authkey)
         self.idle: list = []  # [(conn, peer address, pid)]
-        self.lock = threading.Lock()  # (a launcher's thread may retire idle workers)
+        self.lock = threading.Lock()  # the idle list's (a launcher's thread may retire them)
+        self._launching = threading.Lock()  # one launch at a time (held for seconds)
         self.taken = 0  # workers dataflows hold now
+        self._counting = threading.Lock()  # (for taken)
         self.closed = False
 
     @property
     def address(self) -> tuple:
         return self.listener.address
 
-    def take(self, count: int) -> list:
-        """``count`` workers, launching what the pool lacks."""
-        with self.lock:
-            self.idle = [w for w in self.idle if _idle_and_alive(w[0])]
-            missing = count - len(self.idle)
-            if missing > 0:
-                self.launcher.launch(missing, self.address, self.authkey, self.bind_host)
-                self.idle.extend(self._accept(missing))
-            taken, self.idle = self.idle[:count], self.idle[count:]
+    def take(self, count: int, background: bool = False) -> list:
+        """``count`` workers, launching what the pool lacks (``background``: at the lowest
+        priority until they serve, for a start ahead of a rescaling step).  Launches run
+        one at a time; the idle list stays free meanwhile (workers given back go there)."""
+        with self._launching:
+            while True:
+                with self.lock:
+                    self.idle = [w for w in self.idle if _idle_and_alive(w[0])]
+                    missing = count - len(self.idle)
+                    if missing <= 0:
+                        taken, self.idle = self.idle[:count], self.idle[count:]
+                        break
+                self._add(self._launch(missing, background))
+        with self._counting:
             self.taken += len(taken)
-            return taken
+        return taken
 
-    def _accept(self, count: int) -> list:
+    def fill(self, count: int) -> int:
+        """At least ``count`` idle workers, launching what the pool lacks in the background,
+        kernels loaded (ahead of a restart: :mod:`~diffflow.runtime.start_ahead`); returns
+        how many were launched."""
+        with self._launching:
+            with self.lock:
+                self.idle = [w for w in self.idle if _idle_and_alive(w[0])]
+                missing = count - len(self.idle)
+            fresh = self._launch(missing, True) if missing > 0 else []
+        for conn, _, _ in fresh:  # (not one launch at a time: takes may go on meanwhile)
+            conn.send(("warm", ()))
+        self._add([w for w in fresh if _answered(w[0])])
+        return len(fresh)
+
+    def _add(self, fresh: list) -> None:
+        with self.lock:
+            if self.closed:  # (closed meanwhile: nothing will take them)
+                for conn, _, _ in fresh:
+                    conn.close()
+            else:
+                self.idle.extend(fresh)
+
+    def _launch(self, count: int, background: bool) -> list:
+        """Launch ``count`` workers and wait for them to connect (even for a start ahead
+        that was cancelled meanwhile: they go to the pool, none is left astray)."""
+        if background:
+            self.launcher.launch(count, self.address, self.authkey, self.bind_host,
+                                 background=True)
+        else:
+            self.launcher.launch(count, self.address, self.authkey, self.bind_host)
+        return self._accept(count, quiet=background)
+
+    def _accept(self, count: int, quiet: bool = False) -> list:
+        """``count`` workers' connections, as they come (within :attr:`start_timeout`);
+        unless ``quiet`` (nobody waits: a start in the background), slow starts are told."""
         sock = self.listener._listener._socket  # accept() has no timeout argument
         started = time.monotonic()
         deadline = started + self.start_timeout
@@ -179,7 +236,7 @@ class WorkerPool:
             if left <= 0:
                 raise WorkerLost(f"only {len(found)} of {count} partition workers started "
                                  f"within {self.start_timeout:.0f} s")
-            if now - started > 10 and now - told > 10:  # (e.g. executors still starting)
+            if not quiet and now - started > 10 and now - told > 10:  # (executors starting)
                 print(f"diffflow: waiting for {count - len(found)} of {count} partition "
                       f"worker(s) to start ({now - started:.0f} s of {self.start_timeout:.0f})",
                       file=sys.stderr, flush=True)
@@ -197,7 +254,8 @@ class WorkerPool:
 
     def give_back(self, workers: list) -> None:
         """Reset workers and keep them for the next dataflow (dead ones are dropped)."""
-        self.taken = max(0, self.taken - len(workers))
+        with self._counting:  # (a start ahead gives back from its own thread)
+            self.taken = max(0, self.taken - len(workers))
         for conn, address, pid in workers:
             try:
                 if self.closed:  # (nothing will take it: let it end, and what it holds)
@@ -246,6 +304,15 @@ def _idle_and_alive(conn) -> bool:
         return False
 
 
+def _answered(conn) -> bool:
+    """Whether a worker answered its last command (a dead one's connection is closed)."""
+    try:
+        return conn.recv() is not None
+    except (EOFError, OSError):
+        conn.close()
+        return False
+
+
 _PROCESS_POOL: WorkerPool | None = None
 
 
@@ -274,6 +341,8 @@ class SocketTransport:
         self.parts, self.pool = parts, pool
         self.workers: list = []  # [(conn, peer address, pid)] by partition
         self._graph = None
+        self.ahead: StartAhead | None = None  # workers started ahead of a step (prepare)
+        self.taken_ahead = 0  # workers steps took ready-made from a start ahead
 
     @property
     def conns(self) -> list:
@@ -293,19 +362,66 @@ class SocketTransport:
         self.workers = []
         self.resize(self.parts, symbols)
 
+    def prepare(self, parts: int, symbols: dict, restart: bool = False) -> None:
+        """Start in the background the workers a coming step needs
+        (:mod:`~diffflow.runtime.start_ahead`): those of partitions ``[len(workers),
+        parts)``, built, or with ``restart`` the ones a restart at ``parts`` lacks, idle
+        in the pool.  A start for anything else under way is cancelled (its workers go
+        back to the pool); ``parts`` at most the workers held cancels only."""
+        have = len(self.workers)
+        count = parts - have
+        want = ("restart", count) if restart else ("live", have, parts)
+        if self.ahead is not None and self.ahead.what == want and self.ahead.error is None:
+            return
+        self.cancel_ahead()
+        if count > 0:
+            self.ahead = StartAhead(self.pool, count,
+                                    None if restart else (self._blob, have, parts, symbols))
+
+    def ready(self) -> bool:
+        """Whether no start ahead is under way (:meth:`StartAhead.ready`)."""
+        return self.ahead is None or self.ahead.ready()
+
+    def cancel_ahead(self) -> None:
+        """Cancel the start ahead, if any: its workers go back to the pool."""
+        ahead, self.ahead = self.ahead, None
+        if ahead is not None:
+            ahead.cancel()
+
+    def finish_ahead(self) -> None:
+        """End a start ahead of a restart (:meth:`prepare`): wait for it, raising why it
+        failed (out of patience, it is cancelled and the restart launches what it lacks)."""
+        ahead = self.ahead
+        if ahead is not None and ahead.init is None:
+            self.ahead = None
+            ahead.claim()
+
     def resize(self, parts: int, symbols: dict) -> None:
-        """Workers for partitions ``[len(workers), parts)`` taken from the pool (launched
-        when it lacks them) and connected to every other, or those ``>= parts`` given
-        back (rescaling: the coordinator moves their state first)."""
+        """Workers for partitions ``[len(workers), parts)`` -- started ahead for this step
+        (:meth:`prepare`) or taken from the pool now (launched when it lacks them) -- and
+        connected to every other, or those ``>= parts`` given back (rescaling: the
+        coordinator moves their state first)."""
         have = len(self.workers)
         if parts > have:
-            fresh = self.pool.take(parts - have)
-            self.workers = self.workers + fresh
-            self.parts = parts
-            for p in range(have, parts):
-                self._send(p, "init", (self._blob, p, parts, symbols))
-            for p in range(have, parts):
-                self._reply(p)
+            ahead, started = self.ahead, None
+            if ahead is not None and ahead.what == ("live", have, parts):
+                self.ahead = None
+                started = ahead.claim()  # (waits; raises why they failed; None: no patience)
+            if started is not None:
+                self.workers = self.workers + started
+                self.parts = parts
+                self.taken_ahead += parts - have
+                fresh = dict(itertools.islice(symbols.items(), ahead.symbols, None))
+                for p in range(have, parts) if fresh else ():  # strings interned since
+                    self.call(p, "symbols", fresh)
+            else:
+                fresh = self.pool.take(parts - have)
+                self.workers = self.workers + fresh
+                self.parts = parts
+                for p in range(have, parts):
+                    self._send(p, "init", (self._blob, p, parts, symbols))
+                for p in range(have, parts):
+                    self._reply(p)
             self.call_all("peers", [([w[1] for w in self.workers],)] * parts)
         elif parts < have:
             retired, self.workers = self.workers[parts:], self.workers[:parts]
@@ -373,7 +489,11 @@ class SocketTransport:
 
     def restart(self, symbols: dict, parts: int | None = None) -> None:
         """Survivors go back to the pool, reset; fresh ones start with the current ``symbols``
-        (``parts`` of them: by default as many as before)."""
+        (``parts`` of them: by default as many as before).  A start ahead of a restart ends
+        here (it goes on filling the pool); one for partitions to add stays for its step."""
+        ahead = self.ahead
+        if ahead is not None and ahead.init is None:  # (it goes on filling the pool)
+            self.ahead = None
         self.pool.give_back(self.workers)
         self.workers = []
         if parts is not None:
@@ -381,5 +501,6 @@ class SocketTransport:
         self.start(self._graph, symbols)
 
     def close(self) -> None:
+        self.cancel_ahead()
         self.pool.give_back(self.workers)
         self.workers = []

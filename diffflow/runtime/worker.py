@@ -41,6 +41,8 @@ from diffflow.runtime.rescale import migrate, step_index
 from diffflow.runtime.tracing import WorkerLog, WorkerSide, aligned_origin
 from diffflow.runtime.wire import (decode_arrays, no_delay, recv_header, recv_pieces,
                                    send_chunks, small_batch)
+from diffflow.runtime.worker_start import (in_background, load_kernel_step, load_while_idle,
+                                           lowest_priority)
 
 
 def error_reply(exc: Exception, trace: str) -> tuple:
@@ -74,12 +76,39 @@ class WorkerCommands:
         self._fresh: dict = {}  # strings interned here and not reported yet
         self.tracing: WorkerSide | None = None  # this worker's half of a traced protocol
 
-    def cmd_init(self, graph_blob: bytes, partition: int, parts: int, symbols: dict) -> int:
-        graph = pickle.loads(graph_blob)
-        self.symbols = SymbolTable()
-        self.symbols._text.update(symbols)
-        self.start(graph, partition, parts)
+    warm_when_idle = False  # load numba kernels between commands (a worker process, once built)
+
+    def cmd_init(self, graph_blob: bytes, partition: int, parts: int, symbols: dict,
+                 background: bool = False) -> int:
+        """Build this partition's engine for the pickled graph; ``background``: in a thread
+        of the lowest priority (a worker started ahead of a rescaling step)."""
+        def build():
+            if background:
+                lowest_priority()
+            graph = pickle.loads(graph_blob)
+            self.symbols = SymbolTable()
+            self.symbols._text.update(symbols)
+            self.start(graph, partition, parts)
+            if not self.warm_when_idle:  # numba itself with the start; kernels while idle
+                self.warm_when_idle = load_kernel_step()
+
+        in_background(build) if background else build()
         return os.getpid()
+
+    def cmd_warm(self) -> int:
+        """Load every kernel numba's cache holds now (a worker started ahead of a rescaling
+        step, idle until then), in a thread of the lowest priority
+        (:func:`~diffflow.runtime.worker_start.lowest_priority`: the epochs of the dataflow
+        meanwhile keep the processors); returns how many steps of loading were left."""
+        steps = []
+
+        def load():
+            lowest_priority()
+            while load_kernel_step():
+                steps.append(1)
+
+        in_background(load)
+        return len(steps)
 
     def start(self, graph, partition: int, parts: int) -> None:
         """Build this partition's engine for ``graph``."""
@@ -466,6 +495,8 @@ class WorkerServer(WorkerCommands):
 
     def serve(self) -> None:
         while True:
+            if self.warm_when_idle:  # (numba's kernels, loaded while idle: worker_start)
+                self.warm_when_idle = load_while_idle(self.conn)
             try:
                 cmd, args = self.conn.recv()
             except (EOFError, OSError):

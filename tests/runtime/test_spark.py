@@ -410,15 +410,19 @@ def test_spark_rescales_live_and_by_restart(spark, tmp_path):
     for flow in flows:
         words = flow.input("words", [("w", str), ("n", int)])
         outs.append((words, words.aggregate(by=["w"], total=dd.sum("n")).output()))
-    for epoch in range(9):
+    restarted = None  # (the live plan waits, an epoch at a time, for its worker's start)
+    for epoch in range(2000):
+        if restarted is not None and epoch >= restarted + 3:
+            break
         rows = [(f"w{(epoch * 5 + i) % 13}", i) for i in range(8)]
         if epoch == 1:
             flows[1].rescale(partitions=3, strategy="fluid", bins_per_step=BINS // 4)
-        if epoch == 6:
-            assert flows[1].migration is None and flows[1].partitions == 3
+        elif epoch > 1 and restarted is None and flows[1].migration is None:
+            assert flows[1].partitions == 3
             assert len(flows[1]._runtime.worker_pids()) == 3
             flows[1].rescale(partitions=2, strategy="restart")
             assert len(flows[1]._runtime.worker_pids()) == 2
+            restarted = epoch
         outs[0][0].insert(rows)
         outs[1][0].insert_dataframe(spark.createDataFrame(rows, "w string, n long"))
         for flow in flows:
@@ -426,5 +430,36 @@ def test_spark_rescales_live_and_by_restart(spark, tmp_path):
         assert outs[1][1].snapshot() == outs[0][1].snapshot(), epoch
         assert outs[1][1].changes() == outs[0][1].changes(), epoch
         flows[1]._runtime.check_owners()
-    assert flows[1].partitions == 2
+    assert flows[1].partitions == 2 and restarted is not None
+    flows[1].close()
+
+
+@pytest.mark.local_runtime  # the reference is the local runtime
+def test_spark_starts_a_plans_worker_before_its_first_step(spark):
+    """A plan 2 -> 3 asks Spark for the third worker when it is planned; its first step
+    waits (an epoch at a time) until that worker is ready, and takes it ready-made."""
+    flows = [dd.Dataflow(partitions=2), dd.Dataflow(runtime="spark", spark=spark, partitions=2)]
+    outs = []
+    for flow in flows:
+        edges = flow.input("edges", ["a", "b"])
+        outs.append((edges, graphs.connected_components(edges).output()))
+    transport = flows[1]._ensure_runtime().transport
+    plan, first_step = None, []
+    for epoch in range(2000):
+        if epoch == 1:
+            plan = flows[1].rescale(partitions=3, strategy="batched", max_rows_per_step=5)
+            ahead = transport.ahead
+            assert ahead is not None
+        if epoch == 3:  # (the start runs at the lowest priority: slow on a busy machine)
+            ahead.thread.join()
+        for (edges, _), flow in zip(outs, flows):
+            edges.insert([((epoch * 5 + i) % 31, (epoch * 7 + 2 * i) % 31) for i in range(3)])
+            flow.advance()
+        assert outs[1][1].snapshot() == outs[0][1].snapshot(), epoch
+        if plan is not None and plan.progress[0] and not first_step:
+            first_step.append(transport.taken_ahead)
+        if plan is not None and flows[1].migration is None:
+            break
+    assert plan.done and first_step == [1] and flows[1].partitions == 3
+    assert len(flows[1]._runtime.worker_pids()) == 3
     flows[1].close()

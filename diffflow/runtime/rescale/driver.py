@@ -55,7 +55,7 @@ class Rescaling:
         self._check(runtime, replace)
         start = check_start(start_epoch, open_epoch)
         if strategy == "restart":
-            return self._restart_at(runtime, open_epoch, compute, partitions, table)
+            return self._restart_at(runtime, open_epoch, compute, partitions, table, start)
         sizes = estimated_sizes(runtime.routing.table(), runtime.partition_rows())
         plan = make_plan(runtime.routing, sizes, partitions=partitions, table=table,
                          strategy=strategy, bins_per_step=bins_per_step,
@@ -89,24 +89,38 @@ class Rescaling:
             runtime.rescale_plan(next(_PLAN_KEYS), plan.step_of_bin())
         else:
             runtime.rescale_plan(None, None)
+        # the workers of the partitions it adds start now, in the background (cancelling
+        # any start for a plan it replaces): its steps need not wait for a process start
+        runtime.prepare_workers(max([s.parts for s in plan.steps], default=runtime.parts))
 
-    def _restart_at(self, runtime, open_epoch: int, compute, partitions, table) -> Plan:
+    def _restart_at(self, runtime, open_epoch: int, compute, partitions, table,
+                    start: int) -> Plan:
+        """A restart now, or at ``start`` with its extra workers started meanwhile."""
         if not hasattr(runtime, "restart_at") or runtime.transport.pids == []:
             raise GraphError("strategy='restart' needs worker processes (runtime='processes' "
                              "or 'spark'); other runtimes rescale live with 'all_at_once'")
         parts, target = target_of(runtime.routing, partitions, table)
-        compute()
         now = runtime.routing.table()
         moving = np.flatnonzero(now != target)
         plan = Plan("restart", runtime.parts, parts, target,
-                    [Step(open_epoch, moving, now[moving], target[moving], parts, 0)])
+                    [Step(start, moving, now[moving], target[moving], parts, 0)])
         self.plan = None  # a restart replaces any plan under way
         runtime.rescale_plan(None, None)
+        if start > open_epoch:  # (the pool gets the workers it will lack, started and warm)
+            self.plan = plan
+            runtime.prepare_workers(parts, restart=True)
+            return plan
+        runtime.prepare_workers(runtime.parts)  # (cancels a start for a plan replaced)
+        self._restart(plan, runtime, compute)
+        return plan
+
+    def _restart(self, plan: Plan, runtime, compute) -> None:
+        """Apply a restart plan's one step now (after computing every closed epoch)."""
+        compute()
         started = time.perf_counter()
-        runtime.restart_at(Routing(parts, target))
+        runtime.restart_at(Routing(plan.parts_to, plan.target))
         plan.steps[0].seconds = time.perf_counter() - started
         plan.steps[0].applied = True
-        return plan
 
     def before_epoch(self, runtime, open_epoch: int, compute) -> None:
         """At an epoch boundary: apply the plan's steps due at ``open_epoch`` (after
@@ -116,14 +130,23 @@ class Rescaling:
             return
         plan = self.plan
         due = [] if plan is None else plan.due(open_epoch)
+        if due and plan.strategy == "restart":  # (its extra workers were started ahead)
+            if getattr(runtime, "log_open", None):  # (DataFrames staged: the next boundary)
+                plan.postpone()
+                return
+            self._restart(plan, runtime, compute)
+            self.plan = None
+            return
         pace = self.pace
         no_room = bool(due) and pace.no_room(plan, due)  # a paced caller has no slack now
-        if not due or no_room or pace.must_wait(plan, due, runtime):
+        if not due or no_room or pace.must_wait(plan, due, runtime) \
+                or pace.must_start(plan, due, runtime):
             # background work: index for coming steps, merge what steps imported
             self.work = pace.work(runtime)
             if not due:
                 return
-            if no_room or pace.must_wait(plan, due, runtime):  # still: the steps wait an epoch
+            if no_room or pace.must_wait(plan, due, runtime) \
+                    or pace.must_start(plan, due, runtime):  # still: the steps wait an epoch
                 plan.postpone()
                 return
         compute()

@@ -36,7 +36,8 @@ class Background:
     while more of the state is not indexed yet than it moves waits
     (:meth:`Plan.postpone`) instead of indexing at the step, so the step's epoch
     costs about the rows it moves; after :data:`PREPARE_WAIT` epochs it goes ahead and
-    scans the batches not indexed yet.
+    scans the batches not indexed yet.  Such a step also waits while the workers of the
+    partitions it adds are still starting (:meth:`must_start`).
 
     *Paced callers.*  A caller that leaves the dataflow idle between epochs (a
     stream with a period: idle at least :data:`PACED_IDLE` of a steady epoch, the
@@ -115,6 +116,19 @@ class Background:
             return False
         moving = max(sum(s.rows_planned for s in due), 1)
         return runtime.rescale_unprepared() > moving
+
+    @staticmethod
+    def must_start(plan, due: list, runtime) -> bool:
+        """Whether the ``due`` steps should wait an epoch for the workers of the partitions
+        they add: started in the background since the plan was made
+        (:mod:`diffflow.runtime.start_ahead`), so that no epoch waits for a process start.
+        Batched and fluid steps wait (until the start is done, or failed: the step says
+        why; after :data:`~diffflow.runtime.start_ahead.PATIENCE` seconds they start their
+        own workers); an all-at-once step, one stall by choice, waits for them within its
+        epoch if need be."""
+        if plan.strategy == "all_at_once":
+            return False
+        return max(s.parts for s in due) > runtime.parts and not runtime.workers_ready()
 
     def behind(self) -> bool:
         """Whether a paced caller came back behind: idle under :data:`BEHIND` of a steady

@@ -124,6 +124,15 @@ def distinct_of(rows, partitions: int = 2, **options) -> tuple:
     return flow, a, out
 
 
+def workers_started(flow) -> None:
+    """Wait until the workers a plan adds have started (worker processes start them in the
+    background, and a batched or fluid step waits for them an epoch at a time), so that
+    its steps apply at their epochs on every runtime."""
+    ahead = getattr(getattr(flow._runtime, "transport", None), "ahead", None)
+    if ahead is not None:
+        ahead.thread.join()
+
+
 def check_invariants(flow) -> None:
     runtime = flow._runtime
     table = flow.routing_table
@@ -338,25 +347,37 @@ def _lockstep(local, remote, epochs, on_epoch) -> None:
         rw.flow._runtime.check_traces()
 
 
+def _epochs(finished, at_least: int, cap: int = 2000):
+    """Epoch numbers: ``at_least`` of them, then more until ``finished()`` (a plan that adds
+    partitions waits, an epoch at a time, until its workers have started)."""
+    epoch = 0
+    while epoch < at_least or not finished():
+        assert epoch < cap, "the plan never finished"
+        yield epoch
+        epoch += 1
+
+
 def test_worker_processes_grow_and_shrink_live():
     local = dd.Dataflow(partitions=2)
     remote = dd.Dataflow(partitions=2, runtime="processes")
     built = [_words(local), _words(remote)]
-    workers = []
+    workers, plans = [], []
 
     def act(epoch):
         if epoch == 2:
-            remote.rescale(partitions=4, strategy="batched", max_rows_per_step=15)
-        if epoch == 8:
-            assert remote.migration is None and remote.partitions == 4
-            remote.rescale(partitions=3, strategy="fluid", bins_per_step=BINS // 4)
+            plans.append(remote.rescale(partitions=4, strategy="batched", max_rows_per_step=15))
+        elif len(plans) == 1 and remote.migration is None:
+            assert remote.partitions == 4
+            plans.append(remote.rescale(partitions=3, strategy="fluid", bins_per_step=BINS // 4))
         if remote._runtime is not None:
             workers.append(len(remote._runtime.worker_pids()))
 
     try:
-        _lockstep(built[0], built[1], range(14), act)
+        _lockstep(built[0], built[1],
+                  _epochs(lambda: len(plans) == 2 and remote.migration is None, 14), act)
         assert remote.partitions == 3 and len(remote._runtime.worker_pids()) == 3
         assert workers[:2] == [2, 2] and 4 in workers
+        assert remote._runtime.transport.taken_ahead == 2  # started before the first step
     finally:
         remote.close()
 
@@ -370,15 +391,19 @@ def test_a_worker_killed_mid_migration_recovers_exactly(checkpoint_every):
     remote = dd.Dataflow(partitions=2, runtime="processes", checkpoint_every=checkpoint_every)
     built = [_words(local), _words(remote)]
 
+    killed = []
+
     def act(epoch):
         if epoch == 2:
             remote.rescale(partitions=3, strategy="fluid", bins_per_step=BINS // 20)
-        if epoch == 4:  # two of seven steps done; the new worker dies
-            assert remote.migration is not None and remote.migration.progress[0] == 2
+        plan = remote.migration
+        if not killed and plan is not None and plan.progress[0] == 2:
+            killed.append(epoch)  # two of seven steps done; the new worker dies
             os.kill(remote._runtime.worker_pids()[2], signal.SIGKILL)
 
     try:
-        _lockstep(built[0], built[1], range(10), act)
+        _lockstep(built[0], built[1], _epochs(lambda: killed and remote.migration is None, 10),
+                  act)
         assert remote._runtime.recoveries == 1
         assert remote.migration is None and remote.partitions == 3
     finally:
@@ -505,6 +530,7 @@ def test_several_steps_at_one_boundary_and_plans_from_the_past_are_refused():
     plan = flow.rescale(partitions=4, strategy="fluid", bins_per_step=100_000,
                         steps_per_epoch=2)
     assert [s.epoch for s in plan.steps] == [1, 1, 2, 2]
+    workers_started(flow)
     a.insert([1000])
     flow.advance()  # two steps at this boundary
     assert plan.progress == (2, 4) and flow.partitions == 4
