@@ -29,6 +29,11 @@ Usage::
   p50 before (and the worst epoch before: a worker's first epochs) and after, the worst
   epoch of the plan (from the ``rescale`` call to its last step) against the steady p50,
   the epochs the first step waited for its worker, and the 3 -> 1 step's epoch.  ``--plan-runs`` runs, each in a fresh pool of workers.
+* **explain**: explanation latency per runtime (``--explain-runtimes``, at P = 2):
+  reachability from 10 roots over ``--explain-edges`` random edges with ``explain=True``;
+  ``output.explain`` of one row (``--explain-rows`` random rows, ``--explain-repeats``
+  times; p50, p90, and the p50 against the local runtime's), and the p50 epoch of 15 + 15
+  edges while 20 live explanations are kept current.
 
 For each workload and strategy it prints steady-state p50/p99 (a control run of the same
 workload, as many epochs as the longest run, with no plan; see :func:`summarize`), the
@@ -432,6 +437,88 @@ def plan_workload(args) -> dict:
     return {"runs": runs}
 
 
+def explain_flow(runtime: str, args, spark=None):
+    """Reachability from 10 roots over ``--explain-edges`` random edges at P = 2 with
+    ``explain=True``; returns the flow, its edges input, the output and the edges."""
+    options = {"runtime": runtime}
+    if runtime == "spark":
+        options["spark"] = spark
+    rng = np.random.default_rng(args.seed)
+    n = args.explain_edges // 3
+    edges = rng.integers(0, n, size=(args.explain_edges, 2))
+    flow = dd.Dataflow(partitions=2, explain=True, **options)
+    links = flow.input("edges", ["src", "dst"])
+    roots = flow.input("roots", ["node"])
+    reach = graphs.reachable(links, roots).output()
+    links.insert(edges)
+    roots.insert([(int(r),) for r in rng.choice(n, 10, replace=False)])
+    flow.advance()
+    return flow, links, reach, edges
+
+
+def explain_workload(args) -> dict:
+    """Explanation latency (``output.explain`` of one row, and an epoch of 15 + 15 edges
+    with 20 live explanations) per runtime, each against the local runtime's at P = 2.  The
+    runtimes' dataflows live side by side and take turns, row by row and epoch by epoch, so
+    the machine's drift reaches them alike."""
+    spark = None
+    if "spark" in args.explain_runtimes.split(","):
+        from diffflow.runtime.spark import local_session
+        spark = local_session("local[3]")
+    runtimes = args.explain_runtimes.split(",")
+    built = {runtime: explain_flow(runtime, args, spark) for runtime in runtimes}
+    rng = np.random.default_rng(args.seed + 1)
+    rows = sorted(built[runtimes[0]][2].snapshot())
+    picked = [rows[i] for i in rng.choice(len(rows), args.explain_rows, replace=False)]
+    warm_until = time.perf_counter() + args.explain_warm
+    while time.perf_counter() < warm_until:   # (fresh workers load kernels while idle)
+        for _, _, reach, _ in built.values():
+            reach.explain([picked[0]])
+        time.sleep(0.05)
+    times = {runtime: [] for runtime in runtimes}
+    sizes = {runtime: [] for runtime in runtimes}
+    for _ in range(args.explain_repeats):
+        for row in picked:
+            for runtime, (_, _, reach, _) in built.items():
+                started = time.perf_counter()
+                ex = reach.explain([row])
+                times[runtime].append(time.perf_counter() - started)
+                sizes[runtime].append(ex.size)
+    lives = {runtime: flow.explanations(reach) for runtime, (flow, _, reach, _) in built.items()}
+    for live in lives.values():
+        live.ask(picked[:20])
+    epochs = {runtime: [] for runtime in runtimes}
+    for epoch in range(args.explain_epochs):
+        removed = built[runtimes[0]][3][epoch * 15:(epoch + 1) * 15]
+        inserted = rng.integers(0, args.explain_edges // 3, size=(15, 2))
+        for runtime, (flow, links, _, _) in built.items():
+            links.remove(removed)
+            links.insert(inserted)
+            started = time.perf_counter()
+            flow.advance()
+            epochs[runtime].append(time.perf_counter() - started)
+            lives[runtime].changes()
+    results = {}
+    for runtime, (flow, _, _, _) in built.items():
+        flow.close()
+        results[runtime] = {
+            "explain_p50_ms": 1e3 * float(np.median(times[runtime])),
+            "explain_p90_ms": 1e3 * float(np.percentile(times[runtime], 90)),
+            "rows_per_explanation": float(np.mean(sizes[runtime])),
+            "live_epoch_p50_ms": 1e3 * float(np.median(epochs[runtime][2:])),
+        }
+    local = results.get("local")
+    for runtime, figures in results.items():
+        if local is not None:
+            figures["explain_vs_local"] = figures["explain_p50_ms"] / local["explain_p50_ms"]
+        print(f"explain {runtime:9s} explain p50 {figures['explain_p50_ms']:6.2f} ms  "
+              f"p90 {figures['explain_p90_ms']:6.2f} ms  "
+              f"({figures['rows_per_explanation']:.1f} input rows)  "
+              f"x local {figures.get('explain_vs_local', float('nan')):.2f}  "
+              f"epoch with 20 live p50 {figures['live_epoch_p50_ms']:6.1f} ms", flush=True)
+    return results
+
+
 def fresh_pool(runtime: str, session) -> None:
     """End the pooled workers, so that the next run's plan launches its worker again."""
     if runtime == "processes":
@@ -536,6 +623,16 @@ def main() -> None:
     parser.add_argument("--plan-steady", type=int, default=30,
                         help="plan workload: epochs measured before and after the plan")
     parser.add_argument("--plan-runs", type=int, default=1)
+    parser.add_argument("--explain-runtimes", default="local,processes",
+                        help="runtimes of the explain workload (local,processes,spark)")
+    parser.add_argument("--explain-edges", type=int, default=9_000)
+    parser.add_argument("--explain-rows", type=int, default=30)
+    parser.add_argument("--explain-repeats", type=int, default=3)
+    parser.add_argument("--explain-epochs", type=int, default=12)
+    parser.add_argument("--explain-warm", type=float, default=5.0,
+                        help="seconds of explanations before measuring (fresh workers "
+                             "load their kernels while idle)")
+    parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--plot", default=os.path.join(HERE, "rescale_latency.png"))
     parser.add_argument("--json", default=None, help="write every figure here")
     add_data_option(parser)
@@ -564,6 +661,8 @@ def main() -> None:
                     f" partitions)", results[workload]), flush=True)
     if "plan" in workloads:
         out["plan"] = plan_workload(args)
+    if "explain" in workloads:
+        out["explain"] = explain_workload(args)
     if "routing" in workloads:
         out["routing"] = run_routing(args)
         print("\nrouting:", json.dumps(out["routing"]), flush=True)

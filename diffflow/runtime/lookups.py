@@ -5,7 +5,7 @@ dataflow keeps current, read by key between epochs, and note which keys each epo
 (``changed_keys`` nodes).  Those reads run where a partition's engine lives -- in this
 process for the local runtime, in a worker for the others -- so they are plain functions of
 an engine here, taking and returning int64 arrays: a worker answers them as they are
-(:meth:`~diffflow.runtime.worker.WorkerCommands.cmd_lookup`), and
+(:meth:`~diffflow.runtime.worker_commands.WorkerCommands.cmd_lookup`), and
 :class:`~diffflow.runtime.base.Runtime` merges the partitions' answers.
 
 >>> import diffflow as dd

@@ -31,7 +31,7 @@ import time
 from diffflow.common.errors import DiffflowError, WorkerLost
 from diffflow.runtime.start_ahead import StartAhead
 from diffflow.runtime.wire import no_delay
-from diffflow.runtime.worker import WorkerCommands
+from diffflow.runtime.worker_commands import WorkerCommands
 from diffflow.runtime.worker_start import worker_command
 
 

@@ -18,12 +18,9 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
 
-#: seconds without a command after which a worker counts as idle (and loads kernels) ...
+#: seconds without a command after which a worker counts as idle (and loads kernels)
 IDLE_WAIT = 0.002
-#: ... for at most this long at a time
-IDLE_SLICE = 0.01
 
 _LOADING: list = []  # this process's kernel loading: [generator], [] before, [None] once done
 
@@ -49,14 +46,12 @@ def load_kernel_step() -> bool:
 def load_while_idle(conn) -> bool:
     """Load kernels while a worker is idle: after :data:`IDLE_WAIT` seconds with no command
     on ``conn`` (so not between the commands of one epoch), a kernel at a time (a few ms
-    each) for at most :data:`IDLE_SLICE` seconds, or until a command comes; returns
-    whether any is left to load."""
-    deadline = None
+    each) until none is left or a command comes; returns whether any is left to load.
+    (Not a slice per command: a worker answering a stream of short requests, an
+    explanation's index reads, would load one slice after each and make the next wait.)"""
     try:
         while not conn.poll(IDLE_WAIT):
-            now = time.perf_counter()
-            deadline = deadline or now + IDLE_SLICE
-            if now >= deadline or not load_kernel_step():
+            if not load_kernel_step():
                 break
     except (EOFError, OSError):
         return False  # (the coordinator hung up: the worker ends)
