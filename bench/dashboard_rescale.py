@@ -5,9 +5,9 @@ Usage::
     python bench/dashboard_rescale.py                    # runtime processes, docs/dashboard_rescale.png
     python bench/dashboard_rescale.py --runtime spark --png /tmp/spark.png
 
-Connected components over random edges start at 2 partitions, traced to a file; at epoch 3 a
-batched plan moves to 3 partitions (a step per epoch) and at epoch 8 an all-at-once step
-moves to 1.  It prints, per epoch, the partitions and the workers the trace names (the
+Connected components over random edges start at 2 partitions, traced to a file; after 3
+epochs a batched plan moves to 3 partitions (its worker starts in the background, then a step
+per epoch), and 2 epochs after its last step an all-at-once step moves to 1.  It prints, per epoch, the partitions and the workers the trace names (the
 partition the plan adds logs as worker 3: 0 and 1 are the first partitions, 2 the
 coordinator) with the critical participation's sum, then writes the dashboard of the trace
 (``diffflow pag report``) and screenshots it in headless Chromium (Debian's ``chromium`` and
@@ -48,16 +48,25 @@ def traced_run(path: str, runtime: str) -> list:
         links = flow.input("links", ["src", "dst"])
         graphs.connected_components(links).output()
         links.insert(edges)
-        for epoch in range(12):
-            if epoch == 3:
-                flow.rescale(partitions=3, strategy="batched", bins_per_step=BINS // 9)
-            if epoch == 8:
-                flow.rescale(partitions=1, strategy="all_at_once", replace=True)
-            if epoch:
-                links.remove(edges[epoch * 15:(epoch + 1) * 15])
+
+        def epoch():
+            if counts:
+                at = len(counts) % 500 * 15
+                links.remove(edges[at:at + 15])
                 links.insert(rng.integers(0, 3000, size=(15, 2)))
             flow.advance()
             counts.append(flow.partitions)
+
+        for _ in range(3):
+            epoch()
+        flow.rescale(partitions=3, strategy="batched", bins_per_step=BINS // 9)
+        while flow.migration is not None:   # (its worker starts first, then the steps)
+            epoch()
+        for _ in range(2):
+            epoch()
+        flow.rescale(partitions=1, strategy="all_at_once")
+        for _ in range(3):
+            epoch()
     return counts
 
 

@@ -121,13 +121,19 @@ def test_a_plan_adding_partitions_starts_its_worker_before_its_first_step():
         flow.close()
 
 
-def test_a_replaced_plan_and_a_closed_dataflow_give_their_workers_back(own_pool):
+def first_epoch_on_processes(own_pool):
+    """A dataflow on 2 worker processes of a pool of its own, its first epoch computed."""
     pool = own_pool()
     flow = dd.Dataflow(partitions=2, runtime="processes")
     inputs, outs = build(flow)
     feed = Feed()
     feed.epoch(inputs, 0)
     flow.advance()
+    return pool, flow, inputs, outs, feed
+
+
+def test_a_replaced_plan_and_a_closed_dataflow_give_their_workers_back(own_pool):
+    pool, flow, inputs, outs, feed = first_epoch_on_processes(own_pool)
     transport = flow._runtime.transport
     later = flow.epoch + 1000  # (never due here)
     flow.rescale(partitions=4, strategy="batched", start_epoch=later)
@@ -196,12 +202,7 @@ def test_a_step_that_runs_out_of_patience_starts_its_own_worker(own_pool, monkey
     from diffflow.runtime import start_ahead
 
     monkeypatch.setattr(start_ahead, "PATIENCE", -1.0)
-    pool = own_pool()
-    flow = dd.Dataflow(partitions=2, runtime="processes")
-    inputs, outs = build(flow)
-    feed = Feed()
-    feed.epoch(inputs, 0)
-    flow.advance()
+    pool, flow, inputs, outs, feed = first_epoch_on_processes(own_pool)
     transport = flow._runtime.transport
     flow.rescale(partitions=3, strategy="batched")
     ahead = transport.ahead
@@ -217,12 +218,7 @@ def test_a_step_that_runs_out_of_patience_starts_its_own_worker(own_pool, monkey
 
 
 def test_a_restart_at_a_later_epoch_starts_the_worker_it_lacks_meanwhile(own_pool):
-    pool = own_pool()
-    flow = dd.Dataflow(partitions=2, runtime="processes")
-    inputs, outs = build(flow)
-    feed = Feed()
-    feed.epoch(inputs, 0)
-    flow.advance()
+    pool, flow, inputs, outs, feed = first_epoch_on_processes(own_pool)
     transport = flow._runtime.transport
     start = flow.epoch + 3
     plan = flow.rescale(partitions=3, strategy="restart", start_epoch=start)
