@@ -438,7 +438,7 @@ def plan_workload(args) -> dict:
 
 
 def explain_flow(runtime: str, args, spark=None):
-    """Reachability from 10 roots over ``--explain-edges`` random edges at P = 2 with
+    """Reachability from ``--explain-roots`` roots over ``--explain-edges`` random edges at P = 2 with
     ``explain=True``; returns the flow, its edges input, the output and the edges."""
     options = {"runtime": runtime}
     if runtime == "spark":
@@ -451,7 +451,7 @@ def explain_flow(runtime: str, args, spark=None):
     roots = flow.input("roots", ["node"])
     reach = graphs.reachable(links, roots).output()
     links.insert(edges)
-    roots.insert([(int(r),) for r in rng.choice(n, 10, replace=False)])
+    roots.insert([(int(r),) for r in rng.choice(n, args.explain_roots, replace=False)])
     flow.advance()
     return flow, links, reach, edges
 
@@ -626,6 +626,8 @@ def main() -> None:
     parser.add_argument("--explain-runtimes", default="local,processes",
                         help="runtimes of the explain workload (local,processes,spark)")
     parser.add_argument("--explain-edges", type=int, default=9_000)
+    parser.add_argument("--explain-roots", type=int, default=10,
+                        help="fewer roots: longer paths, explanations of more levels")
     parser.add_argument("--explain-rows", type=int, default=30)
     parser.add_argument("--explain-repeats", type=int, default=3)
     parser.add_argument("--explain-epochs", type=int, default=12)
