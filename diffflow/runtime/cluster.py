@@ -296,7 +296,7 @@ class ClusterRuntime(Runtime):
                 if self.checkpoint_path is not None:  # re-binned if written at another P
                     self.transport.call_all("restore", [(self.checkpoint_files,)] * self.parts)
                 self._keys_lost = True  # (what was noted since the last take is gone)
-                self._lookup_unsafe("record", [(sorted(self.recording),)] * self.parts)
+                self._send_recording(range(self.parts))
                 for node_ids, entries in self.log_closed:
                     for entry in entries:
                         self._apply_entry(entry)
@@ -351,6 +351,13 @@ class ClusterRuntime(Runtime):
         return self.transport.call_all("lookup", [None if args is None else (name, args)
                                                   for args in args_per_partition])
 
+    def _send_recording(self, partitions) -> None:
+        """Fresh workers (``partitions``) note the keys of :attr:`recording` (exactly those:
+        a restored checkpoint may have noted others)."""
+        told = set(partitions)
+        self._lookup_unsafe("record", [(sorted(self.recording),) if p in told else None
+                                       for p in range(self.transport.parts)])
+
     def take_output_changes(self, node_id: int) -> list:
         out = [c for p in range(self.parts) for c in self._take_changes(p, node_id)]
         self.delivered[node_id] = self.computed
@@ -390,8 +397,7 @@ class ClusterRuntime(Runtime):
                 self.transport.call(p, "routing", routing)
                 self.transport.call(p, "catch_up", self.closed, self.frontiers)
                 self.transport.call(p, "plan", *self._plan)
-                if self.recording:
-                    self.transport.call(p, "lookup", "record", (sorted(self.recording),))
+            self._send_recording(fresh)
         count = self.transport.parts
         sent = self.transport.call_all("extract", [(routing, step)] * count)
         parcels: list = [[] for _ in range(count)]

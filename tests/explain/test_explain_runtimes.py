@@ -41,10 +41,13 @@ def build(flow):
 
 
 def pairs(options: dict, partitions: int = 2):
-    """A local dataflow and one on ``options``' runtime, built alike."""
+    """A local dataflow and one on ``options``' runtime, built alike, roots 0 and 1 staged."""
     flows = [dd.Dataflow(partitions=partitions, explain=True),
              dd.Dataflow(partitions=partitions, explain=True, **options)]
-    return flows, [build(flow) for flow in flows]
+    built = [build(flow) for flow in flows]
+    for _, roots, *_ in built:
+        roots.insert([(0,), (1,)])
+    return flows, built
 
 
 def change_edges(rng, built, current: set, nodes: int, changes: int) -> set:
@@ -84,8 +87,6 @@ def test_explanations_equal_the_local_runtime_through_a_rescale(runtime, request
     rng = random.Random(f"runtimes {runtime}")
     flows, built = pairs(remote_options(runtime, request))
     try:
-        for _, roots, *_ in built:
-            roots.insert([(0,), (1,)])
         current: set = set()
         explained, epoch = 0, 0
         for stage in ("steady", "to 3", "on 3", "to 1"):
@@ -118,8 +119,6 @@ def test_live_explanations_stay_current_through_a_rescale_and_a_lost_worker(runt
     rng = random.Random(f"live {runtime}")
     flows, built = pairs(remote_options(runtime, request))
     try:
-        for _, roots, *_ in built:
-            roots.insert([(0,), (1,)])
         current: set = set()
         lives = None
         for epoch in range(8):
