@@ -10,7 +10,7 @@ import os
 import re
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCANNED = ["diffflow", "tests", "bench", "queries", "README.md", "docs", ".ci"]
+SCANNED = ["diffflow", "tests", "bench", "queries", "examples", "README.md", "docs", ".ci"]
 # a document: a name ending in .md, maybe after a folder; a section: § and a number
 CITATION = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.md)(?:`{0,2}\)?,? ?§ ?(\d+(?:\.\d+)*))?")
 
@@ -75,7 +75,7 @@ def test_every_cited_document_and_section_exists():
 
 
 # a path of the repository named in text: a folder of ours, then more of the path
-PATH = re.compile(r"(?<![\w./-])((?:diffflow|tests|bench|queries|docs|data)/[\w./-]*\w)")
+PATH = re.compile(r"(?<![\w./-])((?:diffflow|tests|bench|queries|docs|data|examples)/[\w./-]*\w)")
 GENERATED = ("bench/out",)  # written by the benchmarks, git-ignored
 
 
