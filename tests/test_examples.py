@@ -22,6 +22,13 @@ def run(args, cwd) -> str:
     return done.stdout
 
 
+def diffflow_command() -> str:
+    """The ``diffflow`` console script the install made (next to this Python)."""
+    script = pathlib.Path(sys.executable).parent / "diffflow"
+    assert script.exists(), "diffflow is not installed: pip install -e \".[test]\""
+    return str(script)
+
+
 def run_example(name, tmp_path, *args) -> str:
     return run([sys.executable, str(EXAMPLES / name), *args], tmp_path)
 
@@ -74,6 +81,56 @@ def test_components(tmp_path, partitions):
 
 def test_every_example_is_tested():
     """A new example file needs a test here (it is what a new user runs first)."""
-    tested = {"quickstart.py", "explain.py", "components.py", "flights"}
+    tested = {"quickstart.py", "explain.py", "components.py", "flights"}  # flights: the main job
     present = {p.name for p in EXAMPLES.iterdir() if p.suffix == ".py" or p.is_dir()}
     assert present - {"__pycache__"} == tested
+
+
+FLIGHTS = EXAMPLES / "flights"
+
+
+def fewest_flights(flights: set, home: str) -> dict:
+    """Breadth-first hops from ``home`` (at most 6, as the program bounds them)."""
+    hops, frontier = {home: 0}, [home]
+    for n in range(1, 7):
+        frontier = [b for a, b in sorted(flights) if a in frontier and b not in hops]
+        hops.update({b: n for b in frontier})
+    return hops
+
+
+def read_facts(path) -> set:
+    return {tuple(line.split("\t")) for line in path.read_text().splitlines() if line}
+
+
+def soufflé_blocks(out: str) -> dict:
+    """``{title: rows}`` of what ``-D -`` printed: Soufflé's blocks of a title, maybe the
+    attribute names, then rows between ``=`` rules."""
+    blocks, lines = {}, out.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("-----") and i + 1 < len(lines):
+            title = lines[i + 1]
+            start = next(j for j in range(i + 2, len(lines)) if lines[j].startswith("====="))
+            end = next(j for j in range(start + 1, len(lines)) if lines[j].startswith("====="))
+            blocks[title] = [tuple(row.split("\t")) for row in lines[start + 1:end]]
+    return blocks
+
+
+def test_flights_main_job(tmp_path):
+    """The README's first command: the program's outputs, then one step's changes."""
+    out = run([diffflow_command(), "run", str(FLIGHTS / "flights.dl"), "-F", str(FLIGHTS / "facts"),
+               "-D", "-", "--updates", str(FLIGHTS / "updates")], tmp_path)
+    flights = read_facts(FLIGHTS / "facts/flight.facts")
+    (home,), = read_facts(FLIGHTS / "facts/home.facts")
+    airports = {a for pair in flights for a in pair}
+    after = flights - read_facts(FLIGHTS / "updates/1/flight.remove.facts") \
+        | read_facts(FLIGHTS / "updates/1/flight.insert.facts")
+    before_hops, after_hops = fewest_flights(flights, home), fewest_flights(after, home)
+    blocks = soufflé_blocks(out)
+    assert sorted(blocks["fewest_flights"]) == sorted((a, str(n)) for a, n in before_hops.items())
+    assert sorted(blocks["unreachable"]) == sorted((a,) for a in airports - set(before_hops))
+    step = {title: rows for title, rows in blocks.items() if "step 1" in title}
+    changes = sorted(row for title, rows in step.items() if title.startswith("fewest_flights")
+                     for row in rows)
+    expected = sorted([(a, str(n), "+1") for a, n in after_hops.items() if before_hops.get(a) != n]
+                      + [(a, str(n), "-1") for a, n in before_hops.items() if after_hops.get(a) != n])
+    assert changes == expected and expected  # the step changes something, and only that
