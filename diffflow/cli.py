@@ -8,9 +8,10 @@ their facts, and analyse execution traces.
     diffflow explain prog.dl -F facts 'path(1, 4)'  # why a fact is derived
     diffflow pag cp TRACE                           # what was critical in an execution
     diffflow spark-pack                             # diffflow for Spark executors, packed
+    diffflow bench graphs --graph wiki-Vote         # graph algorithms, from scratch and updated
 
 This module is the command's face: the sub-commands live with what they drive
-(:mod:`diffflow.datalog.cli`, :mod:`diffflow.pag.cli`); here are the parser, the
+(:mod:`diffflow.datalog.cli`, :mod:`diffflow.pag.cli`, :mod:`diffflow.bench.cli`); here are the parser, the
 dispatch, and what every command shares (errors as one line on stderr, Ctrl-C and a
 closed pipe ending quietly).
 
@@ -138,11 +139,13 @@ def build_parser() -> argparse.ArgumentParser:
                                      description="Incremental Datalog (Soufflé-compatible).")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     commands = parser.add_subparsers(dest="command")
+    from diffflow.bench.cli import add_commands as add_bench
     from diffflow.datalog.cli import add_commands as add_datalog
     from diffflow.pag.cli import add_commands as add_pag
 
     add_datalog(commands)
     add_pag(commands)
+    add_bench(commands)
     pack = commands.add_parser(
         "spark-pack", help="build the archive that ships diffflow to Spark executors",
         description="Build (or reuse, when nothing changed) a .tar.gz of diffflow, its compiled "
