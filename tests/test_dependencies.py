@@ -3,6 +3,8 @@
 CI installs into a fresh virtual environment, which catches an undeclared import there; this
 test catches it on a developer's machine too, where the package may happen to be installed.
 The library may import only its own dependencies; the tests may also import the ``test`` extra.
+One module of the library may import the ``bench`` extra: ``diffflow/bench/peers.py``, the
+peers ``diffflow bench graphs --peers`` measures, imported only when asked for and installed.
 """
 import ast
 import importlib.metadata as metadata
@@ -15,14 +17,23 @@ import pytest
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
 
-def _top_level_imports(folder):
-    """``{module: first "file:line" importing it}`` for absolute imports under ``folder``."""
+# files that may import an extra besides the dependencies: {path from the root: extras}
+OPTIONAL = {os.path.join("diffflow", "bench", "peers.py"): ("bench",)}
+
+
+def _top_level_imports(folder, skip=()):
+    """``{module: first "file:line" importing it}`` for absolute imports under ``folder``
+    (a folder or one file), files in ``skip`` (paths from the root) left out."""
     found = {}
-    for base, _dirs, files in os.walk(folder):
+    walk = [(os.path.dirname(folder), [], [os.path.basename(folder)])] \
+        if os.path.isfile(folder) else os.walk(folder)
+    for base, _dirs, files in walk:
         for name in sorted(files):
             if not name.endswith(".py"):
                 continue
             path = os.path.join(base, name)
+            if os.path.relpath(path, ROOT) in skip:
+                continue
             with open(path, encoding="utf-8") as fh:
                 tree = ast.parse(fh.read(), path)
             for node in ast.walk(tree):
@@ -63,13 +74,15 @@ def _normalise(distribution):
 
 
 
-@pytest.mark.parametrize("folder,extras", [("diffflow", ()), ("tests", ("test",))])
+@pytest.mark.parametrize("folder,extras", [("diffflow", ()), ("tests", ("test",))]
+                         + [(path, extras) for path, extras in OPTIONAL.items()])
 def test_every_import_is_declared(folder, extras):
     wanted, provided = _declared_modules(extras)
     allowed = set(sys.stdlib_module_names) | provided | {"diffflow"}
     allowed.add("tests")  # the tests' own package: helpers in tests/support, shared cases
-    undeclared = {m: where for m, where in _top_level_imports(os.path.join(ROOT, folder)).items()
-                  if m not in allowed}
+    skip = () if folder in OPTIONAL else tuple(OPTIONAL)
+    imports = _top_level_imports(os.path.join(ROOT, folder), skip)
+    undeclared = {m: where for m, where in imports.items() if m not in allowed}
     extra = " or the [test] extra" if extras else ""
     assert not undeclared, (f"imports not provided by the dependencies in pyproject.toml{extra} "
                             f"({', '.join(sorted(wanted))}): {undeclared}")

@@ -135,6 +135,7 @@ def _run(args, progress) -> dict:
     final = final_edges(edges, batches) if args.peers else None
     result = {"graph": graph,
               "settings": {"algorithms": args.algorithms, "roots": len(roots),
+                           "root_nodes": roots.tolist(),
                            "batches": args.batches, "batch_size": args.batch_size,
                            "partitions": args.partitions, "seed": args.seed,
                            "peers": args.peers},
