@@ -44,8 +44,9 @@ def table(result: dict) -> str:
     g, s = result["graph"], result["settings"]
     lines = [f"graph {g['name']}: {g['nodes']:,} nodes, {g['edges']:,} edges ({g['source']}, "
              f"ready in {duration(g['load_s'])})",
-             f"{s['roots']} roots; {s['batches']} batches of {s['batch_size']} edges removed + "
-             f"{s['batch_size']} inserted"]
+             f"{s['roots']} roots; " + (f"{s['batches']} batches of {s['batch_size']} edges "
+                                        f"removed + {s['batch_size']} inserted"
+                                        if s["batches"] else "no update batches")]
     rows = [("algorithm", "answer after the batches", "initial", "initial edges/s",
              "update median", "update p90", "update edges/s")]
     peers = [("peer", "algorithm", "from scratch", "from scratch / diffflow update", "answers")]
