@@ -1,6 +1,7 @@
 """Where benchmarks find real data: ``--data DIR`` (or the ``DIFFFLOW_DATA`` environment
-variable), else the repository's ``data/``.  Nothing outside the repository is read unless it
-is named so.
+variable), else the repository's ``data/``, else (without ``--data``) where ``diffflow bench
+graphs`` looks and downloads (:mod:`diffflow.bench.datasets`: its cache folder, and
+``../shared/data`` beside the clone).
 
 A graph ``name`` is the file ``<dir>/graphs/<name>.txt.gz`` in the first folder that has it;
 when none has it, :func:`graph_file` stops with a message naming the folders searched and the
@@ -66,10 +67,41 @@ def graph_file(name: str, data: str | None = None) -> str:
         if os.path.exists(path):
             return path
     searched = ", ".join(os.path.join(d, "graphs") for d in data_dirs(data)) or "(no folder)"
+    catalog = package_module("datasets")
+    try:
+        known = catalog.entry(name)
+    except ValueError:
+        known = None
+    if known and not data:  # the graphs `diffflow bench graphs --download` keeps in its cache
+        found = catalog.find(known)
+        if found:
+            return found
+        raise SystemExit(f"graph {name!r} not found in {searched} nor in "
+                         f"{', '.join(catalog.search_dirs())}. Fetch it once (~{known.gz_mib:g} "
+                         f"MiB, from {known.url}, verified) with: diffflow bench graphs --graph "
+                         f"{known.name} --download --batches 0 --algorithms reach")
     have = ", ".join(available_graphs(data)) or "none"
     raise SystemExit(f"graph {name!r} not found: looked for {file} in {searched}. Graphs there: "
                      f"{have}. Pass --data DIR (or set {DATA_ENV}) for a folder with graphs/{file} "
                      f"(SNAP edge lists, https://snap.stanford.edu/data/).")
+
+
+def package_module(name: str):
+    """``diffflow/bench/<name>.py`` of this checkout loaded as a file, without importing
+    diffflow: :mod:`diffflow.bench.rmat`, ``.peers`` and ``.datasets`` import only numpy and
+    the standard library at their top (bench_peers times scipy in processes that must not
+    have imported diffflow)."""
+    import importlib.util
+    import sys
+
+    key = f"_diffflow_bench_{name}"
+    if key not in sys.modules:
+        path = os.path.join(HERE, "..", "diffflow", "bench", f"{name}.py")
+        spec = importlib.util.spec_from_file_location(key, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
 
 
 def stats_entry(name: str, data: str | None = None):
