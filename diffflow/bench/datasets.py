@@ -150,4 +150,8 @@ def load_edges(path: str) -> np.ndarray:
     except (ValueError, pd.errors.ParserError) as exc:
         raise ValueError(f"{path}: not a SNAP edge list (two integer ids a line, '#' "
                          f"comments): {exc}") from None
-    return np.unique(frame.to_numpy(np.int64), axis=0)
+    edges = frame.to_numpy(np.int64)
+    edges = edges[np.lexsort((edges[:, 1], edges[:, 0]))]  # (np.unique(axis=0): 4x slower)
+    keep = np.ones(len(edges), bool)
+    keep[1:] = (edges[1:] != edges[:-1]).any(axis=1)
+    return edges[keep]

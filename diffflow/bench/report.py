@@ -17,7 +17,8 @@ def duration(seconds: float) -> str:
 
 def _answer(answer: dict) -> str:
     if "components" in answer:
-        return (f"{answer['components']:,} components, largest "
+        plural = "" if answer["components"] == 1 else "s"
+        return (f"{answer['components']:,} component{plural}, largest "
                 f"{answer['largest_component_nodes']:,} nodes")
     text = f"{answer['nodes_reached']:,} nodes reached"
     return text + (f", farthest {answer['max_hops']} hops" if "max_hops" in answer else "")
@@ -93,6 +94,7 @@ def plot(result: dict, path: str) -> None:
     s = result["settings"]
     lat.set(xlabel="batch", ylabel="update latency (ms)", yscale="log",
             title=f"{s['batch_size']} removed + {s['batch_size']} inserted edges per batch")
+    lat.xaxis.get_major_locator().set_params(integer=True)
     lat.legend()
     engines = ["diffflow"] + sorted({p for a in algorithms.values() for p in a["peers"]})
     width = 0.8 / len(engines)
