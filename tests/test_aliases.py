@@ -106,6 +106,7 @@ def test_dir_of_the_package_trips_no_warning():
     assert result.stdout.split() == ["False", "True"], result.stderr
 
 
+@pytest.mark.slow
 def test_an_old_folder_left_behind_does_not_hide_the_alias(tmp_path):
     """A checkout updated in place keeps ignored ``__pycache__`` folders of removed packages;
     Python would import such a folder as an empty namespace package."""

@@ -17,6 +17,7 @@ import subprocess
 import sys
 
 import networkx
+import pytest
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 PACKAGE = os.path.join(ROOT, "diffflow")
@@ -151,18 +152,21 @@ def private_crossings(imports) -> list:
     return bad
 
 
+@pytest.mark.slow
 def test_no_import_circle():
     found = circles(_all_imports())
     assert not found, "import circles (docs/ARCHITECTURE.md says how to break one):\n" + \
         "\n".join(" -> ".join(c) for c in found)
 
 
+@pytest.mark.slow
 def test_no_private_name_crosses_a_package():
     bad = private_crossings(_all_imports() + _all_attribute_reads())
     assert not bad, "private names imported from another package (make them public there, " \
                     "or move the code that needs them):\n" + "\n".join(map(repr, bad))
 
 
+@pytest.mark.slow
 def test_nothing_imports_the_package_itself():
     bad = [imp for imp in _all_imports() if imp.target == "diffflow"]
     assert not bad, "`diffflow` imports every layer; import the module you need instead:\n" + \

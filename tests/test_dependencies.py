@@ -74,6 +74,7 @@ def _normalise(distribution):
 
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder,extras", [("diffflow", ()), ("tests", ("test",))]
                          + [(path, extras) for path, extras in OPTIONAL.items()])
 def test_every_import_is_declared(folder, extras):

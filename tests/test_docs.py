@@ -8,6 +8,7 @@ must describe every package and list the layers in the order ``pyproject.toml`` 
 """
 import os
 import re
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCANNED = ["diffflow", "tests", "bench", "queries", "examples", "README.md", "docs", ".ci"]
@@ -69,6 +70,7 @@ def dangling() -> list:
     return found
 
 
+@pytest.mark.slow
 def test_every_cited_document_and_section_exists():
     found = dangling()
     assert not found, "citations that do not resolve:\n" + "\n".join(found)

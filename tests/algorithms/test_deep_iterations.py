@@ -58,6 +58,7 @@ def test_components_on_deep_graphs_under_cuts(shape, parts):
     cut_and_repair(case, edges, seed=parts, epochs=6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", [1, 3])
 def test_components_on_a_long_chain_with_shuffled_ids(parts):
     # pointer jumping follows labels, not edges: ids in random order along the path
@@ -70,6 +71,7 @@ def test_components_on_a_long_chain_with_shuffled_ids(parts):
     cut_and_repair(case, edges, seed=11 + parts, epochs=4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", [1, 3])
 def test_strong_components_of_a_long_cycle_under_cuts(parts):
     cycle = chain_edges(80) + [(79, 0)]

@@ -138,6 +138,7 @@ def test_arrangement_is_shared_between_operators():
     assert outs[2].snapshot() == outs[0].snapshot()
 
 
+@pytest.mark.slow
 def test_traces_stay_bounded_over_many_epochs():
     """Logical compaction: memory follows the live data, not the number of epochs."""
     flow = dd.Dataflow(partitions=2)

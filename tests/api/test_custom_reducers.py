@@ -160,6 +160,7 @@ def test_negative_multiplicities_dropped_or_kept(seed, parts):
 NUMBA = fns.numba_kernels()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", PARTS)
 @pytest.mark.parametrize("seed", range(4))
 def test_numba_reducer(seed, parts):

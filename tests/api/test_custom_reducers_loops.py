@@ -162,15 +162,18 @@ def _run_custom_loop(flow, seed, epochs):
         flow.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runtime,parts", RUNTIMES)
 def test_every_runtime_computes_the_same_loop(runtime, parts):
     _run_custom_loop(dd.Dataflow(partitions=parts, runtime=runtime), 7, 4)
 
 
+@pytest.mark.slow
 def test_spark_computes_the_same_loop(spark):
     _run_custom_loop(dd.Dataflow(partitions=2, runtime="spark", spark=spark), 3, 3)
 
 
+@pytest.mark.slow
 @pytest.mark.local_runtime  # the reference is the local runtime
 def test_a_killed_worker_recovers_the_custom_loop_exactly():
     rng = random.Random(11)

@@ -156,6 +156,7 @@ def test_non_convergence_names_the_loop_and_stays_usable():
     check_traces(flow)
 
 
+@pytest.mark.slow
 def test_loop_traces_stay_bounded_over_many_epochs():
     flow = dd.Dataflow()
     edges = flow.input("edges", ["src", "dst"])

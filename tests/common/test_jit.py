@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from tests.support.paths import REPO
+import pytest
 
 LOAD = """
 import sys
@@ -31,6 +32,7 @@ def _run(code, cwd=REPO, path=()):
     return result.stdout.split(maxsplit=5)
 
 
+@pytest.mark.slow
 def test_cached_kernels_load_without_the_compilers_registries():
     first = _run(LOAD)   # may compile, if the cache is stale
     second = _run(LOAD)  # loads from the cache
@@ -46,6 +48,7 @@ TWICE_RUN = ("import twice_kernel as m\n"
              " sum(m.twice.stats.cache_misses.values()))")
 
 
+@pytest.mark.slow
 def test_a_cache_miss_compiles_and_saves(tmp_path):
     (tmp_path / "twice_kernel.py").write_text(TWICE)
     assert _run(TWICE_RUN, tmp_path, [tmp_path]) == ["42", "0", "1"]
@@ -53,6 +56,7 @@ def test_a_cache_miss_compiles_and_saves(tmp_path):
     assert any(p.suffix == ".nbi" for p in (tmp_path / "__pycache__").iterdir())
 
 
+@pytest.mark.slow
 def test_the_cache_stays_fresh_when_the_source_is_copied_elsewhere(tmp_path):
     # what shipping kernels to Spark executors relies on: a new folder, a new mtime, same text
     first = tmp_path / "first"
@@ -82,6 +86,7 @@ print([a.tolist() for a in totals], [a.tolist() for a in rule],
 """
 
 
+@pytest.mark.slow
 def test_chain_kernels_load_without_the_compilers_registries():
     # the reduce rules over rounds: key 0, new round 2; totals at rounds 2 and 3 (input 1 then
     # 2, output 1); the min rule's one changed row (value 5) present from round 2: +5 there

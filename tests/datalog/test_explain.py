@@ -96,6 +96,7 @@ def shortest(edges, a, b) -> int:
     raise AssertionError("no path")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitions", [1, 3])
 @pytest.mark.parametrize("seed", range(3))
 def test_closure_explanations_are_shortest_paths_under_updates(seed, partitions):
@@ -113,6 +114,7 @@ def test_closure_explanations_are_shortest_paths_under_updates(seed, partitions)
             ex.check()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitions", [1, 3])
 @pytest.mark.parametrize("name", EXPLAINED)
 def test_explanations_reproduce_their_fact_in_random_programs(name, partitions):
@@ -335,6 +337,7 @@ def test_word_count_difference_needs_the_other_documents_words():
     assert lineage.relation("diff") == {("the", 3)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitions", [1, 3])
 @pytest.mark.parametrize("name", ["closure_and_negation", "aggregates", "nested_negation",
                                   "components"])

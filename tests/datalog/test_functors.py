@@ -114,6 +114,7 @@ def test_functors_compute_on_rows_and_constraints_filter():
     assert dict(program.changes("m")) == {("abc",): -1}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runtime", ["cluster", "processes"])
 def test_strings_made_by_functors_on_partition_workers_are_symbols(runtime):
     source = """

@@ -344,6 +344,7 @@ def _schedule(rng, inputs, commits=5):
     return plan
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitions", [1, 3])
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("name", sorted(PROGRAMS))

@@ -318,6 +318,7 @@ def test_no_semijoin_without_sizes_or_with_a_plan():
     assert "⋉" not in planned.plan() and planned.relation("r") == _reduced_rows(a, b, c)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitions", [1, 3])
 def test_semijoins_wherever_atoms_meet_keep_the_random_programs_exact(monkeypatch, partitions):
     # every later atom that shares a variable reduces the earlier one, whatever the sizes:

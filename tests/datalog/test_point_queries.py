@@ -72,6 +72,7 @@ def _queryable(program):
             if r.arity and not set(r.types) & set(program.analysed.structures)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitions", [1, 3])
 @pytest.mark.parametrize("name", NAMES)
 def test_queries_equal_the_filtered_relation_under_updates(name, partitions):

@@ -175,6 +175,7 @@ def _random_run(name, seed, partitions, scale=None, commits=COMMITS):
     return previous
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitions", PARTITIONS)
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("name", NAMES)

@@ -77,6 +77,7 @@ def _extra_programs(monkeypatch):
         monkeypatch.setitem(base.PROGRAMS, k, v)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitions", [1, 3])
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("name", sorted(EXTRA) + ["shortest_paths", "components"])

@@ -11,6 +11,7 @@ import diffflow as dd
 from diffflow.datalog.values.facts import read_facts
 from diffflow.datalog.values.small_facts import read_fact_rows
 from tests.support.paths import QUERIES, REPO
+import pytest
 
 _FIELDS = {
     "number": st.integers(-(2**31), 2**31 - 1).map(str)
@@ -42,6 +43,7 @@ def _outcome(program, read, path, relation, header):
         return f"{type(exc).__name__}: {exc}"
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_files())
 def test_the_plain_reader_agrees_with_pyarrows(tmp_path_factory, case):

@@ -56,6 +56,7 @@ def _relations(draw):
     return types, rows, draw(st.integers(0, 2**32))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(_relations(), st.booleans(), st.booleans(), st.booleans(), st.booleans())
 def test_read_back_what_was_written(tmp_path_factory, case, crlf, blank_lines, header, gz):
@@ -278,6 +279,7 @@ def test_a_bad_update_step_is_rejected_before_anything_is_written(program_file, 
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_output_cut_short_by_the_reader_ends_quietly(tmp_path):
     prog = _write(tmp_path / "p.dl", """
         .decl e(x: number)

@@ -481,6 +481,7 @@ PROGRAMS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitions", [1, 3])
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_random_programs_explain_every_row_under_updates(name, partitions):

@@ -40,6 +40,7 @@ def tactic_of(which, negative="drop"):
                      if any(m > 0 for m in g.values()) else {}), width
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", list(TACTICS))
 @pytest.mark.parametrize("dim", [2, 3])
 @pytest.mark.parametrize("compact", [False, True])

@@ -43,6 +43,7 @@ def test_random_joins_with_compacting(tiny_threshold, seed, parts):
     assert tiny_threshold[0] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.local_runtime  # the threshold is patched in this process
 @pytest.mark.parametrize("parts", [1, 3])
 @pytest.mark.parametrize("seed", range(3))

@@ -60,6 +60,7 @@ def _oracle(with_count: bool):
     return oracle
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", [1, 3])
 @pytest.mark.parametrize("with_count", [True, False])
 def test_counts_and_sums_under_random_updates(with_count, parts, abelian_counts):

@@ -136,6 +136,7 @@ def run_case(seed, which, dim, compact, extra_cols):
         assert h.output_at(t) == expected_at(updates, t, fn, kk), (seed, t)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", list(REDUCERS))
 @pytest.mark.parametrize("dim", [2, 3])
 @pytest.mark.parametrize("compact", [False, True])
@@ -144,6 +145,7 @@ def test_reduce_fast_paths_partial_order(which, dim, compact):
         run_case(seed, which, dim, compact, extra_cols=seed % 2)
 
 
+@pytest.mark.slow
 def test_extremum_rule_early_corrections_and_giving_up(monkeypatch):
     # a lone min/max at partially ordered times makes corrections at times the frontier
     # still admits (held until complete), and gives them back as pending times when a
@@ -190,6 +192,7 @@ def _tally_compiled(monkeypatch, module, name, tally, reducers) -> Counter:
     return seen
 
 
+@pytest.mark.slow
 def test_extremum_rule_compiled_over_chains_of_rounds(monkeypatch, tactic):
     # with the kernels loaded, keys whose times are rounds of one outer time take the compiled
     # rule (chain_rule); the numpy rule is its reference (the small tactic, which never calls
@@ -209,6 +212,7 @@ def test_extremum_rule_compiled_over_chains_of_rounds(monkeypatch, tactic):
         assert seen["calls"] > 20 and seen["failed keys"] > 0 and seen["corrections"] > 20, seen
 
 
+@pytest.mark.slow
 def test_distinct_and_threshold_compiled_over_chains_of_rounds(monkeypatch, tactic):
     # with the kernels loaded, keys whose times are rounds of one outer time take the compiled
     # totals (totals_corrections); the driver's general path is its reference (the small

@@ -120,6 +120,7 @@ def test_the_library_takes_the_tactic_on_the_local_runtime_only():
         assert ("loop 'reachable'" in flow.explain_plan()) == (runtime != "local")
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(st.tuples(st.sampled_from([0, 0, 0, 1]), st.integers(-2, 6),
                                    st.integers(-2, 6), st.sampled_from([-1, 1, 1, 2])),
@@ -239,6 +240,7 @@ def test_a_fresh_process_searches_a_shallow_graph_in_numpy_and_a_long_path_in_ke
     assert len(out.snapshot()) == 3001 and small.loaded()
 
 
+@pytest.mark.slow
 @pytest.mark.local_runtime  # it measures the operator's state in this process
 def test_state_memory_follows_the_graph_not_its_history():
     """Edges between ever new nodes replace old ones: rebuilds drop the past rows."""

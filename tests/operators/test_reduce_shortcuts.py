@@ -55,6 +55,7 @@ def _counted_here() -> bool:
     return os.environ.get("DIFFFLOW_TEST_RUNTIME", "local") == "local"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", [1, 3])
 @pytest.mark.parametrize("kind", ["min", "max"])
 def test_lone_extremum_under_random_updates(kind, parts, shortcut_counts):
@@ -99,6 +100,7 @@ def rule_counts(monkeypatch):
     return counts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", [1, 3])
 def test_extremum_shortcut_inside_loops(parts, shortcut_counts, rule_counts):
     # components and shortest paths on random graphs: min aggregates in a loop, under cuts
@@ -146,6 +148,7 @@ def previous_from_input(monkeypatch):
     return counts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", [1, 3])
 @pytest.mark.parametrize("kind", ["count_sum", "distinct", "threshold"])
 def test_previous_output_from_previous_input(kind, parts, previous_from_input):
@@ -180,6 +183,7 @@ def test_previous_output_from_previous_input(kind, parts, previous_from_input):
         assert previous_from_input["derived"] > 50, previous_from_input
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", [1, 3])
 def test_extremum_rule_stands_down_where_it_keeps_failing(parts, monkeypatch):
     # cutting a chain raises half its labels: the current minimum vanishes with nothing

@@ -87,6 +87,7 @@ def trace_file(tmp_path, seed=3, epochs=4):
     return path, ev
 
 
+@pytest.mark.slow
 def test_the_dashboard_serves_what_pag_cp_computes(tmp_path):
     path, _ = trace_file(tmp_path, seed=4)   # critical paths in epochs 1-3
     want = pag_cp(path)
@@ -128,6 +129,7 @@ def test_the_dashboard_serves_what_pag_cp_computes(tmp_path):
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_a_followed_trace_is_pushed_to_listeners_and_bad_lines_reported(tmp_path):
     full, ev = trace_file(tmp_path, seed=5)
     path = tmp_path / "live.trace"
@@ -241,6 +243,7 @@ def test_a_person_sees_lanes_cp_violations_and_live_updates(tmp_path):
         server.stop()
 
 
+@pytest.mark.slow
 def test_a_report_is_one_self_contained_file_and_a_plot_a_png(tmp_path):
     path, _ = trace_file(tmp_path, seed=4)
     report, plot = tmp_path / "report.html", tmp_path / "cp.png"
@@ -274,6 +277,7 @@ def test_a_report_opens_in_the_browser_with_no_server(tmp_path):
         driver.quit()
 
 
+@pytest.mark.slow
 def test_many_pages_and_a_closed_one_do_not_stall_updates_and_ctrl_c_stops(tmp_path):
     import signal
 
@@ -306,6 +310,7 @@ def test_many_pages_and_a_closed_one_do_not_stall_updates_and_ctrl_c_stops(tmp_p
         server.proc.kill()
 
 
+@pytest.mark.slow
 def test_a_traced_dataflow_serves_its_own_dashboard_while_it_runs(tmp_path):
     import diffflow as dd
     from diffflow.graphs import connected_components
@@ -333,6 +338,7 @@ def test_a_traced_dataflow_serves_its_own_dashboard_while_it_runs(tmp_path):
         urllib.request.urlopen(url, timeout=2)
 
 
+@pytest.mark.slow
 def test_a_busy_port_or_a_bad_option_is_refused_before_anything_is_served(tmp_path):
     import diffflow as dd
 
@@ -356,6 +362,7 @@ def test_a_busy_port_or_a_bad_option_is_refused_before_anything_is_served(tmp_pa
         assert done.returncode != 0 and "http://" not in done.stderr, done.stderr
 
 
+@pytest.mark.slow
 def test_a_report_survives_markup_in_names_and_unknown_snapshots_are_404(tmp_path):
     from diffflow.pag.api import PAG
     from diffflow.pag.dashboard.report import write_report

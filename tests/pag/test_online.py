@@ -47,6 +47,7 @@ def _violation_set(frame):
                    for row in frame.astype(object).values.tolist())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("partitions", [1, 3])
 def test_pag_flow_matches_from_scratch_at_every_step(seed, partitions):

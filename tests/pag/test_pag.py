@@ -191,6 +191,7 @@ def test_cli_cp_json_follows_the_contract(capsys):
         assert s["by_activity"].get("Unknown", 0.0) >= 0.0  # the padding edges are typed Unknown
 
 
+@pytest.mark.slow
 def test_cli_tables_metrics_invariants_and_errors(tmp_path, capsys):
     trace = str(ST2 / "triangles.pag.jsonl.gz")
     assert main(["pag", "cp", trace, "--format", "st2"]) == 0
@@ -288,6 +289,7 @@ def test_empty_traces_and_out_of_range_numbers_say_so(tmp_path, capsys):
     assert "huge.trace:1: field 't' = 99999999999999999999 does not fit a 64-bit integer" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,unreleased", [("mwe", 0), ("log_all", 4), ("triangles", 2)])
 def test_well_formedness_finds_the_waits_no_message_ends(name, unreleased, capsys):
     from diffflow.pag.checks import well_formedness

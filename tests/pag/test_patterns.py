@@ -72,6 +72,7 @@ def test_khop_wait(source):
     assert _run(pag, "khop_wait")["khop_summary"] == _khop_oracle(_tuples(pag.edges))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", ["log_all", 3, 4])
 def test_resumed_by_data_silent_worker_and_slow(source):
     pag = PAG(read_st2(ST2 / "log_all.pag.jsonl.gz"), epochs=True) if source == "log_all" else _random_pag(source)

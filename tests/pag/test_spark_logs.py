@@ -107,6 +107,7 @@ def test_shuffle_messages_join_the_stages():
     assert check_windows(pag, 2_000 * MS) == []
 
 
+@pytest.mark.slow
 def test_the_event_log_of_diffflows_own_spark_run_reads_as_a_pag(spark):
     import diffflow as dd
 

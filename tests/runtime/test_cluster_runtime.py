@@ -28,6 +28,7 @@ def runtime(request, monkeypatch):
     return request.param
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runtime", ["cluster"], indirect=True)
 @pytest.mark.parametrize("parts", [1, 3])
 @pytest.mark.parametrize("case", OPERATOR_CASES)
@@ -36,6 +37,7 @@ def test_operator_cases_in_process_workers(runtime, case, parts):
         getattr(operator_cases, case)(seed=seed, parts=parts)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runtime", ["cluster"], indirect=True)
 @pytest.mark.parametrize("parts", [1, 3])
 @pytest.mark.parametrize("name", sorted(datalog_cases.PROGRAMS))
@@ -43,6 +45,7 @@ def test_datalog_cases_in_process_workers(runtime, name, parts):
     datalog_cases.check_program_against_reference(name, 1, parts)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runtime", ["processes"], indirect=True)
 @pytest.mark.parametrize("case", ["test_join", "test_aggregate", "test_distinct_and_threshold"])
 def test_operator_cases_in_worker_processes(runtime, case):

@@ -156,6 +156,7 @@ CASES = [("reach", _reach, _reach_oracle, "random"), ("reach", _reach, _reach_or
          ("components", _components, wcc_oracle, "chain")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,build,oracle,shape", CASES,
                          ids=[f"{c[0]}-{c[3]}" for c in CASES])
 @pytest.mark.parametrize("seed,parts", [(seed, 1) for seed in range(6)] +
@@ -307,6 +308,7 @@ def _chain_updates(monkeypatch, mode, n, epochs, seed, parts=1):
     return seen, (rounds.runs if rounds is not None else 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", [1, 2])
 def test_chain_cuts_hand_big_deltas_back_and_agree(monkeypatch, parts):
     # components after cuts of a chain: deltas outgrow the limit in the middle of the loop,
@@ -318,6 +320,7 @@ def test_chain_cuts_hand_big_deltas_back_and_agree(monkeypatch, parts):
         assert a == b, f"epoch {epoch}"
 
 
+@pytest.mark.slow
 def test_a_long_loop_loads_the_kernels_and_goes_on_compiled():
     # a fresh process: nothing loaded the kernels at first; once the rounds have cost enough
     # (the small tactics' account, or LOAD_AFTER_SWEEPS sweeps) they load, and the loop

@@ -137,6 +137,7 @@ def test_errors_survive_pickling_with_their_fields():
     assert (back.scope.label, back.scope.max_rounds, back.epochs) == ("fix", 7, [1, 2])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runtime,parts", RUNTIMES)
 def test_strings_made_on_one_partition_are_known_on_all(runtime, parts):
     """A map's new strings travel with its rows: another partition and the driver decode them."""
@@ -152,6 +153,7 @@ def test_strings_made_on_one_partition_are_known_on_all(runtime, parts):
     flow.close()
 
 
+@pytest.mark.slow
 def test_a_recovered_worker_knows_strings_added_after_the_start(tmp_path):
     import os
     import signal

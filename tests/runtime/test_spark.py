@@ -46,6 +46,7 @@ def test_operator_cases_on_spark(on_spark, case, parts):
         getattr(operator_cases, case)(seed=seed, parts=parts)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", [1, 3])
 @pytest.mark.parametrize("name", sorted(datalog_cases.PROGRAMS))
 def test_datalog_cases_on_spark(on_spark, name, parts):
@@ -92,6 +93,7 @@ def run_beside_local(remote_options: dict, build, *, seed: int, epochs: int, nod
     return runtime
 
 
+@pytest.mark.slow
 @pytest.mark.local_runtime  # the reference is the local runtime
 def test_graph_algorithms_match_local_every_epoch(spark):
     def build(edges, roots):
@@ -104,6 +106,7 @@ def test_graph_algorithms_match_local_every_epoch(spark):
 
 # -- DataFrames ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_dataframes_in_and_out(spark):
     flow = dd.Dataflow(runtime="spark", spark=spark, partitions=2)
     people = flow.input("people", [("id", int), ("name", str), ("score", float)])
@@ -132,6 +135,7 @@ def test_dataframes_in_and_out(spark):
     flow.close()
 
 
+@pytest.mark.slow
 @pytest.mark.local_runtime  # also checks what the local runtime says to insert_dataframe
 def test_dataframe_errors_change_nothing(spark):
     flow = dd.Dataflow(runtime="spark", spark=spark, partitions=2)
@@ -180,6 +184,7 @@ def _closure(edges: set) -> set:
         paths |= more
 
 
+@pytest.mark.slow
 def test_structured_streaming_keeps_a_datalog_view_exact(spark, tmp_path):
     source = tmp_path / "in"
     source.mkdir()
@@ -216,6 +221,7 @@ def test_structured_streaming_keeps_a_datalog_view_exact(spark, tmp_path):
     program.close()
 
 
+@pytest.mark.slow
 def test_streaming_view_on_a_spark_dataflow_input(spark):
     flow = dd.Dataflow(runtime="spark", spark=spark, partitions=2)
     edges = flow.input("edges", ["src", "dst"])
@@ -231,6 +237,7 @@ def test_streaming_view_on_a_spark_dataflow_input(spark):
 
 # -- command line --------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("query", ["same_generation"])
 def test_cli_spark_writes_the_local_bytes(query, tmp_path):
     folder = os.path.join(REPO, "queries", query)
@@ -265,6 +272,7 @@ def _killer(marker: str):
     return fn
 
 
+@pytest.mark.slow
 @pytest.mark.local_runtime  # the reference is the local runtime (its row function never kills)
 @pytest.mark.parametrize("checkpoint_every", [None, 2])
 def test_a_worker_killed_mid_run_recovers_exactly(spark, tmp_path, checkpoint_every):
@@ -284,6 +292,7 @@ def test_a_worker_killed_mid_run_recovers_exactly(spark, tmp_path, checkpoint_ev
     assert runtime.recoveries == 1
 
 
+@pytest.mark.slow
 def test_a_killed_idle_worker_is_replaced(spark):
     import signal
 
@@ -397,6 +406,7 @@ def test_missing_java_names_the_fix(tmp_path, monkeypatch):
     assert "no `java` on PATH" in java_problem()
 
 
+@pytest.mark.slow
 @pytest.mark.local_runtime  # the reference is the local runtime
 def test_spark_rescales_live_and_by_restart(spark, tmp_path):
     """2 -> 3 live (the new worker placed by a Spark stage), DataFrames pushed by the table in
@@ -434,6 +444,7 @@ def test_spark_rescales_live_and_by_restart(spark, tmp_path):
     flows[1].close()
 
 
+@pytest.mark.slow
 @pytest.mark.local_runtime  # the reference is the local runtime
 def test_spark_starts_a_plans_worker_before_its_first_step(spark):
     """A plan 2 -> 3 asks Spark for the third worker when it is planned; its first step

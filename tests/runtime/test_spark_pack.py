@@ -30,6 +30,7 @@ def packed(tmp_path_factory):
     return archive, cache, unpacked
 
 
+@pytest.mark.slow
 def test_the_packages_are_diffflows_requirements_without_sparks_and_the_drivers():
     names = {d.metadata["Name"].lower() for d in packed_distributions()}
     assert {"diffflow", "numpy", "numba", "llvmlite", "pyarrow", "pandas", "lark",

@@ -57,6 +57,7 @@ def test_workers_hold_task_slots_while_they_live(spark):
     flow.close()
 
 
+@pytest.mark.slow
 def test_idle_pooled_workers_give_their_slots_to_waiting_jobs(spark):
     from diffflow.runtime.spark import spark_pool
     from diffflow.runtime.spark_slots import slots
@@ -84,6 +85,7 @@ def test_idle_pooled_workers_give_their_slots_to_waiting_jobs(spark):
     again.close()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads /proc (Linux)")
 def test_a_worker_dies_with_its_task_and_the_next_epoch_is_exact(spark):
     flow = dd.Dataflow(runtime="spark", spark=spark, partitions=2, checkpoint_every=1)
@@ -169,6 +171,7 @@ def _run(tmp_path, *args):
                           env=dict(os.environ, PYTHONPATH=REPO))
 
 
+@pytest.mark.slow
 def test_an_unreachable_master_fails_before_spark_starts_in_one_line(tmp_path):
     (tmp_path / "e.facts").write_text("1\t2\n")
     done = _run(tmp_path, "-F", str(tmp_path), "-D", "-", "--spark", "spark://127.0.0.1:1")
@@ -178,6 +181,7 @@ def test_an_unreachable_master_fails_before_spark_starts_in_one_line(tmp_path):
     assert "Connection refused" in lines[0] and "Spark was not started" in lines[0]
 
 
+@pytest.mark.slow
 def test_fact_files_are_checked_before_spark_starts(tmp_path):
     (tmp_path / "e.facts").write_text("1\t2\n3\tfour\n")
     done = _run(tmp_path, "-F", str(tmp_path), "-D", "-", "-v", "--spark", "local[1]", "-j", "1")
@@ -186,6 +190,7 @@ def test_fact_files_are_checked_before_spark_starts(tmp_path):
     assert "SparkContext" not in done.stderr and "java" not in done.stderr.lower()
 
 
+@pytest.mark.slow
 def test_more_jobs_than_a_local_master_has_cores_fails_before_spark_starts(tmp_path):
     (tmp_path / "e.facts").write_text("1\t2\n")
     done = _run(tmp_path, "-F", str(tmp_path), "-D", "-", "--spark", "local[2]", "-j", "3")
@@ -195,6 +200,7 @@ def test_more_jobs_than_a_local_master_has_cores_fails_before_spark_starts(tmp_p
     assert "--spark local[3] or -j 2" in lines[0]
 
 
+@pytest.mark.slow
 def test_conf_needs_key_value_and_spark(tmp_path):
     done = _run(tmp_path, "--spark", "local[1]", "--conf", "spark.executor.memory")
     assert done.returncode == 2 and "expected KEY=VALUE" in done.stderr
@@ -202,6 +208,7 @@ def test_conf_needs_key_value_and_spark(tmp_path):
     assert done.returncode != 0 and "--conf sets Spark settings: it needs --spark" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_web_server_or_a_bad_url_is_no_master_in_one_line(tmp_path):
     import http.server
     import threading

@@ -91,6 +91,7 @@ def run_until(flow, inputs, outs, feed, finished, first: int = 0, cap: int = 200
     return epoch
 
 
+@pytest.mark.slow
 def test_a_plan_adding_partitions_starts_its_worker_before_its_first_step():
     flow = dd.Dataflow(partitions=2, runtime="processes")
     inputs, outs = build(flow)
@@ -132,6 +133,7 @@ def first_epoch_on_processes(own_pool):
     return pool, flow, inputs, outs, feed
 
 
+@pytest.mark.slow
 def test_a_replaced_plan_and_a_closed_dataflow_give_their_workers_back(own_pool):
     pool, flow, inputs, outs, feed = first_epoch_on_processes(own_pool)
     transport = flow._runtime.transport
@@ -169,6 +171,7 @@ class LaunchFails(ProcessLauncher):
         super().launch(count, address, authkey, bind_host, **options)
 
 
+@pytest.mark.slow
 def test_a_failed_start_is_reported_by_the_step_and_the_next_attempt_starts_it(own_pool):
     pool = own_pool(LaunchFails())
     flow = dd.Dataflow(partitions=2, runtime="processes")
@@ -195,6 +198,7 @@ def test_a_failed_start_is_reported_by_the_step_and_the_next_attempt_starts_it(o
     assert live_pids(pool) == {w[2] for w in pool.idle} and len(pool.idle) == 3
 
 
+@pytest.mark.slow
 def test_a_step_that_runs_out_of_patience_starts_its_own_worker(own_pool, monkeypatch):
     """A machine too busy to run the start ahead (it runs at the lowest priority): after
     start_ahead.PATIENCE seconds (here none) the step starts its worker itself, and the
@@ -217,6 +221,7 @@ def test_a_step_that_runs_out_of_patience_starts_its_own_worker(own_pool, monkey
     flow.close()
 
 
+@pytest.mark.slow
 def test_a_restart_at_a_later_epoch_starts_the_worker_it_lacks_meanwhile(own_pool):
     pool, flow, inputs, outs, feed = first_epoch_on_processes(own_pool)
     transport = flow._runtime.transport

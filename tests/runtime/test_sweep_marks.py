@@ -57,6 +57,7 @@ def _run(seed: int, parts: int, every_node: bool, monkeypatch) -> tuple[list, in
     return seen, looks[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", [1, 3])
 @pytest.mark.parametrize("seed", range(4))
 def test_marked_sweeps_match_looking_at_every_node(seed, parts, monkeypatch):

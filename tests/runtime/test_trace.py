@@ -202,6 +202,7 @@ def test_processes_trace(tmp_path):
     assert (data.n >= 0).all() and ((data.n == 0) == (data.ch < 0)).all()
 
 
+@pytest.mark.slow
 def test_spark_trace(spark, tmp_path):
     ev, flow, handles, results = traced_run(tmp_path, runtime="spark", spark=spark)
     check_trace(ev, flow, handles, results, coordinator=True)
@@ -259,6 +260,7 @@ def test_epochs_run_together_carry_the_last_advance():
     assert totals(batches[0], 2, "out")[nums.node.id] == 2
 
 
+@pytest.mark.slow
 def test_program_trace(tmp_path):
     path = tmp_path / "p.trace"
     program = dd.Program(".decl e(x: number, y: number)\n.decl p(x: number, y: number)\n"

@@ -205,6 +205,7 @@ def batches(request, monkeypatch):
     return request.param
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("program", sorted(PROGRAMS))
 @pytest.mark.parametrize("seed", SEEDS)
 def test_local_outputs_match_a_run_that_never_rescaled(program, seed, batches):
@@ -213,6 +214,7 @@ def test_local_outputs_match_a_run_that_never_rescaled(program, seed, batches):
     assert sum(p.rows_moved for p in plans) > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("program", ["join_aggregate", "loops"])
 @pytest.mark.parametrize("seed", range(4))
 def test_cluster_outputs_match_a_run_that_never_rescaled(program, seed, batches):
@@ -357,6 +359,7 @@ def _epochs(finished, at_least: int, cap: int = 2000):
         epoch += 1
 
 
+@pytest.mark.slow
 def test_worker_processes_grow_and_shrink_live():
     local = dd.Dataflow(partitions=2)
     remote = dd.Dataflow(partitions=2, runtime="processes")
@@ -382,6 +385,7 @@ def test_worker_processes_grow_and_shrink_live():
         remote.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("checkpoint_every", [None, 2])
 def test_a_worker_killed_mid_migration_recovers_exactly(checkpoint_every):
     import os
@@ -410,6 +414,7 @@ def test_a_worker_killed_mid_migration_recovers_exactly(checkpoint_every):
         remote.close()
 
 
+@pytest.mark.slow
 def test_restart_rescales_through_a_checkpoint_written_at_another_p():
     local = dd.Dataflow(partitions=2)
     remote = dd.Dataflow(partitions=2, runtime="processes", checkpoint_every=3)
@@ -431,6 +436,7 @@ def test_restart_rescales_through_a_checkpoint_written_at_another_p():
         remote.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["all_at_once", "batched"])
 def test_bins_that_leave_and_come_back_do_not_revive_dead_rows(monkeypatch, strategy):
     """Big batches keep a departed bin's rows as dead rows; when the bin returns (with its
@@ -482,6 +488,7 @@ def test_bins_that_leave_and_come_back_do_not_revive_dead_rows(monkeypatch, stra
         assert ours.snapshot() == theirs.snapshot()
 
 
+@pytest.mark.slow
 def test_half_dead_batches_are_copied_live_a_slice_at_a_time(monkeypatch):
     """Growing 1 -> 4 leaves three quarters of each old batch dead; epochs after the steps
     copy those batches without their dead rows, a budget of rows at a time, outputs exact

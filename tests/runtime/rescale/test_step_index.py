@@ -182,6 +182,7 @@ def _lockstep_flows(monkeypatch, slice_rows: int, wait: int):
     return flows, built
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("slice_rows, wait", [(300, 8), (1, 3), (300, 0)])
 def test_steps_wait_for_their_indexing_a_bounded_number_of_epochs(monkeypatch, slice_rows,
                                                                   wait):
