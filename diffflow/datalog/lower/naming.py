@@ -16,8 +16,16 @@ the program is compiled.
 >>> from diffflow.datalog.syntax.parser import parse
 >>> source = ".decl e(x: number)\\n.decl r(x: number)\\nr(x) :-\\n  e(x), x < 3."
 >>> graph = compile_program(analyse(parse(source, "p.dl"), source)).flow.graph
->>> sorted({n.name for n in graph.nodes if n.origin and n.origin.rule})
-['p.dl:3: r(x) :- e(x), x < 3. [filter x < 3]', 'p.dl:3: r(x) :- e(x), x < 3. [select r(x)]']
+>>> for name in sorted({node.name for node in graph.nodes}):
+...     print(name)
+p.dl:1: relation e [input]
+p.dl:1: relation e [output]
+p.dl:2: relation r [arrange]
+p.dl:2: relation r [distinct]
+p.dl:2: relation r [output]
+p.dl:3: r(x) :- e(x), x < 3. [filter x < 3]
+p.dl:3: r(x) :- e(x), x < 3. [select r(x)]
+p.dl:3: r(x) :- e(x), x < 3. [select x < 3]
 """
 from __future__ import annotations
 
