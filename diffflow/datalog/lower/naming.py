@@ -30,9 +30,12 @@ p.dl:3: r(x) :- e(x), x < 3. [select x < 3]
 from __future__ import annotations
 
 import contextlib
+import re
 
 from diffflow.dataflow.origin import Origin, one_line
 from diffflow.datalog.syntax.render import render_rule
+
+_COMPILER_VARIABLE = re.compile(r"(?<![\w#])#")  # (#h1, not tc#bf)
 
 
 def rule_origin(clause, location: str) -> Origin:
@@ -103,8 +106,9 @@ class Naming:
 
     def tag(self, part: str) -> None:
         """The nodes of the current rule built since the last tag compute ``part`` of it
-        (a part naming the compiler's own variables, ``#...``, is left to the next tag)."""
-        if "#" in part:
+        (a part naming the compiler's own variables, ``#h1``, is left to the next tag; an
+        adorned relation of magic sets, ``tc#bf``, is no such variable)."""
+        if _COMPILER_VARIABLE.search(part):
             return
         nodes = self.flow.graph.nodes
         for node in nodes[self._untagged:]:
