@@ -16,6 +16,7 @@ import sys
 
 from diffflow.common.fields import Fields
 from diffflow.common.schema import Schema
+from diffflow.dataflow.origin import Origin, operator_word
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -72,19 +73,33 @@ class Node(Fields):
     """
 
     _fields = ("id", "kind", "inputs", "schema", "params", "exchange", "input_widths", "dim",
-              "location", "label", "scope")
+              "location", "label", "scope", "origin")
+    origin = None  # (nodes pickled before origins existed)
 
     def __init__(self, id: int, kind: str, inputs: list, schema: Schema, params=None,
                  exchange=None, input_widths=None, dim: int = 1, location: str = "<unknown>",
-                 label: str = "", scope: Scope | None = None):
+                 label: str = "", scope: Scope | None = None, origin: Origin | None = None):
         self.id, self.kind, self.inputs, self.schema = id, kind, inputs, schema
         self.params = {} if params is None else params
         self.exchange = [] if exchange is None else exchange
         self.input_widths = [] if input_widths is None else input_widths
         self.dim, self.location, self.label, self.scope = dim, location, label, scope
+        self.origin = origin  # what a front end compiled it from (see .origin)
+
+    @property
+    def name(self) -> str:
+        """What traces and activity graphs call the node: its :class:`~.origin.Origin`'s name
+        (``file:line: rule [operator]``) when a front end built it, else its label."""
+        if self.origin is None:
+            return self.label or self.kind
+        return self.origin.name(operator_word(self.kind, self.label))
 
     def describe(self) -> str:
-        return f"{self.label or self.kind} (node {self.id}, built at {self.location})"
+        if self.origin is None:
+            return f"{self.label or self.kind} (node {self.id}, built at {self.location})"
+        origin = self.origin
+        return (f"{origin.what} [{origin.operator(operator_word(self.kind, self.label))}] "
+                f"(node {self.id}, built at {origin.location})")
 
 
 class Graph:
@@ -96,6 +111,8 @@ class Graph:
         self.scopes: list[Scope] = [self.root]
         # front ends (Datalog) set this to the source position of what they compile
         self.location_override: str | None = None
+        # ... and to what they compile (a rule, a relation): every node added keeps it
+        self.origin: Origin | None = None
 
     def new_scope(self, parent: Scope, label: str, max_rounds: int) -> Scope:
         scope = Scope(len(self.scopes), parent, label,
@@ -112,7 +129,7 @@ class Graph:
             id=len(self.nodes), kind=kind, inputs=inputs, schema=schema,
             params=params or {}, exchange=list(exchange or [None] * len(inputs)),
             input_widths=[self.nodes[i].schema.width for i in inputs], dim=scope.dim,
-            location=location, label=label or kind, scope=scope)
+            location=location, label=label or kind, scope=scope, origin=self.origin)
         self.nodes.append(node)
         return node
 

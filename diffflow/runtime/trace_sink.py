@@ -102,14 +102,15 @@ def open_trace(target, option: str = "trace=") -> TraceSink | None:
 
 
 def operator_names(graph) -> dict:
-    """``{node id: label, else kind}`` of a graph's nodes: the ``name`` of their steps.
+    """``{node id: name}`` of a graph's nodes (:attr:`~diffflow.dataflow.graph.Node.name`: a
+    Datalog rule's text and ``file:line``, else the label): the ``name`` of their steps.
 
     >>> import diffflow as dd
     >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); _ = a.distinct().output()
     >>> operator_names(flow.graph)[0], operator_names(flow.graph)[2]
     ("input 'a'", 'distinct')
     """
-    return {node.id: node.label or node.kind for node in graph.nodes}
+    return {node.id: node.name for node in graph.nodes}
 
 
 def format_events(events: Events) -> str:

@@ -18,6 +18,7 @@ from diffflow.api import aggregates as c
 from diffflow.dataflow.expr import Lit, col
 from diffflow.datalog.lower.columns import UNIT, Frame, term_expression, var_column
 from diffflow.datalog.syntax import ast
+from diffflow.datalog.syntax.render import render_term
 
 
 def aggregate_variables(agg) -> set:
@@ -58,6 +59,7 @@ def compile_aggregate(clauses, frame, agg, outer, env, types, aggregates, steps,
         start = Frame(keys, list(group))
     else:
         start = None
+    clauses.tag(render_term(agg))  # (the groups it is computed for; its body names its own)
     target_vars = {v.name for v in ast.term_variables(agg.target)} if agg.target else set()
     # provenance mode: the body reads relations with their proof heights, and the group's
     # height -- every member's for count/sum, the lowest winner's for min/max -- comes out

@@ -26,7 +26,6 @@ Numbers follow Soufflé: ``number`` arithmetic wraps to 32-bit signed,
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 
 from diffflow.api.flow import Dataflow
@@ -39,7 +38,7 @@ from diffflow.datalog.lower.shared_bodies import body_key, canonical_names, rena
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.errors import DatalogWarning, locate
 from diffflow.datalog.syntax.intrinsics import is_counter
-from diffflow.datalog.syntax.render import render_clause
+from diffflow.datalog.syntax.render import render_atom, render_clause
 
 
 def relation_columns_names(relation: Relation) -> list:
@@ -132,7 +131,8 @@ class _Compiler(ClauseCompiler):
                 self.compile_plain(relations[names[0]])
         for name in relations:
             if name in self.wanted and name in self.values:
-                self.outputs[name] = self.values[name].output(name)
+                with self.building(relations[name]):
+                    self.outputs[name] = self.values[name].output(name)
         shared = {k: n for k, n in self.arrangement_uses.items() if n > 1}
         if shared:
             self.plan.append("shared arrangements:")
@@ -188,7 +188,7 @@ class _Compiler(ClauseCompiler):
     def input_of(self, relation: Relation):
         if not relation.has_input:
             return None
-        with self.located(relation.declaration.line):
+        with self.building(relation):
             inp = self.flow.input(relation.name, relation_columns(relation))
         self.inputs[relation.name] = inp
         return inp
@@ -204,21 +204,11 @@ class _Compiler(ClauseCompiler):
             return
         if not parts:  # every rule was unfolded away (inline clauses that never hold)
             self.plan.append(f"  {relation.name}: always empty")
-            with self.located(relation.declaration.line):
+            with self.building(relation):
                 self.values[relation.name] = self.flow.input(f"_empty_{relation.name}",
                                                              relation_columns(relation))
             return
         self.values[relation.name] = self.value_of(relation, parts, self.values)
-
-    @contextlib.contextmanager
-    def located(self, line: int):
-        """Nodes built inside are reported at this program line (runtime errors, loops)."""
-        graph = self.flow.graph
-        outer, graph.location_override = graph.location_override, self.where(line)
-        try:
-            yield
-        finally:
-            graph.location_override = outer
 
     def stratum_loop(self, relations: list):
         """The loop of a recursive stratum, located where the recursion is written: the
@@ -233,7 +223,7 @@ class _Compiler(ClauseCompiler):
         loop = self.stratum_loop(relations)
         variables = {}
         for relation in relations:
-            with self.located(relation.declaration.line):
+            with self.building(relation):
                 variables[relation.name] = loop.variable(columns=relation_columns(relation))
         env = dict(self.values)
         env.update(variables)
@@ -243,21 +233,21 @@ class _Compiler(ClauseCompiler):
             for clause in relation.clauses:
                 parts.append(self.compile_clause(clause, env))
             value = self.value_of(relation, parts, env, previous=variables[relation.name])
-            with self.located(relation.declaration.line):
+            with self.building(relation):
                 variables[relation.name].set(value)
         for relation in relations:
-            with self.located(relation.declaration.line):
+            with self.building(relation):
                 self.values[relation.name] = variables[relation.name].leave()
 
     def value_of(self, relation: Relation, parts: list, env: dict, previous=None):
         """A relation's value: the distinct union of its parts, then what its declaration
         adds (:mod:`.relation_value`); subsumptive rules read the candidates as the
         relation; ``previous`` is its loop variable inside recursion."""
-        with self.located(relation.declaration.line):
+        with self.building(relation):
             candidates = parts[0].concat(*parts[1:]).distinct()
         dominated = None
         if relation.dominated and previous is not None:  # last round's rows stay candidates
-            with self.located(relation.declaration.line):
+            with self.building(relation):
                 candidates = candidates.concat(previous).distinct()
         if relation.dominated:
             self.plan.append(f"  {relation.name}: minus the candidates its subsumptive rules "
@@ -275,13 +265,15 @@ class _Compiler(ClauseCompiler):
         if relation.limit is not None:
             self.plan.append(f"  {relation.name}: the first {relation.limit} rows in value "
                              f"order (.limitsize)")
-        with self.located(relation.declaration.line):
+        with self.building(relation):
             return relation_value(relation, candidates, dominated, previous)
 
     # -- clauses -----------------------------------------------------------------------------
     def compile_clause(self, clause: Clause, env: dict):
-        with self.located(clause.rule.line):
-            return self._compile_clause(clause, env)
+        with self.building(clause):
+            rows = self._compile_clause(clause, env)
+            self.tag(render_atom(clause.head))  # (what builds the head's rows)
+            return rows
 
     def _compile_clause(self, clause: Clause, env: dict):
         head = self.analysed.relations[clause.head.relation]

@@ -20,6 +20,7 @@ from diffflow.datalog.analysis.bindings import assignment
 from diffflow.datalog.lower.aggregates import aggregate_variables, compile_aggregate
 from diffflow.datalog.lower.columns import COLUMN_TYPE, UNIT, Frame, term_expression, var_column
 from diffflow.datalog.lower.shared_bodies import atom_code, renamed, step_key
+from diffflow.datalog.lower.naming import Naming
 from diffflow.datalog.lower.join_order import (filter_atoms, first_positions, local_literals,
                                                order_atoms, semijoin_reducers)
 from diffflow.datalog.syntax import ast, intrinsics
@@ -28,7 +29,7 @@ from diffflow.datalog.values import functors
 from diffflow.datalog.values.generators import RangeGenerator
 
 
-class ClauseCompiler:
+class ClauseCompiler(Naming):
     """Builds the join plans of clauses into ``flow``; ``plan`` collects their text."""
 
     def __init__(self, flow):
@@ -118,6 +119,7 @@ class ClauseCompiler:
             else:
                 frame, key = self.join_shared(frame, atom, env, needed, steps, key, canon,
                                               order[:index])
+            self.tag(self.atom_text(atom))
             bound = set(frame.variables)
             waiting = len(pending)
             frame = self.apply_ready(frame, pending, env, types, aggregates, steps, later, names)
@@ -133,6 +135,10 @@ class ClauseCompiler:
         if record:
             self.plan.append("      " + (" → ".join(steps) or "one row"))
         return frame, aggregates
+
+    def atom_text(self, atom) -> str:
+        """An atom as the names of the nodes that join it show it."""
+        return render_atom(atom)
 
     def sized(self, atom) -> str:
         """An atom as the plan shows it, with its relation's estimated rows once known and
@@ -181,7 +187,8 @@ class ClauseCompiler:
 
     def unit_collection(self):
         if self.unit is None:
-            self.unit = self.flow.input("_unit", [(UNIT, "int")])
+            with self.unnamed():  # (every rule's: no one rule's)
+                self.unit = self.flow.input("_unit", [(UNIT, "int")])
         return self.unit
 
     def base(self, atom: ast.Atom, env) -> object:
@@ -284,10 +291,6 @@ class ClauseCompiler:
         self.steps[step] = (dict(canon), joined, self.clause_line[:2])
         return joined, step
 
-    def where(self, line: int) -> str:
-        """A program line as the plan names it."""
-        return f"line {line}"
-
     def step_parts(self, atom, env, canon) -> list:
         """What an atom's rows in a join step depend on: the atom, the atoms that filter it
         and its semijoin (:func:`~diffflow.datalog.lower.shared_bodies.atom_code`)."""
@@ -387,6 +390,8 @@ class ClauseCompiler:
                         continue
                     else:
                         frame = self.compare(frame, item, types, aggregates, steps)
+                self.tag(render_term(item) if isinstance(item, ast.AggregateTerm)
+                         else render_literal(item))
                 pending.remove(item)
                 progress = True
         return frame

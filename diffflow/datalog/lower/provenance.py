@@ -46,7 +46,7 @@ from diffflow.datalog.lower.relation_value import relation_value
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.errors import DatalogError
 from diffflow.datalog.syntax.intrinsics import is_counter
-from diffflow.datalog.syntax.render import render_clause
+from diffflow.datalog.syntax.render import render_atom, render_clause
 
 HEIGHTS = "#h:"     # env key prefix: a relation with its height column
 
@@ -187,9 +187,15 @@ class _ProvenanceCompiler(_Compiler):
         value = relation_value(relation, candidates, dominated, previous)
         return heights.semijoin(value, on=cols)
 
-    @staticmethod
-    def _zero(relation, collection):
-        return collection.select(*collection.columns, **{height_column(relation): Lit(0)})
+    def _zero(self, relation, collection):
+        with self.building(relation):
+            return collection.select(*collection.columns, **{height_column(relation): Lit(0)})
+
+    def atom_text(self, atom) -> str:
+        """An atom as the user wrote it (without the height this lowering reads)."""
+        if atom.relation.startswith(HEIGHTS):
+            atom = ast.Atom(atom.line, atom.column, atom.relation[len(HEIGHTS):], atom.args[:-1])
+        return render_atom(atom)
 
     def compile_plain(self, relation):
         name = relation.name
@@ -197,7 +203,7 @@ class _ProvenanceCompiler(_Compiler):
         parts = [self._zero(relation, inp)] if inp is not None else []
         for clause in relation.clauses:
             parts.append(self.compile_clause(clause, self.values))
-        with self.located(relation.declaration.line):
+        with self.building(relation):
             only_input = not relation.clauses
             if not parts:
                 empty = self.flow.input(f"_empty_{name}", relation_columns(relation))
@@ -217,7 +223,7 @@ class _ProvenanceCompiler(_Compiler):
         variables, env = {}, dict(self.values)
         for relation in relations:
             cols = relation_columns(relation)
-            with self.located(relation.declaration.line):
+            with self.building(relation):
                 var = loop.variable(columns=cols + [(height_column(relation), "int")])
                 variables[relation.name] = var
                 env[HEIGHTS + relation.name] = var
@@ -227,12 +233,12 @@ class _ProvenanceCompiler(_Compiler):
             parts = [self._zero(relation, inp)] if inp is not None else []
             for clause in relation.clauses:
                 parts.append(self.compile_clause(clause, env))
-            with self.located(relation.declaration.line):
+            with self.building(relation):
                 variables[relation.name].set(
                     self._declared(relation, self._with_height(relation, parts, False), env,
                                    previous=env[relation.name]))
         for relation in relations:
-            with self.located(relation.declaration.line):
+            with self.building(relation):
                 heights = variables[relation.name].leave()
                 self.values[HEIGHTS + relation.name] = heights
                 self.values[relation.name] = heights.select(
@@ -314,7 +320,7 @@ class _ProvenanceCompiler(_Compiler):
     def _witness_queries(self, relation):
         name = relation.name
         cols = relation_columns(relation)
-        with self.located(relation.declaration.line):
+        with self.building(relation):
             request = self.flow.input(f"#req:{name}", cols)
             names = [c for c, _ in cols]
             asked = request.join(self.values[HEIGHTS + name], on=names)
@@ -323,9 +329,10 @@ class _ProvenanceCompiler(_Compiler):
         numbers = rule_numbers(relation)
         self.witnesses[name] = []
         for clause in relation.clauses:
-            with self.located(clause.rule.line):
+            with self.building(clause):
                 self.witnesses[name].append(
                     self._witness(clause, relation, asked, numbers[id(clause)]))
+                self.tag("witness")  # (what explanations ask of the rule)
 
     def _witness(self, clause, relation, asked, rule: int) -> Witness:
         literals, heights, types = self._rewrite(clause, name_wildcards=True)

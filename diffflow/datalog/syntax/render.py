@@ -91,7 +91,30 @@ def render_literal(lit) -> str:
         return f"{render_term(lit.left)} {lit.op} {render_term(lit.right)}"
     if isinstance(lit, ast.Boolean):
         return "true" if lit.value else "false"
+    if isinstance(lit, ast.Disjunction):
+        return f"({'; '.join(_conjunction(c) for c in lit.alternatives)})"
     return "?"
+
+
+def _conjunction(conjunction) -> str:
+    return ", ".join(render_literal(l) for l in conjunction.literals)
+
+
+def render_rule(rule) -> str:
+    """A rule as the user wrote it (its alternatives joined by ``;``), on one line.
+
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> render_rule(parse("r(x) :-\\n  e(x, _) ; (f(x), !g(x)).").rules[0])
+    'r(x) :- e(x, _); (f(x), !g(x)).'
+    >>> render_rule(parse("r(a) <= r(b) :- a < b.").rules[0])
+    'r(a) <= r(b) :- a < b.'
+    """
+    head = render_atom(rule.head)
+    if rule.dominating is not None:
+        head += f" <= {render_atom(rule.dominating)}"
+    if not rule.body:
+        return f"{head}."
+    return f"{head} :- {'; '.join(_conjunction(c) for c in rule.body)}."
 
 
 def render_clause(clause) -> str:
