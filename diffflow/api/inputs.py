@@ -196,7 +196,8 @@ def _refuse_missing(values, data, input_name: str, column: str) -> None:
     row = i
     index = getattr(data, "index", None)  # a pandas DataFrame's row labels
     if index is not None and type(data).__module__.split(".")[0] == "pandas" and index[i] != i:
-        row = f"{i} (index label {index[i]!r})"
+        label = index[i].item() if isinstance(index[i], np.generic) else index[i]
+        row = f"{i} (index label {label!r})"
     raise ValueError(missing_message(f"input {input_name!r}", column, count, row))
 
 

@@ -55,15 +55,19 @@ def first_missing(values) -> tuple[int, int] | None:
     return (count, int(mask.argmax())) if count else None
 
 
-def missing_message(where: str, column: str, count: int, row=None, spark: bool = False) -> str:
-    """The error text for ``count`` missing values of ``column`` (the first at ``row``).
+def missing_message(where: str, column: str, count: int | None, row=None,
+                    spark: bool = False) -> str:
+    """The error text for ``count`` missing values of ``column`` (the first at ``row``;
+    ``count=None``: an unknown number, e.g. those one Spark task found).
 
     >>> print(missing_message("input 'sales'", "amount", 2, row=3))
     input 'sales' column 'amount': 2 missing values (None/NaN/NA), the first in row 3. diffflow has no nulls and reads NaN as missing (as pandas does): drop those rows (df.dropna(subset=['amount'])) or fill them (df.fillna({'amount': 0})) first
     """
     first = "" if row is None else f", the first in row {row}"
     kinds = "null/NaN" if spark else "None/NaN/NA"
-    return (f"{where} column {column!r}: {count} missing value{'s' if count != 1 else ''} "
+    many = "has missing values" if count is None else \
+        f"{count} missing value{'s' if count != 1 else ''}"
+    return (f"{where} column {column!r}: {many} "
             f"({kinds}){first}. diffflow has no nulls and reads NaN as missing (as pandas "
             f"does): drop those rows (df.dropna(subset=[{column!r}])) or fill them "
             f"(df.fillna({{{column!r}: 0}})) first")
