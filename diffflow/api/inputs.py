@@ -147,8 +147,9 @@ class InputCollection(Collection):
         self.flow._check_open(f"change input {self.name!r}")
         self._staged.append((rows, diffs))
 
-    def _encode(self, data, labels=None) -> np.ndarray:
-        """Validated int64 rows; ``labels`` name the columns in errors (default: the input's)."""
+    def _encode(self, data, labels=None, ieee: bool = False) -> np.ndarray:
+        """Validated int64 rows; ``labels`` name the columns in errors (default: the input's).
+        ``ieee``: NaN is a float, not a missing value (Datalog's facts, as in Soufflé)."""
         self.flow._check_open(f"change input {self.name!r}")
         columns = _columns_of(data, self.schema, self.name)
         schema, symbols = self.schema, self.flow.symbols
@@ -157,12 +158,14 @@ class InputCollection(Collection):
         for j, (name, kind) in enumerate(zip(schema.names, schema.types)):
             where = labels[j] if labels else f"input {self.name!r} column {name!r}"
             values = columns[j]
-            if kind == "float" or (isinstance(values, np.ndarray) and values.dtype.kind in "fc"):
+            floats = isinstance(values, np.ndarray) and values.dtype.kind in "fc"
+            if (floats or kind == "float") and not ieee:
                 _refuse_missing(values, data, self.name, name)  # (NaN passes a float check)
             try:
                 rows[:, j] = encode_column(values, kind, symbols, where)
             except TypeError:
-                _refuse_missing(values, data, self.name, name)  # a better reason, if any
+                if not ieee:
+                    _refuse_missing(values, data, self.name, name)  # a better reason, if any
                 raise
         return rows
 

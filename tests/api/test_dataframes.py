@@ -157,3 +157,15 @@ def test_dataframe_errors_say_what_to_pass():
         b.insert(df)
     flow.advance()
     assert out.snapshot() == {}
+
+
+def test_datalog_floats_stay_ieee():
+    """The missing-value rule is the collection API's: a Datalog fact's NaN is a float, as in
+    Soufflé, while an input of the collection API refuses it."""
+    program = dd.Program(".decl f(x: float)\n.output f")
+    program.insert("f", pd.DataFrame({"x": [float("nan"), 1.0]}))
+    program.commit()
+    assert sorted(str(x) for (x,) in program.relation("f")) == ["1.0", "nan"]
+    flow = dd.Dataflow()
+    with pytest.raises(ValueError, match=r"input 'f' column 'x': 1 missing value"):
+        flow.input("f", [("x", float)]).insert([(float("nan"),), (1.0,)])
