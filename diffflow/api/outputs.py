@@ -2,7 +2,16 @@
 
 An :class:`Output` reads only through the runtime interface
 (:class:`diffflow.runtime.base.Runtime`: ``output_contents`` and
-``take_output_changes``), so it works the same on every runtime.
+``take_output_changes``), so it works the same on every runtime.  Two kinds of read:
+
+* *contents* -- :meth:`~Output.snapshot`, :meth:`~Output.to_pandas`,
+  :meth:`~Output.to_dataframe`: the collection after the last computed epoch, as often
+  as asked;
+* the *change feed* -- :meth:`~Output.changes`, :meth:`~Output.changes_dataframe`: every
+  change ``(row, epoch, diff)`` once, to whichever asks next ("since the last read" means
+  since the last read of the feed; a contents read is not one).  The first feed read
+  starts at epoch 0.  A snapshot followed by exactly the later changes: empty the feed,
+  then read contents (no epoch can be computed between two calls).
 
 >>> import diffflow as dd
 >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); out = a.output()
@@ -31,7 +40,8 @@ class Output:
         return decode_rows(rows, self.node.schema, self.flow.symbols)
 
     def snapshot(self) -> dict:
-        """``{row: multiplicity}`` of the collection after the last computed epoch.
+        """``{row: multiplicity}`` of the collection after the last computed epoch (a read of
+        contents: it leaves the change feed of :meth:`changes` as it is).
 
         >>> import diffflow as dd
         >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); out = a.output()
@@ -45,7 +55,9 @@ class Output:
         return dict(zip(self._decode(rows), diffs.tolist()))
 
     def changes(self) -> list:
-        """``[(row, epoch, diff), ...]`` since the last call, consolidated, by epoch then row.
+        """The change feed: ``[(row, epoch, diff), ...]`` not handed out yet, consolidated, by
+        epoch then row.  One feed per output, shared with :meth:`changes_dataframe` (each
+        change goes once to whichever asks next); contents reads do not move it.
 
         >>> import diffflow as dd
         >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); out = a.output()
