@@ -18,7 +18,9 @@ import numpy as np
 
 from diffflow.api.collection import Collection
 from diffflow.common.missing import first_missing, missing_message
-from diffflow.common.schema import Schema, encode_column
+from diffflow.common.schema import Schema, encode_column, encode_floats
+
+_NAN_CODE = int(encode_floats(np.array([np.nan]))[0])
 
 
 class InputCollection(Collection):
@@ -158,15 +160,14 @@ class InputCollection(Collection):
         for j, (name, kind) in enumerate(zip(schema.names, schema.types)):
             where = labels[j] if labels else f"input {self.name!r} column {name!r}"
             values = columns[j]
-            floats = isinstance(values, np.ndarray) and values.dtype.kind in "fc"
-            if (floats or kind == "float") and not ieee:
-                _refuse_missing(values, data, self.name, name)  # (NaN passes a float check)
             try:
                 rows[:, j] = encode_column(values, kind, symbols, where)
-            except TypeError:
+            except TypeError:  # (a gap in an int column arrives as floats with NaN)
                 if not ieee:
                     _refuse_missing(values, data, self.name, name)  # a better reason, if any
                 raise
+            if kind == "float" and not ieee and (rows[:, j] == _NAN_CODE).any():
+                _refuse_missing(values, data, self.name, name)  # (every NaN encodes as one)
         return rows
 
 
