@@ -17,7 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.api.collection import Collection
-from diffflow.common.schema import Schema, encode_column
+from diffflow.common.missing import first_missing, missing_message
+from diffflow.common.schema import Schema, encode_column, encode_floats
+
+_NAN_CODE = int(encode_floats(np.array([np.nan]))[0])
 
 
 class InputCollection(Collection):
@@ -61,60 +64,94 @@ class InputCollection(Collection):
         self._staged.append((encoded, diffs_arr))
 
     def insert_dataframe(self, df) -> None:
-        """Add the rows of a Spark DataFrame at the current epoch (Spark runtime only).
+        """Add the rows of a DataFrame at the current epoch, on every runtime.
 
-        Spark tasks push the rows straight to the partition workers as Arrow
-        batches (nothing is collected on the driver).  Columns must match the
-        input's names and types; on any error nothing is staged.
+        Takes a pandas DataFrame (or a pyarrow Table), or on ``runtime='spark'`` also a
+        Spark DataFrame, whose tasks push the rows straight to the partition workers as
+        Arrow batches (nothing is collected on the driver).  Columns must match the
+        input's names (any order) and types; a missing value (None, NaN, NA, null) is
+        refused with its column and row (:mod:`diffflow.common.missing`: ``df.dropna()``
+        or ``df.fillna(...)`` first).  On any error nothing is staged.
 
-        >>> import diffflow as dd
-        >>> flow = dd.Dataflow(); a = flow.input("a", ["x"])
-        >>> a.insert_dataframe(None)
+        >>> import diffflow as dd, pandas as pd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["x", ("s", str)]); out = a.output()
+        >>> a.insert_dataframe(pd.DataFrame({"x": [1, 2], "s": ["p", "q"]})); flow.advance()
+        >>> out.to_dataframe().values.tolist()
+        [[1, 'p'], [2, 'q']]
+        >>> a.insert_dataframe(pd.DataFrame({"x": [3, None], "s": ["r", "t"]}))
         Traceback (most recent call last):
-        TypeError: input 'a': insert_dataframe needs runtime='spark'; on this runtime pass rows (e.g. df.toPandas()) to insert()
+        ValueError: input 'a' column 'x': 1 missing value (None/NaN/NA), the first in row 1. diffflow has no nulls and reads NaN as missing (as pandas does): drop those rows (df.dropna(subset=['x'])) or fill them (df.fillna({'x': 0})) first
         """
-        self._push_dataframe(df, +1)
+        self._apply_dataframe(df, +1)
 
     def remove_dataframe(self, df) -> None:
-        """Remove the rows of a Spark DataFrame at the current epoch (see :meth:`insert_dataframe`).
+        """Remove the rows of a DataFrame at the current epoch (see :meth:`insert_dataframe`).
 
-        >>> import diffflow as dd
-        >>> flow = dd.Dataflow(); a = flow.input("a", ["x"])
-        >>> a.remove_dataframe(None)
-        Traceback (most recent call last):
-        TypeError: input 'a': remove_dataframe needs runtime='spark'; on this runtime pass rows (e.g. df.toPandas()) to remove()
+        >>> import diffflow as dd, pandas as pd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); out = a.output()
+        >>> a.insert([1, 2]); a.remove_dataframe(pd.DataFrame({"x": [1]})); flow.advance()
+        >>> out.snapshot()
+        {(2,): 1}
         """
-        self._push_dataframe(df, -1)
+        self._apply_dataframe(df, -1)
 
     def update_dataframe(self, df) -> None:
-        """Apply a DataFrame of changes: the input's columns plus an integer ``diff`` column.
+        """Apply a DataFrame of changes: the input's columns plus an integer ``diff`` column
+        (the multiplicity change of each row: ``1`` adds it, ``-1`` removes it), the shape
+        :meth:`Output.changes_dataframe <diffflow.api.outputs.Output.changes_dataframe>`
+        returns.  Same DataFrames and rules as :meth:`insert_dataframe`.
 
-        >>> import diffflow as dd
-        >>> flow = dd.Dataflow(); a = flow.input("a", ["x"])
-        >>> a.update_dataframe(None)
-        Traceback (most recent call last):
-        TypeError: input 'a': update_dataframe needs runtime='spark'; on this runtime pass rows (e.g. df.toPandas()) to update()
+        >>> import diffflow as dd, pandas as pd
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); out = a.output()
+        >>> a.update_dataframe(pd.DataFrame({"x": [1, 2], "diff": [3, -1]})); flow.advance()
+        >>> sorted(out.snapshot().items())
+        [((1,), 3), ((2,), -1)]
         """
-        self._push_dataframe(df, None)
+        self._apply_dataframe(df, None)
 
-    def _push_dataframe(self, df, sign) -> None:
+    def _apply_dataframe(self, df, sign) -> None:
         method = {1: "insert", -1: "remove", None: "update"}[sign]
-        if self.flow.runtime_name != "spark":
-            raise TypeError(f"input {self.name!r}: {method}_dataframe needs runtime='spark'; on "
-                            f"this runtime pass rows (e.g. df.toPandas()) to {method}()")
-        if not hasattr(df, "mapInArrow"):
-            raise TypeError(f"input {self.name!r}: {method}_dataframe expects a Spark DataFrame, "
-                            f"got {type(df).__name__}")
-        runtime = self.flow._ensure_runtime()
-        runtime.push_dataframe(self.node.id, self.schema, df, sign, self.name)
+        where = f"input {self.name!r}: {method}_dataframe"
+        if sign is None and "diff" in self.schema.names:
+            raise ValueError(f"{where} reads the diffs from a column named 'diff', but the "
+                             f"input has a column of that name; use update(rows, diffs)")
+        if hasattr(df, "mapInArrow"):  # a Spark DataFrame
+            if self.flow.runtime_name != "spark":
+                raise TypeError(f"{where} got a Spark DataFrame, which needs runtime='spark'; "
+                                f"on this runtime pass df.toPandas()")
+            runtime = self.flow._ensure_runtime()
+            runtime.push_dataframe(self.node.id, self.schema, df, sign, self.name)
+            return
+        module = type(df).__module__.split(".")[0]
+        if module not in ("pandas", "pyarrow"):
+            spark = " (or a Spark DataFrame on runtime='spark')"
+            raise TypeError(f"{where} expects a pandas DataFrame{spark}, got "
+                            f"{type(df).__name__}; pass rows to {method}()")
+        if sign is not None:
+            encoded = self._encode(df)
+            self._staged.append((encoded, np.full(len(encoded), sign, np.int64)))
+            return
+        pandas = module == "pandas"
+        names = list(df.columns) if pandas else list(df.column_names)
+        if "diff" not in names:
+            raise ValueError(f"{where} needs a 'diff' column beside the input's columns "
+                             f"{list(self.schema.names)}; got columns {names}")
+        diffs = (df["diff"].to_numpy() if pandas
+                 else df.column("diff").to_numpy(zero_copy_only=False))
+        _refuse_missing(diffs, df, self.name, "diff")
+        if diffs.dtype.kind not in "iu":
+            raise TypeError(f"{where}: column 'diff' must hold integers, got {diffs.dtype}; "
+                            f"cast it (df['diff'].astype('int64'))")
+        self.update(df.drop(columns="diff") if pandas else df.drop(["diff"]), diffs)
 
     def _stage_encoded(self, rows: np.ndarray, diffs: np.ndarray) -> None:
         """Stage rows already encoded by :meth:`_encode` (no second validation)."""
         self.flow._check_open(f"change input {self.name!r}")
         self._staged.append((rows, diffs))
 
-    def _encode(self, data, labels=None) -> np.ndarray:
-        """Validated int64 rows; ``labels`` name the columns in errors (default: the input's)."""
+    def _encode(self, data, labels=None, ieee: bool = False) -> np.ndarray:
+        """Validated int64 rows; ``labels`` name the columns in errors (default: the input's).
+        ``ieee``: NaN is a float, not a missing value (Datalog's facts, as in Soufflé)."""
         self.flow._check_open(f"change input {self.name!r}")
         columns = _columns_of(data, self.schema, self.name)
         schema, symbols = self.schema, self.flow.symbols
@@ -122,7 +159,15 @@ class InputCollection(Collection):
         rows = np.empty((n, schema.width), np.int64)
         for j, (name, kind) in enumerate(zip(schema.names, schema.types)):
             where = labels[j] if labels else f"input {self.name!r} column {name!r}"
-            rows[:, j] = encode_column(columns[j], kind, symbols, where)
+            values = columns[j]
+            try:
+                rows[:, j] = encode_column(values, kind, symbols, where)
+            except TypeError:  # (a gap in an int column arrives as floats with NaN)
+                if not ieee:
+                    _refuse_missing(values, data, self.name, name)  # a better reason, if any
+                raise
+            if kind == "float" and not ieee and (rows[:, j] == _NAN_CODE).any():
+                _refuse_missing(values, data, self.name, name)  # (every NaN encodes as one)
         return rows
 
 
@@ -144,6 +189,20 @@ def restage(staged: dict, wanted: dict) -> dict:
         if new:
             handle.insert(new)
     return {handle: rows for handle, rows in wanted.items() if rows}
+
+
+def _refuse_missing(values, data, input_name: str, column: str) -> None:
+    """Raise the located error of :mod:`diffflow.common.missing` if ``values`` has a gap."""
+    found = first_missing(values)
+    if found is None:
+        return
+    count, i = found
+    row = i
+    index = getattr(data, "index", None)  # a pandas DataFrame's row labels
+    if index is not None and type(data).__module__.split(".")[0] == "pandas" and index[i] != i:
+        label = index[i].item() if isinstance(index[i], np.generic) else index[i]
+        row = f"{i} (index label {label!r})"
+    raise ValueError(missing_message(f"input {input_name!r}", column, count, row))
 
 
 def _row_count(data) -> int:

@@ -349,6 +349,7 @@ def _push_batches(setup, batches):
     import pyarrow as pa
 
     from diffflow.arrangements.updates import Updates
+    from diffflow.common.missing import first_missing, missing_message
     from diffflow.common.schema import SymbolTable, encode_column
     from diffflow.runtime.wire import encode_arrays
 
@@ -364,9 +365,13 @@ def _push_batches(setup, batches):
             for j, (column, kind) in enumerate(zip(names, kinds)):
                 values = batch.column(j)
                 if values.null_count:
-                    raise ValueError(f"input {where!r}: column {column!r} has nulls; diffflow "
-                                     f"columns are not nullable (filter or fill them first)")
+                    raise ValueError(missing_message(f"input {where!r}", column, None,
+                                                     spark=True))
                 array = values.to_numpy(zero_copy_only=False)
+                found = first_missing(array) if kind == "float" else None  # NaN
+                if found:
+                    raise ValueError(missing_message(f"input {where!r}", column, None,
+                                                     spark=True))
                 if kind == "str":
                     array = array.astype(object)
                 columns.append(encode_column(array, kind, symbols, f"input {where!r} {column!r}"))

@@ -151,10 +151,11 @@ def test_dataframe_errors_change_nothing(spark):
         nums.insert_dataframe(spark.createDataFrame([(1, "2")], "x long, y string"))
     # a null found by a Spark task, after other rows may have been pushed: all dropped
     many = [(i, i) for i in range(200)] + [(5, None)]
-    with pytest.raises(ValueError, match=r"column 'y' has nulls; diffflow columns are not "
-                                         r"nullable"):
+    with pytest.raises(ValueError, match=r"column 'y': has missing values \(null/NaN\)\. "
+                                         r"diffflow has no nulls.*df\.dropna"):
         nums.insert_dataframe(spark.createDataFrame(many, "x long, y long").repartition(4))
-    with pytest.raises(TypeError, match=r"expects a Spark DataFrame, got list"):
+    with pytest.raises(TypeError, match=r"expects a pandas DataFrame \(or a Spark DataFrame "
+                                        r"on runtime='spark'\), got list"):
         nums.insert_dataframe([(1, 2)])
     flow.advance()
     assert out.snapshot() == {(1, 1): 1}
@@ -162,6 +163,15 @@ def test_dataframe_errors_change_nothing(spark):
     with pytest.raises(TypeError, match=r"needs runtime='spark'"):
         local.insert_dataframe(spark.createDataFrame([(1,)], "x long"))
     flow.close()
+
+
+def test_dataframes_mean_the_same_on_spark(spark):
+    """tests/api/test_dataframes.py's checks with Spark DataFrames in and out: the same
+    contents and change feed as on the other runtimes (a contents read leaves the feed whole:
+    the feed's first read after to_dataframe() starts at epoch 0, the next one after it)."""
+    from tests.api.test_dataframes import check_dataframes
+
+    check_dataframes(spark=spark, runtime="spark", partitions=2)
 
 
 # -- streaming --------------------------------------------------------------------------------------

@@ -47,7 +47,8 @@ def encode_facts(relation, rows, inp, structures: dict, symbols) -> np.ndarray:
             rows = rows.set_axis([c for c, _ in relation_columns(relation)], axis=1)
         if isinstance(rows, (list, tuple)):
             check_python_rows(relation, rows)
-        encoded = inp._encode(rows, [f"{name}: attribute {a!r}" for a in relation.attributes])
+        encoded = inp._encode(rows, [f"{name}: attribute {a!r}" for a in relation.attributes],
+                              ieee=True)  # (NaN is a float in Soufflé)
     for j, kind in enumerate(relation.types):
         if kind in ("number", "unsigned"):
             low, high = NUMBER_RANGE if kind == "number" else UNSIGNED_RANGE
