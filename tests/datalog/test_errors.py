@@ -515,13 +515,22 @@ def test_program_from_file_names_the_file(tmp_path):
 # -- known bugs (see the report) -------------------------------------------------------------
 
 def test_expected_tokens_after_a_complete_atom():
-    e = _error(EDGE_PATH + "path(x, y) :- edge(x, y)\npath(x, z) :- path(x, y), edge(y, z).\n")
-    assert (e.line, e.column) == (4, 1)
+    e = _error(EDGE_PATH + "path(x, y) :- edge(x, y) path(x, z) :- path(x, y), edge(y, z).\n")
+    assert (e.line, e.column) == (3, 26)
     assert "expected" in e.message
     for token in ("','", "'.'", "';'"):
         assert token in e.message
     for token in ("'%'", "')'", "'*'"):
         assert token not in e.message
+
+
+def test_a_missing_dot_is_reported_at_the_end_of_its_line_not_on_the_next():
+    e = _error(EDGE_PATH + "path(x, y) :- edge(x, y)  // no dot\n\npath(x, z) :- path(x, y), "
+                           "edge(y, z).\n")
+    assert (e.line, e.column) == (3, 25)
+    assert e.message == "expected '.' after this rule"
+    e = _error(".decl e(x:number)\ne(1)\ne(2).\n")
+    assert (e.line, e.column, e.message) == (2, 5, "expected '.' after this fact")
 
 
 def test_expected_tokens_have_readable_names():

@@ -85,6 +85,7 @@ def _raise_unexpected(e, source, filename):
         raise DatalogError(f"{feature}: not supported yet", source, filename, token.line,
                            token.column, hint=_UNSUPPORTED_HINT) from None
     accepts = getattr(e, "accepts", None) or e.expected
+    _raise_missing_dot(token, accepts, source, filename)
     expected = _describe_expected(accepts)
     raise DatalogError(f"unexpected {token.value!r}; expected {expected}", source, filename,
                        token.line, token.column,
@@ -94,6 +95,36 @@ def _raise_unexpected(e, source, filename):
 _UNSUPPORTED_HINT = "the README's Datalog section lists what diffflow supports"
 _DIRECTIVES = {".lattice": "lattices (.lattice)", ".number_type": ".number_type",
                ".symbol_type": ".symbol_type"}
+
+
+def _raise_missing_dot(token, accepts, source, filename):
+    """A '.' the statement before ``token`` lacks, reported at the end of that statement
+    when ``token`` starts a later line (a rule or fact ended without its '.')."""
+    if "DOT" not in accepts:
+        return
+    lines = source[:token.start_pos or 0].split("\n")
+    while lines and not _without_comment(lines[-1]).strip():
+        lines.pop()  # blank lines and comment lines between the statement and the token
+    if not lines or len(lines) >= token.line:
+        return  # the unexpected token is on the same line: the general message fits
+    line, column = len(lines), len(_without_comment(lines[-1]).rstrip()) + 1
+    # after a head, ':-' could come too: then the statement so far is a fact
+    what = "fact" if "IF" in accepts else "rule"
+    raise DatalogError(f"expected '.' after this {what}", source,
+                       filename, line, column,
+                       hint=f"end every {what} with '.' (what follows starts a new statement)") from None
+
+
+def _without_comment(line: str) -> str:
+    """``line`` without a trailing ``//`` comment (one outside double quotes).
+
+    >>> _without_comment('p("a//b"). // note')
+    'p("a//b"). '
+    """
+    at = line.find("//")
+    while at >= 0 and line.count('"', 0, at) % 2:
+        at = line.find("//", at + 2)
+    return line if at < 0 else line[:at]
 
 
 def _unsupported_feature(source: str, pos: int, text: str) -> str | None:
@@ -171,8 +202,6 @@ def _syntax_hint(token, expected, source) -> str | None:
     if before.endswith(".pragma") or (token.type == "STRING" and
                                       before.rsplit(".pragma", 1)[-1].count('"') == 4):
         return _PRAGMA_HINT
-    if "DOT" in expected and token.column == 1 and token.line > 1:
-        return "is a '.' missing at the end of the previous rule?"
     if token.value == ":-" and "IF" not in expected:
         return "remove the ',' before ':-'" if "IDENT" in expected else None
     return None
