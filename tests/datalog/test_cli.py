@@ -178,3 +178,24 @@ def test_console_script_runs_as_a_module(example, tmp_path):
     result = subprocess.run([sys.executable, "-m", "diffflow", "run", str(prog), "-F", str(facts),
                              "-D", "-"], capture_output=True, text=True, check=True)
     assert "1\t3" in result.stdout
+
+
+def test_every_missing_fact_file_is_named_at_once(tmp_path, capsys):
+    prog = _write(tmp_path / "p.dl", """
+        .decl a(x: number)
+        .input a
+        .decl b(x: number)
+        .input b
+        .decl c(x: number)
+        .input c
+    """)
+    _write(tmp_path / "facts" / "c.facts", "1\n")
+    assert main(["run", str(prog), "-F", str(tmp_path / "facts"), "-D", "-"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{tmp_path / 'facts'}: error: 2 fact files are missing: "
+                          f"a.facts (.input a, {prog}:2), b.facts (.input b, {prog}:4)\n")
+    assert main(["run", str(prog), "-F", str(tmp_path / "nodir"), "-D", "-"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{tmp_path / 'nodir'}: error: the fact folder does not exist; the "
+                          f"program reads a.facts (.input a, {prog}:2), b.facts")
+    assert "c.facts" in err.splitlines()[0]
