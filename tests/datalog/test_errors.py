@@ -720,3 +720,16 @@ def test_soufflé_features_not_supported_yet_are_named_where_they_start(source, 
     text = str(caught.value)
     assert feature in text and f"u.dl:{at[0]}:{at[1]}:" in text, text
     assert "unexpected" not in text.splitlines()[0]
+
+
+def test_a_user_functor_called_without_at_says_how_to_call_it():
+    program = (".functor inc(x: number): number\n.decl a(x: number)\n.decl b(x: number)\n"
+               "b(y) :- a(x), y = {call}(x).\n")
+    e = _error(program.format(call="inc"))
+    assert (e.line, e.column) == (4, 19)
+    assert e.message == "`inc` is a user-defined functor: call it as `@inc(...)`"
+    e = _error(program.format(call="incc"))
+    assert e.message == "unknown functor `incc` (did you mean '@inc'?)"
+    assert "the built-in functors are abs, autoinc, cat," in e.hint
+    assert "unknown functor `strln` (did you mean 'strlen'?)" in \
+        _error(program.format(call="strln")).message
