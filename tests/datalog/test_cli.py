@@ -116,7 +116,8 @@ def test_incremental_steps_write_signed_changes(example, tmp_path):
     out = tmp_path / "out"
     assert main(["run", str(prog), "-F", str(facts), "-D", str(out),
                  "--updates", str(tmp_path / "updates")]) == 0
-    assert _sorted_lines(out / "path.csv") == ["1\t2", "1\t3", "2\t3"]
+    # the initial state (1 2, 1 3, 2 3) is replaced by the final one
+    assert _sorted_lines(out / "path.csv") == ["2\t3", "2\t4", "3\t4", "9\t9"]
     assert _sorted_lines(out / "path.step-1.csv") == ["1\t4\t+1", "2\t4\t+1", "3\t4\t+1"]
     assert _sorted_lines(out / "path.step-2.csv") == \
         ["1\t2\t-1", "1\t3\t-1", "1\t4\t-1", "9\t9\t+1"]
