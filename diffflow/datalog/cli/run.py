@@ -15,8 +15,9 @@ numbered sub-folder of ``DIR`` (``1/``, ``2/``, ...) is a step holding
 ``<r>.insert.facts`` and ``<r>.remove.facts``; after each step the changes of
 every output relation are written to ``out/<r>.step-<N>.csv`` with a last
 column ``+1`` or ``-1``, and after the last step ``out/<r>.csv`` gets the final
-state (:mod:`.outputs`; ``diffflow run --help`` tells users).  ``--trace FILE`` records what every worker did (the
-initial run is epoch 1, step ``N`` epoch ``N + 1``) as JSON lines of raw events
+state (:mod:`.outputs`; ``RUN_EPILOG`` is what ``--help`` says of it).
+``--trace FILE`` records what every worker did (the initial run is epoch 1,
+step ``N`` epoch ``N + 1``) as JSON lines of raw events
 (:mod:`diffflow.runtime.tracing`).
 
 As in Soufflé, the program goes through the C preprocessor when it has ``#``
@@ -42,7 +43,6 @@ from diffflow.datalog.cli.options import (Reporter, add_preprocessor_options, ch
                                           compile_program, folder_option, jobs, program_options,
                                           read_pragmas)
 from diffflow.datalog.cli.outputs import write_changes, write_states
-
 
 RUN_DESCRIPTION = """\
 Evaluate a Datalog program (Soufflé's language) as souffle does: read a TAB-separated

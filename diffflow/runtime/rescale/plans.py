@@ -204,7 +204,8 @@ def planning_sizes(runtime) -> np.ndarray:
 
 def estimated_sizes(table: np.ndarray, partition_rows: list) -> np.ndarray:
     """Rows per bin assuming each partition's rows spread evenly over its bins (keys hash
-    uniformly): what :meth:`Dataflow.rescale` plans with, without reading the state.
+    uniformly): what a plan of a large state is cut with (:func:`planning_sizes`), without
+    reading the state.
 
     >>> t = np.zeros(BINS, np.int32); t[:10] = 1
     >>> s = estimated_sizes(t, [0, 50]); int(s[:10].sum()), int(s[10:].sum())
