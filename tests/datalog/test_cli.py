@@ -116,7 +116,8 @@ def test_incremental_steps_write_signed_changes(example, tmp_path):
     out = tmp_path / "out"
     assert main(["run", str(prog), "-F", str(facts), "-D", str(out),
                  "--updates", str(tmp_path / "updates")]) == 0
-    assert _sorted_lines(out / "path.csv") == ["1\t2", "1\t3", "2\t3"]
+    # the initial state (1 2, 1 3, 2 3) is replaced by the final one
+    assert _sorted_lines(out / "path.csv") == ["2\t3", "2\t4", "3\t4", "9\t9"]
     assert _sorted_lines(out / "path.step-1.csv") == ["1\t4\t+1", "2\t4\t+1", "3\t4\t+1"]
     assert _sorted_lines(out / "path.step-2.csv") == \
         ["1\t2\t-1", "1\t3\t-1", "1\t4\t-1", "9\t9\t+1"]
@@ -178,3 +179,24 @@ def test_console_script_runs_as_a_module(example, tmp_path):
     result = subprocess.run([sys.executable, "-m", "diffflow", "run", str(prog), "-F", str(facts),
                              "-D", "-"], capture_output=True, text=True, check=True)
     assert "1\t3" in result.stdout
+
+
+def test_every_missing_fact_file_is_named_at_once(tmp_path, capsys):
+    prog = _write(tmp_path / "p.dl", """
+        .decl a(x: number)
+        .input a
+        .decl b(x: number)
+        .input b
+        .decl c(x: number)
+        .input c
+    """)
+    _write(tmp_path / "facts" / "c.facts", "1\n")
+    assert main(["run", str(prog), "-F", str(tmp_path / "facts"), "-D", "-"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{tmp_path / 'facts'}: error: 2 fact files are missing: "
+                          f"a.facts (.input a, {prog}:2), b.facts (.input b, {prog}:4)\n")
+    assert main(["run", str(prog), "-F", str(tmp_path / "nodir"), "-D", "-"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{tmp_path / 'nodir'}: error: the fact folder does not exist; the "
+                          f"program reads a.facts (.input a, {prog}:2), b.facts")
+    assert "c.facts" in err.splitlines()[0]

@@ -515,13 +515,22 @@ def test_program_from_file_names_the_file(tmp_path):
 # -- known bugs (see the report) -------------------------------------------------------------
 
 def test_expected_tokens_after_a_complete_atom():
-    e = _error(EDGE_PATH + "path(x, y) :- edge(x, y)\npath(x, z) :- path(x, y), edge(y, z).\n")
-    assert (e.line, e.column) == (4, 1)
+    e = _error(EDGE_PATH + "path(x, y) :- edge(x, y) path(x, z) :- path(x, y), edge(y, z).\n")
+    assert (e.line, e.column) == (3, 26)
     assert "expected" in e.message
     for token in ("','", "'.'", "';'"):
         assert token in e.message
     for token in ("'%'", "')'", "'*'"):
         assert token not in e.message
+
+
+def test_a_missing_dot_is_reported_at_the_end_of_its_line_not_on_the_next():
+    e = _error(EDGE_PATH + "path(x, y) :- edge(x, y)  // no dot\n\npath(x, z) :- path(x, y), "
+                           "edge(y, z).\n")
+    assert (e.line, e.column) == (3, 25)
+    assert e.message == "expected '.' after this rule"
+    e = _error(".decl e(x:number)\ne(1)\ne(2).\n")
+    assert (e.line, e.column, e.message) == (2, 5, "expected '.' after this fact")
 
 
 def test_expected_tokens_have_readable_names():
@@ -711,3 +720,16 @@ def test_soufflé_features_not_supported_yet_are_named_where_they_start(source, 
     text = str(caught.value)
     assert feature in text and f"u.dl:{at[0]}:{at[1]}:" in text, text
     assert "unexpected" not in text.splitlines()[0]
+
+
+def test_a_user_functor_called_without_at_says_how_to_call_it():
+    program = (".functor inc(x: number): number\n.decl a(x: number)\n.decl b(x: number)\n"
+               "b(y) :- a(x), y = {call}(x).\n")
+    e = _error(program.format(call="inc"))
+    assert (e.line, e.column) == (4, 19)
+    assert e.message == "`inc` is a user-defined functor: call it as `@inc(...)`"
+    e = _error(program.format(call="incc"))
+    assert e.message == "unknown functor `incc` (did you mean '@inc'?)"
+    assert "the built-in functors are abs, autoinc, cat," in e.hint
+    assert "unknown functor `strln` (did you mean 'strlen'?)" in \
+        _error(program.format(call="strln")).message

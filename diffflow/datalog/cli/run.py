@@ -14,8 +14,10 @@ and checked before anything is computed or written.  With ``--updates DIR``, eve
 numbered sub-folder of ``DIR`` (``1/``, ``2/``, ...) is a step holding
 ``<r>.insert.facts`` and ``<r>.remove.facts``; after each step the changes of
 every output relation are written to ``out/<r>.step-<N>.csv`` with a last
-column ``+1`` or ``-1``.  ``--trace FILE`` records what every worker did (the
-initial run is epoch 1, step ``N`` epoch ``N + 1``) as JSON lines of raw events
+column ``+1`` or ``-1``, and after the last step ``out/<r>.csv`` gets the final
+state (:mod:`.outputs`; ``RUN_EPILOG`` is what ``--help`` says of it).
+``--trace FILE`` records what every worker did (the initial run is epoch 1,
+step ``N`` epoch ``N + 1``) as JSON lines of raw events
 (:mod:`diffflow.runtime.tracing`).
 
 As in Soufflé, the program goes through the C preprocessor when it has ``#``
@@ -40,11 +42,46 @@ import time
 from diffflow.datalog.cli.options import (Reporter, add_preprocessor_options, check_output_dir,
                                           compile_program, folder_option, jobs, program_options,
                                           read_pragmas)
+from diffflow.datalog.cli.outputs import write_changes, write_states
+
+RUN_DESCRIPTION = """\
+Evaluate a Datalog program (Soufflé's language) as souffle does: read a TAB-separated
+<relation>.facts file from -F for every .input, write <relation>.csv to -D for every
+.output.  With --updates, then apply changes to the input facts a step at a time; each
+step computes only what changes, and its output changes are written as it ends.
+"""
+RUN_EPILOG = """\
+examples:
+  diffflow run reach.dl -F facts -D out        out/reach.csv, as souffle -F facts -D out
+  diffflow run reach.dl -F facts -D -          print every output on stdout
+  diffflow run reach.dl -F facts -D out --updates steps -j 4
+
+--updates DIR: one numbered folder per step, applied in order after the initial run:
+  DIR/1/edge.insert.facts    facts to add to the input relation edge
+  DIR/1/edge.remove.facts    facts to remove from it (TAB-separated, as .facts files)
+  DIR/2/...
+  In a step, removals come before insertions (a step may remove a fact and add it back).
+  Every step is read and checked before anything is computed.
+
+what --updates writes in the -D folder OUT, for every output relation <rel>:
+  OUT/<rel>.step-N.csv   the changes of step N: the rows that changed, each with a last
+                         column +1 (added) or -1 (removed); a header line (the attribute
+                         names, then "diff") when the .output has headers=true
+  OUT/<rel>.csv          the initial state, replaced by the final state after the last step
+                         (the state the last step's changes lead to)
+  Each file is written to a temporary file, then renamed: a failed run leaves no
+  half-written file (if a step fails, <rel>.csv keeps the initial state and the change
+  files of the steps applied follow it).  With -D -, stdout gets each output's initial
+  state, each step's changes titled "<rel> step N changes", then the final state titled
+  "<rel> after step N", in the blocks souffle prints outputs in.
+"""
 
 
 def add_commands(commands) -> None:
     """Add ``run`` and ``explain-plan`` to the ``diffflow`` command line's subcommands."""
-    run = commands.add_parser("run", help="evaluate a Datalog program on fact files")
+    run = commands.add_parser("run", help="evaluate a Datalog program on fact files",
+                              description=RUN_DESCRIPTION, epilog=RUN_EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("program", help="the .dl file")
     run.add_argument("-F", "--fact-dir", default=None,
                      help="folder of <relation>.facts files (default: .pragma \"fact-dir\", "
@@ -70,7 +107,8 @@ def add_commands(commands) -> None:
                      help="with --ship: another installed package your program needs on the "
                           "executors, e.g. one your user functors import (repeatable)")
     run.add_argument("--updates", metavar="DIR",
-                     help="apply the numbered steps in DIR incrementally after the initial run")
+                     help="after the initial run, apply the numbered steps of changes in DIR one "
+                          "at a time (see below: the steps' files, what is written)")
     run.add_argument("-w", "--no-warn", action="store_true",
                      help="no warnings, and a missing fact file is an empty relation "
                           "(Soufflé's -w; also .pragma \"no-warn\")")
@@ -207,7 +245,7 @@ def run_program(args) -> int:
         report.timed("computed the program", time.perf_counter() - started)
         if output_dir != "-":
             os.makedirs(output_dir, exist_ok=True)
-        _write_outputs(program, output_dir)
+        write_states(program, output_dir)
         _print_sizes(program)
         for relation in program.relations.values():
             if relation.outputs:
@@ -218,8 +256,10 @@ def run_program(args) -> int:
             program.commit()
             report.timed(f"step {number}: {applied:,} fact changes applied and propagated",
                          time.perf_counter() - started)
-            _write_changes(program, output_dir, number)
+            write_changes(program, output_dir, number)
             _print_sizes(program)
+        if steps:  # the outputs' final state replaces their initial one
+            write_states(program, output_dir, after_step=steps[-1][0])
         if args.provenance:
             from diffflow.datalog.cli.shell import ExplainShell
 
@@ -277,77 +317,6 @@ def _read_step(program, folder) -> list:
 
 def _apply_step(program, batches) -> int:
     return sum(program._change(name, encoded, sign) for sign, name, encoded in batches)
-
-
-def _output_lines(program, relation, rows, delimiter, extra=None, rfc4180=False):
-    from diffflow.datalog.values.facts import format_rows
-
-    lines = format_rows(rows, relation.types, delimiter, rfc4180,
-                        program.analysed.structures)
-    if extra is not None:
-        lines = [f"{line}{delimiter}{tag}" for line, tag in zip(lines, extra)]
-    return lines
-
-
-def _write_outputs(program, out_dir):
-    from diffflow.datalog.values.facts import io_options
-    from diffflow.datalog.values.structures import row_order
-
-    for relation in program.relations.values():
-        for d in relation.outputs:
-            rows = sorted(program.relation(relation.name), key=row_order)
-            delimiter, headers, rfc4180, compress = io_options(d.params)
-            lines = _output_lines(program, relation, rows, delimiter, rfc4180=rfc4180)
-            # Soufflé's -D - prints every output to stdout with its attribute names
-            header = delimiter.join(relation.attributes) if headers or out_dir == "-" else None
-            if out_dir == "-" or d.params.get("IO") == "stdout":
-                _print_stdout(relation.name, header, lines)
-            else:
-                filename = d.params.get("filename", f"{relation.name}.csv")
-                _write_file(os.path.join(out_dir, filename), header, lines, compress)
-
-
-def _write_changes(program, out_dir, number):
-    from diffflow.datalog.values.facts import io_options
-
-    for relation in program.relations.values():
-        if not relation.outputs:
-            continue
-        changes = program.changes(relation.name)
-        delimiter, _headers, rfc4180, _compress = io_options(relation.outputs[0].params)
-        lines = _output_lines(program, relation, [row for row, _ in changes], delimiter,
-                              extra=["+1" if d > 0 else "-1" for _, d in changes],
-                              rfc4180=rfc4180)
-        if relation.arity == 0:
-            lines = [f"(){delimiter}{'+1' if d > 0 else '-1'}" for _, d in changes]
-        if out_dir == "-":
-            _print_stdout(f"{relation.name} step {number}", None, lines)
-        else:
-            _write_file(os.path.join(out_dir, f"{relation.name}.step-{number}.csv"), None, lines)
-
-
-def _write_file(path, header, lines, compress=False):
-    import gzip
-
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)  # filename="sub/out.csv"
-    opener = gzip.open if compress else open  # Soufflé's compress=true writes gzip
-    with opener(path, "wt", encoding="utf-8", newline="\n") as f:
-        if header is not None:
-            f.write(header + "\n")
-        if lines:
-            f.write("\n".join(lines) + "\n")
-
-
-def _print_stdout(name, header, lines):
-    out = sys.stdout
-    out.write("---------------\n" + name + "\n")
-    if header is not None:
-        out.write(header + "\n")
-    out.write("===============\n")
-    if lines:
-        out.write("\n".join(lines) + "\n")
-    out.write("===============\n")
-    out.flush()
 
 
 def _print_sizes(program):

@@ -11,6 +11,7 @@ import functools
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.errors import DatalogError
 from diffflow.datalog.syntax.grammar import GRAMMAR
+from diffflow.datalog.syntax.syntax_errors import raise_syntax_error
 from diffflow.datalog.syntax.intrinsics import (CONSTRAINTS,
                                                 NOT_YET)  # (string constraints Soufflé writes as atoms)
 
@@ -54,128 +55,13 @@ def parse(source: str, filename: str = "<program>") -> ast.Program:
     ...
     diffflow.common.errors.DatalogError: <program>:1:13: error: unexpected end of the program ...
     """
-    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+    from lark.exceptions import UnexpectedInput
 
     try:
         tree = _parser().parse(source)
-    except UnexpectedEOF:
-        line, col = _end_of_text(source)
-        raise DatalogError("unexpected end of the program (is a '.' missing at the end of a "
-                           "rule?)", source, filename, line, col) from None
-    except UnexpectedToken as e:
-        if e.token.type == "$END" and source.rstrip().endswith(".pragma"):
-            line, col = _end_of_text(source)
-            raise DatalogError("'.pragma' without a key", source, filename, line, col - 7,
-                               hint=_PRAGMA_HINT) from None
-        _raise_unexpected(e, source, filename)
-    except UnexpectedCharacters as e:
-        _raise_bad_character(e, source, filename)
+    except UnexpectedInput as e:
+        raise_syntax_error(e, source, filename)
     return _Builder(source, filename).program(tree)
-
-
-def _raise_unexpected(e, source, filename):
-    """A parse error for an unexpected token, with what was expected and a hint."""
-    token = e.token
-    if token.type == "$END":
-        line, col = _end_of_text(source)
-        raise DatalogError("unexpected end of the program (is a '.' missing at the end of "
-                           "a rule?)", source, filename, line, col) from None
-    feature = _unsupported_feature(source, token.start_pos, token.value)
-    if feature is not None:
-        raise DatalogError(f"{feature}: not supported yet", source, filename, token.line,
-                           token.column, hint=_UNSUPPORTED_HINT) from None
-    accepts = getattr(e, "accepts", None) or e.expected
-    expected = _describe_expected(accepts)
-    raise DatalogError(f"unexpected {token.value!r}; expected {expected}", source, filename,
-                       token.line, token.column,
-                       hint=_syntax_hint(token, accepts, source)) from None
-
-
-_UNSUPPORTED_HINT = "the README's Datalog section lists what diffflow supports"
-_DIRECTIVES = {".lattice": "lattices (.lattice)", ".number_type": ".number_type",
-               ".symbol_type": ".symbol_type"}
-
-
-def _unsupported_feature(source: str, pos: int, text: str) -> str | None:
-    """The Soufflé feature diffflow does not support yet that a syntax error at ``pos``
-    (the offending ``text``) is the start of, if any.
-
-    >>> _unsupported_feature(".lattice L<number> {}", 0, ".")
-    'lattices (.lattice)'
-    """
-    rest = source[pos:]
-    for directive, name in _DIRECTIVES.items():
-        if rest.startswith(directive) and not rest[len(directive):len(directive) + 1].isalnum():
-            return name
-    return None
-
-
-def _raise_bad_character(e, source, filename):
-    """A parse error for a character no token starts with."""
-    char = source[e.pos_in_stream] if e.pos_in_stream < len(source) else ""
-    feature = _unsupported_feature(source, e.pos_in_stream, char)
-    if feature is not None:
-        raise DatalogError(f"{feature}: not supported yet", source, filename, e.line, e.column,
-                           hint=_UNSUPPORTED_HINT) from None
-    hint = None
-    if char == "#":
-        hint = ("a C preprocessor directive: dd.Program runs the preprocessor; call "
-                "diffflow.datalog.syntax.preprocess.preprocess() on text given to parse()")
-    elif char == "'":
-        hint = "strings use double quotes: \"text\""
-    elif char == '"':
-        hint = "unterminated string: a string ends with '\"' on the same line"
-    elif source.startswith("/*", e.pos_in_stream):
-        hint = "unterminated comment: close it with */"
-    raise DatalogError(f"unexpected character {char!r}", source, filename, e.line, e.column,
-                       hint=hint) from None
-
-
-_TOKEN_NAMES = {"IDENT": "a name", "INT": "a number", "FLOAT": "a float", "STRING": "a string",
-                "DOT": "'.'", "COMMA": "','", "LPAR": "'('", "RPAR": "')'", "COLON": "':'",
-                "IF": "':-'", "SEMICOLON": "';'", "COMPARE": "a comparison", "LBRACE": "'{'",
-                "RBRACE": "'}'", "BANG": "'!'", "WILDCARD": "'_'", "MINUS": "'-'",
-                "PLUS": "'+'", "TIMES": "'*'", "DIVIDE": "'/'", "MODULO": "'%'",
-                "CARET": "'^'", "DIRECTIVE": "a directive", "COUNT": "'count'",
-                "SUM": "'sum'", "MEAN": "'mean'", "MIN": "'min'", "MAX": "'max'", "EQUAL": "'='",
-                "SUBTYPE": "'<:'", "VBAR": "'|'", "LSQB": "'['", "RSQB": "']'",
-                "NIL": "'nil'", "BRANCH": "a branch ($Name)", "TRUE": "'true'", "FALSE": "'false'",
-                "DECL": "'.decl'", "TYPE": "'.type'", "QUALIFIER": "a qualifier",
-                "PRAGMA": "'.pragma'", "PLAN": "'.plan'", "$END": "the end"}
-# punctuation first: it is what a user most likely forgot
-_ORDER = {"'.'": 0, "','": 1, "';'": 2, "')'": 3, "':-'": 4}
-
-
-def _end_of_text(source: str) -> tuple:
-    """Line and column just after the last non-blank character."""
-    text = source.rstrip()
-    line = text.count("\n") + 1
-    return line, len(text.rsplit("\n", 1)[-1]) + 1
-
-
-def _describe_expected(expected) -> str:
-    names = sorted({_TOKEN_NAMES.get(t, t.lower()) for t in expected},
-                   key=lambda n: (_ORDER.get(n, 9), n))
-    if len(names) > 6:
-        names = names[:6] + ["..."]
-    return " or ".join(names) if len(names) <= 2 else ", ".join(names)
-
-
-_PRAGMA_HINT = 'a pragma is .pragma "key" "value" or .pragma "key", in double quotes'
-
-
-def _syntax_hint(token, expected, source) -> str | None:
-    if source.startswith("/*", token.start_pos or 0):
-        return "unterminated comment: close it with */"
-    before = source[:token.start_pos or 0].rstrip()
-    if before.endswith(".pragma") or (token.type == "STRING" and
-                                      before.rsplit(".pragma", 1)[-1].count('"') == 4):
-        return _PRAGMA_HINT
-    if "DOT" in expected and token.column == 1 and token.line > 1:
-        return "is a '.' missing at the end of the previous rule?"
-    if token.value == ":-" and "IF" not in expected:
-        return "remove the ',' before ':-'" if "IDENT" in expected else None
-    return None
 
 
 def _open_paren(source: str, token) -> tuple:

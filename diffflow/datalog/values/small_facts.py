@@ -100,7 +100,15 @@ def read_input_files(files: dict, relations: dict, structures, program_file: str
     from diffflow.datalog.syntax.errors import DatalogError
 
     loaded = {}
+    missing = [name for name, (path, *_options) in files.items() if not os.path.exists(path)]
+    if missing and missing_ok:
+        loaded = {name: [] for name in missing}
+    elif len(missing) > 1 or (missing and not os.path.isdir(os.path.dirname(files[missing[0]][0])
+                                                            or ".")):
+        _raise_missing({name: files[name][0] for name in missing}, relations, program_file)
     for name, (path, delimiter, headers, rfc4180) in files.items():
+        if name in loaded:
+            continue
         try:
             loaded[name] = read_fact_rows(path, relations[name], delimiter, headers,
                                           progress, rfc4180, structures)
@@ -120,3 +128,32 @@ def read_input_files(files: dict, relations: dict, structures, program_file: str
                 hint=f"the program reads it for .input {name} ({program_file}:"
                      f"{directive.line}); {fix}") from None
     return loaded
+
+
+def _raise_missing(paths: dict, relations: dict, program_file: str):
+    """One error naming every missing fact file (``paths``: ``{relation: path}``), or the
+    folder they should be in when it does not exist."""
+    from diffflow.datalog.syntax.errors import DatalogError
+
+    def reads(name):
+        return (f"{os.path.basename(paths[name])} (.input {name}, "
+                f"{program_file}:{relations[name].inputs[0].line})")
+
+    folders = {os.path.dirname(path) or "." for path in paths.values()}
+    absent = sorted(folder for folder in folders if not os.path.isdir(folder))
+    if len(folders) == 1 and absent:
+        raise DatalogError(
+            f"the fact folder does not exist; the program reads "
+            f"{', '.join(reads(name) for name in paths)} from it", filename=absent[0],
+            hint="point -F at the folder holding the fact files, or read missing files as "
+                 "empty relations (diffflow run -w; load_facts(..., missing_ok=True))") from None
+    where = folders.pop() if len(folders) == 1 else None
+    listed = ", ".join(reads(name) if where else f"{paths[name]} (.input {name})"
+                       for name in paths)
+    also = f"; the folder{'s' if len(absent) > 1 else ''} {', '.join(absent)} do" \
+           f"{'' if len(absent) > 1 else 'es'} not exist" if absent else ""
+    raise DatalogError(
+        f"{len(paths)} fact files are missing: {listed}{also}", filename=where or program_file,
+        hint="create the files (they may be empty), point -F at the folder holding them, or "
+             "read missing files as empty relations (diffflow run -w; "
+             "load_facts(..., missing_ok=True))") from None

@@ -23,8 +23,8 @@ import numpy as np
 
 from diffflow.common.errors import GraphError
 from diffflow.runtime.rescale.pacing import Background
-from diffflow.runtime.rescale.plans import (Plan, Step, check_start, estimated_sizes, make_plan,
-                                            target_of)
+from diffflow.runtime.rescale.plans import (Plan, Step, check_start, check_strategy, make_plan,
+                                            planning_sizes, target_of)
 from diffflow.runtime.routing import Routing
 
 # batches keep a plan's step index under its key; never id(plan), which a later plan may reuse
@@ -54,9 +54,9 @@ class Rescaling:
         """Plan a move to ``partitions`` (or to routing ``table``) and start it."""
         self._check(runtime, replace)
         start = check_start(start_epoch, open_epoch)
-        if strategy == "restart":
+        if check_strategy(strategy) == "restart":
             return self._restart_at(runtime, open_epoch, compute, partitions, table, start)
-        sizes = estimated_sizes(runtime.routing.table(), runtime.partition_rows())
+        sizes = planning_sizes(runtime)
         plan = make_plan(runtime.routing, sizes, partitions=partitions, table=table,
                          strategy=strategy, bins_per_step=bins_per_step,
                          max_rows_per_step=max_rows_per_step, start_epoch=start,

@@ -39,9 +39,13 @@ import numpy as np
 
 from diffflow.runtime.routing import BINS, Routing, check_table
 
-STRATEGIES = ("all_at_once", "fluid", "batched")
+LIVE_STRATEGIES = ("all_at_once", "fluid", "batched")  # bins move while the dataflow runs
+STRATEGIES = LIVE_STRATEGIES + ("restart",)  # restart: through a checkpoint (the driver's)
 FLUID_BINS = -(-BINS // 4096)  # fluid's default step: 1/4096 of the bins, as Megaphone's 2^12
 BATCH_ROWS = 1_000_000         # batched's default budget per partition and step
+# up to this many trace rows, a plan counts each bin's rows (a pass over the state's keys);
+# above, it estimates them from the partitions' row counts (keys hash evenly over the bins)
+EXACT_ROWS = 1_000_000
 
 
 @dataclass(eq=False)  # steps are told apart by identity (their bins are arrays)
@@ -57,12 +61,15 @@ class Step:
     rows_moved: int | None = None   # filled in when applied
     seconds: float | None = None
     applied: bool = False
+    over_budget: int | None = None  # max_rows_per_step, when one bin alone holds more
 
     def __repr__(self) -> str:
         state = f"moved {self.rows_moved} rows in {self.seconds:.3f} s" if self.applied \
             else "pending"
-        return (f"Step(epoch={self.epoch}, {len(self.bins)} bins, ~{self.rows_planned} rows, "
-                f"{state})")
+        over = "" if self.over_budget is None else \
+            f" (a single bin over max_rows_per_step={self.over_budget}: bins move whole)"
+        return (f"Step(epoch={self.epoch}, {len(self.bins)} bins, ~{self.rows_planned} rows"
+                f"{over}, {state})")
 
 
 @dataclass
@@ -185,9 +192,20 @@ def _weights(sizes: np.ndarray) -> np.ndarray:
     return sizes.astype(np.float64) + max(float(sizes.sum()), 1.0) / BINS * 0.01
 
 
+def planning_sizes(runtime) -> np.ndarray:
+    """Rows per bin a plan is cut with: counted (:meth:`bin_sizes`) when the state holds at
+    most :data:`EXACT_ROWS` rows, so a step's rows are those it will move; else estimated
+    from each partition's row count (:func:`estimated_sizes`, no pass over the state)."""
+    partition_rows = runtime.partition_rows()
+    if sum(partition_rows) <= EXACT_ROWS:
+        return runtime.bin_sizes()
+    return estimated_sizes(runtime.routing.table(), partition_rows)
+
+
 def estimated_sizes(table: np.ndarray, partition_rows: list) -> np.ndarray:
     """Rows per bin assuming each partition's rows spread evenly over its bins (keys hash
-    uniformly): what :meth:`Dataflow.rescale` plans with, without reading the state.
+    uniformly): what a plan of a large state is cut with (:func:`planning_sizes`), without
+    reading the state.
 
     >>> t = np.zeros(BINS, np.int32); t[:10] = 1
     >>> s = estimated_sizes(t, [0, 50]); int(s[:10].sum()), int(s[10:].sum())
@@ -268,6 +286,19 @@ def _groups(sources, dests, order):
         yield (int(sources[a]), int(dests[a])), order[a:b]
 
 
+def check_strategy(strategy) -> str:
+    """``strategy`` if it is one of :data:`STRATEGIES`, else an error listing them.
+
+    >>> check_strategy("slow")
+    Traceback (most recent call last):
+    ValueError: unknown rescaling strategy 'slow'; choose one of all_at_once, fluid, batched, restart
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown rescaling strategy {strategy!r}; choose one of "
+                         f"{', '.join(STRATEGIES)}")
+    return strategy
+
+
 def check_partitions(partitions) -> int:
     """A partition count as an int, or a clear error.
 
@@ -314,9 +345,10 @@ def make_plan(current: Routing, sizes: np.ndarray, *, partitions: int | None, ta
               strategy: str, bins_per_step: int | None, max_rows_per_step: int | None,
               start_epoch: int, steps_per_epoch: int, rebalance: bool = False) -> Plan:
     """Check the request and build its :class:`Plan` (see :meth:`Dataflow.rescale`)."""
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown rescaling strategy {strategy!r}; choose one of "
-                         f"{', '.join(STRATEGIES)}")
+    check_strategy(strategy)
+    if strategy not in LIVE_STRATEGIES:
+        raise ValueError(f"strategy={strategy!r} cannot rebalance (it rescales through a "
+                         f"checkpoint); choose one of {', '.join(LIVE_STRATEGIES)}")
     for name, value in (("bins_per_step", bins_per_step),
                         ("max_rows_per_step", max_rows_per_step),
                         ("steps_per_epoch", steps_per_epoch)):
@@ -332,10 +364,15 @@ def make_plan(current: Routing, sizes: np.ndarray, *, partitions: int | None, ta
     plan = Plan(strategy, current.parts, parts, target)
     cuts = plan_steps(now, target, sizes, strategy, bins_per_step, max_rows_per_step)
     width = max(current.parts, parts)
+    budget = (max_rows_per_step or BATCH_ROWS) if strategy == "batched" else max_rows_per_step
     for i, bins in enumerate(cuts):
         last = i == len(cuts) - 1
-        plan.steps.append(Step(start_epoch + i // steps_per_epoch, bins, now[bins], target[bins],
-                               parts if last else width, int(sizes[bins].sum())))
+        step = Step(start_epoch + i // steps_per_epoch, bins, now[bins], target[bins],
+                    parts if last else width, round(float(sizes[bins].sum())))
+        if budget is not None and strategy != "all_at_once" and len(bins) and \
+                float(sizes[bins].max()) > budget:
+            step.over_budget = budget  # steps keep to it except for such a bin (plan_steps)
+        plan.steps.append(step)
     if not cuts and parts != current.parts:  # nothing to move, only partitions to add or drop
         empty = np.zeros(0, np.int64)
         plan.steps.append(Step(start_epoch, empty, empty.astype(np.int32),

@@ -260,8 +260,11 @@ def test_the_partition_count_walks_1_3_2_4_and_state_follows():
 
 def test_errors_are_clear_and_change_nothing():
     flow, a, out = distinct_of(range(10))
-    with pytest.raises(ValueError, match="unknown rescaling strategy 'slow'"):
+    with pytest.raises(ValueError, match="unknown rescaling strategy 'slow'; choose one of "
+                                         "all_at_once, fluid, batched, restart$"):
         flow.rescale(partitions=3, strategy="slow")
+    with pytest.raises(ValueError, match="'restart' cannot rebalance"):
+        flow.rebalance(strategy="restart")
     with pytest.raises(ValueError, match="partitions must be a positive int"):
         flow.rescale(partitions=0)
     with pytest.raises(ValueError, match="720720 entries"):
@@ -636,3 +639,23 @@ def test_bins_leaving_while_a_live_copy_is_half_done_stay_dead_in_the_copy():
     assert copy.dead_rows == len(copy) - len(batch.live()) == 5
     assert copy.bins_ready(BINS)  # (carried over from the batch's, slice by slice)
     np.testing.assert_array_equal(copy._bins[1], bins[np.isin(rows[:, 0], copy.rows[:, 0])])
+
+
+def test_batched_steps_move_the_rows_their_plan_says_and_keep_the_budget():
+    # 40 keys, 2 trace rows each (the input's and distinct's): the plan counts each bin's
+    # rows, so every step moves what it planned, within max_rows_per_step
+    flow, a, out = distinct_of(range(40))
+    plan = flow.rescale(partitions=3, max_rows_per_step=2)
+    while not plan.done:
+        flow.advance()
+    report = plan.report()
+    assert [r["rows_moved"] for r in report] == [r["rows_planned"] for r in report]
+    assert max(r["rows_moved"] for r in report) == 2
+    assert sum(r["rows_moved"] for r in report) > 2 and sorted(out.snapshot()) == \
+        [(i,) for i in range(40)]
+    # a bin holds 2 rows: with a budget of 1, steps are over it, and say so
+    plan = flow.rescale(partitions=2, max_rows_per_step=1)
+    over = [s for s in plan.steps if s.rows_planned > 1]
+    assert over and all(s.over_budget == 1 for s in over)
+    assert "(a single bin over max_rows_per_step=1: bins move whole)" in repr(over[0])
+    assert all(s.over_budget is None for s in plan.steps if s.rows_planned <= 1)

@@ -1,0 +1,136 @@
+"""What ``diffflow run`` writes: each output relation's state, and with ``--updates`` the
+changes of every step, to ``-D DIR`` or to stdout (``-D -``, or an ``.output`` with
+``IO=stdout``).
+
+* the state: ``DIR/<rel>.csv`` (or the ``.output``'s ``filename=``), rows in Soufflé's
+  format, with the attribute names first when the ``.output`` has ``headers=true``;
+  written after the initial run and, with ``--updates``, again after the last step;
+* the changes of step ``N``: ``DIR/<rel>.step-N.csv``, the rows that changed with a last
+  column ``+1`` (now in the relation) or ``-1`` (no longer in it), sorted, with a header
+  (the attribute names, then ``diff``) exactly when the state has one (``headers=true``,
+  or on stdout with ``-D -``).
+
+Every file is written to a temporary file beside it and renamed over it: a run that fails
+or is interrupted leaves every file whole (the previous one, or the new one).  On stdout
+each block is headed by a line of dashes, a title, the header when there is one, and
+``===`` lines around the rows, as Soufflé prints outputs: the title is the relation's name
+for its state after the initial run, ``<rel> step N changes`` for a step's changes and
+``<rel> after step N`` for the final state.
+
+>>> print_block("path step 1 changes", "x,y,diff", ["1,4,+1"])   # (delimiter=",")
+---------------
+path step 1 changes
+x,y,diff
+===============
+1,4,+1
+===============
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+CHANGE_COLUMN = "diff"  # the header of the +1 / -1 column of a step's changes
+
+
+def write_states(program, out_dir: str, after_step: int | None = None) -> None:
+    """Write every output relation's state: after the initial run (``after_step=None``)
+    or, with ``--updates``, after the last step (its title on stdout says so)."""
+    from diffflow.datalog.values.facts import io_options
+    from diffflow.datalog.values.structures import row_order
+
+    for relation in program.relations.values():
+        for d in relation.outputs:
+            rows = sorted(program.relation(relation.name), key=row_order)
+            delimiter, headers, rfc4180, compress = io_options(d.params)
+            lines = _lines(program, relation, rows, delimiter, rfc4180=rfc4180)
+            # Soufflé's -D - prints the attribute names too
+            header = delimiter.join(relation.attributes) if headers or out_dir == "-" else None
+            if _to_stdout(d, out_dir):
+                title = relation.name if after_step is None else \
+                    f"{relation.name} after step {after_step}"
+                print_block(title, header, lines)
+            else:
+                filename = d.params.get("filename", f"{relation.name}.csv")
+                write_file(os.path.join(out_dir, filename), header, lines, compress)
+
+
+def write_changes(program, out_dir: str, number: int) -> None:
+    """Write the changes of every output relation since the previous call (step ``number``)."""
+    from diffflow.datalog.values.facts import io_options
+
+    for relation in program.relations.values():
+        if not relation.outputs:
+            continue
+        changes = program.changes(relation.name)
+        directive = relation.outputs[0]
+        delimiter, headers, rfc4180, _compress = io_options(directive.params)
+        signs = ["+1" if d > 0 else "-1" for _, d in changes]
+        if relation.arity == 0:
+            lines = [f"(){delimiter}{sign}" for sign in signs]
+        else:
+            lines = _lines(program, relation, [row for row, _ in changes], delimiter,
+                           extra=signs, rfc4180=rfc4180)
+        # (a nullary relation's rows are "()": its column has no name)
+        header = delimiter.join((relation.attributes or [""]) + [CHANGE_COLUMN])
+        if not (headers or out_dir == "-"):
+            header = None
+        if any(_to_stdout(d, out_dir) for d in relation.outputs):
+            print_block(f"{relation.name} step {number} changes", header, lines)
+        if not all(_to_stdout(d, out_dir) for d in relation.outputs):
+            write_file(os.path.join(out_dir, f"{relation.name}.step-{number}.csv"), header,
+                       lines)
+
+
+def write_file(path: str, header, lines, compress: bool = False) -> None:
+    """Write ``header`` (unless None) and ``lines`` to ``path`` through a temporary file
+    renamed over it, so ``path`` is never half-written.
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "sub", "r.csv")
+    >>> write_file(path, "x", ["1", "2"]); open(path).read(), os.listdir(os.path.dirname(path))
+    ('x\\n1\\n2\\n', ['r.csv'])
+    """
+    import gzip
+
+    folder, name = os.path.split(path)
+    os.makedirs(folder or ".", exist_ok=True)  # filename="sub/out.csv"
+    temporary = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
+    opener = gzip.open if compress else open  # Soufflé's compress=true writes gzip
+    try:
+        with opener(temporary, "wt", encoding="utf-8", newline="\n") as f:
+            if header is not None:
+                f.write(header + "\n")
+            if lines:
+                f.write("\n".join(lines) + "\n")
+        os.replace(temporary, path)
+    except BaseException:  # (Ctrl-C too) no temporary file is left behind
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
+
+
+def print_block(title: str, header, lines) -> None:
+    """Print one relation's rows on stdout as Soufflé prints an output (see the module)."""
+    out = sys.stdout
+    out.write("---------------\n" + title + "\n")
+    if header is not None:
+        out.write(header + "\n")
+    out.write("===============\n")
+    if lines:
+        out.write("\n".join(lines) + "\n")
+    out.write("===============\n")
+    out.flush()
+
+
+def _to_stdout(directive, out_dir: str) -> bool:
+    return out_dir == "-" or directive.params.get("IO") == "stdout"
+
+
+def _lines(program, relation, rows, delimiter, extra=None, rfc4180=False) -> list:
+    from diffflow.datalog.values.facts import format_rows
+
+    lines = format_rows(rows, relation.types, delimiter, rfc4180, program.analysed.structures)
+    if extra is not None:
+        lines = [f"{line}{delimiter}{tag}" for line, tag in zip(lines, extra)]
+    return lines
