@@ -200,3 +200,20 @@ def test_every_missing_fact_file_is_named_at_once(tmp_path, capsys):
     assert err.startswith(f"{tmp_path / 'nodir'}: error: the fact folder does not exist; the "
                           f"program reads a.facts (.input a, {prog}:2), b.facts")
     assert "c.facts" in err.splitlines()[0]
+
+
+def test_every_command_that_builds_a_program_takes_jobs(example, capsys):
+    """-j works on explain-plan and explain as on run and query: the same plan and the same
+    proof at 1 and 3 partitions; -j 0 is refused on each."""
+    prog, facts = example
+    outputs = {}
+    for jobs in ("1", "3"):
+        assert main(["explain-plan", str(prog), "-j", jobs]) == 0
+        assert main(["explain", str(prog), "-F", str(facts), "-j", jobs, "path(1, 3)"]) == 0
+        outputs[jobs] = capsys.readouterr().out
+    assert outputs["1"] == outputs["3"]
+    assert "path(1, 3) rests on 2 input facts" in outputs["1"]
+    for command in (["explain-plan", str(prog)], ["explain", str(prog), "path(1, 3)"],
+                    ["query", str(prog), "path(1, y)"]):
+        assert main([*command, "-j", "0"]) == 1
+        assert "-j must be at least 1, got 0" in capsys.readouterr().err

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from diffflow.datalog.cli.options import (add_preprocessor_options, compile_program, folder_option,
-                                          program_options)
+from diffflow.datalog.cli.options import (add_jobs_option, add_preprocessor_options, checked_jobs,
+                                          compile_program, folder_option, program_options)
 
 
 def add_commands(commands) -> None:
@@ -19,6 +19,7 @@ def add_commands(commands) -> None:
                          help="folder of input facts (default: .pragma \"fact-dir\", else .)")
     explain.add_argument("--json", action="store_true", help="Soufflé's JSON proof instead")
     explain.add_argument("-w", "--no-warn", action="store_true", help="no warnings")
+    add_jobs_option(explain)
     add_preprocessor_options(explain)
     explain.set_defaults(handler=_explain)
 
@@ -51,7 +52,8 @@ def _explain(args) -> int:
     from diffflow.datalog.explain.derived import format_fact
 
     targets = [parse_fact(text) for text in args.fact]  # bad facts fail before any work
-    program = compile_program(args, provenance=True, **program_options(args))
+    program = compile_program(args, provenance=True, partitions=checked_jobs(args),
+                              **program_options(args))
     try:
         program.load_facts(folder_option(args.fact_dir, program.pragmas, "fact-dir"),
                            missing_ok=args.no_warn)

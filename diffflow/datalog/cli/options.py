@@ -43,6 +43,20 @@ def jobs(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
 
 
+def add_jobs_option(command, default_help: str = 'default .pragma "jobs", else 1') -> None:
+    """``-j N``: the program's partitions, the same option on every command that builds one."""
+    command.add_argument("-j", "--jobs", type=jobs, default=None,
+                         help=f"number of partitions (workers), or 'auto' for one per core; "
+                              f"{default_help}")
+
+
+def checked_jobs(args):
+    """``args.jobs`` (``None`` when not given), refused below 1."""
+    if args.jobs is not None and args.jobs < 1:
+        raise ValueError(f"-j must be at least 1, got {args.jobs}")
+    return args.jobs
+
+
 def program_options(args) -> dict:
     """``Program`` options from ``-I``, ``-M`` and ``-l``."""
     from diffflow.datalog.syntax.preprocess import macros_from_option

@@ -12,8 +12,9 @@ from __future__ import annotations
 import sys
 import time
 
-from diffflow.datalog.cli.options import (Reporter, add_preprocessor_options, compile_program,
-                                          folder_option, jobs, program_options)
+from diffflow.datalog.cli.options import (Reporter, add_jobs_option, add_preprocessor_options,
+                                          checked_jobs, compile_program,
+                                          folder_option, program_options)
 
 
 def add_commands(commands) -> None:
@@ -26,9 +27,7 @@ def add_commands(commands) -> None:
                             "(quote it); '-' reads one query per line from stdin")
     query.add_argument("-F", "--fact-dir", default=None,
                        help="folder of input facts (default: .pragma \"fact-dir\", else .)")
-    query.add_argument("-j", "--jobs", type=jobs, default=None,
-                       help="number of partitions, or 'auto' (default: .pragma \"jobs\", "
-                            "else 1)")
+    add_jobs_option(query)
     query.add_argument("-w", "--no-warn", action="store_true",
                        help="no warnings, and a missing fact file is an empty relation")
     query.add_argument("-v", "--verbose", action="store_true",
@@ -41,8 +40,7 @@ def run_queries(args) -> int:
     """``diffflow query``: load the facts once, then answer each query."""
     from diffflow.datalog.query import parse_pattern
 
-    if args.jobs is not None and args.jobs < 1:
-        raise ValueError(f"-j must be at least 1, got {args.jobs}")
+    checked_jobs(args)
     report = Reporter(args.verbose)
     started = time.perf_counter()
     program = compile_program(args, partitions=args.jobs, outputs=[], **program_options(args))

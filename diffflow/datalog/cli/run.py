@@ -39,8 +39,9 @@ import os
 import sys
 import time
 
-from diffflow.datalog.cli.options import (Reporter, add_preprocessor_options, check_output_dir,
-                                          compile_program, folder_option, jobs, program_options,
+from diffflow.datalog.cli.options import (Reporter, add_jobs_option, add_preprocessor_options,
+                                          check_output_dir, checked_jobs,
+                                          compile_program, folder_option, program_options,
                                           read_pragmas)
 from diffflow.datalog.cli.outputs import write_changes, write_states
 
@@ -89,9 +90,7 @@ def add_commands(commands) -> None:
     run.add_argument("-D", "--output-dir", default=None,
                      help="folder for <relation>.csv outputs; '-' prints them to stdout "
                           "(default: .pragma \"output-dir\", else the current folder)")
-    run.add_argument("-j", "--jobs", type=jobs, default=None,
-                     help="number of partitions (workers), or 'auto' for one per core; "
-                          "default .pragma \"jobs\", else 1 (2 with --spark)")
+    add_jobs_option(run, 'default .pragma "jobs", else 1 (2 with --spark)')
     run.add_argument("--spark", metavar="MASTER",
                      help="run on Spark with this master URL (e.g. local[2], spark://host:7077); "
                           "needs Java 17/21")
@@ -132,6 +131,7 @@ def add_commands(commands) -> None:
                            "and each atom shows its estimate as ~rows")
     plan.add_argument("-w", "--no-warn", action="store_true",
                       help="no warnings, and a missing fact file is an empty relation")
+    add_jobs_option(plan)
     add_preprocessor_options(plan)
     plan.set_defaults(handler=explain_plan)
 
@@ -163,9 +163,12 @@ def spark_setting(text: str) -> tuple:
 def explain_plan(args) -> int:
     """``diffflow explain-plan``: print the compiled plan (of what ``run`` computes: the
     relations the outputs read; every relation when there are no outputs)."""
-    program = compile_program(args, outputs="directives", **program_options(args))
+    partitions = checked_jobs(args)
+    program = compile_program(args, outputs="directives", partitions=partitions,
+                              **program_options(args))
     if not any(r.outputs or r.printsize for r in program.full_analysed.relations.values()):
-        program = compile_program(args, **program_options(args))  # no outputs: show it all
+        program.close()  # no outputs: show it all
+        program = compile_program(args, partitions=partitions, **program_options(args))
     try:
         if args.fact_dir is not None:
             program.load_facts(args.fact_dir, missing_ok=args.no_warn)
@@ -182,8 +185,7 @@ def run_program(args) -> int:
 
     report = Reporter(args.verbose)
     options = program_options(args)
-    if args.jobs is not None and args.jobs < 1:
-        raise ValueError(f"-j must be at least 1, got {args.jobs}")
+    checked_jobs(args)
     if args.max_rounds is not None and args.max_rounds < 1:
         raise ValueError(f"--max-rounds must be at least 1, got {args.max_rounds}")
     jobs = args.jobs  # None: .pragma "jobs", else 1 (Program decides)
