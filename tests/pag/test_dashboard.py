@@ -326,13 +326,13 @@ def test_a_traced_dataflow_serves_its_own_dashboard_while_it_runs(tmp_path):
         links.insert([(epoch * 10 + i, epoch * 10 + i + 1) for i in range(5)])
         flow.advance()
     deadline = time.monotonic() + 15
-    while True:   # epochs 1-3 close once the workers have logged epoch 4
+    while True:   # epochs 0-2 close once the workers have logged epoch 3
         with urllib.request.urlopen(url, timeout=10) as response:   # live since the flow began
             state = json.loads(response.read())
         if len(state["snapshots"]) >= 3 or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    assert [s["epoch"] for s in state["snapshots"]][:3] == [1, 2, 3]
+    assert [s["epoch"] for s in state["snapshots"]][:3] == [0, 1, 2]   # the API's epoch numbers
     flow.close()
     with pytest.raises(OSError):   # closing the dataflow stops its server
         urllib.request.urlopen(url, timeout=2)
