@@ -18,6 +18,7 @@ names it: ``duration_ms``); ``--raw`` shows nanoseconds.  Operators are named
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -30,7 +31,8 @@ def add_commands(commands) -> None:
     pag = commands.add_parser("pag", help="analyse an execution trace: critical participation, metrics, "
                                           "invariants (program activity graphs)",
                               description="Analyse an execution trace (Dataflow(trace=...), diffflow run "
-                                          "--trace): its program activity graph.")
+                                          "--trace): its program activity graph.",
+                              formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=18))
     sub = pag.add_subparsers(dest="pag_command", metavar="COMMAND", title="commands")
     pag.set_defaults(handler=lambda args: _no_command(pag))
     cp = sub.add_parser("cp", help="critical participation per snapshot")

@@ -93,12 +93,21 @@ def table_text(frame, raw: bool = False, header: bool = True, units: dict | None
     decimals, ``-`` where there is no value.
 
     >>> import pandas as pd
-    >>> print(table_text(pd.DataFrame({"kind": ["epoch"], "duration_ns": [2_500_000]})))
-     kind  duration_ms
-    epoch        2.500
+    >>> print(table_text(pd.DataFrame({"kind": ["epoch"], "peer": pd.array([None], "Int64"),
+    ...                                "duration_ns": [2_500_000]})))
+     kind peer duration_ms
+    epoch    -       2.500
     """
+    import pandas as pd
+
     shown = readable_frame(frame, raw, units)
-    return shown.to_string(index=False, header=header, na_rep="-", float_format=lambda v: f"{v:.3f}")
+    for column in shown.columns:
+        values = shown[column]
+        if pd.api.types.is_float_dtype(values):
+            shown[column] = [f"{v:.3f}" if v == v else "-" for v in values.tolist()]
+        elif values.isna().any():   # nullable integers print <NA>: a dash reads better
+            shown[column] = ["-" if pd.isna(v) else v for v in values.astype(object).tolist()]
+    return shown.to_string(index=False, header=header)
 
 
 def operator_label(op, names: dict) -> str:
