@@ -227,6 +227,7 @@ def _invariants(args) -> int:
 
 def _match(args) -> int:
     from diffflow.datalog.program import read_program_text
+    from diffflow.pag.readable import table_text
     from diffflow.pag.relations import match
 
     text = read_program_text(args.pattern)
@@ -235,7 +236,7 @@ def _match(args) -> int:
         for name, frame in match(report.pag, text, filename=args.pattern, partitions=args.jobs, macros=macros).items():
             print(f"== {name} ({len(frame)} rows)")
             if len(frame):
-                print(frame.to_string(index=False), flush=True)
+                print(table_text(frame, args.raw), flush=True)
     return 0
 
 

@@ -25,7 +25,8 @@ import numpy as np
 UNITS = (("s", 10**9), ("ms", 10**6), ("us", 10**3))
 
 #: time columns of the pag tables (nanoseconds) and the stem of their readable name
-TIME_COLUMNS = {"duration_ns": "duration", "total_ns": "total", "start": "start", "end": "end"}
+TIME_COLUMNS = {"duration_ns": "duration", "total_ns": "total", "start": "start", "end": "end",
+                "duration": "duration"}   # (the last three: as the patterns of queries/pag/ name them)
 
 
 def duration_unit(values_ns) -> tuple:
