@@ -133,13 +133,14 @@ def _reports(args, **thresholds):
     if not args.follow:
         yield PagReport(load(args.trace, args.format, window=args.window), **thresholds)
         return
-    from diffflow.pag.follow import follow, follow_flow
+    import os
 
-    from diffflow.pag.follow import wait_for_trace
+    from diffflow.pag.follow import follow, follow_flow, wait_for_trace
 
     # a trace being written may not exist yet, or be empty: wait for its first line
     if not wait_for_trace(args.trace, until_idle=args.until_idle):
-        raise ValueError(f"{args.trace} did not appear within {args.until_idle:g} s (--until-idle): "
+        what = "stayed empty" if os.path.exists(args.trace) else "did not appear"
+        raise ValueError(f"{args.trace} {what} within {args.until_idle:g} s (--until-idle): "
                          "is the traced run writing it? (Dataflow(trace=...), diffflow run --trace)")
     fmt = detect_format(args.trace) if args.format == "auto" else args.format
     if fmt == "diffflow":
