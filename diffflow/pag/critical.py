@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from diffflow.pag.edges import Edges
+from diffflow.pag.readable import operator_label
 from diffflow.runtime.events import ACTIVITIES, ACTIVITY
 
 _FIRST, _LAST = np.iinfo(np.int64).min, np.iinfo(np.int64).max
@@ -105,13 +106,14 @@ def critical_participation(edges: Edges, *, pad: bool = True, epochs: bool = Tru
     Summaries: ``paths`` is N; ``by_activity`` CP per activity type;
     ``by_worker`` CP of each worker's local activities (keys are worker
     numbers as strings); ``by_pair`` CP of messages per ``"src->dst"``;
-    ``by_operator`` CP of the activities of each operator (its name where
-    known).  ``by_worker`` and ``by_pair`` together, like ``by_activity``, sum to 1.
+    ``by_operator`` CP of the activities of each operator, keyed
+    ``"name (id N)"`` (:func:`~diffflow.pag.readable.operator_label`).
+    ``by_worker`` and ``by_pair`` together, like ``by_activity``, sum to 1.
 
     >>> pag = Edges.from_rows([(3, 0, 0, 0, 0, 4, 0, "Processing", 9)])
     >>> s = critical_participation(pag).summaries[0]
     >>> s["epoch"], s["paths"], s["by_operator"], s["by_worker"]
-    (3, 1.0, {'9': 1.0}, {'0': 1.0})
+    (3, 1.0, {'id 9': 1.0}, {'0': 1.0})
     """
     if len(edges) > CHUNK_EDGES:
         return _in_chunks(edges, pad, epochs, windows)
@@ -274,7 +276,7 @@ def _summaries(snaps, epochs, ts, te, paths, edges, cp, esnap) -> list:
     by_activity = _grouped(esnap, edges.type, cp, everything, nsnap, lambda c: ACTIVITIES[int(c)])
     by_worker = _grouped(esnap, edges.src_w, cp, local, nsnap, lambda w: str(int(w)))
     by_operator = _grouped(esnap, edges.op, cp, edges.op >= 0, nsnap,
-                           lambda o: str(edges.names.get(int(o), int(o))))
+                           lambda o: operator_label(o, edges.names))
     pair_key = edges.src_w * (int(edges.dst_w.max(initial=0)) + 1) + edges.dst_w
     width = int(edges.dst_w.max(initial=0)) + 1
     by_pair = _grouped(esnap, pair_key, cp, ~local, nsnap, lambda k: f"{int(k) // width}->{int(k) % width}")

@@ -63,6 +63,30 @@ def follow(path, format: str = "diffflow", *, window=None, until_idle=None, poll
             time.sleep(poll)
 
 
+def wait_for_trace(path, *, until_idle=None, poll=0.1, stopped=None, who="diffflow pag") -> bool:
+    """Wait until the trace at ``path`` exists and has a first line; say so once on stderr.
+
+    ``--follow`` may start before the traced run has written anything.  Returns
+    False when ``until_idle`` seconds pass first, or ``stopped()`` turns true.
+
+    >>> import tempfile, os
+    >>> wait_for_trace(os.path.join(tempfile.mkdtemp(), "none.trace"), until_idle=0.05)
+    False
+    """
+    start, said = time.monotonic(), False
+    while not os.path.exists(path) or os.path.getsize(path) == 0:
+        if not said:
+            what = "to appear" if not os.path.exists(path) else "to be written (it is empty)"
+            print(f"{who}: waiting for {os.fspath(path)} {what}", file=sys.stderr, flush=True)
+            said = True
+        if stopped is not None and stopped():
+            return False
+        if until_idle is not None and time.monotonic() - start >= until_idle:
+            return False
+        time.sleep(poll)
+    return True
+
+
 class _Lines:
     """New complete lines of a growing file, with the number of the first one."""
 
@@ -224,6 +248,11 @@ class FlowReport:
         frame = self.flow.metrics()
         return frame[frame.iloc[:, 0].isin(self.snapshots)].reset_index(drop=True)
 
+    @property
+    def names(self) -> dict:
+        """Operator id -> the name the trace logged for it."""
+        return dict(self.flow.names)
+
     def violations(self):
         """The invariants these snapshots violate."""
         frame = self.flow.violations()
@@ -247,6 +276,11 @@ class PagReport:
         from diffflow.pag.activity_metrics import metrics
 
         return metrics(self.pag.edges, epochs=self.pag.epochs)
+
+    @property
+    def names(self) -> dict:
+        """Operator id -> the name the trace logged for it."""
+        return dict(self.pag.edges.names)
 
     def violations(self):
         """The invariants the PAG violates, with the thresholds given."""

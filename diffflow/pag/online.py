@@ -38,6 +38,7 @@ from diffflow.pag.checks import COLUMNS as VIOLATION_COLUMNS
 from diffflow.pag.checks import _records, invocations
 from diffflow.pag.edges import Edges
 from diffflow.pag.epochs import chain_edges
+from diffflow.pag.readable import operator_label
 from diffflow.runtime.events import ACTIVITIES, ACTIVITY, MESSAGES, RECEIVED, SENT, Events
 
 EDGE_COLUMNS = ["snap", "src_w", "src_t", "src_k", "dst_w", "dst_t", "dst_k", "type", "op", "n", "block"]
@@ -207,7 +208,7 @@ class PagFlow:
             elif kind == _WORKER:
                 s["by_worker"][str(key)] = value
             elif kind == _OPERATOR:
-                s["by_operator"][str(self.names.get(key, key))] = value
+                s["by_operator"][operator_label(key, self.names)] = value
             elif kind == _PAIR:
                 s["by_pair"][f"{key >> 32}->{key & 0xFFFFFFFF}"] = value
         for s in out.values():

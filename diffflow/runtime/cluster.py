@@ -170,7 +170,7 @@ class ClusterRuntime(Runtime):
         self._sync_symbols()
         log = self.trace_log
         if log is not None:
-            log.epoch = self.closed
+            log.epoch = max(self.closed - 1, 0)   # the API's number of the newest epoch computed
         reports = self.transport.call_all("pointstamps", [()] * self.parts)
         if log is None and self.transport.peers_agree:
             # the workers sweep and agree on progress among themselves (worker.cmd_run):

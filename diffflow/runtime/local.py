@@ -72,7 +72,7 @@ class LocalRuntime(Runtime):
         logs = self.sweeper.logs
         if logs is not None:
             for log in logs.values():
-                log.epoch = self.closed
+                log.epoch = max(self.closed - 1, 0)   # the API's number of the newest epoch computed
         if self.topology.has_loops:
             self._recompute()
         self.sweeps = 1

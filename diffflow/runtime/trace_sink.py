@@ -102,15 +102,38 @@ def open_trace(target, option: str = "trace=") -> TraceSink | None:
 
 
 def operator_names(graph) -> dict:
-    """``{node id: name}`` of a graph's nodes (:attr:`~diffflow.dataflow.graph.Node.name`: a
-    Datalog rule's text and ``file:line``, else the label): the ``name`` of their steps.
+    """``{node id: name}`` of a graph's nodes: the ``name`` of their steps in a trace.
+
+    A Datalog node's name is its rule's text and ``file:line``
+    (:attr:`~diffflow.dataflow.graph.Node.name`); any other node's is its label
+    (else its kind) and where it was built, ``"distinct at flow.py:12"`` (the
+    file's base name and line), so that the pag tools point at the code
+    (``diffflow pag cp`` shows ``name (id N)``).
 
     >>> import diffflow as dd
     >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); _ = a.distinct().output()
-    >>> operator_names(flow.graph)[0], operator_names(flow.graph)[2]
+    >>> names = operator_names(flow.graph); names[0].split(" at ")[0], names[2].split(" at ")[0]
     ("input 'a'", 'distinct')
     """
-    return {node.id: node.name for node in graph.nodes}
+    return {node.id: node.name if node.origin is not None else _with_location(node.name, node.location)
+            for node in graph.nodes}
+
+
+def _with_location(name: str, location) -> str:
+    """``"name at file:line"`` with the file's base name; the bare name when the place is unknown.
+
+    >>> _with_location("join", "/home/me/flow.py:12"), _with_location("join", "<unknown>")
+    ('join at flow.py:12', 'join')
+    >>> _with_location("feedback of loop 'cc' (built at /a/f.py:3)", "/a/f.py:3")
+    "feedback of loop 'cc' (built at /a/f.py:3)"
+    """
+    location = str(location or "")
+    if not location or location == "<unknown>" or location in name:   # (a loop's label says it)
+        return name
+    path, _, line = location.rpartition(":")
+    if not path or not line.isdigit():
+        return f"{name} at {location}"
+    return f"{name} at {os.path.basename(path)}:{line}"
 
 
 def format_events(events: Events) -> str:

@@ -21,8 +21,8 @@ costs one ``if`` per operator step.
 >>> flow = dd.Dataflow(partitions=2, trace=batches.append)
 >>> nums = flow.input("nums", ["x"]); out = nums.distinct().output()
 >>> nums.insert([1, 2, 2, 3]); flow.advance()
->>> ev = batches[0]; sorted(set(ev.w.tolist())), set(ev.e.tolist())
-([0, 1], {1})
+>>> ev = batches[0]; sorted(set(ev.w.tolist())), set(ev.e.tolist())   # epoch 0, as out.changes() says
+([0, 1], {0})
 >>> int(ev.out[(ev.kind == 1) & (ev.op == nums.node.id)].sum())   # rows the input emitted
 4
 
@@ -40,9 +40,12 @@ Conventions (a PAG construction relies on exactly these)
   numbers); a worker restarted after a failure logs as the one it replaces.
   The local runtime's partitions are no processes: partition ``p`` is worker
   ``p`` before and after a rescale.
-* ``e``: the dataflow epoch being computed: the number of ``advance()`` calls
-  (epochs closed) when the run started, 1 for the first.  ``advance(run=False)``
-  twice and then ``run()`` logs ``e = 2``.
+* ``e``: the dataflow epoch being computed, numbered as the Python API numbers
+  it (``Output.changes()``, ``flow.epoch`` before the ``advance()`` that closes
+  it): 0 for the run of the first ``advance()``, 1 for the second.  A run that
+  computes several closed epochs logs the newest: ``advance(run=False)`` twice
+  and then ``run()`` logs ``e = 1``.  (Traces written before this convention,
+  and ST2's, count from 1.)
 * ``seq``: per-worker logging order (0, 1, 2, ... over the whole trace).
   ``t``: ``time.perf_counter_ns()`` minus the origin taken when the dataflow
   was built (ns).  Within a worker ``t`` never decreases along ``seq``.

@@ -227,6 +227,29 @@ def test_a_person_sees_lanes_cp_violations_and_live_updates(tmp_path):
         assert int(wait_for(driver, "return document.getElementById('khop-count').dataset.rows", 10))
         # the trace breaks an invariant (no progress messages): listed
         assert driver.execute_script("return document.querySelectorAll('#violations li').length")
+        # every chart has a title and axis titles, durations with their unit (issue 40)
+        charts = ("timeline", "cp-chart", "activity-chart", "khop-count", "khop-duration")
+        for div in charts:
+            titles = driver.execute_script(
+                f"const l = document.getElementById('{div}').layout; "
+                "return [l.title.text, l.xaxis.title.text, l.yaxis.title.text]")
+            assert all(titles), (div, titles)
+        for div, axis in (("timeline", "xaxis"), ("activity-chart", "yaxis"), ("khop-duration", "yaxis")):
+            text = driver.execute_script(f"return document.getElementById('{div}').layout.{axis}.title.text")
+            assert text.endswith(("(s)", "(ms)", "(us)")), (div, text)
+        # Plotly's toolbar covers no legend
+        assert driver.execute_script("""
+            const covered = [];
+            for (const id of arguments[0]) {
+              const chart = document.getElementById(id);
+              const bar = chart.querySelector('.modebar'), legend = chart.querySelector('.legend');
+              if (!bar || !legend) continue;
+              const a = bar.getBoundingClientRect(), b = legend.getBoundingClientRect();
+              if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) covered.push(id);
+            }
+            return covered;""", list(charts)) == []
+        status = driver.execute_script("return document.getElementById('status').textContent")
+        assert "data version" in status and "updates as the trace grows" in status, status
         # a live update within 2 s of events being appended, without reloading
         driver.execute_script("window.notReloaded = true")
         before = int(driver.execute_script("return document.getElementById('status').dataset.version"))
@@ -326,13 +349,13 @@ def test_a_traced_dataflow_serves_its_own_dashboard_while_it_runs(tmp_path):
         links.insert([(epoch * 10 + i, epoch * 10 + i + 1) for i in range(5)])
         flow.advance()
     deadline = time.monotonic() + 15
-    while True:   # epochs 1-3 close once the workers have logged epoch 4
+    while True:   # epochs 0-2 close once the workers have logged epoch 3
         with urllib.request.urlopen(url, timeout=10) as response:   # live since the flow began
             state = json.loads(response.read())
         if len(state["snapshots"]) >= 3 or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    assert [s["epoch"] for s in state["snapshots"]][:3] == [1, 2, 3]
+    assert [s["epoch"] for s in state["snapshots"]][:3] == [0, 1, 2]   # the API's epoch numbers
     flow.close()
     with pytest.raises(OSError):   # closing the dataflow stops its server
         urllib.request.urlopen(url, timeout=2)

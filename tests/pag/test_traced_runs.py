@@ -39,7 +39,7 @@ def test_a_traced_p2_run_has_two_worker_chains_per_epoch_messages_and_the_sum_ru
     path = tmp_path / "cc.trace"
     _traced_components(path, runtime)
     pag = load(path)
-    assert pag.epochs and sorted(set(pag.edges.snap.tolist())) == [1, 2]
+    assert pag.epochs and sorted(set(pag.edges.snap.tolist())) == [0, 1]   # the API's epochs
     workers = {0, 1} if runtime == "local" else {0, 1, 2}  # worker 2: the processes runtime's coordinator
     for _, e in pag.edges.snapshots():
         local = e.is_local
@@ -135,12 +135,12 @@ def test_a_trace_spans_a_rescale_2_3_1_with_workers_named_as_they_come_and_go(
 
     assert well_formedness(pag.edges) == []
     summaries = cp_json(pag)
-    assert [s["epoch"] for s in summaries] == list(range(1, len(counts) + 1))
+    assert [s["epoch"] for s in summaries] == list(range(len(counts)))   # the API's epochs, from 0
     for summary in summaries:
         assert summary["paths"] >= 1
         assert math.isclose(sum(summary["by_activity"].values()), 1.0, rel_tol=1e-9)
     expected = {2: {0, 1, 2}, 3: {0, 1, 2, 3}, 1: {0, 2}}
-    for epoch, parts in enumerate(counts, start=1):
+    for epoch, parts in enumerate(counts):
         assert set(timeline(pag, epoch)["workers"]) == expected[parts], epoch
     from diffflow.pag.api import metrics
 

@@ -141,17 +141,17 @@ def check_rows(ev: Events, flow, handles, results) -> None:
     """``n``/``out`` against the data: inputs, conservation along edges, crossings, outputs."""
     a, b, out = handles
     graph = flow.graph
-    for epoch, (a_rows, b_rows) in enumerate([(20, 5), (1, 0), (1, 0)], 1):
+    for epoch, (a_rows, b_rows) in enumerate([(20, 5), (1, 0), (1, 0)]):   # the API's epochs 0, 1, 2
         emitted, consumed = totals(ev, epoch, "out"), totals(ev, epoch, "n")
         assert emitted.get(a.node.id, 0) == a_rows and emitted.get(b.node.id, 0) == b_rows
         for node in graph.nodes:  # each node consumed exactly what its producers emitted
             assert consumed.get(node.id, 0) == sum(emitted.get(src, 0) for src in node.inputs), \
                 (epoch, node.kind)
-        before = results[epoch - 2].keys() if epoch > 1 else set()
-        changed = len(results[epoch - 1].keys() ^ before)
+        before = results[epoch - 1].keys() if epoch > 0 else set()
+        changed = len(results[epoch].keys() ^ before)
         assert consumed[out.node.id] == changed
-    # epoch 1: the rows crossing partitions into the two arrangements are those the key hash moves
-    data = ev.take((ev.act == ACTIVITY["DataMessage"]) & (ev.kind == RECEIVED) & (ev.e == 1))
+    # epoch 0: the rows crossing partitions into the two arrangements are those the key hash moves
+    data = ev.take((ev.act == ACTIVITY["DataMessage"]) & (ev.kind == RECEIVED) & (ev.e == 0))
     for source, rows in ((a, A_ROWS), (b, B_ROWS)):
         (arrange, port), = [c for c in graph.consumers()[source.node.id]]
         key = graph.nodes[arrange].exchange[port]
@@ -162,9 +162,9 @@ def check_trace(ev: Events, flow, handles, results, coordinator: bool) -> None:
     workers = {0, 1, 2} if coordinator else {0, 1}
     check_timelines(ev, workers)
     assert check_messages(ev) > 0
-    assert set(ev.e.tolist()) == {1, 2, 3}
+    assert set(ev.e.tolist()) == {0, 1, 2}   # the epochs out.changes() reports
     check_rows(ev, flow, handles, results)
-    assert ev.names[handles[0].node.id] == "input 'a'"
+    assert ev.names[handles[0].node.id].startswith("input 'a' at test_trace.py:")
     assert not len(ev.take((ev.w == 2) & (ev.op >= 0))), "the coordinator has no operators"
     if coordinator:
         control = ev.take(ev.act == ACTIVITY["ControlMessage"])
@@ -241,12 +241,12 @@ def test_callback_receives_events_per_run():
     batches = []
     flow = dd.Dataflow(partitions=2, trace=batches.append)
     handles, results = run_epochs(flow)
-    assert [set(b.e.tolist()) for b in batches] == [{1}, {2}, {3}]
+    assert [set(b.e.tolist()) for b in batches] == [{0}, {1}, {2}]
     assert all(isinstance(b, Events) for b in batches)
     check_rows(Events.concat(batches), flow, handles, results)
 
 
-def test_epochs_run_together_carry_the_last_advance():
+def test_epochs_run_together_carry_the_newest_epoch():
     batches = []
     flow = dd.Dataflow(trace=batches.append)
     nums = flow.input("nums", ["x"])
@@ -256,8 +256,8 @@ def test_epochs_run_together_carry_the_last_advance():
     nums.insert([2])
     flow.advance(run=False)
     flow.run()
-    assert len(batches) == 1 and set(batches[0].e.tolist()) == {2}
-    assert totals(batches[0], 2, "out")[nums.node.id] == 2
+    assert len(batches) == 1 and set(batches[0].e.tolist()) == {1}
+    assert totals(batches[0], 1, "out")[nums.node.id] == 2
 
 
 @pytest.mark.slow
@@ -272,7 +272,7 @@ def test_program_trace(tmp_path):
     ev = read_events(str(path))
     check_timelines(ev, {0, 1})
     check_messages(ev)
-    assert set(ev.e.tolist()) == {1}
+    assert set(ev.e.tolist()) == {0}
 
 
 def test_worker_killed_between_epochs_keeps_the_trace_consistent(tmp_path):
@@ -290,7 +290,7 @@ def test_worker_killed_between_epochs_keeps_the_trace_consistent(tmp_path):
     ev = read_events(str(path))
     check_timelines(ev, {0, 1, 2})
     check_messages(ev)
-    assert set(ev.e.tolist()) == {1, 2}
+    assert set(ev.e.tolist()) == {0, 1}
 
 
 # -- the file and its targets --------------------------------------------------------------------
@@ -363,7 +363,7 @@ def test_cli_trace(tmp_path):
     ev = read_events(str(trace))
     check_timelines(ev, {0, 1})
     check_messages(ev)
-    assert set(ev.e.tolist()) == {1, 2}
+    assert set(ev.e.tolist()) == {0, 1}
 
 
 def test_cli_unwritable_trace_fails_before_reading_anything(tmp_path, capsys):

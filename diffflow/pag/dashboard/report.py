@@ -18,7 +18,7 @@ import numpy as np
 
 from diffflow.pag.api import PAG
 from diffflow.pag.dashboard.server import STATIC, _plotly_script
-from diffflow.pag.dashboard.views import khop, overview, timeline
+from diffflow.pag.dashboard.views import khop, overview, thresholds_text, timeline
 
 KHOPS = range(1, 6)   # the k a report's k-hop charts offer
 KHOP_SNAPSHOTS = 20   # reports of more snapshots leave the k-hop charts out (the page says so)
@@ -28,7 +28,8 @@ def write_report(pag: PAG, path, **thresholds) -> None:
     """The dashboard of a finished trace as one HTML file that needs nothing else."""
     from diffflow.pag.dashboard.colors import COLORS
 
-    state = {"version": 1, **overview(pag, **thresholds), "errors": [], "colors": COLORS}
+    state = {"version": 1, **overview(pag, **thresholds), "errors": [], "colors": COLORS, "live": False,
+             "thresholds": thresholds, "thresholds_text": thresholds_text(thresholds)}
     snaps = sorted({int(s) for s in np.unique(pag.edges.snap).tolist()})
     if not len(pag.edges):
         raise ValueError("the trace holds no activity (no two events of a worker, no "
@@ -48,8 +49,9 @@ def write_report(pag: PAG, path, **thresholds) -> None:
         fh.write(page)
 
 
-def write_plot(pag: PAG, path) -> None:
-    """Critical participation by activity, stacked per snapshot, as a PNG."""
+def write_plot(pag: PAG, path, title: str | None = None) -> None:
+    """Critical participation by activity, stacked per snapshot, as a PNG with a title
+    (default: "Critical participation per snapshot") and labelled axes."""
     import matplotlib
 
     matplotlib.use("Agg")   # no screen needed
@@ -70,12 +72,19 @@ def write_plot(pag: PAG, path) -> None:
         values = np.array([s["by_activity"].get(kind, 0.0) for s in summaries])
         axes.bar(labels, values, bottom=bottom, label=kind, color=COLORS.get(kind))
         bottom += values
-    axes.set_xlabel("snapshot")
-    axes.set_ylabel("critical participation")
+    axes.set_title(title or "Critical participation per snapshot", fontsize="medium")
+    axes.set_xlabel("epoch" if pag.epochs else f"time window ({_window_text(pag.window_ns)} each)")
+    axes.set_ylabel("critical participation (fraction, sums to 1)")
     axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1, 1))
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
+
+
+def _window_text(window_ns) -> str:
+    from diffflow.pag.readable import format_duration
+
+    return format_duration(window_ns).replace(".000 ", " ")
 
 
 __all__ = ["write_plot", "write_report"]

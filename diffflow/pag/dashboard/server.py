@@ -29,7 +29,7 @@ import numpy as np
 from diffflow.api.features import Feature
 from diffflow.pag.api import PAG
 from diffflow.pag.dashboard.colors import COLORS
-from diffflow.pag.dashboard.views import khop, overview, timeline
+from diffflow.pag.dashboard.views import khop, overview, thresholds_text, timeline
 from diffflow.pag.edges import Edges
 from diffflow.runtime.events import TraceError
 
@@ -40,8 +40,9 @@ class Dashboard:
     """The PAG read so far, its views, a version that grows with every change, the trace's
     errors, and the queues of the pages listening."""
 
-    def __init__(self, **thresholds):
-        self.thresholds = thresholds
+    def __init__(self, live: bool = True, **thresholds):
+        self.thresholds = thresholds   # of diffflow.pag.checks.violations (pag serve's options)
+        self.live = live               # the trace may still grow (--follow): the page says so
         self.parts: list = []         # the PAG of each batch of closed snapshots
         self.where: dict = {}         # snapshot -> its part
         self.view = overview(PAG(Edges.empty(), epochs=True))
@@ -90,7 +91,8 @@ class Dashboard:
     def state(self) -> dict:
         with self.lock:
             return {"version": self.version, **self.view, "errors": list(self.errors),
-                    "colors": COLORS}
+                    "colors": COLORS, "live": self.live, "thresholds": dict(self.thresholds),
+                    "thresholds_text": thresholds_text(self.thresholds)}
 
     def khop(self, snapshot: int, k: int) -> dict:
         """The k-hop wait explanation of a snapshot (computed once: snapshots never change)."""
@@ -158,19 +160,12 @@ def read_trace(dashboard: Dashboard, path, format: str, window=None,  # noqa: A0
 def _wait_for_trace(path, format, poll, stop):   # noqa: A002
     """The trace's format once it has a first line (``None``: stopped before); the page is
     up meanwhile, and stderr says what it waits for."""
-    import os
-
     from diffflow.pag.api import detect_format
+    from diffflow.pag.follow import wait_for_trace
 
-    said = False
-    while not os.path.exists(path) or os.path.getsize(path) == 0:
-        if stop is not None and stop.is_set():
-            return None
-        if not said:
-            print(f"diffflow pag serve: waiting for {path} to be written", file=sys.stderr,
-                  flush=True)
-            said = True
-        time.sleep(poll)
+    if not wait_for_trace(path, poll=poll, stopped=None if stop is None else stop.is_set,
+                          who="diffflow pag serve"):
+        return None
     return detect_format(path) if format == "auto" else format
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.pag.api import PAG, cp_json
+from diffflow.pag.readable import with_operator_labels
 from diffflow.runtime.events import ACTIVITIES
 
 MAX_EDGES = 20_000   # a timeline shows at most this many edges of one snapshot (the longest)
@@ -77,16 +78,50 @@ def khop(pag: PAG, snapshot: int, k: int = 3) -> dict:
 def overview(pag: PAG, **thresholds) -> dict:
     """Every snapshot's critical participation (``snapshots``, as ``diffflow pag cp
     --json`` gives it), ST2's metrics (``metrics``: per snapshot, worker pair and activity)
-    and the invariant violations, longest first (``violations``)."""
+    and the invariant violations, longest first (``violations``: :func:`~diffflow.pag.checks.violations`'
+    columns, and ``operator_name``, the operator as ``name (id N)``).  ``thresholds`` are those
+    of :func:`~diffflow.pag.checks.violations` (``pag serve`` takes ``pag invariants``' options).
+
+    >>> from diffflow.pag.edges import Edges
+    >>> pag = PAG(Edges.from_rows([(1, 0, 0, 0, 0, 5_000_000, 0, "Processing", 4, 9)], names={4: "join"}),
+    ...           epochs=True)
+    >>> [(v["kind"], v["operator_name"]) for v in overview(pag, operator_max_ns=10**6)["violations"]]
+    [('operator', 'join (id 4)')]
+    """
     from diffflow.pag.activity_metrics import metrics
     from diffflow.pag.checks import violations
 
     snapshots = [_jsonable(s) for s in cp_json(pag)] if len(pag.edges) else []
     table = metrics(pag.edges, epochs=pag.epochs)
     table = table.rename(columns={table.columns[0]: "snapshot"})
+    if thresholds.get("well_formed"):
+        thresholds = {**thresholds, "window_ns": pag.window_ns}
     found = violations(pag.edges, **thresholds)
+    found.insert(found.columns.get_loc("operator") + 1, "operator_name",
+                 with_operator_labels(found[["operator"]], pag.edges.names)["operator"])
     return {"epochs": pag.epochs, "snapshots": snapshots,
             "metrics": _records(table), "violations": _records(found)}
+
+
+def thresholds_text(thresholds: dict) -> str:
+    """What the violations were checked against, for the page's status line.
+
+    >>> thresholds_text({"progress": True, "epoch_max_ns": 5_000_000, "well_formed": True})
+    'checked: epoch > 5.000 ms, silent workers, well-formedness'
+    >>> thresholds_text({})
+    'checked: silent workers'
+    """
+    from diffflow.pag.readable import format_duration
+
+    parts = [f"{what} > {format_duration(thresholds[key])}"
+             for key, what in (("epoch_max_ns", "epoch"), ("operator_max_ns", "operator"),
+                               ("message_max_ns", "message"), ("progress_max_ns", "no progress for"))
+             if thresholds.get(key) is not None]
+    if thresholds.get("progress", True):
+        parts.append("silent workers")
+    if thresholds.get("well_formed"):
+        parts.append("well-formedness")
+    return "checked: " + (", ".join(parts) if parts else "nothing")
 
 
 def _records(frame) -> list:
