@@ -16,8 +16,8 @@ numbered sub-folder of ``DIR`` (``1/``, ``2/``, ...) is a step holding
 every output relation are written to ``out/<r>.step-<N>.csv`` with a last
 column ``+1`` or ``-1``, and after the last step ``out/<r>.csv`` gets the final
 state (:mod:`.outputs`; ``RUN_EPILOG`` is what ``--help`` says of it).
-``--trace FILE`` records what every worker did (the initial run is epoch 1,
-step ``N`` epoch ``N + 1``) as JSON lines of raw events
+``--trace FILE`` records what every worker did (the initial run is epoch 0,
+step ``N`` epoch ``N``) as JSON lines of raw events
 (:mod:`diffflow.runtime.tracing`).
 
 As in Soufflé, the program goes through the C preprocessor when it has ``#``
