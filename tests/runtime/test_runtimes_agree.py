@@ -72,6 +72,7 @@ def test_the_diverging_loop_is_named_on_every_runtime(runtime, parts, request):
     _check_two_loops(*_two_loops_on(_options(runtime, request), parts))
 
 
+@pytest.mark.slow
 def test_the_diverging_loop_is_named_on_spark(request):
     _check_two_loops(*_two_loops_on(_options("spark", request), 2))
 

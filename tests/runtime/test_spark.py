@@ -165,6 +165,7 @@ def test_dataframe_errors_change_nothing(spark):
     flow.close()
 
 
+@pytest.mark.slow
 def test_dataframes_mean_the_same_on_spark(spark):
     """tests/api/test_dataframes.py's checks with Spark DataFrames in and out: the same
     contents and change feed as on the other runtimes (a contents read leaves the feed whole:
