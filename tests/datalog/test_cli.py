@@ -217,3 +217,12 @@ def test_every_command_that_builds_a_program_takes_jobs(example, capsys):
                     ["query", str(prog), "path(1, y)"]):
         assert main([*command, "-j", "0"]) == 1
         assert "-j must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_a_run_says_what_it_wrote_when_asked_and_is_silent_in_scripts(example, tmp_path, capsys):
+    prog, facts = example
+    out = tmp_path / "out"
+    assert main(["run", str(prog), "-F", str(facts), "-D", str(out)]) == 0
+    assert capsys.readouterr().err == ""  # not a terminal: Soufflé's silence, for scripts
+    assert main(["run", str(prog), "-F", str(facts), "-D", str(out), "-v"]) == 0
+    assert f"diffflow: wrote 1 output to {out}/: path.csv (3 rows)\n" in capsys.readouterr().err

@@ -33,9 +33,11 @@ import sys
 CHANGE_COLUMN = "diff"  # the header of the +1 / -1 column of a step's changes
 
 
-def write_states(program, out_dir: str, after_step: int | None = None) -> None:
+def write_states(program, out_dir: str, after_step: int | None = None) -> list:
     """Write every output relation's state: after the initial run (``after_step=None``)
-    or, with ``--updates``, after the last step (its title on stdout says so)."""
+    or, with ``--updates``, after the last step (its title on stdout says so).  Returns
+    ``[(file name, rows)]`` of what went to files (not stdout), for :func:`written_summary`."""
+    written = []
     from diffflow.datalog.values.facts import io_options
     from diffflow.datalog.values.structures import row_order
 
@@ -53,6 +55,20 @@ def write_states(program, out_dir: str, after_step: int | None = None) -> None:
             else:
                 filename = d.params.get("filename", f"{relation.name}.csv")
                 write_file(os.path.join(out_dir, filename), header, lines, compress)
+                written.append((filename, len(rows)))
+    return written
+
+
+def written_summary(written: list, out_dir: str, most: int = 6) -> str:
+    """One line saying which output files were written, for a person at a terminal.
+
+    >>> written_summary([("path.csv", 3), ("edge.csv", 1)], "out")
+    'wrote 2 outputs to out/: path.csv (3 rows), edge.csv (1 row)'
+    """
+    named = [f"{name} ({rows:,} row{'' if rows == 1 else 's'})" for name, rows in written[:most]]
+    more = f", and {len(written) - most} more" if len(written) > most else ""
+    return (f"wrote {len(written)} output{'' if len(written) == 1 else 's'} to "
+            f"{out_dir.rstrip('/')}/: {', '.join(named)}{more}")
 
 
 def write_changes(program, out_dir: str, number: int) -> None:

@@ -43,7 +43,7 @@ from diffflow.datalog.cli.options import (Reporter, add_jobs_option, add_preproc
                                           check_output_dir, checked_jobs,
                                           compile_program, folder_option, program_options,
                                           read_pragmas)
-from diffflow.datalog.cli.outputs import write_changes, write_states
+from diffflow.datalog.cli.outputs import write_changes, write_states, written_summary
 
 RUN_DESCRIPTION = """\
 Evaluate a Datalog program (Soufflé's language) as souffle does: read a TAB-separated
@@ -116,7 +116,8 @@ def add_commands(commands) -> None:
                      help="stop a recursive stratum still changing after N rounds with an error "
                           "(default: no limit, as in Soufflé)")
     run.add_argument("-v", "--verbose", action="store_true",
-                     help="report loading and computing times on stderr")
+                     help="report loading and computing times, and the files written, on stderr "
+                          "(the files written are reported at a terminal anyway)")
     run.add_argument("--trace", metavar="FILE",
                      help="record what every worker does (operator steps, messages, waits) as "
                           "JSON lines of raw events in FILE (see diffflow.runtime.tracing)")
@@ -247,7 +248,7 @@ def run_program(args) -> int:
         report.timed("computed the program", time.perf_counter() - started)
         if output_dir != "-":
             os.makedirs(output_dir, exist_ok=True)
-        write_states(program, output_dir)
+        written = write_states(program, output_dir)
         _print_sizes(program)
         for relation in program.relations.values():
             if relation.outputs:
@@ -261,7 +262,9 @@ def run_program(args) -> int:
             write_changes(program, output_dir, number)
             _print_sizes(program)
         if steps:  # the outputs' final state replaces their initial one
-            write_states(program, output_dir, after_step=steps[-1][0])
+            written = write_states(program, output_dir, after_step=steps[-1][0])
+        if written and (args.verbose or sys.stderr.isatty()):  # (scripts get Soufflé's silence)
+            report(written_summary(written, output_dir))
         if args.provenance:
             from diffflow.datalog.cli.shell import ExplainShell
 
