@@ -89,7 +89,7 @@ grows(x + 1) :- grows(x).
 """
 
 
-@pytest.mark.parametrize("runtime,parts", RUNTIMES + [("spark", 2)])
+@pytest.mark.parametrize("runtime,parts", RUNTIMES + [pytest.param("spark", 2, marks=pytest.mark.slow)])
 def test_datalog_names_the_diverging_stratum_on_every_runtime(runtime, parts, request):
     program = Program(DATALOG_TWO_STRATA, partitions=parts, filename="two.dl", max_rounds=20,
                       **_options(runtime, request))
