@@ -39,6 +39,7 @@ def on_spark(spark, monkeypatch):
 OPERATOR_CASES = sorted(name for name in dir(operator_cases) if name.startswith("test_"))
 
 
+@pytest.mark.slow  # (starts Spark: the fast run has none)
 @pytest.mark.parametrize("parts", [1, 2])
 @pytest.mark.parametrize("case", OPERATOR_CASES)
 def test_operator_cases_on_spark(on_spark, case, parts):
@@ -322,6 +323,7 @@ def test_a_killed_idle_worker_is_replaced(spark):
 
 # -- environment -------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_spark_binds_to_loopback(spark):
     conf = spark.sparkContext.getConf()
     assert conf.get("spark.driver.host") == "127.0.0.1"

@@ -43,6 +43,7 @@ def _gone(pid: int, seconds: float = 20.0) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_workers_hold_task_slots_while_they_live(spark):
     from diffflow.runtime.spark_slots import slots
 
@@ -230,6 +231,7 @@ def test_a_web_server_or_a_bad_url_is_no_master_in_one_line(tmp_path):
         assert f"{url!r} is not a Spark master URL" in lines[0]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads /proc (Linux)")
 def test_release_workers_leaves_open_dataflows_working_and_ends_their_workers_after(spark):
     from diffflow.runtime.spark import release_workers
