@@ -25,21 +25,14 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from datasets import package_module  # noqa: E402
 
 COUNT_SRC = ".decl n(x: number)\nn(0).\nn(x + 1) :- n(x), x < {N}.\n"
 COUNT_SQL = ("WITH RECURSIVE n(x) AS (SELECT 0 UNION SELECT x + 1 FROM n WHERE x < {N}) "
              "SELECT count(*) FROM n")
-REACH_SQL = """WITH RECURSIVE r(node) AS (
-    SELECT node FROM roots UNION SELECT e.dst FROM r JOIN edges e ON r.node = e.src)
-  SELECT count(*) FROM r"""
-# label propagation: a node's row is replaced (USING KEY) when a neighbour offers a smaller label
-CC_SQL = """WITH RECURSIVE cc(node, label) USING KEY (node) AS (
-    SELECT node, node FROM nodes
-    UNION
-    SELECT e.dst, min(c.label) FROM cc c JOIN und e ON c.node = e.src
-      JOIN recurring.cc r ON r.node = e.dst
-    GROUP BY e.dst HAVING min(c.label) < min(r.label))
-  SELECT count(*), max(size) FROM (SELECT count(*) AS size FROM cc GROUP BY label)"""
+# the peers' recursive SQL, shared with `diffflow bench graphs --peers duckdb` (loaded as a file:
+# these workers must not import diffflow)
+REACH_SQL, CC_SQL = package_module("peers").REACH_SQL, package_module("peers").CC_SQL
 CC_UPDATE = """UPDATE labels SET label = m.label FROM (
     SELECT e.dst AS node, min(l.label) AS label FROM und e JOIN labels l ON l.node = e.src
     GROUP BY e.dst) m WHERE labels.node = m.node AND m.label < labels.label"""
