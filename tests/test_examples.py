@@ -33,6 +33,7 @@ def run_example(name, tmp_path, *args) -> str:
     return run([sys.executable, str(EXAMPLES / name), *args], tmp_path)
 
 
+@pytest.mark.slow
 def test_quickstart(tmp_path):
     out = run_example("quickstart.py", tmp_path)
     # follows 1->2, 3->2, 2->1: bob (2) has two followers; then 3 moves from bob to ada
@@ -42,6 +43,7 @@ def test_quickstart(tmp_path):
                                      "  ('bob', 2)  epoch 1  -1"]
 
 
+@pytest.mark.slow
 def test_explain(tmp_path):
     out = run_example("explain.py", tmp_path)
     # the shortest route first (2 flights), then the only one left (4 flights)
@@ -68,6 +70,7 @@ def component_summaries(updates: int) -> list[str]:
     return lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitions", [1, 2])
 def test_components(tmp_path, partitions):
     out = run_example("components.py", tmp_path, "--updates", "4", "--partitions", str(partitions))
@@ -115,6 +118,7 @@ def soufflé_blocks(out: str) -> dict:
     return blocks
 
 
+@pytest.mark.slow
 def test_flights_main_job(tmp_path):
     """The README's first command: the program's outputs, then one step's changes."""
     out = run([diffflow_command(), "run", str(FLIGHTS / "flights.dl"), "-F", str(FLIGHTS / "facts"),

@@ -1,8 +1,10 @@
 """Importing diffflow must stay cheap: no pyspark, no numba, no kernel compilation."""
 import subprocess
 import sys
+import pytest
 
 
+@pytest.mark.slow
 def test_import_does_not_load_pyspark_or_compile_kernels():
     code = (
         "import sys, diffflow, diffflow.api.collection, diffflow.arrangements.columnar, "
@@ -17,6 +19,7 @@ def test_import_does_not_load_pyspark_or_compile_kernels():
     assert result.stdout.strip() == "ok"
 
 
+@pytest.mark.slow
 def test_an_untraced_first_query_loads_no_tracing_or_dataclasses():
     # cold start: numpy's import is most of the 0.1 s budget; tracing (json, gzip, the
     # event tables) loads only for a traced run, and records avoid dataclasses' import
@@ -43,6 +46,7 @@ def test_public_names():
         assert hasattr(dd, name)
 
 
+@pytest.mark.slow
 def test_submodules_load_on_first_attribute_access():
     # a fresh interpreter: nothing but `import diffflow as dd` before dd.graphs is touched
     code = (

@@ -49,6 +49,7 @@ def cut_and_repair(case: Case, edges: list, seed: int, epochs: int, extra=()) ->
     case.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", [1, 3])
 @pytest.mark.parametrize("shape", ["chain", "grid"])
 def test_components_on_deep_graphs_under_cuts(shape, parts):

@@ -76,6 +76,7 @@ ALGORITHMS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", [1, 3])
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))

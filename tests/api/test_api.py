@@ -191,6 +191,7 @@ def test_join_on_every_column_in_swapped_order(partitions):
     assert out.snapshot() == {(1, 2): 1, (2, 1): 1}
 
 
+@pytest.mark.slow
 def test_a_dropped_dataflow_is_freed_before_the_next_one_starts():
     # a dataflow and its collections refer to each other; big numpy arrays never prompt
     # Python's cycle collector, so diffflow collects before a new dataflow starts
@@ -222,6 +223,7 @@ def test_a_dropped_dataflow_is_freed_before_the_next_one_starts():
         gc.enable()
 
 
+@pytest.mark.slow
 def test_closing_a_big_dataflow_frees_its_operators_at_once(monkeypatch):
     # a closed dataflow's traces must not wait for the next dataflow or for Python's collector
     import gc

@@ -42,6 +42,7 @@ def _components_with(reducer, e):
     return start.iterate(round_, name="custom_components")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", PARTS)
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("kernel", ["numpy", "numba"])
@@ -79,6 +80,7 @@ def _components_oracle(state):
     return set(label.items())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", PARTS)
 @pytest.mark.parametrize("seed", range(6))
 def test_two_shortest_distances_in_a_loop(seed, parts):
@@ -200,6 +202,7 @@ def test_a_killed_worker_recovers_the_custom_loop_exactly():
     local.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runtime,parts", [("local", 3), ("cluster", 2), ("processes", 2)])
 def test_errors_are_raised_the_same_on_every_runtime(runtime, parts):
     flow = dd.Dataflow(partitions=parts, runtime=runtime)

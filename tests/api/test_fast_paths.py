@@ -181,6 +181,7 @@ def min_label_oracle(s):
     return Counter({(n, l): 1 for n, l in label.items()})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", PARTS)
 @pytest.mark.parametrize("seed", range(3))
 def test_nested_min_labels(seed, parts):

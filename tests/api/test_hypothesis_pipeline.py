@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import diffflow as dd
+import pytest
 
 update = st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 3), st.integers(0, 3),
                    st.sampled_from([1, 1, -1]))
@@ -26,6 +27,7 @@ def oracle(state):
     return {k: v for k, v in out.items() if v}
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(update, max_size=6), min_size=1, max_size=6), st.sampled_from([1, 3]))
 def test_join_aggregate_matches_oracle(epochs, parts):

@@ -134,6 +134,7 @@ def arrange_op(width, dim, order):
     return ArrangeOp(node, OperatorContext(0, 1, dim, SymbolTable(), peer=None))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order", [[0, 1, 2], [2, 0, 1]])
 def test_arrange_emits_the_complete_updates_and_keeps_the_rest_pending(order):
     rng = np.random.default_rng(sum(order))

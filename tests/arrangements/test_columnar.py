@@ -242,6 +242,7 @@ def test_is_consolidated_cases():
     assert C.is_consolidated(np.zeros((2, 0), np.int64), np.array([[1], [2]]), np.array([1, 1]))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(table(), table())
 def test_merge_consolidated_hypothesis(a, b):

@@ -163,6 +163,7 @@ def reference_tally(updates):
     return {k: v for k, v in out.items() if v}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_spine_with_fuelled_merges_keeps_its_contents_and_stays_logarithmic(
         seed, monkeypatch, tiny_merges):

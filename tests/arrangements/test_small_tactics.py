@@ -249,6 +249,7 @@ def test_reduce_times_in_numpy_match_the_kernels(seed):
     assert np.array_equal(ready_pairs(times, ns), _reduce_kernels.ready_mask(times, ns))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts", [1, 3])
 def test_a_first_small_query_does_not_load_the_kernels(parts):
     script = (
@@ -266,6 +267,7 @@ def test_a_first_small_query_does_not_load_the_kernels(parts):
     assert done.stdout.strip() == "[(1, 1), (2, 1), (3, 1), (5, 5), (6, 5)] False"
 
 
+@pytest.mark.slow
 def test_a_first_large_query_loads_no_numba_and_agrees_with_the_kernels():
     # numpy serves a fresh process's first large query too (the kernels load once its work
     # has cost about what loading costs); the same query on the kernels gives the same answer

@@ -47,6 +47,7 @@ def oracle(edges, roots):
             "scc": {"components": len(scc), "largest_component_nodes": max(scc)}}
 
 
+@pytest.mark.slow
 def test_rmat_json_answers_are_networkx_answers(capsys, tmp_path):
     plot = tmp_path / "bench.png"
     status, out, err = run(capsys, "--graph", "rmat", "--scale", "8", "--edges", "1200",
@@ -74,6 +75,7 @@ def test_rmat_json_answers_are_networkx_answers(capsys, tmp_path):
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_shipped_graph_table_with_a_peer(capsys, tmp_path):
     status, out, err = run(capsys, "--graph", "p2p-Gnutella08", "--algorithms", "wcc",
                            "--batches", "2", "--peers", "networkx", "--data-dir", str(tmp_path))

@@ -48,6 +48,7 @@ def catalog_at(monkeypatch, server):
     return point
 
 
+@pytest.mark.slow
 def test_download_lands_verified_in_the_cache(capsys, tmp_path, server, catalog_at):
     shutil.copy(SHIPPED, server[0] / "good.txt.gz")
     catalog_at("good.txt.gz")

@@ -55,6 +55,7 @@ def test_soufflés_quicksort_on_lists_indexed_by_autoinc(tmp_path):
     assert out["SortedVals"] == ["-10000, -42, -2, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 42, 10000"]
 
 
+@pytest.mark.slow
 def test_quicksort_follows_updates_of_its_input():
     p = dd.Program(SORT)
     p.insert("InputVals", [(3,), (1,), (2,)])

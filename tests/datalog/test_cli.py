@@ -174,6 +174,7 @@ def test_a_self_join_builds_one_index(tmp_path):
     assert program.relation("sibling") == {(2, 3), (3, 2)}
 
 
+@pytest.mark.slow
 def test_console_script_runs_as_a_module(example, tmp_path):
     prog, facts = example
     result = subprocess.run([sys.executable, "-m", "diffflow", "run", str(prog), "-F", str(facts),

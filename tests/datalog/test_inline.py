@@ -106,6 +106,7 @@ def _schedule(rng, inputs, commits):
         yield ops
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_inline_agrees_with_the_materialised_program(name, seed):

@@ -12,6 +12,7 @@ from tests.datalog.test_incremental import FUNCTORS, PROGRAMS, _random_row
 from tests.support.datalog_reference import evaluate
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted({**PROGRAMS, **CASES}))   # components among them
 def test_the_replay_evaluator_agrees_with_the_reference(name):
     source, inputs = {**PROGRAMS, **CASES}[name]

@@ -276,6 +276,7 @@ def _reduced_rows(a, b, c):
     return {(v, w) for k, y, v in a if k == 5 for z in by_y.get(y, ()) for w in by_z.get(z, ())}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitions", [1, 3])
 def test_a_later_atom_that_filters_strongly_reduces_an_earlier_one_first(partitions):
     # a(5, y, v) goes first (a constant); c keeps ~50 of b's 10,000 z values, so b is

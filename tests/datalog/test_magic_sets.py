@@ -110,6 +110,7 @@ def _check(source, inputs, outputs, partitions, seed, functors=None, commits=4):
     return program
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitions", [1, 3])
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_random_programs_keep_their_outputs_under_magic_sets(name, partitions):
@@ -121,6 +122,7 @@ def test_random_programs_keep_their_outputs_under_magic_sets(name, partitions):
     _check(source, inputs, outputs, partitions, name, FUNCTORS.get(name)).close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitions", [1, 3])
 @pytest.mark.parametrize("name", sorted(BOUND))
 def test_bound_reads_are_computed_as_far_as_asked_and_exactly(name, partitions):

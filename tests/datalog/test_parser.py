@@ -288,6 +288,7 @@ def test_expression_inside_a_negated_atom():
     assert program.relation("r") == {(2,), (5,)}
 
 
+@pytest.mark.slow
 def test_a_fresh_process_loads_the_parse_tables_from_the_cache(tmp_path):
     # building the LALR tables is most of a small `diffflow run`; a second process must not
     import subprocess

@@ -87,6 +87,7 @@ def test_text_without_directives_is_not_preprocessed():
     assert preprocess(text, "p.dl", macros={"X": "1"}) is not text
 
 
+@pytest.mark.slow
 def test_importing_diffflow_does_not_import_pcpp():
     code = "import sys, diffflow; dd = diffflow.Program('.decl e(x: number)'); " \
            "assert 'pcpp' not in sys.modules, 'pcpp imported'"

@@ -294,6 +294,7 @@ def test_record_and_adt_errors_are_located_and_named(source, message, at):
     assert message in text and f"k.dl:{at[0]}:{at[1]}:" in text, text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runtime", ["cluster", "processes"])
 def test_records_made_on_partition_workers_reach_every_worker_and_the_program(runtime):
     # records built on one worker are joined on another (rows move by their key) and

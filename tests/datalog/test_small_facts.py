@@ -58,6 +58,7 @@ def test_the_plain_reader_agrees_with_pyarrows(tmp_path_factory, case):
         _outcome(program, read_facts, path, relation, header)
 
 
+@pytest.mark.slow
 def test_a_small_run_imports_no_pyarrow(tmp_path):
     folder = QUERIES / "transitive_closure"
     code = ("import sys\n"

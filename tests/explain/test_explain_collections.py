@@ -70,6 +70,7 @@ def test_reachability_explanations_are_shortest_paths_under_updates(seed, partit
     assert explained > 10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitions", [1, 3])
 @pytest.mark.parametrize("seed", range(2))
 def test_transitive_closure_pairs_are_explained_by_shortest_paths(seed, partitions):
@@ -417,6 +418,7 @@ def _scc(flow):
         lambda: e.insert([(1, 2), (2, 1), (2, 3), (3, 4), (4, 3)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitions", [1, 3])
 @pytest.mark.parametrize("case", [_global, _threshold, _custom, _symbols, _nested_loops, _scc],
                          ids=lambda f: f.__name__.strip("_"))

@@ -125,6 +125,7 @@ def test_cli_follow_reports_epochs_while_the_trace_grows(tmp_path):
         assert got["by_activity"] == pytest.approx(exp["by_activity"], rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("partitions", [1, 3])
 def test_pag_flow_in_time_windows_matches_from_scratch(seed, partitions):

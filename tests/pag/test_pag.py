@@ -209,6 +209,7 @@ def test_cli_tables_metrics_invariants_and_errors(tmp_path, capsys):
     assert "bad.trace:2: missing field 'w'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_follow_reports_each_epoch_once_as_it_closes(tmp_path, capsys):
     from diffflow.pag.follow import follow
 

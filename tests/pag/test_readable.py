@@ -102,6 +102,7 @@ def test_the_plot_has_a_title_and_labelled_axes(trace, tmp_path, monkeypatch):
     assert title.startswith("Critical participation per snapshot") and xlabel == "epoch" and "fraction" in ylabel
 
 
+@pytest.mark.slow
 def test_follow_says_once_that_it_waits_for_a_missing_trace(tmp_path, capsys):
     missing = tmp_path / "later.trace"
     assert main(["pag", "cp", str(missing), "--follow", "--until-idle", "0.3"]) == 1

@@ -52,6 +52,7 @@ def test_operator_cases_in_worker_processes(runtime, case):
     getattr(operator_cases, case)(seed=0, parts=2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("checkpoint_every, uri", [(None, False), (1, False), (1, True)])
 def test_worker_process_killed_between_epochs(checkpoint_every, uri, tmp_path):
     # (uri: checkpoints written and read back through a file:// URI, as shared storage is)

@@ -275,6 +275,7 @@ def test_program_trace(tmp_path):
     assert set(ev.e.tolist()) == {0}
 
 
+@pytest.mark.slow
 def test_worker_killed_between_epochs_keeps_the_trace_consistent(tmp_path):
     path = tmp_path / "k.trace"
     flow = dd.Dataflow(partitions=2, runtime="processes", trace=str(path))

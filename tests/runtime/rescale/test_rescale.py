@@ -221,6 +221,7 @@ def test_cluster_outputs_match_a_run_that_never_rescaled(program, seed, batches)
     run_case(PROGRAMS[program], seed, {"runtime": "cluster"}, start_parts=1 + seed % 2)
 
 
+@pytest.mark.slow
 def test_the_partition_count_walks_1_3_2_4_and_state_follows():
     flow = dd.Dataflow(partitions=1)
     e = flow.input("e", ["a", "b"])
@@ -560,6 +561,7 @@ def test_several_steps_at_one_boundary_and_plans_from_the_past_are_refused():
     assert flow.migration is None and flow.partitions == 4
 
 
+@pytest.mark.slow
 def test_restart_checks_its_arguments_and_replaces_a_running_plan():
     flow, a, out = distinct_of(range(100), runtime="processes")
     try:
@@ -584,6 +586,7 @@ def test_restart_checks_its_arguments_and_replaces_a_running_plan():
         flow.close()
 
 
+@pytest.mark.slow
 def test_every_plan_indexes_batches_under_its_own_key(monkeypatch):
     """Batches keep a plan's step index under the plan's key, so keys must never repeat.
     Keys once came from ``id(plan)``, which a later plan reused after the first was freed;
