@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 
 import diffflow as dd
-from diffflow import graphs
 from diffflow.arrangements import columnar
 from diffflow.dataflow.rounds import COMPILED, loop_paths
 from diffflow.datalog import Program
