@@ -379,3 +379,34 @@ def test_diffflow_run_binds_user_functors_from_a_python_file(tmp_path, capsys):
     assert "define twice in a file given to diffflow run --functors" in capsys.readouterr().err
     assert main(["run", str(tmp_path / "p.dl"), "-D", str(out), "-l", "nope.py"]) == 1
     assert "--functors nope.py: No such file or directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_to_number_to_unsigned_and_to_float_convert_between_numeric_types(partitions):
+    """Soufflé's conversions of numbers (not only of text): a float truncates toward zero, a
+    negative number wraps as unsigned, as itou/ftoi/ftou do; a value already of the type stays."""
+    program = dd.Program("""
+        .decl f(x: float)
+        .decl n(x: number)
+        .decl u(x: unsigned)
+        .decl s(x: symbol)
+        .decl out(a: number, b: unsigned, c: float)
+        out(to_number(x), to_unsigned(x), to_float(x)) :- f(x).
+        out(to_number(x), to_unsigned(x), to_float(x)) :- n(x).
+        out(to_number(x), to_unsigned(x), to_float(x)) :- u(x).
+        out(to_number(x), to_unsigned(x), to_float(x)) :- s(x).
+        .decl lit(a: float, b: number)
+        lit(to_float(3), to_number(2.5)).
+    """, partitions=partitions)
+    program.insert("f", [(2.75,), (-3.5,)])
+    program.insert("n", [(7,), (-2,)])
+    program.insert("u", [(5,)])
+    program.insert("s", [("42",)])
+    program.commit()
+    assert program.relation("out") == {(2, 2, 2.75), (-3, 2**32 - 3, -3.5), (7, 7, 7.0),
+                                       (-2, 2**32 - 2, -2.0), (5, 5, 5.0), (42, 42, 42.0)}
+    assert program.relation("lit") == {(3.0, 2)}
+    program.remove("f", [(-3.5,)])
+    program.commit()  # the conversion follows updates like any expression
+    assert (-3, 2**32 - 3, -3.5) not in program.relation("out")
+    assert len(program.relation("out")) == 5

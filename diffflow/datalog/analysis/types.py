@@ -247,6 +247,8 @@ class TermTyping(RecordTyping):
                 if got == "symbol":
                     raise self.error(f"{name} needs a number, unsigned or float, got a symbol",
                                      arg)
+            elif generic and param == "scalar":
+                pass  # text to parse, or a numeric value to convert (not_structured: above)
             elif got is not None and not self.fits(got, param):
                 raise self.error(f"argument {position} of {name} must be a {param}, but "
                                  f"this is {_article(kind_name(got))}", arg)
@@ -418,6 +420,9 @@ class TermTyping(RecordTyping):
             elif param == "numeric":
                 own = self._own_type(arg, var_types)
                 out.append(kind_name(own) if own is not None else "number")
+            elif param == "scalar":  # (to_number and friends: of text, or a number converted)
+                own = self._own_type(arg, var_types)
+                out.append(kind_name(own) if own is not None else "symbol")
             else:
                 out.append(param)
         return out

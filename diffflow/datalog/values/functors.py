@@ -35,7 +35,8 @@ import numpy as np
 from diffflow.common.errors import ExpressionError
 from diffflow.common.schema import hash_strings
 from diffflow.dataflow.expr import Expr, Func
-from diffflow.datalog.syntax.intrinsics import COUNTERS, NUMERIC_FUNCTORS, SIGNATURES
+from diffflow.datalog.syntax.intrinsics import (COUNTERS, NUMERIC_CONVERSIONS, NUMERIC_FUNCTORS,
+                                             SIGNATURES)
 from diffflow.datalog.values.structures import decode_value, encode_value
 
 _2_31, _2_32 = 1 << 31, 1 << 32
@@ -112,6 +113,10 @@ def scalar(name: str, args: list, kind: str, arg_kinds: list | None = None):
     if name == "ord":
         return _ord(args[0])
     if name in ("to_number", "to_unsigned", "to_float"):
+        arg_kind = (arg_kinds or ["symbol"])[0]
+        if arg_kind != "symbol":  # a numeric value converted, as Soufflé does
+            conversion = NUMERIC_CONVERSIONS[name, arg_kind]
+            return args[0] if conversion is None else scalar(conversion, args, kind, arg_kinds)
         return _to_number(args[0], SIGNATURES[name][1])
     if name == "to_string":
         return _to_string(args[0], (arg_kinds or ["number"])[0])
@@ -146,6 +151,11 @@ def column(name: str, args: list, kind: str, arg_kinds: list) -> Expr:
     band(col('v_x'), col('v_y'))
     """
     out = {"symbol": "str", "float": "float"}.get(kind, "int")
+    if (name, arg_kinds[0] if arg_kinds else "symbol") in NUMERIC_CONVERSIONS:
+        conversion = NUMERIC_CONVERSIONS[name, arg_kinds[0]]  # to_float(x) of a number: itof
+        if conversion is None:
+            return args[0]
+        name = conversion
     if name in NUMERIC_FUNCTORS and kind != "symbol":
         return Func(name, _Numeric(name, kind), args, out)
     return Func(name, _PerValue(name, kind, arg_kinds), args, out)  # (min, max of symbols: text)
