@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from diffflow.dataflow.expr import Func, Lit, col, trunc_div, trunc_mod, wrap_int32, wrap_uint32
+from diffflow.dataflow.expr import Func, Lit, col, int_power, trunc_div, trunc_mod, wrap_int32, wrap_uint32
 from diffflow.datalog.analysis.analysed import Relation
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.values import functors, structures
@@ -129,7 +129,7 @@ def term_expression(node, types: dict, aggregates: dict):
         value = trunc_mod(left, right)
     else:
         value = {"+": left.__add__, "-": left.__sub__, "*": left.__mul__,
-                 "^": left.__pow__}[op](right)
+                 "^": lambda r: int_power(left, r)}[op](right)
     return _wrap(value, kind)
 
 
