@@ -136,6 +136,8 @@ def read_tests(souffle, categories=CATEGORIES):
                                     extra=(kw.get("EXTRA_DATA") or [""])[0])
                 if test.extra == "sqlite3":
                     test.not_run = "sqlite3 outputs"
+                if "FUNCTORS" in kw:
+                    test.not_run = NOT_RUN_CALLS["souffle_positive_functor_test"]
                 if "FACTS_DIR_NAMES" in kw:
                     for facts in kw["FACTS_DIR_NAMES"]:
                         tests.append(SoufflesTest(category, test.name, facts_dir=facts,
