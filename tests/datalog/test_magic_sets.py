@@ -229,3 +229,29 @@ def test_a_pragma_naming_no_relation_warns_at_the_pragma():
                                                r"names 'tcc', which is no relation \(did you "
                                                r"mean 'tc'\?\)"):
         dd.Program(TC + '.pragma "magic-transform" "tcc"\n', filename="p.dl", outputs=["tc"])
+
+
+def test_head_bindings_do_not_bind_through_arithmetic_so_magic_sets_stay_finite():
+    # gen is asked for 0; its recursive rule reads gen(x + 1).  Were x + 1 bound by the
+    # asked x alone, gen would be asked for 1, 2, 3, ... forever (Soufflé's magic_infbinding
+    # shape); asked values bind arithmetic only after an atom has bound them.
+    program = dd.Program(MAGIC + """
+        .decl seed(x: number)
+        .input seed
+        .decl valid(x: number)
+        .input valid
+        .decl gen(x: number)
+        gen(x) :- seed(x).
+        gen(x) :- gen(x + 1), valid(x).
+        .decl query()
+        .output query
+        query() :- gen(0).
+    """, max_rounds=100)
+    program.insert("seed", [(3,)])
+    program.insert("valid", [(0,), (1,), (2,), (5,)])
+    program.commit()
+    assert program.relation("query") == {()}
+    assert "gen#b#magic(#e1) :- gen#b#magic(x), valid(x)" in program.plan()
+    program.remove("valid", [(1,)])  # 0 <- 1 <- 2 <- 3 is broken
+    program.commit()
+    assert program.relation("query") == set()

@@ -251,7 +251,11 @@ def _adorn_clause(clause: Clause, adornment, relations, allowed):
                 clause.term_types[id(var)] = clause.term_types[id(arg)]
                 clause.var_types[var.name] = clause.term_types[id(arg)]
         prefix.append(ast.Atom(*at, magic_name(clause.head.relation, adornment), args))
-    bound = derivable(bound, comparisons)
+    # Variables the head binds are asked values: they bind an atom's argument directly, but
+    # not through arithmetic (as Soufflé's "weakly bound"), else a recursive rule such as
+    # gen(x) :- gen(x + 1), valid(x) would ask gen for x + 1, x + 2, ... without end.
+    weak, strong = set(bound), set()
+    bound = weak | derivable(strong, comparisons)
     placed, magic_clauses, reads = list(prefix), [], []
     renamed: dict = {}  # id(atom) -> the atom as the adorned clause reads it
     remaining = list(atoms)
@@ -280,7 +284,8 @@ def _adorn_clause(clause: Clause, adornment, relations, allowed):
             reads.append((atom.relation, "f" * len(atom.args)))
         renamed[id(atom)] = read
         placed.append(read)
-        bound = derivable(bound | set(atom_vars(atom)), comparisons)
+        strong |= set(atom_vars(atom))
+        bound = weak | derivable(strong, comparisons)
     reads.extend((r, "f" * relations[r].arity) for r in _reads(clause))
     body = [renamed[id(a)] for a in atoms]
     if prefix and any(_implies_magic(atom, clause.head, adornment) for atom in body):
