@@ -246,7 +246,7 @@ def test_head_bindings_do_not_bind_through_arithmetic_so_magic_sets_stay_finite(
         .decl query()
         .output query
         query() :- gen(0).
-    """, max_rounds=100)
+    """, outputs=["query"], max_rounds=100)
     program.insert("seed", [(3,)])
     program.insert("valid", [(0,), (1,), (2,), (5,)])
     program.commit()
