@@ -417,3 +417,27 @@ def test_filters_with_wildcards_count_each_match_and_subsumption_keeps_its_colum
     program.commit()
     assert program.relation("n") == {(6,)}  # 2 b rows x 3 c rows with z = 2
     assert program.relation("r") == {(1, 7), (3, 2)}
+
+
+EXISTS = """
+.decl a(x: number, k: number)
+.decl c(y: number)
+.decl d(y: number, z: number)
+.decl r(x: number)
+.decl s(x: number, y: number)
+r(x) :- a(x, _), c(y), d(y, _).
+s(x, y) :- a(x, _), c(y), d(y, _).
+"""
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_an_atom_only_asked_whether_it_holds_joins_as_one_row(partitions):
+    # r needs nothing of c(y), d(y, _) but that they hold (Soufflé's independent_body shape):
+    # one row, no product and no warning; s needs y, so its join is a real product.
+    with pytest.warns(dd.DatalogWarning) as caught:
+        program = _check_random(EXISTS, {"a": [NODE, NODE], "c": [NODE], "d": [NODE, NODE]},
+                                ["r", "s"], partitions, f"exists-{partitions}")
+    assert [str(w.message).split(":")[1] for w in caught] == ["8"]   # s only
+    (r_joins,) = [j for j in _joins(program.plan().split("r(x) :-")[1].split("\n  s(")[0])]
+    assert r_joins[1].startswith("nothing: one row if"), program.plan()  # (either side)
+    program.close()

@@ -228,19 +228,31 @@ class ClauseCompiler(Naming):
             return Frame(base, keep, {v: f"c{positions[v]}" for v in keep}, source)
         shared = [v for v in positions if v in frame.variables]
         left = frame.collection
+        exists = left_exists = False
         if shared:
             left_on = [frame.column(v) for v in shared]
             right_on = [f"c{positions[v]}" for v in shared]
         else:  # a cross product: join on a constant column
-            if arity and UNIT not in base.columns and frame.variables and \
-                    self.clause_line is not None:
-                self.cross_products.append((self.clause_line, label))
+            # an atom none of whose values are needed later only says whether it holds: its
+            # facts reduced to one row, so the product costs one row per row on the left
+            # (and the same for the rows on the left when none of theirs is needed)
+            exists = arity and not any(v in needed for v in positions) and \
+                set(base.columns) == {f"c{i}" for i in range(arity)}
             frame = frame.named()
             left = frame.collection
-            if UNIT not in left.columns:
+            left_exists = not any(v in needed for v in frame.variables) and set(left.columns) \
+                == ({frame.column(v) for v in frame.variables} if frame.variables else {UNIT})
+            if arity and not exists and not left_exists and UNIT not in base.columns and \
+                    frame.variables and self.clause_line is not None:
+                self.cross_products.append((self.clause_line, label))
+            if left_exists:
+                left = left.select(**{UNIT: 0}).distinct()
+            elif UNIT not in left.columns:
                 left = left.select(*left.columns, **{UNIT: 0})
             if arity == 0 or UNIT in base.columns:   # a nullary relation (with its height)
                 right_base = base
+            elif exists:
+                right_base = base.select(**{UNIT: 0}).distinct()
             else:
                 right_base = base.select(*base.columns, **{UNIT: 0})
             left_on = right_on = [UNIT]
@@ -255,7 +267,10 @@ class ClauseCompiler(Naming):
             uses.append((frame.source, tuple(left_on), scope))
         for use in uses:
             self.arrangement_uses[use] = self.arrangement_uses.get(use, 0) + 1
-        steps.append(f"join {self.sized(atom)} on ({', '.join(shared) or 'nothing: cross product'})")
+        how = ", ".join(shared) or ("nothing: one row if it holds" if exists else
+                                    "nothing: one row if the atoms before hold"
+                                    if left_exists else "nothing: cross product")
+        steps.append(f"join {self.sized(atom)} on ({how})")
         variables = [v for v in frame.variables if v in needed]
         names = {var_column(v): frame.column(v) for v in variables}
         for v, i in positions.items():
