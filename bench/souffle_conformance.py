@@ -254,8 +254,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     souffle = os.path.expanduser(args.souffle)
     if not os.path.isdir(os.path.join(souffle, "tests", "evaluation")):
-        parser.error(f"{souffle} is not a checkout of souffle-lang/souffle (no "
-                     "tests/evaluation in it); git clone https://github.com/souffle-lang/"
+        parser.error(f"{souffle} is not a checkout of souffle-lang/souffle (its tests "
+                     "folder has no evaluation folder); git clone https://github.com/souffle-lang/"
                      "souffle and pass its folder")
     diffflow = args.diffflow.split() if args.diffflow else [sys.executable, "-m", "diffflow"]
     tests = read_tests(souffle, tuple(args.category or CATEGORIES))
