@@ -38,3 +38,53 @@ def test_t_none_keeps_the_pragma_from_opening_the_loop(tmp_path, monkeypatch, ca
     seen = _loop(tmp_path, monkeypatch, capsys, CHAIN, 'explain reach("q", "r")\n',
                  "-t", "none")
     assert seen.out == ""
+
+
+FAMILY = """.pragma "provenance" "explain"
+.decl up(child: symbol, parent: symbol)
+up("m", "z"). up("k", "z"). up("t", "m"). up("s", "m"). up("u", "k").
+.decl level(x: float)
+level(2.25). level(-1). level(0).
+.decl size(x: unsigned)
+size(0x10). size(3).
+"""
+
+
+def test_query_prints_each_solution_on_a_semicolon_and_the_last_with_a_dot(
+        tmp_path, monkeypatch, capsys):
+    seen = _loop(tmp_path, monkeypatch, capsys, FAMILY,
+                 'query up(x, "z"), up(y, x)\n;\n;\nexit\n')
+    # variables by name; symbols in the order the program text first shows them
+    assert seen.out == "x = m, y = t\nx = m, y = s\nx = k, y = u.\n"
+    assert seen.err == ""
+
+
+def test_query_ground_atoms_are_true_or_false(tmp_path, monkeypatch, capsys):
+    seen = _loop(tmp_path, monkeypatch, capsys, FAMILY,
+                 'query up("m", "z"), up("t", "m")\nquery up("m", "z"), up("t", "k")\n'
+                 'query up("z", x)\n')
+    assert seen.out == ('true.\n'
+                        'false.\nTuple up("t", "k") does not exist\n'
+                        'false.\n')
+
+
+def test_query_numbers_as_souffle_prints_them_and_a_dot_stops(tmp_path, monkeypatch, capsys):
+    seen = _loop(tmp_path, monkeypatch, capsys, FAMILY,
+                 'query level(x)\n;\n;\nquery size(n)\nwhat\n.\nquery size(16)\n')
+    assert seen.out == ("x = -1\nx = 0\nx = 2.25.\n"
+                        # a line that is neither ; nor . is answered with the usage; the
+                        # '.' stops before the solution found last is shown
+                        "n = 3\nuse ; to find next solution, use . to break from current "
+                        "query\n"
+                        "true.\n")
+
+
+def test_query_mistakes_go_to_stderr_and_the_loop_goes_on(tmp_path, monkeypatch, capsys):
+    seen = _loop(tmp_path, monkeypatch, capsys, FAMILY,
+                 'query nope(x)\nquery up(1, x)\nquery up(x\nquery\nquery up("u", "k")\n')
+    errors = seen.err.splitlines()
+    assert "unknown relation 'nope'" in errors[0]
+    assert "is a symbol, not 1" in errors[1]
+    assert errors[2].startswith("cannot read the query 'up(x'")
+    assert errors[3].startswith("query needs atoms")
+    assert seen.out == "true.\n"

@@ -8,6 +8,9 @@ Commands, one per line (read from stdin, so a script can be piped in):
 * ``explainnegation rel(v1, ...)`` -- why the fact is not derived; the next lines give a rule
   number and then a value for each of the rule's body variables, in the order asked
   (Soufflé's dialogue); an empty rule number picks the automatic mode, every rule at once;
+* ``query rel(v1, x), rel(x, v2), ...`` -- a conjunction of atoms with constants and
+  variables: ``true.``/``false.`` or the variables' bindings, one solution per ``;`` line
+  (:mod:`.shell_query`);
 * ``setdepth N`` (default 4), ``format json|proof``, ``output FILE`` (``output`` alone goes
   back to the screen), ``rule rel N``, ``exit`` / ``quit`` / ``q``.
 
@@ -42,6 +45,8 @@ HELP = """Commands:
   explainnegation <relation>(...)  why the fact is not derived (asks for a rule and values)
   subproof <relation>(<label>)     print a proof cut off at the depth limit
   rule <relation> <number>         print a rule
+  query <relation>(<v1>, x), ...   the bindings of x, ... that make every atom hold
+                                   (; for the next solution, . to stop)
   output [<file>]                  write proofs to a file (no file: back to the screen)
   format <json|proof>              JSON or proof trees
   exit                             leave (also quit, q)"""
@@ -135,6 +140,15 @@ class ExplainShell:
             bindings[name] = next(lines, "").strip()
         absence = self.program.explain_absent(relation, fact, rule=number, bindings=bindings)
         self._print(absence.checks[0])
+
+    def _query(self, rest, lines) -> None:
+        from diffflow.datalog.cli.shell_query import query
+
+        def write(text):   # (answers go to the screen, as Soufflé's do: output is for proofs)
+            self.screen.write(text + "\n")
+            self.screen.flush()
+
+        query(self.program, rest, lines, write)
 
     def _rule(self, rest, lines) -> None:
         parts = rest.split()
