@@ -88,3 +88,24 @@ def test_query_mistakes_go_to_stderr_and_the_loop_goes_on(tmp_path, monkeypatch,
     assert errors[2].startswith("cannot read the query 'up(x'")
     assert errors[3].startswith("query needs atoms")
     assert seen.out == "true.\n"
+
+
+CLINIC = """.pragma "provenance" "explain"
+.decl seen(id: number, visit: number)
+seen(7, 1). seen(7, 2).
+.decl banned(id: number)
+banned(5).
+.decl twice(id: number, a: number, b: number)
+twice(i, a, b) :- seen(i, a), !banned(i), seen(i, b), a != b.
+"""
+
+
+def test_explainnegation_measures_ticks_in_bytes_and_shows_negations_bare(
+        tmp_path, monkeypatch, capsys):
+    seen = _loop(tmp_path, monkeypatch, capsys, CLINIC,
+                 'explainnegation twice(7,1,1)\n1\nexit\n')
+    # Soufflé's layout: each ✓ is three columns wide (its UTF-8 bytes), so the bar and the
+    # centred head are two columns longer per ✓; a negated atom shows its relation only
+    assert seen.out == ('seen(7, 1) ✓ !banned() ✓ seen(7, 1) ✓ 1 != 1 x \n'
+                        + "-" * 49 + '(R1)\n'
+                        + " " * 20 + 'twice(7,1,1)' + " " * 21 + '\n')

@@ -78,17 +78,18 @@ class _Inner:
     def _layout(self) -> _Box:
         if self.label is None:
             return _Box([self.text])
+        # widths in UTF-8 bytes, as Soufflé measures them: a ✓ takes three columns
         boxes = [child._layout() for child in self.children]
-        width = max(sum(b.width + 1 for b in boxes), len(self.text))
+        width = max(sum(b.width + 1 for b in boxes), _width(self.text))
         above = max((len(b.lines) for b in boxes), default=0)
         rows = [""] * above
         for b in boxes:  # children side by side, bottoms aligned, one space after each
             padded = [" " * b.width] * (above - len(b.lines)) + b.lines
-            rows = [r + line + " " for r, line in zip(rows, padded)]
-        rows = [r.ljust(width) for r in rows]
+            rows = [r + _pad(line, b.width) + " " for r, line in zip(rows, padded)]
+        rows = [_pad(r, width) for r in rows]
         bar = "-" * (width - len(self.label)) + self.label
-        left = (width - len(self.text)) // 2
-        head = (" " * left + self.text).ljust(width)
+        left = (width - _width(self.text)) // 2
+        head = _pad(" " * left + self.text, width)
         return _Box(rows + [bar, head])
 
     def _json(self, depth: int) -> str:
@@ -170,7 +171,16 @@ class _Box:
 
     @property
     def width(self) -> int:
-        return max(len(line) for line in self.lines)
+        return max(_width(line) for line in self.lines)
+
+
+def _width(text: str) -> int:
+    """Columns as Soufflé counts them: UTF-8 bytes."""
+    return len(text.encode("utf-8"))
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * (width - _width(text))
 
 
 def show(node, values) -> str:
