@@ -109,3 +109,34 @@ def test_explainnegation_measures_ticks_in_bytes_and_shows_negations_bare(
     assert seen.out == ('seen(7, 1) ✓ !banned() ✓ seen(7, 1) ✓ 1 != 1 x \n'
                         + "-" * 49 + '(R1)\n'
                         + " " * 20 + 'twice(7,1,1)' + " " * 21 + '\n')
+
+
+STEPS = """.pragma "provenance" "explain"
+.decl base(n: number)
+base(10).
+.decl next(n: number)
+next(m) :- base(n), m = n + 1.
+.decl pair(a: number, b: number)
+pair(a, b) :- base(a), next(b), a + 1 = b.
+.decl half(x: float)
+half(1.5).
+.decl whole(n: number)
+whole(to_number(x)) :- half(x).
+"""
+
+
+def test_proofs_fold_aliases_and_show_constraints_by_their_values(tmp_path, monkeypatch,
+                                                                  capsys):
+    seen = _loop(tmp_path, monkeypatch, capsys, STEPS,
+                 'explain next(11)\nexplain pair(10, 11)\nexplain whole(1)\n')
+    lines = seen.out.splitlines()
+    # m = n + 1 names a value no atom binds: Soufflé folds it away before running
+    assert lines[:3] == ["base(10) ", "-----(R1)", "next(11) "]
+    # a + 1 = b between bound values is a constraint, shown by its sides' values
+    assert lines[3:8] == ["         base(10)          ",
+                          "         -----(R1)         ",
+                          "base(10) next(11)  11 = 11 ",
+                          "-----------------------(R1)",
+                          "       pair(10, 11)        "]
+    # floats in proofs with six decimals, as Soufflé prints them
+    assert lines[8:] == ["half(1.500000) ", "-----------(R1)", "   whole(1)    "]

@@ -31,18 +31,21 @@ def format_fact(relation: str, fact: tuple) -> str:
     """A fact as Soufflé prints it in proofs.
 
     >>> format_fact("edge", ("a", 1, 2.5))
-    'edge("a", 1, 2.5)'
+    'edge("a", 1, 2.500000)'
     """
     return f"{relation}({', '.join(format_value(v) for v in fact)})"
 
 
 def format_value(v) -> str:
-    """A value as Soufflé prints it: symbols quoted.
+    """A value as Soufflé prints it in proofs: symbols quoted (as they are), floats with six
+    decimals.
 
-    >>> format_value("a"), format_value(3)
-    ('"a"', '3')
+    >>> format_value("a"), format_value(3), format_value(1.1)
+    ('"a"', '3', '1.100000')
     """
-    return json.dumps(v) if isinstance(v, str) else repr(v)
+    if isinstance(v, str):
+        return f'"{v}"'
+    return "%f" % v if isinstance(v, float) else repr(v)
 
 
 @dataclass
