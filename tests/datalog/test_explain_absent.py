@@ -156,7 +156,7 @@ def test_command_loop_depth_subproofs_json_and_output_file(tmp_path, monkeypatch
     assert lines[0].split() == ['edge("a",', '"b")', "subproof", "path(0)"]
     assert lines[3].split() == ['edge("b",', '"c")', "subproof", "path(1)"]
     assert target.read_text().startswith('{ "proof":\n\t{ "premises": "path(\\"c\\", \\"d\\")"')
-    assert '"rule": "path(x, y) :- edge(x, y)."' in target.read_text()
+    assert '"rule": "path(x,y) :- \\n   edge(x,y)."' in target.read_text()
     # an empty rule number: every rule at once
     assert 'edge("d", "a") x' in seen.out and 'edge("d", y) x' in seen.out
 
@@ -195,7 +195,7 @@ def test_command_loop_mistakes_go_to_stderr_and_the_loop_goes_on(tmp_path, monke
     assert any("no subproof path(9)" in e for e in errors)
     assert any('is in path: use explain' in e for e in errors)
     assert any("would be an input fact" in e for e in errors)
-    assert "path(x, z) :- edge(x, y), path(y, z)." in seen.out
+    assert "path(x,z) :- \n   edge(x,y),\n   path(y,z)." in seen.out
     assert seen.out.rstrip().endswith('path("a", "b")')   # the last command still ran
 
 

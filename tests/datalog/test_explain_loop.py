@@ -140,3 +140,34 @@ def test_proofs_fold_aliases_and_show_constraints_by_their_values(tmp_path, monk
                           "       pair(10, 11)        "]
     # floats in proofs with six decimals, as Soufflé prints them
     assert lines[8:] == ["half(1.500000) ", "-----------(R1)", "   whole(1)    "]
+
+
+SAME = """.pragma "provenance" "explain"
+.decl same(a: number, b: number) eqrel
+.decl copy(a: number, b: number)
+same(4, 5).
+copy(a, b) :- same(a, b).
+"""
+
+
+def test_eqrel_closure_rules_are_numbered_and_written_as_souffle_does(tmp_path, monkeypatch,
+                                                                       capsys):
+    seen = _loop(tmp_path, monkeypatch, capsys, SAME,
+                 'explain copy(5, 5)\nrule same 3\nformat json\nexplain same(5, 4)\n')
+    # the relation's own facts and rules first, then transitivity, symmetry, reflexivity
+    assert seen.out.startswith('same(4, 5)              \n'
+                               '-------(R3)             \n'
+                               'same(5, 4)  same(4, 5)  \n'
+                               '-------------------(R2) \n'
+                               '      same(5, 5)        \n'
+                               '--------------------(R1)\n'
+                               '       copy(5, 5)       \n'
+                               'same(x,y) :- \n   same(y,x).\n')
+    # JSON: every rule of the program, written as Soufflé prints clauses
+    assert seen.out.endswith(
+        '},"rules": [\n'
+        '\t{ "rule-number": "(R1)", "rule": "copy(a,b) :- \\n   same(a,b)."},\n'
+        '\t{ "rule-number": "(R2)", "rule": "same(x,z) :- \\n   same(x,y),\\n   same(y,z)."},\n'
+        '\t{ "rule-number": "(R3)", "rule": "same(x,y) :- \\n   same(y,x)."},\n'
+        '\t{ "rule-number": "(R4)", "rule": "same(x,x) :- \\n   same(x,_)."}\n'
+        ']\n}\n')

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import sys
 
-from diffflow.datalog.explain.proof import GroupNode, Leaf, ProofTree
+from diffflow.datalog.explain.proof import GroupNode, Leaf, ProofTree, proof_json
 from diffflow.datalog.syntax import ast
 
 HELP = """Commands:
@@ -177,8 +177,7 @@ class ExplainShell:
         if isinstance(tree, ProofTree):
             tree = self._cut(tree, self.depth)
         if self.json:
-            text = tree.to_json(self.program.rules()) if isinstance(tree, ProofTree) \
-                else '{ "proof":\n' + tree._json(1) + "\n}"
+            text = proof_json(tree, self.program.rules())
         else:   # a proof cut at its root is one leaf: its text, as Soufflé prints it
             text = tree.text if isinstance(tree, Leaf) else str(tree)
         self._write(text + "\n")

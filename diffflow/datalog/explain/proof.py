@@ -60,7 +60,7 @@ class Leaf:
         return _Box([self.text])
 
     def _json(self, depth: int) -> str:
-        return "\t" * depth + '{ "axiom": ' + json.dumps(self.text) + "}"
+        return "\t" * depth + '{ "axiom": ' + _quoted(self.text) + "}"
 
     def size(self) -> int:
         return 1
@@ -98,9 +98,9 @@ class _Inner:
     def _json(self, depth: int) -> str:
         tab = "\t" * depth
         if self.label is None:
-            return tab + '{ "axiom": ' + json.dumps(self.text) + "}"
+            return tab + '{ "axiom": ' + _quoted(self.text) + "}"
         children = ",\n".join(child._json(depth + 1) for child in self.children)
-        return (f'{tab}{{ "premises": {json.dumps(self.text)},\n'
+        return (f'{tab}{{ "premises": {_quoted(self.text)},\n'
                 f'{tab}  "rule-number": "{self.label}",\n'
                 f'{tab}  "children": [\n{children}{tab}]\n{tab}}}')
 
@@ -131,14 +131,8 @@ class ProofTree(_Inner):
 
     def to_json(self, rules: dict | None = None) -> str:
         """Soufflé's JSON proof (``format json``); ``rules`` (relation -> {number: text}, a
-        program's ``rules``) adds the rules the proof uses."""
-        text = '{ "proof":\n' + self._json(1)
-        if rules:
-            used = sorted({(n.relation, n.rule) for n in self.nodes() if n.rule is not None})
-            listed = ",\n".join(f'\t{{ "rule-number": "(R{n})", '
-                                f'"rule": {json.dumps(rules[rel][n])}}}' for rel, n in used)
-            text += ',"rules": [\n' + listed + "\n]"
-        return text + "\n}"
+        program's ``rules``) adds every rule of the program, as Soufflé does."""
+        return proof_json(self, rules)
 
     def nodes(self):
         """Every fact node of the tree (group members included), each shared subproof once."""
@@ -175,6 +169,31 @@ class _Box:
     @property
     def width(self) -> int:
         return max(_width(line) for line in self.lines)
+
+
+def proof_json(node, rules: dict | None = None) -> str:
+    """Soufflé's JSON of a proof (a :class:`ProofTree`, a :class:`Leaf`, a rule's verdict
+    on an absent fact), with every rule of ``rules`` (relation -> {number: text}).
+
+    >>> print(proof_json(Leaf("subproof r(0)"), {"r": {1: "r(x) :- \\n   e(x)."}}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    { "proof":
+        { "axiom": "subproof r(0)"},"rules": [
+        { "rule-number": "(R1)", "rule": "r(x) :- \\n   e(x)."}
+    ]
+    }
+    """
+    text = '{ "proof":\n' + node._json(1)
+    if rules is not None:
+        listed = ",\n".join(f'\t{{ "rule-number": "(R{n})", "rule": {_quoted(rules[rel][n])}}}'
+                            for rel in sorted(rules) for n in sorted(rules[rel]))
+        text += ',"rules": [\n' + listed + "\n]"
+    return text + "\n}"
+
+
+def _quoted(text: str) -> str:
+    """A JSON string, UTF-8 as Soufflé writes it."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _width(text: str) -> int:
