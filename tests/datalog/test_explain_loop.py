@@ -1,7 +1,7 @@
 """Soufflé's provenance command loop as ``souffle`` runs it: opened by
 ``.pragma "provenance" "explain"`` alone, its ``query`` command, and proofs printed
 character for character as Soufflé prints them (small programs of the shapes of Soufflé's
-``tests/provenance``)."""
+provenance tests)."""
 import io
 import sys
 
