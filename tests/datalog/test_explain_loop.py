@@ -171,3 +171,10 @@ def test_eqrel_closure_rules_are_numbered_and_written_as_souffle_does(tmp_path, 
         '\t{ "rule-number": "(R3)", "rule": "same(x,y) :- \\n   same(y,x)."},\n'
         '\t{ "rule-number": "(R4)", "rule": "same(x,x) :- \\n   same(x,_)."}\n'
         ']\n}\n')
+
+
+def test_rules_are_written_with_their_aliases_resolved_as_souffle_does(tmp_path, monkeypatch,
+                                                                       capsys):
+    seen = _loop(tmp_path, monkeypatch, capsys, STEPS, 'rule next 1\nrule pair 1\n')
+    assert seen.out == ("next((n+1)) :- \n   base(n).\n"
+                        "pair(a,b) :- \n   base(a),\n   next(b),\n   (a+1) = b.\n")

@@ -15,16 +15,106 @@ r((x+1),y) :-
 """
 from __future__ import annotations
 
+import dataclasses
+
 from diffflow.datalog.syntax import ast
-from diffflow.datalog.syntax.intrinsics import CONSTRAINTS, INFIX, PREFIX
+from diffflow.datalog.syntax.intrinsics import CONSTRAINTS, GENERATORS, INFIX, PREFIX
 
 
 def clause_text(clause) -> str:
-    """A clause (head and flat body) as Soufflé prints it (see module doc)."""
-    head = atom_text(clause.head)
-    if not clause.literals:
-        return head + "."
-    return head + " :- \n   " + ",\n   ".join(literal_text(lit) for lit in clause.literals) + "."
+    """A clause (head and flat body) as Soufflé prints it (see module doc), its aliases
+    resolved as Soufflé resolves them before it runs: ``r(y) :- e(x), y = x + 1.`` is
+    ``r((x+1)) :- e(x).``
+
+    >>> from diffflow.datalog.passes import analyse
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> a = analyse(parse(".decl e(x: number, y: number)\\n.decl r(x: number)\\n"
+    ...                   "r(y) :- e(x, _), y = x + 1, x = z, e(z, 3 * x)."))
+    >>> print(clause_text(a.relations["r"].clauses[0]))
+    r((x+1)) :- 
+       e(x,_),
+       e(x,(3*x)).
+    """
+    head, literals = resolve_aliases(clause.head, clause.literals)
+    if not literals:
+        return atom_text(head) + "."
+    return atom_text(head) + " :- \n   " + ",\n   ".join(literal_text(lit)
+                                                        for lit in literals) + "."
+
+
+def resolve_aliases(head, literals) -> tuple:
+    """``(head, literals)`` with Soufflé's alias resolution: analysis' own names for an
+    atom's expressions (``#e1``) put back, then each equality ``v = t`` -- between two
+    variables, or naming a value no positive atom binds by ``t``'s bound variables -- is
+    substituted into the clause and dropped (what is left as ``t = t`` goes)."""
+    mapping: dict = {}
+    for lit in literals:   # analysis' names of expressions in atoms: back in place
+        if _equality(lit) and isinstance(lit.left, ast.Var) and lit.left.name.startswith("#e"):
+            mapping[lit.left.name] = lit.right
+    grounded = {a.name for lit in literals if isinstance(lit, ast.Atom) for a in lit.args
+                if isinstance(a, ast.Var) and a.name not in mapping}
+    pending = [lit for lit in literals if _equality(lit)]
+    while pending:
+        postponed = []
+        for lit in pending:
+            left, right = _substituted(lit.left, mapping), _substituted(lit.right, mapping)
+            if term_text(left) == term_text(right):
+                continue
+            if isinstance(left, ast.Var) and isinstance(right, ast.Var):
+                if left.name not in grounded and right.name in grounded:
+                    mapping[left.name] = right
+                else:
+                    mapping[right.name] = left
+                continue
+            if not isinstance(left, ast.Var):
+                left, right = right, left
+            if not isinstance(left, ast.Var) or left.name in grounded or \
+                    ast.term_aggregates(right) or _is_generator(right) or \
+                    left.name in {v.name for v in ast.term_variables(right)}:
+                continue
+            if all(v.name in grounded for v in ast.term_variables(right)):
+                mapping[left.name] = right
+            else:
+                postponed.append(lit)
+        if len(postponed) == len(pending):
+            break
+        pending = postponed
+    head = _substituted(head, mapping)
+    kept = []
+    for lit in literals:
+        lit = _substituted(lit, mapping)
+        if not (_equality(lit) and term_text(lit.left) == term_text(lit.right)):
+            kept.append(lit)
+    return head, kept
+
+
+def _equality(lit) -> bool:
+    return isinstance(lit, ast.Comparison) and lit.op == "="
+
+
+def _is_generator(term) -> bool:
+    return isinstance(term, ast.Functor) and term.name in GENERATORS
+
+
+def _substituted(node, mapping: dict, depth: int = 0):
+    """``node`` with the variables of ``mapping`` replaced (their values substituted too)."""
+    if isinstance(node, ast.Var):
+        if node.name in mapping and depth < 50:
+            return _substituted(mapping[node.name], mapping, depth + 1)
+        return node
+    if isinstance(node, list):
+        return [_substituted(item, mapping, depth) for item in node]
+    if not isinstance(node, ast.Node) or isinstance(node, ast.AggregateTerm):
+        return node
+    changes = {}
+    for f in dataclasses.fields(node):
+        if f.name in ("line", "column") or not f.init:
+            continue
+        value = getattr(node, f.name)
+        new = _substituted(value, mapping, depth)
+        if new is not value:
+            changes[f.name] = new
+    return dataclasses.replace(node, **changes) if changes else node
 
 
 def atom_text(atom) -> str:
