@@ -131,7 +131,7 @@ def rule_numbers(relation) -> dict:
     """``id(clause) -> n``: Soufflé numbers a relation's facts and rules from 1 in source
     order; a rule with a disjunction takes one number per alternative; an eqrel's closure
     rules come last."""
-    closure = {id(rule) for rule in relation.closure}
+    closure = {id(rule) for rule in getattr(relation, "closure", ())}  # (older pickles)
     items = [((False, f.line, f.column), None) for f in relation.facts]
     items += [((id(c.rule) in closure, c.rule.line, c.rule.column), c)
               for c in relation.clauses]
