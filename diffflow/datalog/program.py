@@ -491,19 +491,19 @@ class Program:
         return explain_absent(self, relation, fact, rule, bindings)
 
     def rules(self) -> dict:
-        """``relation -> {rule number: rule text}``, numbered as in proofs (Soufflé's
-        numbering: a relation's facts and rules from 1 in source order).
+        """``relation -> {rule number: rule text}``, numbered and written as in Soufflé's
+        proofs (a relation's facts and rules from 1 in source order; a body literal a line).
 
         >>> Program(".decl e(x: number)\\ne(1).\\ne(x + 1) :- e(x), x < 5.").rules()
-        {'e': {2: 'e((x + 1)) :- e(x), x < 5.'}}
+        {'e': {2: 'e((x+1)) :- \\n   e(x),\\n   x < 5.'}}
         """
+        from diffflow.datalog.explain.rule_text import clause_text
         from diffflow.datalog.lower.provenance import rule_numbers
-        from diffflow.datalog.syntax.render import render_clause
 
         numbered = {}
         for name, relation in self.relations.items():
             numbers = rule_numbers(relation)
-            numbered[name] = {numbers[id(c)]: render_clause(c) for c in relation.clauses}
+            numbered[name] = {numbers[id(c)]: clause_text(c) for c in relation.clauses}
         return numbered
 
     def _replica(self, provenance: bool = False) -> "Program":

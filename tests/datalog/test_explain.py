@@ -192,8 +192,8 @@ def test_souffle_layout_rule_numbers_constraints_and_negation():
     assert proof["proof"]["rule-number"] == "(R2)"
     assert [c.get("axiom") for c in proof["proof"]["children"]] == [None, "e(2, 5)", "1 != 5"]
     assert [(r["rule-number"], r["rule"]) for r in proof["rules"]] == [
-        ("(R1)", "r(x, y) :- e(x, y), !blocked(y), x < y."),
-        ("(R2)", "r(x, z) :- r(x, y), e(y, z), x != z.")]
+        ("(R1)", "r(x,y) :- \n   e(x,y),\n   !blocked(y),\n   x < y."),
+        ("(R2)", "r(x,z) :- \n   r(x,y),\n   e(y,z),\n   x != z.")]
 
 
 def test_facts_in_the_text_are_rule_one_and_leaves():

@@ -32,6 +32,7 @@ class Relation:
     limit: int | None = None                       # .limitsize
     dominated: list = field(default_factory=list)  # Clauses of its subsumptive rules
     takes_facts: bool = False  # an eqrel written as rules (provenance) that takes facts
+    closure: list = field(default_factory=list)  # and its closure rules (numbered last)
 
     @property
     def shaped(self) -> bool:

@@ -100,8 +100,10 @@ class Analyser(ClauseChecks):
             self.relations[decl.relation] = relation
 
     def closure_rules(self) -> list:
-        """With ``eqrel_as_rules``: each eqrel relation's reflexive, symmetric and
-        transitive rules, placed at its declaration."""
+        """With ``eqrel_as_rules``: each eqrel relation's transitive, symmetric and
+        reflexive rules, placed at its declaration, written and numbered after its own rules
+        as Soufflé writes them (``A(x,z) :- A(x,y), A(y,z).``, ``A(x,y) :- A(y,x).``,
+        ``A(x,x) :- A(x,_).``)."""
         rules = []
         for relation in self.relations.values():
             if not (relation.eqrel and self.eqrel_as_rules):
@@ -116,10 +118,11 @@ class Analyser(ClauseChecks):
                 return ast.Atom(*at, name, [ast.Wildcard(*at) if v == "_" else ast.Var(*at, v)
                                             for v in (a, b)])
 
-            for head, *body in [(atom("a", "a"), atom("a", "_")),
-                                (atom("a", "b"), atom("b", "a")),
-                                (atom("a", "c"), atom("a", "b"), atom("b", "c"))]:
-                rules.append(ast.Rule(*at, head, [ast.Conjunction(*at, body)]))
+            for head, *body in [(atom("x", "z"), atom("x", "y"), atom("y", "z")),
+                                (atom("x", "y"), atom("y", "x")),
+                                (atom("x", "x"), atom("x", "_"))]:
+                relation.closure.append(ast.Rule(*at, head, [ast.Conjunction(*at, body)]))
+            rules += relation.closure
         return rules
 
     def choice_domains(self, decl, names: list) -> list:

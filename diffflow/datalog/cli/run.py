@@ -23,8 +23,9 @@ step ``N`` epoch ``N``) as JSON lines of raw events
 As in Soufflé, the program goes through the C preprocessor when it has ``#``
 directives (``-I DIR`` adds include folders, ``-M 'NAME=VALUE'`` defines
 macros), ``.pragma "fact-dir"``, ``"output-dir"``, ``"jobs"`` and ``"no-warn"``
-stand for ``-F``, ``-D``, ``-j`` and ``-w`` when those are not given, and
-warnings go to stderr as ``file:line:col: warning: ...`` unless ``-w``.
+stand for ``-F``, ``-D``, ``-j`` and ``-w`` when those are not given,
+``.pragma "provenance" "explain"`` for ``-t explain`` (the provenance command loop on stdin
+after the run, :mod:`.shell`), and warnings go to stderr as ``file:line:col: warning: ...`` unless ``-w``.
 
 >>> import argparse
 >>> commands = argparse.ArgumentParser(prog="diffflow").add_subparsers(dest="command")
@@ -121,9 +122,11 @@ def add_commands(commands) -> None:
     run.add_argument("--trace", metavar="FILE",
                      help="record what every worker does (operator steps, messages, waits) as "
                           "JSON lines of raw events in FILE (see diffflow.runtime.tracing)")
-    run.add_argument("-t", "--provenance", choices=["explain"], default=None,
-                     help="after the run, open Soufflé's provenance command loop on stdin "
-                          "(explain, explainnegation, subproof, setdepth, format, output, exit)")
+    run.add_argument("-t", "--provenance", choices=["none", "explain"], default=None,
+                     help="explain: after the run, open Soufflé's provenance command loop on "
+                          "stdin (explain, explainnegation, subproof, query, setdepth, format, "
+                          "output, exit), as .pragma \"provenance\" \"explain\" does; none: "
+                          "no loop, even with the pragma")
     run.set_defaults(handler=run_program)
     plan = commands.add_parser("explain-plan", help="print the compiled plan of a program")
     plan.add_argument("program", help="the .dl file")
@@ -265,13 +268,24 @@ def run_program(args) -> int:
             written = write_states(program, output_dir, after_step=steps[-1][0])
         if written and (args.verbose or sys.stderr.isatty()):  # (scripts get Soufflé's silence)
             report(written_summary(written, output_dir))
-        if args.provenance:
+        if explain_loop(args.provenance, program.pragmas):
             from diffflow.datalog.cli.shell import ExplainShell
 
             ExplainShell(program, interactive=sys.stdin.isatty()).run(sys.stdin)
     finally:
         program.close()
     return 0
+
+
+def explain_loop(option, pragmas: dict) -> bool:
+    """Whether ``run`` opens the provenance command loop: ``-t explain``, or
+    ``.pragma "provenance" "explain"`` when ``-t`` is not given (as in Soufflé, the command
+    line wins: ``-t none`` keeps the pragma's instrumentation without the loop).
+
+    >>> explain_loop(None, {"provenance": "explain"}), explain_loop("none", {"provenance": "explain"})
+    (True, False)
+    """
+    return (option or pragmas.get("provenance")) == "explain"
 
 
 def _steps(folder):

@@ -8,6 +8,9 @@ Commands, one per line (read from stdin, so a script can be piped in):
 * ``explainnegation rel(v1, ...)`` -- why the fact is not derived; the next lines give a rule
   number and then a value for each of the rule's body variables, in the order asked
   (Soufflé's dialogue); an empty rule number picks the automatic mode, every rule at once;
+* ``query rel(v1, x), rel(x, v2), ...`` -- a conjunction of atoms with constants and
+  variables: ``true.``/``false.`` or the variables' bindings, one solution per ``;`` line
+  (:mod:`.shell_query`);
 * ``setdepth N`` (default 4), ``format json|proof``, ``output FILE`` (``output`` alone goes
   back to the screen), ``rule rel N``, ``exit`` / ``quit`` / ``q``.
 
@@ -33,7 +36,7 @@ from __future__ import annotations
 
 import sys
 
-from diffflow.datalog.explain.proof import GroupNode, Leaf, ProofTree
+from diffflow.datalog.explain.proof import GroupNode, Leaf, ProofTree, proof_json
 from diffflow.datalog.syntax import ast
 
 HELP = """Commands:
@@ -42,6 +45,8 @@ HELP = """Commands:
   explainnegation <relation>(...)  why the fact is not derived (asks for a rule and values)
   subproof <relation>(<label>)     print a proof cut off at the depth limit
   rule <relation> <number>         print a rule
+  query <relation>(<v1>, x), ...   the bindings of x, ... that make every atom hold
+                                   (; for the next solution, . to stop)
   output [<file>]                  write proofs to a file (no file: back to the screen)
   format <json|proof>              JSON or proof trees
   exit                             leave (also quit, q)"""
@@ -136,6 +141,15 @@ class ExplainShell:
         absence = self.program.explain_absent(relation, fact, rule=number, bindings=bindings)
         self._print(absence.checks[0])
 
+    def _query(self, rest, lines) -> None:
+        from diffflow.datalog.cli.shell_query import query
+
+        def write(text):   # (answers go to the screen, as Soufflé's do: output is for proofs)
+            self.screen.write(text + "\n")
+            self.screen.flush()
+
+        query(self.program, rest, lines, write)
+
     def _rule(self, rest, lines) -> None:
         parts = rest.split()
         rules = self.program.rules().get(parts[0], {}) if parts else {}
@@ -163,8 +177,7 @@ class ExplainShell:
         if isinstance(tree, ProofTree):
             tree = self._cut(tree, self.depth)
         if self.json:
-            text = tree.to_json(self.program.rules()) if isinstance(tree, ProofTree) \
-                else '{ "proof":\n' + tree._json(1) + "\n}"
+            text = proof_json(tree, self.program.rules())
         else:   # a proof cut at its root is one leaf: its text, as Soufflé prints it
             text = tree.text if isinstance(tree, Leaf) else str(tree)
         self._write(text + "\n")

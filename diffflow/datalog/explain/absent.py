@@ -6,7 +6,8 @@ evaluated literal by literal over the relations as of the last commit, in source
 literal waits until the variables it needs are bound); the first literal that no binding
 survives is the reason, shown with the smallest binding that got that far.  *Chosen*, as in
 Soufflé: ``rule=`` picks one rule and ``bindings=`` gives every body variable a value; each
-literal is then marked ``✓`` (holds) or ``x`` (fails).  Neither needs provenance.
+literal is then marked ``✓`` (holds) or ``x`` (fails), and a negated atom is shown as
+Soufflé shows it, by its relation alone: ``!r()``.  Neither needs provenance.
 
 This is a diagnostic on one fact: it reads the relations a rule mentions (once per call) and
 evaluates in Python, like an interactive query, not on the engine's incremental path.
@@ -23,8 +24,8 @@ edge("a", "d") x
   path("a","d")  
 <BLANKLINE>
 edge("a", "b") ✓ path("b", "d") x 
-------------------------------(R2)
-          path("a","d")           
+--------------------------------(R2)
+           path("a","d")            
 >>> print(p.explain_absent("path", ("a", "d"), rule=2, bindings={"y": "c"}))
 edge("a", "c") x path("c", "d") x 
 ------------------------------(R2)
@@ -132,8 +133,8 @@ class RuleChecker(BodyEvaluator):
         if missing:
             raise ExplainError(f"give a value for every body variable of the rule: missing "
                                f"{', '.join(missing)} (bindings={{...}})")
-        return [(show(lit, binding), HOLDS if self.holds(lit, binding, clause) else FAILS)
-                for lit in _in_proof_order(clause.literals)]
+        return [(_chosen_text(lit, binding), HOLDS if self.holds(lit, binding, clause)
+                 else FAILS) for lit in _in_proof_order(clause.literals)]
 
     def first_failing(self, clause, head) -> list:
         bindings, done = [head], []
@@ -161,6 +162,14 @@ class RuleChecker(BodyEvaluator):
         if failed is None:  # the head's expressions are what fail
             marks.append((f"head {show(clause.head, example)}", FAILS))
         return marks
+
+
+def _chosen_text(lit, binding) -> str:
+    """A literal as Soufflé's ``explainnegation`` shows it: a negated atom by its relation
+    alone, ``!neg()`` (Soufflé keeps no arguments of negations for it)."""
+    if isinstance(lit, ast.Negation):
+        return f"!{lit.atom.relation}()"
+    return show(lit, binding)
 
 
 def _in_proof_order(literals) -> list:

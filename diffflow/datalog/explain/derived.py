@@ -42,6 +42,7 @@ from diffflow.datalog.explain.witness import (Evaluator, Unsupported, group_rows
 from diffflow.datalog.lower.provenance import HEIGHTS
 from diffflow.datalog.lower.rows import check_python_rows
 from diffflow.datalog.syntax import ast
+from diffflow.datalog.syntax.intrinsics import CONSTRAINTS
 
 # -- explanations ---------------------------------------------------------------------------
 
@@ -274,7 +275,7 @@ class ProofSearch:
             raise AssertionError(f"no witness for {node.text} of height {node.height}")
         node.rule = witness.rule
         values = dict(zip(witness.variables, rows[0]))
-        return self._children(node, witness.body, witness.groups, values)
+        return self._children(node, witness.body, witness.groups, values, witness.types)
 
     def _members(self, group, key):
         """Fill a group node: every member for count and sum, the smallest winner for min
@@ -286,7 +287,7 @@ class ProofSearch:
         wanted = []
         for row in rows:
             wanted += self._children(node, group.body, group.groups,
-                                     dict(zip(group.variables, row)))
+                                     dict(zip(group.variables, row)), group.types)
         seen, children = set(), []
         for child in node.children:  # members share facts and constraints: list each once
             mark = child if isinstance(child, tuple) else child.text
@@ -296,11 +297,13 @@ class ProofSearch:
         node.children = children
         return wanted
 
-    def _children(self, node, literals, groups, values):
+    def _children(self, node, literals, groups, values, types):
         """Append a body instance's children to ``node`` -- atoms, negations and aggregates
         in body order, then the constraints, as Soufflé lists them; return the items to
         explain."""
         wanted, constraints = [], []
+        grounded = {a.name for lit in literals if isinstance(lit, ast.Atom)
+                    for a in lit.args if isinstance(a, ast.Var)}
         for lit in literals:
             if isinstance(lit, ast.Atom):
                 rel, args = lit.relation, lit.args
@@ -326,8 +329,9 @@ class ProofSearch:
                                       if isinstance(a, ast.Atom)])
                     node.children.append(key)
                     wanted.append(key)
-                if not _synthetic(lit):
-                    constraints.append(Leaf(show(lit, values)))
+                if not _synthetic(lit) and not _alias(lit, grounded):
+                    constraints.append(Leaf(constraint_text(self.program, lit, values,
+                                                            types)))
         node.children.extend(constraints)
         return wanted
 
@@ -380,6 +384,52 @@ def _arg(arg, values):
     if isinstance(arg, ast.Var):
         return values[arg.name]
     return arg.value
+
+
+def _alias(lit, grounded: set) -> bool:
+    """Whether Soufflé folds the equality away before it runs (its alias resolution): ``x =
+    y`` between two variables, or ``x = term`` naming a value no positive atom binds
+    (``x = y + 1``: ``x`` becomes ``y + 1`` wherever it is used)."""
+    if lit.op != "=" or ast.term_aggregates(lit.left, lit.right):
+        return False
+    left, right = lit.left, lit.right
+    if isinstance(left, ast.Var) and isinstance(right, ast.Var):
+        return True
+    for var, other in ((left, right), (right, left)):
+        if isinstance(var, ast.Var) and var.name not in grounded and \
+                var.name not in {v.name for v in ast.term_variables(other)}:
+            return True
+    return False
+
+
+def constraint_text(program, lit, values: dict, types: dict) -> str:
+    """A constraint as Soufflé's proofs show it: the values of its two sides, ``2 = 2`` for
+    ``x + 1 = y``; ``match("a.*", "ab")`` for the string constraints.
+
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> (rule,) = parse("r(y) :- e(x), e(y), x + 1 = y, !match(p, s).").rules
+    >>> _, _, plus, match = rule.body[0].literals
+    >>> constraint_text(None, plus, {"x": 1, "y": 2}, {})
+    '2 = 2'
+    >>> print(constraint_text(None, match, {"p": "a.*", "s": "b"}, {}))
+    not_match("a.*", "b")
+    """
+    from types import SimpleNamespace
+
+    from diffflow.datalog.explain.evaluate import NONE, BodyEvaluator
+
+    scope = SimpleNamespace(term_types=types)
+    try:
+        sides = [BodyEvaluator(program).term(side, values, scope)
+                 for side in (lit.left, lit.right)]
+    except (KeyError, TypeError, ValueError, ArithmeticError):
+        return show(lit, values)
+    if any(side is NONE for side in sides):
+        return show(lit, values)
+    if lit.op.lstrip("!") in CONSTRAINTS:
+        name = "not_" + lit.op[1:] if lit.op.startswith("!") else lit.op
+        return f'{name}("{sides[0]}", "{sides[1]}")'
+    return f"{format_value(sides[0])} {lit.op} {format_value(sides[1])}"
 
 
 def _synthetic(lit) -> bool:

@@ -31,18 +31,21 @@ def format_fact(relation: str, fact: tuple) -> str:
     """A fact as Soufflé prints it in proofs.
 
     >>> format_fact("edge", ("a", 1, 2.5))
-    'edge("a", 1, 2.5)'
+    'edge("a", 1, 2.500000)'
     """
     return f"{relation}({', '.join(format_value(v) for v in fact)})"
 
 
 def format_value(v) -> str:
-    """A value as Soufflé prints it: symbols quoted.
+    """A value as Soufflé prints it in proofs: symbols quoted (as they are), floats with six
+    decimals.
 
-    >>> format_value("a"), format_value(3)
-    ('"a"', '3')
+    >>> format_value("a"), format_value(3), format_value(1.1)
+    ('"a"', '3', '1.100000')
     """
-    return json.dumps(v) if isinstance(v, str) else repr(v)
+    if isinstance(v, str):
+        return f'"{v}"'
+    return "%f" % v if isinstance(v, float) else repr(v)
 
 
 @dataclass
@@ -57,7 +60,7 @@ class Leaf:
         return _Box([self.text])
 
     def _json(self, depth: int) -> str:
-        return "\t" * depth + '{ "axiom": ' + json.dumps(self.text) + "}"
+        return "\t" * depth + '{ "axiom": ' + _quoted(self.text) + "}"
 
     def size(self) -> int:
         return 1
@@ -78,25 +81,26 @@ class _Inner:
     def _layout(self) -> _Box:
         if self.label is None:
             return _Box([self.text])
+        # widths in UTF-8 bytes, as Soufflé measures them: a ✓ takes three columns
         boxes = [child._layout() for child in self.children]
-        width = max(sum(b.width + 1 for b in boxes), len(self.text))
+        width = max(sum(b.width + 1 for b in boxes), _width(self.text))
         above = max((len(b.lines) for b in boxes), default=0)
         rows = [""] * above
         for b in boxes:  # children side by side, bottoms aligned, one space after each
             padded = [" " * b.width] * (above - len(b.lines)) + b.lines
-            rows = [r + line + " " for r, line in zip(rows, padded)]
-        rows = [r.ljust(width) for r in rows]
+            rows = [r + _pad(line, b.width) + " " for r, line in zip(rows, padded)]
+        rows = [_pad(r, width) for r in rows]
         bar = "-" * (width - len(self.label)) + self.label
-        left = (width - len(self.text)) // 2
-        head = (" " * left + self.text).ljust(width)
+        left = (width - _width(self.text)) // 2
+        head = _pad(" " * left + self.text, width)
         return _Box(rows + [bar, head])
 
     def _json(self, depth: int) -> str:
         tab = "\t" * depth
         if self.label is None:
-            return tab + '{ "axiom": ' + json.dumps(self.text) + "}"
+            return tab + '{ "axiom": ' + _quoted(self.text) + "}"
         children = ",\n".join(child._json(depth + 1) for child in self.children)
-        return (f'{tab}{{ "premises": {json.dumps(self.text)},\n'
+        return (f'{tab}{{ "premises": {_quoted(self.text)},\n'
                 f'{tab}  "rule-number": "{self.label}",\n'
                 f'{tab}  "children": [\n{children}{tab}]\n{tab}}}')
 
@@ -127,14 +131,8 @@ class ProofTree(_Inner):
 
     def to_json(self, rules: dict | None = None) -> str:
         """Soufflé's JSON proof (``format json``); ``rules`` (relation -> {number: text}, a
-        program's ``rules``) adds the rules the proof uses."""
-        text = '{ "proof":\n' + self._json(1)
-        if rules:
-            used = sorted({(n.relation, n.rule) for n in self.nodes() if n.rule is not None})
-            listed = ",\n".join(f'\t{{ "rule-number": "(R{n})", '
-                                f'"rule": {json.dumps(rules[rel][n])}}}' for rel, n in used)
-            text += ',"rules": [\n' + listed + "\n]"
-        return text + "\n}"
+        program's ``rules``) adds every rule of the program, as Soufflé does."""
+        return proof_json(self, rules)
 
     def nodes(self):
         """Every fact node of the tree (group members included), each shared subproof once."""
@@ -170,7 +168,41 @@ class _Box:
 
     @property
     def width(self) -> int:
-        return max(len(line) for line in self.lines)
+        return max(_width(line) for line in self.lines)
+
+
+def proof_json(node, rules: dict | None = None) -> str:
+    """Soufflé's JSON of a proof (a :class:`ProofTree`, a :class:`Leaf`, a rule's verdict
+    on an absent fact), with every rule of ``rules`` (relation -> {number: text}).
+
+    >>> print(proof_json(Leaf("subproof r(0)"), {"r": {1: "r(x) :- \\n   e(x)."}}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    { "proof":
+        { "axiom": "subproof r(0)"},"rules": [
+        { "rule-number": "(R1)", "rule": "r(x) :- \\n   e(x)."}
+    ]
+    }
+    """
+    text = '{ "proof":\n' + node._json(1)
+    if rules is not None:
+        listed = ",\n".join(f'\t{{ "rule-number": "(R{n})", "rule": {_quoted(rules[rel][n])}}}'
+                            for rel in sorted(rules) for n in sorted(rules[rel]))
+        text += ',"rules": [\n' + listed + "\n]"
+    return text + "\n}"
+
+
+def _quoted(text: str) -> str:
+    """A JSON string, UTF-8 as Soufflé writes it."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _width(text: str) -> int:
+    """Columns as Soufflé counts them: UTF-8 bytes."""
+    return len(text.encode("utf-8"))
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * (width - _width(text))
 
 
 def show(node, values) -> str:

@@ -129,9 +129,12 @@ def compile_provenance(analysed, partitions: int = 1, outputs=None, max_rounds=N
 
 def rule_numbers(relation) -> dict:
     """``id(clause) -> n``: Soufflé numbers a relation's facts and rules from 1 in source
-    order; a rule with a disjunction takes one number per alternative."""
-    items = [((f.line, f.column), None) for f in relation.facts]
-    items += [((c.rule.line, c.rule.column), c) for c in relation.clauses]
+    order; a rule with a disjunction takes one number per alternative; an eqrel's closure
+    rules come last."""
+    closure = {id(rule) for rule in getattr(relation, "closure", ())}  # (older pickles)
+    items = [((False, f.line, f.column), None) for f in relation.facts]
+    items += [((id(c.rule) in closure, c.rule.line, c.rule.column), c)
+              for c in relation.clauses]
     items.sort(key=lambda item: item[0])
     return {id(c): n for n, (_, c) in enumerate(items, 1) if c is not None}
 
