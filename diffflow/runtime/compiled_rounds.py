@@ -111,6 +111,7 @@ class CompiledRounds:
         if taken is None:
             return False
         epoch, work, n_work, schedule, n_schedule, first_round, traces, keep = taken
+        started = n_work + n_schedule  # (rows of work the rounds start from, for a trace)
         addresses = [(b.rows.ctypes.data, b.times.ctypes.data, b.diffs.ctypes.data, len(b))
                      for b in keep]
         batch_rows = np.array([a[0] for a in addresses], np.int64)
@@ -131,7 +132,6 @@ class CompiledRounds:
             negative = result
         self.runs += 1
         self.rounds += last - first_round + 1
-        started = int(n_work + n_schedule) if log is not None else 0  # (before hand-back)
         _hand_back(program, engines, routing, epoch, reason == C.SETTLED, last, work[:n_work],
                    schedule[:n_schedule], over[:n_over], exits[:n_exits], negative)
         if log is not None:
