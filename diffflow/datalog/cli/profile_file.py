@@ -15,7 +15,8 @@ One JSON object, version :data:`VERSION`::
 
 ``steps``: the initial run is step 0, ``--updates`` steps keep their folder numbers;
 ``wall_ns`` is the commit's wall-clock time, ``sizes`` the facts of every observed
-relation (``.output``, ``.printsize``) after it.  ``stratum``: the recursive stratum (a
+relation (``.output``, ``.printsize``) after it, counted after the last step only (``{}``
+before: counting costs a pass over each relation).  ``stratum``: the recursive stratum (a
 loop) a rule or relation is computed in, ``null`` outside loops.  An ``activity`` row sums
 one rule's (``kind`` ``"rule"``, ``key`` its id), one relation's own operators'
 (``"relation"``, its name) or one other operator's (``"other"``, its name) steps in one

@@ -25,7 +25,7 @@ layout is :mod:`.profile_file`'s.
 >>> p = dd.Program(".decl e(x: number, y: number)\\n.decl p(x: number, y: number)\\n"
 ...                "p(x, y) :- e(x, y).\\np(x, z) :- p(x, y), e(y, z).", filename="tc.dl",
 ...                trace=rec.sink())
->>> _ = p.insert("e", [(1, 2), (2, 3), (3, 4)]); rec.attach(p); p.commit(); rec.step_done(p, 0, 1000)
+>>> _ = p.insert("e", [(1, 2), (2, 3), (3, 4)]); rec.attach(p); p.commit(); rec.step_done(0, 1000)
 >>> data = rec.profile()
 >>> [(r["id"], r["location"], r["relation"]) for r in data["rules"]]
 [(1, 'tc.dl:3', 'p'), (2, 'tc.dl:4', 'p')]
@@ -108,7 +108,7 @@ class ProfileRecorder:
 
     ``program`` names the profiled file; :meth:`sink` is the program's ``trace=``,
     :meth:`attach` the program once compiled, :meth:`step_done` after each commit,
-    :meth:`profile` the result (a JSON-ready dict).
+    :meth:`note_sizes` now and then, :meth:`profile` the result (a JSON-ready dict).
     """
 
     def __init__(self, program: str, partitions: int | None = None):
@@ -175,16 +175,22 @@ class ProfileRecorder:
                                    int(events.t[b] - events.t[a]), int(events.n[b]),
                                    int(events.out[b])])
 
-    def step_done(self, program, step: int, wall_ns: int) -> None:
-        """Update step ``step`` (0: the initial run) took ``wall_ns``; note the sizes of the
-        relations the program observes."""
+    def step_done(self, step: int, wall_ns: int) -> None:
+        """Update step ``step`` (0: the initial run) took ``wall_ns``."""
+        self.steps.append({"step": step, "wall_ns": int(wall_ns), "sizes": {}})
+
+    def note_sizes(self, program) -> None:
+        """The sizes of the relations the program observes (``.output``, ``.printsize``),
+        after the last step done.  Counting costs about a pass over each relation, so
+        ``diffflow run`` notes them after the last step only."""
         sizes = {}
         for name in program.relations:
             try:
                 sizes[name] = program.size(name)
             except (KeyError, ValueError):
-                continue  # (not observed: no .output or .printsize)
-        self.steps.append({"step": step, "wall_ns": int(wall_ns), "sizes": sizes})
+                continue  # (not observed)
+        if self.steps:
+            self.steps[-1]["sizes"] = sizes
 
     def profile(self) -> dict:
         """The profile as a JSON-ready dict (:func:`.profile_file.new_profile`'s layout)."""

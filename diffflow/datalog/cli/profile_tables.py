@@ -217,7 +217,8 @@ def relation_tables(profile: dict, name: str) -> list:
                     [[r["location"], r.get("stratum") or "-",
                       _count(sums.tuples["relation", name]),
                       duration(sums.time["relation", name])]], align="llrr"),
-              Table("Size after each step", ["step", "tuples", "step wall time"], steps),
+              Table("Size after each step", ["step", "tuples", "step wall time"], steps,
+                    note="tuples are counted after the last step only"),
               Table("Its own operators per step and round (new: facts added or removed)",
                     ["step", "round", "time", "new", "rows in", "calls"],
                     _round_rows(sums, "relation", name))]

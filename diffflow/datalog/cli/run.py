@@ -256,7 +256,7 @@ def run_program(args) -> int:
         program.commit()
         report.timed("computed the program", time.perf_counter() - started)
         if profiler is not None:
-            profiler.step_done(program, 0, (time.perf_counter() - started) * 1e9)
+            profiler.step_done(0, (time.perf_counter() - started) * 1e9)
         if output_dir != "-":
             os.makedirs(output_dir, exist_ok=True)
         written = write_states(program, output_dir)
@@ -271,7 +271,7 @@ def run_program(args) -> int:
             report.timed(f"step {number}: {applied:,} fact changes applied and propagated",
                          time.perf_counter() - started)
             if profiler is not None:
-                profiler.step_done(program, number, (time.perf_counter() - started) * 1e9)
+                profiler.step_done(number, (time.perf_counter() - started) * 1e9)
             write_changes(program, output_dir, number)
             _print_sizes(program)
         if steps:  # the outputs' final state replaces their initial one
@@ -281,6 +281,7 @@ def run_program(args) -> int:
         if profiler is not None:
             from diffflow.datalog.cli.profile_file import write_profile
 
+            profiler.note_sizes(program)  # (after the last step: counting costs a pass)
             write_profile(args.profile, profiler.profile())
             if args.verbose or sys.stderr.isatty():
                 report(f"wrote the profile {args.profile}; show it with "
