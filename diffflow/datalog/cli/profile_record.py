@@ -57,7 +57,7 @@ class _Nodes:
         self.key = np.zeros(n, np.int64)        # rule id, relation number or other number
         self.head = np.zeros(n, bool)           # a rule's node feeding its relation
         self.distinct = np.zeros(n, bool)       # a relation's distinct
-        self.stratum = {}                       # loop variable node -> stratum name
+        self.stratum = {}                       # node in a loop -> its stratum's name
         consumers = [[] for _ in range(n)]
         for node in graph.nodes:
             for i in node.inputs:
@@ -65,6 +65,8 @@ class _Nodes:
         for node in graph.nodes:
             origin = node.origin
             stratum = _stratum(node.scope)
+            if stratum is not None:
+                self.stratum[node.id] = stratum
             parsed = parse_name(node.name) if origin is not None else None
             if origin is None or parsed is None:
                 self.key[node.id] = others.setdefault(node.name, len(others))
@@ -90,8 +92,6 @@ class _Nodes:
                 self.key[node.id] = relation_index.setdefault(origin.relation,
                                                               len(relation_index))
                 self.distinct[node.id] = parsed[2] == "distinct"
-                if parsed[2] == "loop variable" and stratum is not None:
-                    self.stratum.setdefault(node.id, stratum)
 
 
 def _stratum(scope):

@@ -98,7 +98,13 @@ def show_profile(args) -> int:
 
 
 def print_tables(tables, out) -> None:
-    """The tables drawn by ``rich`` at a terminal, else as plain text columns."""
+    """The tables drawn by ``rich`` at a terminal, else as plain text columns.
+
+    >>> import io
+    >>> from diffflow.datalog.cli.profile_tables import Table
+    >>> out = io.StringIO(); print_tables([Table("T", ["a"], [["1"]])], out); out.getvalue()
+    'T\\na\\n1\\n\\n'
+    """
     if getattr(out, "isatty", lambda: False)():
         from rich.console import Console
         from rich.table import Table as RichTable

@@ -182,7 +182,14 @@ def _round_rows(sums, kind, key) -> list:
 
 def rule_tables(profile: dict, number: int) -> list:
     """One rule's detail: its text and place, then per step and round (souffleprof's
-    ``rul``); a ``ValueError`` when the profile has no rule ``number``."""
+    ``rul``); a ``ValueError`` when the profile has no rule ``number``.
+
+    >>> from diffflow.datalog.cli.profile_file import new_profile
+    >>> p = new_profile("a.dl", 1, [], [{"id": 1, "location": "a.dl:3", "text": "r(x) :- r(x).",
+    ...     "relation": "r", "stratum": "r"}], [], [[0, "rule", 1, 2, 5000, 4, 4, 1]], [])
+    >>> rule_tables(p, 1)[1].rows
+    [['0', '2', '5.00 µs', '4', '4', '1']]
+    """
     rules = {r["id"]: r for r in profile["rules"]}
     if number not in rules:
         raise ValueError(f"the profile has no rule R{number}; its rules are R1 to "
@@ -204,7 +211,18 @@ def rule_tables(profile: dict, number: int) -> list:
 
 def relation_tables(profile: dict, name: str) -> list:
     """One relation's detail: sizes per step, its own operators and rules per round
-    (souffleprof's ``rel``); a ``ValueError`` for a relation the profile does not have."""
+    (souffleprof's ``rel``); a ``ValueError`` for a relation the profile does not have.
+
+    >>> from diffflow.datalog.cli.profile_file import new_profile
+    >>> p = new_profile("a.dl", 1, [{"step": 0, "wall_ns": 9, "sizes": {"r": 2}}], [],
+    ...                 [{"name": "r", "location": "a.dl:2", "stratum": None}], [], [])
+    >>> relation_tables(p, "r")[1].rows
+    [['0', '2', '9 ns']]
+    >>> relation_tables(p, "s")
+    Traceback (most recent call last):
+    ...
+    ValueError: the profile has no relation 's'; it has r
+    """
     relations = {r["name"]: r for r in profile["relations"]}
     if name not in relations:
         raise ValueError(f"the profile has no relation {name!r}; it has "
