@@ -114,9 +114,11 @@ def summary_tables(profile: dict, top: int = 20) -> list:
     top_rules = Table(f"Rules by time ({shown})",
                       ["#", "time", "%", "tuples", "rounds", "file:line", "rule"], rows,
                       align="rrrrrll",
-                      note="tuples: rows a rule derived (before duplicates are removed); rounds: "
-                           "rounds of its recursive stratum it worked in; `diffflow profile "
-                           "FILE --rule N` for one rule")
+                      note="tuples: rows a rule emitted towards its relation (derivations "
+                           "before duplicates are removed, and retractions where a negation, "
+                           "an aggregate or an update revises them); rounds: rounds of its "
+                           "recursive stratum it worked in; `diffflow profile FILE --rule N` "
+                           "for one rule")
     sizes = steps[-1]["sizes"] if steps else {}
     rule_time = defaultdict(int)
     for r in profile["rules"]:
