@@ -29,7 +29,7 @@ layout is :mod:`.profile_file`'s.
 >>> data = rec.profile()
 >>> [(r["id"], r["location"], r["relation"]) for r in data["rules"]]
 [(1, 'tc.dl:3', 'p'), (2, 'tc.dl:4', 'p')]
->>> sum(row[5] for row in data["activity"]["rows"] if row[1] == "rule" and row[2] == 2)
+>>> sum(row[5] for row in data["activity"]["rows"] if row[1] == "rule" and row[2] == 1)
 3
 """
 from __future__ import annotations
