@@ -6,6 +6,7 @@ their facts, and analyse execution traces.
     diffflow explain-plan prog.dl                   # strata, join orders, shared indexes
     diffflow query prog.dl -F facts 'path(1, y)'    # point queries, computed on demand
     diffflow explain prog.dl -F facts 'path(1, 4)'  # why a fact is derived
+    diffflow profile prof.json                      # time per rule (run --profile prof.json)
     diffflow pag cp TRACE                           # what was critical in an execution
     diffflow spark-pack                             # diffflow for Spark executors, packed
     diffflow bench graphs --graph wiki-Vote         # graph algorithms, from scratch and updated

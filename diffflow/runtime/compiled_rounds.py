@@ -24,8 +24,9 @@ The switch ``DIFFFLOW_COMPILED_ROUNDS``: ``0`` keeps every loop on the general p
 otherwise load (tests), anything else (the default) runs them for deltas of at most
 :data:`LIMIT` rows once the kernels are loaded (a run that has swept
 :data:`LOAD_AFTER_SWEEPS` times loads them).  The local runtime runs them at every number
-of partitions (one kernel reads every partition's traces, :func:`_take_state`), unless the
-run is traced or a rescaling is under way; the cluster runtimes keep the general path (a
+of partitions (one kernel reads every partition's traces, :func:`_take_state`), unless a
+rescaling is under way or the run is traced (unless its sink asks for compiled rounds: each
+run is then logged as one ``Processing`` span, :mod:`diffflow.runtime.tracing`); the cluster runtimes keep the general path (a
 round there costs a progress barrier across workers, which compiling cannot remove: see
 ``docs/ARCHITECTURE.md``).
 """
@@ -77,6 +78,8 @@ class CompiledRounds:
     def __init__(self, graph, symbols, fused=None):
         self.programs = [program for _, program, _ in loop_paths(graph, symbols, fused)
                          if program is not None]
+        # the node a traced run of each loop's rounds is logged on: its (first) variable
+        self.marks = [_variable(graph, program.node_ids) for program in self.programs]
         self.runs = 0     # runs of compiled rounds so far (tests read it)
         self.rounds = 0   # rounds they ran
 
@@ -90,20 +93,25 @@ class CompiledRounds:
                 return False  # (a first small query does not load the kernels for this)
             columnar.load_kernels()  # a long loop: loading pays for itself within its rounds
         engines = [runtime.engines[p] for p in range(runtime.parts)]
-        if any(e.log is not None or e.rescale_running or e.rescale_plan is not None
-               for e in engines):
+        if any(e.rescale_running or e.rescale_plan is not None for e in engines):
             return False
+        log = engines[0].log
+        if log is not None and not getattr(runtime.trace, "compiled_rounds", False):
+            return False  # (a trace logs every step unless its sink asks for compiled rounds)
         ran = False
-        for program in self.programs:
+        for program, mark in zip(self.programs, self.marks):
             ran |= self._run_loop(program, engines, runtime.routing, runtime.frontiers,
-                                  LIMIT if how == "on" else 1 << 40)
+                                  LIMIT if how == "on" else 1 << 40, log, mark)
         return ran
 
-    def _run_loop(self, program, engines, routing, frontiers, limit) -> bool:
+    def _run_loop(self, program, engines, routing, frontiers, limit, log=None,
+                  mark=-1) -> bool:
+        t0 = None if log is None else log.now()
         taken = _take_state(program, engines, frontiers, limit)
         if taken is None:
             return False
         epoch, work, n_work, schedule, n_schedule, first_round, traces, keep = taken
+        started = n_work + n_schedule  # (rows of work the rounds start from, for a trace)
         addresses = [(b.rows.ctypes.data, b.times.ctypes.data, b.diffs.ctypes.data, len(b))
                      for b in keep]
         batch_rows = np.array([a[0] for a in addresses], np.int64)
@@ -126,7 +134,20 @@ class CompiledRounds:
         self.rounds += last - first_round + 1
         _hand_back(program, engines, routing, epoch, reason == C.SETTLED, last, work[:n_work],
                    schedule[:n_schedule], over[:n_over], exits[:n_exits], negative)
+        if log is not None:
+            log.compiled(mark, t0, first_round, last, started,
+                         int((over[:n_over, 2] != 0).sum()))
         return True
+
+
+def _variable(graph, node_ids) -> int:
+    """The loop's first variable among its nodes (else its first node): what names the loop
+    in a trace (``relation path [loop variable]`` in a Datalog program)."""
+    for nid in node_ids:
+        node = graph.nodes[nid]
+        if node.kind == "concat" and node.label.startswith("variable of"):
+            return int(nid)
+    return int(node_ids[0])
 
 
 def _take_state(program, engines, frontiers, limit):

@@ -23,6 +23,12 @@ field       required  meaning
 ``peer``    no        the other worker of a message (absent on a broadcast send)
 ``n``       no        record count (rows an operator step consumed, rows in a message)
 ``out``     no        rows an operator step emitted
+``r``       no        round of an outermost loop: on a step inside a loop, the
+                      latest round of the rows it emitted (else consumed); on a
+                      compiled loop's ``Processing`` span (``Dataflow(trace=...)``
+                      with compiled rounds, :mod:`diffflow.runtime.tracing`), the
+                      first round it ran on ``Start``, the last it completed on
+                      ``End``
 ==========  ========  ===========================================================
 
 :func:`read_events` loads a trace into :class:`Events`, numpy columns with
@@ -58,7 +64,7 @@ KIND = {name: code for code, name in enumerate(KINDS)}
 START, END, SENT, RECEIVED = range(4)
 MESSAGES = (ACTIVITY["ControlMessage"], ACTIVITY["DataMessage"])
 
-_OPTIONAL = ("e", "seq", "op", "ch", "corr", "peer", "n", "out")
+_OPTIONAL = ("e", "seq", "op", "ch", "corr", "peer", "n", "out", "r")
 
 
 class TraceError(DiffflowError, ValueError):
@@ -89,9 +95,14 @@ class Events:
     peer: np.ndarray
     n: np.ndarray
     out: np.ndarray
+    r: np.ndarray = None   # (tables built before rounds were logged: all -1)
     names: dict = field(default_factory=dict)
 
-    COLUMNS = ("w", "e", "seq", "t", "act", "kind", "op", "ch", "corr", "peer", "n", "out")
+    COLUMNS = ("w", "e", "seq", "t", "act", "kind", "op", "ch", "corr", "peer", "n", "out", "r")
+
+    def __post_init__(self):
+        if self.r is None:
+            self.r = np.full(len(self.t), -1, np.int64)
 
     def __len__(self) -> int:
         return len(self.t)
@@ -107,7 +118,7 @@ class Events:
 
     @classmethod
     def from_rows(cls, rows, names=None) -> "Events":
-        """Events from tuples ``(w, e, t, kind, act[, op, ch, corr, peer, n, out])``; ``seq`` = row order per worker.
+        """Events from tuples ``(w, e, t, kind, act[, op, ch, corr, peer, n, out, r])``; ``seq`` = row order per worker.
 
         >>> Events.from_rows([(1, 2, 7, "Sent", "DataMessage", -1, 3, 9, 0, 100)]).corr.tolist()
         [9]
@@ -115,8 +126,9 @@ class Events:
         cols = {c: [] for c in cls.COLUMNS if c != "seq"}
         for row in rows:
             w, e, t, kind, act, *rest = row
-            rest = list(rest) + [-1] * (6 - len(rest))
-            for name, value in zip(("w", "e", "t", "kind", "act", "op", "ch", "corr", "peer", "n", "out"),
+            rest = list(rest) + [-1] * (7 - len(rest))
+            for name, value in zip(("w", "e", "t", "kind", "act", "op", "ch", "corr", "peer", "n", "out",
+                                    "r"),
                                    (w, e, t, KIND[kind], ACTIVITY[act], *rest)):
                 cols[name].append(value)
         arrays = {c: np.asarray(v, np.int64).reshape(-1) for c, v in cols.items()}

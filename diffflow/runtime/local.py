@@ -89,11 +89,19 @@ class LocalRuntime(Runtime):
                               lambda nids: [engine.dropped(nids) for engine in engines],
                               self.graph.nodes)
         if logs is not None:
-            from diffflow.runtime.trace_sink import operator_names
-            self.trace.emit([log.take_block() for log in logs.values()],
-                            operator_names(self.graph))
+            self.trace.emit([log.take_block() for log in logs.values()], self._names())
         if overflow:
             raise loop_overflow_error(overflow, self.graph.scopes)
+
+    def _names(self) -> dict:
+        """The nodes' names in a trace, computed again only when the graph grew (every
+        run of a traced dataflow names its steps: naming every node costs ~1 µs each)."""
+        from diffflow.runtime.trace_sink import operator_names
+
+        cached = getattr(self, "_trace_names", None)
+        if cached is None or cached[0] != len(self.graph.nodes):
+            cached = self._trace_names = (len(self.graph.nodes), operator_names(self.graph))
+        return cached[1]
 
     def _compiled_rounds(self) -> bool:
         """Run small deltas' loop rounds compiled (:mod:`.compiled_rounds`); whether any ran."""

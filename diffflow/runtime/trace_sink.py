@@ -29,13 +29,16 @@ import numpy as np
 from diffflow.runtime.events import ACTIVITIES, KINDS, START, Events
 from diffflow.runtime.tracing import clock_reference, events_of_block
 
-_OPTIONAL = ("e", "seq", "op", "ch", "corr", "peer", "n", "out")
+_OPTIONAL = ("e", "seq", "op", "ch", "corr", "peer", "n", "out", "r")
 
 
 class TraceSink:
     """The destination of a dataflow's trace: a file path (JSON lines) or ``callable(events)``.
 
     ``origin`` is the ``perf_counter_ns()`` every worker's ``t`` counts from.
+    ``compiled_rounds``: whether the local runtime may run loops' small deltas in
+    compiled rounds while tracing (each run then one ``Processing`` span,
+    :mod:`diffflow.runtime.tracing`); off, every step of every loop is logged.
 
     >>> from diffflow.runtime.tracing import BARRIER, WorkerLog
     >>> got, a, b = [], WorkerLog(0), WorkerLog(1); b.span(BARRIER, 3, 4); a.span(BARRIER, 1, 5)
@@ -44,7 +47,8 @@ class TraceSink:
     ([0, 1, 1, 0], [1, 3, 4, 5])
     """
 
-    def __init__(self, target, option: str = "trace="):
+    def __init__(self, target, option: str = "trace=", compiled_rounds: bool = False):
+        self.compiled_rounds = compiled_rounds
         self.callback = None
         self.path = None
         if callable(target):
@@ -147,7 +151,7 @@ def format_events(events: Events) -> str:
     '{"t": 7, "w": 2, "kind": "Sent", "act": "ControlMessage", "e": 1, "seq": 0, "corr": 0, "peer": 1}\\n'
     """
     return _format_block(np.stack([getattr(events, c) for c in Events.COLUMNS], 1)
-                         if len(events) else np.zeros((0, 12), np.int64), events.names)
+                         if len(events) else np.zeros((0, len(Events.COLUMNS)), np.int64), events.names)
 
 
 # columns of Events.COLUMNS: the optional fields in the order they are written, kind, act, op

@@ -60,7 +60,19 @@ Conventions (a PAG construction relies on exactly these)
   and ``out`` = rows in the chunks it emitted.  Steps that consumed and
   emitted nothing are not logged (a sweep visits every node whose frontier
   moved; most such visits do nothing).  Steps never nest and contain no other
-  event.
+  event.  A step inside a loop carries its round ``r`` on both lines: the
+  latest round of an outermost loop among the rows it emitted, else among
+  those it consumed (a step outside every loop has no ``r``).
+* Compiled rounds (local runtime, :mod:`diffflow.runtime.compiled_rounds`): a
+  traced run keeps every loop on the general path, so that every step is
+  logged, unless its sink asks for compiled rounds
+  (``TraceSink(target, compiled_rounds=True)``, what ``diffflow run --profile``
+  uses).  Then each run of a loop's rounds in the kernel is one
+  ``Start``/``End`` pair with ``act="Processing"`` on worker 0, ``op`` = the
+  loop's variable node, ``r`` = the first round it ran (``Start``) and the last
+  it completed (``End``), ``n`` = rows of work it started with, ``out`` =
+  updates it added to the loop's traces.  No operator step is logged inside
+  it: the kernel runs every operator of the loop, a row at a time.
 * Data: the rows one step (local runtime) or one sweep (partition workers)
   routes from partition ``p`` to partition ``q`` for one consuming node are
   one message: ``Sent`` on ``p`` (``peer = q``), ``Received`` on ``q``
@@ -113,14 +125,32 @@ WAITING = ACTIVITY["Waiting"]
 DATA = ACTIVITY["DataMessage"]
 CONTROL = ACTIVITY["ControlMessage"]
 BARRIER = ACTIVITY["BarrierProcessing"]
+PROCESSING = ACTIVITY["Processing"]
+
+
+def latest_round(chunks) -> int:
+    """The latest outermost-loop round among the times of ``chunks`` (``-1``: none is in a
+    loop): a time inside a loop is ``(epoch, round, ...)``.
+
+    >>> from diffflow.arrangements.updates import Updates
+    >>> u = Updates(np.zeros((2, 1), np.int64), np.array([[0, 3], [0, 1]]), np.ones(2, np.int64))
+    >>> latest_round([u]), latest_round([])
+    (3, -1)
+    """
+    r = -1
+    for chunk in chunks:
+        times = getattr(chunk, "times", None)
+        if times is not None and times.ndim == 2 and times.shape[1] > 1 and len(times):
+            r = max(r, int(times[:, 1].max()))
+    return r
 
 # one logged event: Events.COLUMNS without w and seq: (e, t, act, kind, op, ch, corr, peer, n,
-# out); -1 = absent.  A taken block has all of Events.COLUMNS, one row per event.
-_WIDTH = 10
+# out, r); -1 = absent.  A taken block has all of Events.COLUMNS, one row per event.
+_WIDTH = 11
 
 
 class WorkerLog:
-    """One worker's events, buffered as int64 values (ten per event) until :meth:`take`.
+    """One worker's events, buffered as int64 values (eleven per event) until :meth:`take`.
 
     ``origin`` is subtracted from ``perf_counter_ns()``; ``seq`` and ``corr``
     are where this worker's sequence numbers and correlators start.
@@ -148,7 +178,11 @@ class WorkerLog:
         return perf_counter_ns() - self.origin
 
     def step(self, op: int, t0: int, inputs, outs) -> None:
-        """An operator step that began at ``t0`` and just ended (skipped if it did nothing)."""
+        """An operator step that began at ``t0`` and just ended (skipped if it did nothing).
+
+        Inside a loop the step's round (``r``) is the latest round of the rows it emitted,
+        else of those it consumed (:func:`latest_round`).
+        """
         n = 0
         for port in inputs:
             for chunk in port:
@@ -158,8 +192,23 @@ class WorkerLog:
             out += len(chunk)
         if n or out:
             e = self.epoch
-            self._buf.extend((e, t0, SCHEDULING, START, op, -1, -1, -1, -1, -1,
-                              e, self.now(), SCHEDULING, END, op, -1, -1, -1, n, out))
+            r = latest_round(outs) if out else max(latest_round(port) for port in inputs)
+            self._buf.extend((e, t0, SCHEDULING, START, op, -1, -1, -1, -1, -1, r,
+                              e, self.now(), SCHEDULING, END, op, -1, -1, -1, n, out, r))
+
+    def compiled(self, op: int, t0: int, first: int, last: int, n: int, out: int) -> None:
+        """A loop's rounds ``first`` to ``last`` run in one compiled kernel from ``t0`` until
+        now: a ``Processing`` span on the loop's variable ``op`` (``r``: the first round on
+        ``Start``, the last on ``End``; ``n``: rows of work it started with; ``out``:
+        updates it added to the loop's traces).
+
+        >>> log = WorkerLog(0); log.compiled(7, 3, 0, 4, 10, 25)
+        >>> ev = log.take(); ev.r.tolist(), ev.out.tolist(), ev.op.tolist()
+        ([0, 4], [-1, 25], [7, 7])
+        """
+        e = self.epoch
+        self._buf.extend((e, t0, PROCESSING, START, op, -1, -1, -1, -1, -1, first,
+                          e, self.now(), PROCESSING, END, op, -1, -1, -1, n, out, last))
 
     def span(self, act: int, t0: int, t1: int) -> None:
         """A ``Start``/``End`` pair of activity ``act`` (e.g. :data:`WAITING`), ``t0`` to ``t1``.
@@ -168,8 +217,8 @@ class WorkerLog:
         [5, 9]
         """
         e = self.epoch
-        self._buf.extend((e, t0, act, START, -1, -1, -1, -1, -1, -1,
-                          e, t1, act, END, -1, -1, -1, -1, -1, -1))
+        self._buf.extend((e, t0, act, START, -1, -1, -1, -1, -1, -1, -1,
+                          e, t1, act, END, -1, -1, -1, -1, -1, -1, -1))
 
     def sent(self, act: int, peer: int, ch: int = -1, n: int = -1, t: int | None = None) -> int:
         """Log the ``Sent`` half of a message to ``peer``; returns its correlator.
@@ -180,7 +229,7 @@ class WorkerLog:
         corr = self._corr
         self._corr = corr + 1
         self._buf.extend((self.epoch, self.now() if t is None else t, act, SENT, -1, ch, corr,
-                          peer, n, -1))
+                          peer, n, -1, -1))
         return corr
 
     def received(self, act: int, peer: int, corr: int, ch: int = -1, n: int = -1,
@@ -191,7 +240,7 @@ class WorkerLog:
         [7]
         """
         self._buf.extend((self.epoch, self.now() if t is None else t, act, RECEIVED, -1, ch, corr,
-                          peer, n, -1))
+                          peer, n, -1, -1))
 
     def take(self) -> Events:
         """The events logged since the last call, as a table (the buffer is emptied).
@@ -203,7 +252,7 @@ class WorkerLog:
         return events_of_block(self.take_block())
 
     def take_block(self) -> np.ndarray:
-        """Like :meth:`take`, as one ``(events, 12)`` int64 array (columns: ``Events.COLUMNS``).
+        """Like :meth:`take`, as one ``(events, 13)`` int64 array (columns: ``Events.COLUMNS``).
 
         >>> log = WorkerLog(3); log.span(BARRIER, 1, 2); log.take_block()[:, :4].tolist()
         [[3, 0, 0, 1], [3, 0, 1, 2]]
@@ -223,7 +272,7 @@ class WorkerLog:
 def events_of_block(block: np.ndarray, names=None) -> Events:
     """An :class:`Events` table from rows with the columns ``Events.COLUMNS``.
 
-    >>> events_of_block(np.array([[0, 1, 0, 5, 13, 0, -1, -1, -1, -1, -1, -1]])).t.tolist()
+    >>> events_of_block(np.array([[0, 1, 0, 5, 13, 0, -1, -1, -1, -1, -1, -1, -1]])).t.tolist()
     [5]
     """
     columns = np.ascontiguousarray(block.T)

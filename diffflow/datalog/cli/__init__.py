@@ -1,8 +1,9 @@
 """The Datalog commands of ``diffflow``: ``run`` and ``explain-plan`` (:mod:`.run`), ``query``
-(:mod:`.query`), ``explain`` (:mod:`.explain`), and Soufflé's provenance command loop for
+(:mod:`.query`), ``explain`` (:mod:`.explain`), ``profile`` (:mod:`.profile_show`; ``run
+--profile`` records with :mod:`.profile_record`), and Soufflé's provenance command loop for
 ``run -t explain`` (:mod:`.shell`); :mod:`.options` holds what they share.
 """
-from diffflow.datalog.cli import explain, query, run
+from diffflow.datalog.cli import explain, profile_show, query, run
 
 
 def add_commands(commands) -> None:
@@ -10,3 +11,4 @@ def add_commands(commands) -> None:
     run.add_commands(commands)
     query.add_commands(commands)
     explain.add_commands(commands)
+    profile_show.add_commands(commands)

@@ -18,7 +18,8 @@ column ``+1`` or ``-1``, and after the last step ``out/<r>.csv`` gets the final
 state (:mod:`.outputs`; ``RUN_EPILOG`` is what ``--help`` says of it).
 ``--trace FILE`` records what every worker did (the initial run is epoch 0,
 step ``N`` epoch ``N``) as JSON lines of raw events
-(:mod:`diffflow.runtime.tracing`).
+(:mod:`diffflow.runtime.tracing`); ``--profile FILE`` records time, tuples and rounds per
+rule and relation from that trace (:mod:`.profile_record`), shown by ``diffflow profile``.
 
 As in Soufflé, the program goes through the C preprocessor when it has ``#``
 directives (``-I DIR`` adds include folders, ``-M 'NAME=VALUE'`` defines
@@ -122,6 +123,9 @@ def add_commands(commands) -> None:
     run.add_argument("--trace", metavar="FILE",
                      help="record what every worker does (operator steps, messages, waits) as "
                           "JSON lines of raw events in FILE (see diffflow.runtime.tracing)")
+    run.add_argument("--profile", metavar="FILE",
+                     help="record time, tuples and rounds per rule and relation, per update "
+                          "step and round, as JSON in FILE; show it with `diffflow profile FILE`")
     run.add_argument("-t", "--provenance", choices=["none", "explain"], default=None,
                      help="explain: after the run, open Soufflé's provenance command loop on "
                           "stdin (explain, explainnegation, subproof, query, setdepth, format, "
@@ -198,6 +202,9 @@ def run_program(args) -> int:
 
         # an unwritable --trace fails before anything slow starts
         options["trace"] = open_trace(args.trace, option="--trace ")
+    profiler = None
+    if getattr(args, "profile", None) is not None:
+        profiler = _profiler(args, options)
     if args.conf and not args.spark:
         raise ValueError("--conf sets Spark settings: it needs --spark MASTER")
     if (args.ship or args.ship_with) and not args.spark:
@@ -233,6 +240,8 @@ def run_program(args) -> int:
         options["provenance"] = True
     program = compile_program(args, partitions=jobs, outputs="directives", max_rounds=args.max_rounds,
                        **options)
+    if profiler is not None:
+        profiler.attach(program)
     # the command line wins over a pragma
     args.no_warn = args.no_warn or "no-warn" in program.pragmas
     fact_dir = folder_option(args.fact_dir, program.pragmas, "fact-dir")
@@ -249,6 +258,8 @@ def run_program(args) -> int:
         started = time.perf_counter()
         program.commit()
         report.timed("computed the program", time.perf_counter() - started)
+        if profiler is not None:
+            profiler.step_done(0, (time.perf_counter() - started) * 1e9)
         if output_dir != "-":
             os.makedirs(output_dir, exist_ok=True)
         written = write_states(program, output_dir)
@@ -262,12 +273,22 @@ def run_program(args) -> int:
             program.commit()
             report.timed(f"step {number}: {applied:,} fact changes applied and propagated",
                          time.perf_counter() - started)
+            if profiler is not None:
+                profiler.step_done(number, (time.perf_counter() - started) * 1e9)
             write_changes(program, output_dir, number)
             _print_sizes(program)
         if steps:  # the outputs' final state replaces their initial one
             written = write_states(program, output_dir, after_step=steps[-1][0])
         if written and (args.verbose or sys.stderr.isatty()):  # (scripts get Soufflé's silence)
             report(written_summary(written, output_dir))
+        if profiler is not None:
+            from diffflow.datalog.cli.profile_file import write_profile
+
+            profiler.note_sizes(program)  # (after the last step: counting costs a pass)
+            write_profile(args.profile, profiler.profile())
+            if args.verbose or sys.stderr.isatty():
+                report(f"wrote the profile {args.profile}; show it with "
+                       f"`diffflow profile {args.profile}`")
         if explain_loop(args.provenance, program.pragmas):
             from diffflow.datalog.cli.shell import ExplainShell
 
@@ -286,6 +307,22 @@ def explain_loop(option, pragmas: dict) -> bool:
     (True, False)
     """
     return (option or pragmas.get("provenance")) == "explain"
+
+
+def _profiler(args, options):
+    """The recorder of ``--profile`` (checked before anything runs); it is the trace."""
+    from diffflow.datalog.cli.profile_file import check_writable
+    from diffflow.datalog.cli.profile_record import ProfileRecorder
+
+    check_writable(args.profile)
+    if args.trace is not None:
+        raise ValueError("--profile records the run through its trace: give either --profile "
+                         "or --trace, not both")
+    if args.spark:
+        raise ValueError("--profile runs on the local runtime: leave out --spark")
+    recorder = ProfileRecorder(args.program, args.jobs)
+    options["trace"] = recorder.sink()
+    return recorder
 
 
 def _steps(folder):
