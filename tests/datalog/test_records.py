@@ -558,3 +558,41 @@ def test_a_negated_pattern_means_no_row_matches_it():
     p.remove("lst", [((1, None),)])
     p.commit()
     assert p.relation("no_list") == {(1,), (2,), (3,)} and p.relation("free") == {(3,)}
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_an_empty_record_type_has_one_value_built_by_rules_and_facts(partitions):
+    # a record type of no field: [] is its one value besides nil (Soufflé's records0 shape)
+    p = dd.Program("""
+        .type none = []
+        .decl a(x: none)
+        a([]). a([]).
+        .decl b(x: none)
+        b([]) :- a(_).
+        b(nil).
+        .decl n(c: number)
+        n(c) :- c = count : { b(_) }.
+    """, partitions=partitions)
+    p.commit()
+    assert p.relation("a") == {((),)}
+    assert p.relation("b") == {((),), (None,)}
+    assert p.relation("n") == {(2,)}
+    p.close()
+
+
+def test_an_internal_failure_at_run_time_says_so_and_names_the_rule(monkeypatch):
+    from diffflow.datalog.values import structures
+
+    def broken(self, symbols, *values, rows=0):
+        raise TypeError("simulated bug")
+
+    monkeypatch.setattr(structures._Pack, "__call__", broken)
+    p = dd.Program(".type P = [a: number]\n.decl e(x: number)\n.input e\n"
+                   ".decl r(p: P)\nr([x]) :- e(x).\n")
+    p.insert("e", [(1,)])
+    with pytest.raises(dd.OperatorError) as info:
+        p.commit()
+    message = str(info.value)
+    assert message.startswith("internal error (a bug in diffflow; please report it): ")
+    assert "r([x]) :- e(x)." in message and ":5)" in message
+    assert message.endswith("TypeError: simulated bug")
