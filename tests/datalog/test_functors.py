@@ -11,6 +11,7 @@ from diffflow.cli import main
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.parser import parse
 from diffflow.datalog.syntax.render import render_term
+from tests.support.datalog_reference import evaluate
 
 
 def _head(source: str):
@@ -410,3 +411,38 @@ def test_to_number_to_unsigned_and_to_float_convert_between_numeric_types(partit
     program.commit()  # the conversion follows updates like any expression
     assert (-3, 2**32 - 3, -3.5) not in program.relation("out")
     assert len(program.relation("out")) == 5
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_plus_joins_symbols_and_to_string_of_a_symbol_is_itself(partitions):
+    """Soufflé reads ``+`` of two symbols as concatenation (as ``cat``), in rules, facts and
+    comparisons; ``to_string`` of a symbol is the symbol; other arithmetic on symbols is an
+    error."""
+    source = """
+        .decl w(s: symbol)
+        .decl p(a: symbol, b: symbol)
+        .input w, p
+        .decl joined(s: symbol)
+        joined("<" + s + ">") :- w(s).
+        joined(a + "." + to_string(b)) :- p(a, b).
+        joined("k" + to_string(2) + to_string("!")).
+        .decl same(s: symbol)
+        same(s) :- w(s), t = s + "", t = to_string(s).
+    """
+    program = dd.Program(source, partitions=partitions)
+    program.insert("w", [("a",), ("bc",)])
+    program.insert("p", [("a", "bc")])
+    program.commit()
+    expected = {("<a>",), ("<bc>",), ("a.bc",), ("k2!",)}
+    assert program.relation("joined") == expected
+    assert program.relation("same") == {("a",), ("bc",)}
+    facts = {"w": [("a",), ("bc",)], "p": [("a", "bc")]}
+    assert evaluate(source, facts)["joined"] == expected
+    program.remove("w", [("a",)])
+    program.remove("p", [("a", "bc")])
+    program.commit()
+    assert program.relation("joined") == {("<bc>",), ("k2!",)}
+    with pytest.raises(dd.DatalogError, match=r"2:17: .*arithmetic '-' on a symbol"):
+        dd.Program('.decl r(s: symbol)\nr(s) :- s = "a" - "b".')
+    with pytest.raises(dd.DatalogError, match=r"2:17: .*arithmetic '\+' on a symbol"):
+        dd.Program('.decl r(s: symbol)\nr(s) :- s = "a" + 1.')

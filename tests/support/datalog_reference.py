@@ -288,6 +288,8 @@ def _term(node, binding, env, clause):
     if a is _NONE or b is _NONE:
         return _NONE
     op = node.op
+    if kind == "symbol":  # + of symbols: the two joined
+        return a + b
     if kind == "float":
         return {"+": a + b, "-": a - b, "*": a * b}.get(op) if op in "+-*" else \
             (a / b if op == "/" else math.fmod(a, b) if op == "%" else a ** b)
@@ -331,7 +333,8 @@ def _functor(name, args, kind, arg_kinds):
     if name == "to_number":
         return int(args[0].strip().split()[0])
     if name == "to_string":
-        return "%f" % args[0] if arg_kinds[0] == "float" else "%d" % args[0]
+        return "%f" % args[0] if arg_kinds[0] == "float" else \
+            args[0] if arg_kinds[0] == "symbol" else "%d" % args[0]
     if name in ("itou", "utoi"):
         return _fix(args[0], "unsigned" if name == "itou" else "number")
     if name in ("itof", "utof"):

@@ -11,7 +11,7 @@ A term is evaluated in the type of the expression it belongs to: a head
 argument in its attribute's type, both sides of a comparison (or an
 assignment ``x = e``) in the type they unify to, an integer constant taking the
 type of what it is combined with (a comparison of plain integers is a
-``number`` one).  ``sum``, ``min`` and ``max`` have their target's type, so the
+``number`` one).  ``+`` of two symbols joins them, as ``cat`` does (Soufflé's too).  ``sum``, ``min`` and ``max`` have their target's type, so the
 target is evaluated in the type the aggregate is used in; ``count`` is a
 ``number``.
 
@@ -203,9 +203,10 @@ class TermTyping(RecordTyping):
             right = self.expr_type(node.right, types, strict)
             self.not_structured(left, node, f"arithmetic '{node.op}'")
             self.not_structured(right, node, f"arithmetic '{node.op}'")
-            if "symbol" in (left, right):
+            if "symbol" in (left, right) and (node.op != "+" or left != right):
                 raise self.error(f"arithmetic '{node.op}' on a symbol", node,
-                                 hint="symbols support only = and != comparisons")
+                                 hint="+ joins two symbols (as cat does; Soufflé's too); "
+                                      "to_string(x) makes a symbol of a number")
             return unify(self, node, left, right)
         if isinstance(node, ast.Functor):
             return self.functor_type(node, types, strict)

@@ -32,7 +32,7 @@ SIGNATURES = {
     "to_number": (("scalar",), "number"),
     "to_unsigned": (("scalar",), "unsigned"),
     "to_float": (("scalar",), "float"),
-    "to_string": (("numeric",), "symbol"),
+    "to_string": (("scalar",), "symbol"),
     "itou": (("number",), "unsigned"),
     "itof": (("number",), "float"),
     "utoi": (("unsigned",), "number"),
@@ -55,14 +55,16 @@ PREFIX = {"bnot", "lnot"}  # bnot x
 BITWISE = INFIX | PREFIX
 NUMERIC_FUNCTORS = BITWISE | {"min", "max", "abs", "itou", "utoi", "ftoi", "ftou", "itof",
                               "utof"}  # (computed by numpy, on columns or on one row)
-#: to_number, to_unsigned and to_float of a numeric value, as Soufflé converts it: the
-#: conversion functor computing it (None: the value is already of that type)
+#: to_number, to_unsigned and to_float of a numeric value (and to_string of a symbol), as
+#: Soufflé converts it: the conversion functor computing it (None: the value is already of
+#: that type)
 NUMERIC_CONVERSIONS = {
     ("to_number", "number"): None, ("to_number", "unsigned"): "utoi",
     ("to_number", "float"): "ftoi",
     ("to_unsigned", "unsigned"): None, ("to_unsigned", "number"): "itou",
     ("to_unsigned", "float"): "ftou",
     ("to_float", "float"): None, ("to_float", "number"): "itof", ("to_float", "unsigned"): "utof",
+    ("to_string", "symbol"): None,  # (to_string of a symbol: itself, as in Soufflé)
 }
 CONSTRAINTS = ("contains", "match")  # (sub, text) and (regex, text): literals, not terms
 # named in the grammar but not built yet: a located error names the feature

@@ -119,7 +119,8 @@ def scalar(name: str, args: list, kind: str, arg_kinds: list | None = None):
             return args[0] if conversion is None else scalar(conversion, args, kind, arg_kinds)
         return _to_number(args[0], SIGNATURES[name][1])
     if name == "to_string":
-        return _to_string(args[0], (arg_kinds or ["number"])[0])
+        arg_kind = (arg_kinds or ["number"])[0]
+        return args[0] if arg_kind == "symbol" else _to_string(args[0], arg_kind)
     if name in NUMERIC_FUNCTORS and kind != "symbol":  # the column kernel, on one row
         out = _Numeric(name, kind)(None, *(np.asarray([a]) for a in args))
         return out[0].item()
