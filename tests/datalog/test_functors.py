@@ -446,3 +446,32 @@ def test_plus_joins_symbols_and_to_string_of_a_symbol_is_itself(partitions):
         dd.Program('.decl r(s: symbol)\nr(s) :- s = "a" - "b".')
     with pytest.raises(dd.DatalogError, match=r"2:17: .*arithmetic '\+' on a symbol"):
         dd.Program('.decl r(s: symbol)\nr(s) :- s = "a" + 1.')
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_an_invalid_regex_makes_both_match_and_not_match_false(partitions):
+    """Soufflé's regexes are C++ ECMAScript ones: ``a{y}`` is no regex there (Python's re
+    would read it as text); Soufflé warns and neither ``match`` nor ``!match`` of it holds."""
+    source = """
+        .decl w(s: symbol)
+        .input w
+        .decl good(s: symbol)
+        good(s) :- w(s), match("ab{2}.*", s).
+        .decl bad(s: symbol)
+        bad(s) :- w(s), match("a{y}", s).
+        bad(s) :- w(s), !match("a{y}", s).
+        bad(s) :- w(s), p = "(?P<n>a)", !match(p, s).
+        .decl other(s: symbol)
+        other(s) :- w(s), !match("ab{2}.*", s).
+    """
+    facts = {"w": [("abbc",), ("abc",), ("a{y}",)]}
+    program = dd.Program(source, partitions=partitions)
+    assert [str(w).split(": warning: ")[1][:21] for w in program.warnings] == \
+        ["wrong pattern 'a{y}':"] * 2
+    assert program.warnings[0].line == 7
+    program.insert("w", facts["w"])
+    program.commit()
+    expected = {"good": {("abbc",)}, "bad": set(), "other": {("abc",), ("a{y}",)}}
+    assert {name: program.relation(name) for name in expected} == expected
+    reference = evaluate(source, facts)
+    assert {name: reference[name] for name in expected} == expected

@@ -241,7 +241,8 @@ def _apply(lit, binding, env, clause):
     if lit.op.lstrip("!") == "contains":
         holds = (left in right) != lit.op.startswith("!")
     elif lit.op.lstrip("!") == "match":
-        holds = (re.fullmatch(left, right) is not None) != lit.op.startswith("!")
+        holds = _valid_regex(left) and \
+            (re.fullmatch(left, right) is not None) != lit.op.startswith("!")
     else:
         holds = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
                  ">": operator.gt, ">=": operator.ge}[lit.op](left, right)
@@ -315,6 +316,20 @@ def _field(node, value):
     if node.index == -1:
         return 1 if matches else 0
     return fields[node.index] if matches else 0
+
+
+def _valid_regex(pattern):
+    """Soufflé's regexes are C++ ECMAScript ones: a brace starting no {n}, {n,} or {n,m}
+    and a group (? other than (?: (?= (?! are invalid there; an invalid regex makes both
+    match and !match false."""
+    plain = re.sub(r"\\.|\[(\\.|[^]])*\]", "", pattern)  # (escapes and classes left out)
+    if re.search(r"\{(?![0-9]+(,[0-9]*)?\})|\(\?[^:=!]", plain):
+        return False
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
 
 
 def _functor(name, args, kind, arg_kinds):

@@ -123,7 +123,7 @@ def compare(op: str, left, right) -> bool:
     (True, False, False)
     """
     if op.lstrip("!") in CONSTRAINTS:
-        return holds(op.lstrip("!"), left, right) != op.startswith("!")
+        return holds(op, left, right)
     return _ORDER[op](left, right)  # (records and ADT values only meet = and !=)
 
 

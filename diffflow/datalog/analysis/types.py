@@ -32,8 +32,9 @@ from types import MappingProxyType
 from diffflow.datalog.analysis.kinds import LITERAL, NIL, RECORD, Unknown, _article, kind_name
 from diffflow.datalog.analysis.record_types import RecordTyping
 from diffflow.datalog.syntax import ast, intrinsics
-from diffflow.datalog.syntax.errors import DatalogError, did_you_mean
+from diffflow.datalog.syntax.errors import DatalogError, DatalogWarning, did_you_mean
 from diffflow.datalog.syntax.intrinsics import BASE_TYPES, NUMBER_RANGE, UNSIGNED_RANGE
+from diffflow.datalog.values.functors import regex
 
 _CONSTANTS = (ast.Number, ast.Float, ast.String)
 _TYPE_HINT = "use number, unsigned, float, symbol or a .type you declare"
@@ -329,7 +330,21 @@ class TermTyping(RecordTyping):
             if kind != "symbol":
                 raise self.error(f"{c.op.lstrip('!')} needs two symbols, got "
                                  f"{kind_name(kind)}s", c)
+            if c.op.lstrip("!") == "match" and isinstance(c.left, ast.String):
+                self._check_regex(c.left)
             return
+
+    def _check_regex(self, pattern: ast.String) -> None:
+        """A located warning for a constant ``match`` pattern that is no valid regex."""
+        warnings = getattr(self, "warnings", None)
+        if warnings is None or regex(pattern.value) is not None or \
+                any((w.line, w.column) == (pattern.line, pattern.column) for w in warnings):
+            return
+        warnings.append(DatalogWarning(
+            f"wrong pattern {pattern.value!r}: no regex in Soufflé's grammar (C++ std::regex, "
+            f"ECMAScript), so neither match nor !match of it holds", self.source,
+            self.program.filename, pattern.line, pattern.column,
+            hint="a { starts a count such as {2} or {1,3}; write \\{ for the character"))
 
     # -- the record ------------------------------------------------------------------------
     def comparison_type(self, c: ast.Comparison, var_types: dict) -> str:

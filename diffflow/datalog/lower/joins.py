@@ -421,9 +421,7 @@ class ClauseCompiler(Naming):
         op = "==" if c.op == "=" else c.op
         if op.lstrip("!") in intrinsics.CONSTRAINTS or (  # contains(sub, s), match(regex, s)
                 op in ("<", "<=", ">", ">=") and types[id(c.left)] == "symbol"):  # text order
-            predicate = functors.constraint(op.lstrip("!"), left, right)
-            if op.startswith("!"):
-                predicate = ~predicate
+            predicate = functors.constraint(op, left, right)  # (!match: not simply negated)
             steps.append(f"filter {render_literal(c)}")
         else:
             predicate = {"==": left.__eq__, "!=": left.__ne__, "<": left.__lt__,

@@ -19,7 +19,7 @@ is 2).  ``ord(s)`` is, as in Soufflé, a number that tells symbols apart and
 means nothing else (here: from the symbol's hash).  Errors follow Soufflé:
 ``to_number`` of text that does not start with a number stops the run;
 ``substr`` with a start outside the string gives ``""``; a bad ``match``
-pattern matches nothing.
+pattern matches nothing (and ``!match`` of it does not hold either).
 
 >>> scalar("cat", ["ab", "c"], "symbol"), scalar("bshru", [-1, 28], "number")
 ('abc', 15)
@@ -28,6 +28,7 @@ pattern matches nothing.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -83,11 +84,46 @@ def _to_string(value, kind: str) -> str:
     return f"{value:f}" if kind == "float" else str(int(value))  # (std::to_string)
 
 
-def _matches(pattern: str, text: str) -> bool:
+_QUANTIFIER = re.compile(r"\{[0-9]+(,[0-9]*)?\}")
+
+
+@functools.lru_cache(maxsize=256)
+def regex(pattern: str):
+    """The compiled pattern, or None when it is not a valid regex in Soufflé's grammar
+    (C++'s ``std::regex``, ECMAScript): a ``{`` that starts no ``{n}``, ``{n,}``, ``{n,m}``
+    or a group ``(?`` other than ``(?:``, ``(?=``, ``(?!`` is invalid there (Python's re
+    would read them).
+
+    >>> regex("fo{2}b.*") is not None, regex("fo{x}b.*"), regex("(?P<a>x)"), regex("a(")
+    (True, None, None, None)
+    """
+    at, in_class = 0, False
+    while at < len(pattern):
+        c = pattern[at]
+        if c == "\\":
+            at += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "{" and not _QUANTIFIER.match(pattern, at):
+            return None
+        elif c == "(" and pattern[at + 1:at + 2] == "?" and pattern[at + 2:at + 3] not in \
+                (":", "=", "!"):
+            return None
+        at += 1
     try:
-        return re.fullmatch(pattern, text) is not None
-    except re.error:  # Soufflé warns and matches nothing
+        return re.compile(pattern)
+    except re.error:
+        return None
+
+
+def _matches(pattern: str, text: str, negated: bool = False) -> bool:
+    compiled = regex(pattern)
+    if compiled is None:  # Soufflé warns, and neither match nor !match holds
         return False
+    return (compiled.fullmatch(text) is None) == negated
 
 
 def _ord(text: str) -> int:
@@ -129,15 +165,21 @@ def scalar(name: str, args: list, kind: str, arg_kinds: list | None = None):
 
 def holds(op: str, left: str, right: str) -> bool:
     """Whether ``contains(left, right)`` (``left`` occurs in ``right``) or
-    ``match(left, right)`` (regex ``left`` matches all of ``right``) holds.
+    ``match(left, right)`` (regex ``left`` matches all of ``right``) holds, or their negation
+    (``!contains``, ``!match``: an invalid regex makes both ``match`` and ``!match`` false,
+    as in Soufflé).
 
     >>> holds("contains", "ell", "hello"), holds("match", "h.*o", "hello")
     (True, True)
+    >>> holds("!match", "h.*o", "hello"), holds("!match", "h{x}", "hello")
+    (False, False)
     """
     if op == "contains":
         return left in right
-    if op == "match":
-        return _matches(left, right)
+    if op == "!contains":
+        return left not in right
+    if op in ("match", "!match"):
+        return _matches(left, right, negated=op == "!match")
     # symbols in text order: code points, which is UTF-8 byte order, as Soufflé compares them
     return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
 
@@ -163,8 +205,9 @@ def column(name: str, args: list, kind: str, arg_kinds: list) -> Expr:
 
 
 def constraint(op: str, left: Expr, right: Expr) -> Expr:
-    """The filter predicate of ``contains(left, right)`` / ``match(left, right)``, or of an
-    order comparison (``<`` ...) of symbols, by their text."""
+    """The filter predicate of ``contains(left, right)`` / ``match(left, right)`` (negated:
+    ``!contains``, ``!match``), or of an order comparison (``<`` ...) of symbols, by their
+    text."""
     return Func(op, _PerValue(op, "bool", ["symbol", "symbol"]), [left, right], "bool")
 
 
