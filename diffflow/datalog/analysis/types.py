@@ -235,6 +235,12 @@ class TermTyping(RecordTyping):
         generic = node.user is None  # ("T", "numeric": an intrinsic's; a user's are types)
         for position, (arg, param) in enumerate(zip(node.args, params), 1):
             got = self.expr_type(arg, types, strict)
+            if generic and param == "any":  # (ord: of any value, a record's of its type)
+                if got == RECORD:
+                    raise self.error(f"{name} of [...]: its record type is not known", arg,
+                                     hint=f"bind it to a variable of a record type first, "
+                                          f"e.g. r = [a, b], R(r), {name}(r)")
+                continue
             if generic:
                 self.not_structured(got, arg, name)
             if generic and param == "T":
@@ -436,8 +442,8 @@ class TermTyping(RecordTyping):
             elif param == "numeric":
                 own = self._own_type(arg, var_types)
                 out.append(kind_name(own) if own is not None else "number")
-            elif param == "scalar":  # (to_number and friends: of text, or a number converted)
-                own = self._own_type(arg, var_types)
+            elif param in ("scalar", "any"):  # (to_number and friends: of text, or a number
+                own = self._own_type(arg, var_types)  # converted; ord: of any value)
                 out.append(kind_name(own) if own is not None else "symbol")
             else:
                 out.append(param)

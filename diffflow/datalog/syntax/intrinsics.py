@@ -23,12 +23,13 @@ INTEGRAL = ("number", "unsigned")
 
 # name -> (parameter types, result type); "T": the numeric type the call is evaluated in
 # (its arguments too); "numeric": any numeric argument; "scalar": a symbol (text to parse) or
-# any numeric value (converted, see NUMERIC_CONVERSIONS); a trailing "..." repeats the last
+# any numeric value (converted, see NUMERIC_CONVERSIONS); "any": a value of any type, records
+# and ADT values too (ord's); a trailing "..." repeats the last
 SIGNATURES = {
     "cat": (("symbol", "symbol", "..."), "symbol"),
     "strlen": (("symbol",), "number"),
     "substr": (("symbol", "number", "number"), "symbol"),
-    "ord": (("symbol",), "number"),
+    "ord": (("any",), "number"),
     "to_number": (("scalar",), "number"),
     "to_unsigned": (("scalar",), "unsigned"),
     "to_float": (("scalar",), "float"),

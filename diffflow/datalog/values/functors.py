@@ -16,7 +16,8 @@ as for ``+`` -- and two implementations with one meaning:
 
 Strings are measured and cut in UTF-8 bytes, as Soufflé does (``strlen("é")``
 is 2).  ``ord(s)`` is, as in Soufflé, a number that tells symbols apart and
-means nothing else (here: from the symbol's hash).  Errors follow Soufflé:
+means nothing else (here: from the symbol's hash; of a record or ADT value, from its id --
+Soufflé's is its table index, so the numbers differ).  Errors follow Soufflé:
 ``to_number`` of text that does not start with a number stops the run;
 ``substr`` with a start outside the string gives ``""``; a bad ``match``
 pattern matches nothing (and ``!match`` of it does not hold either).
@@ -126,9 +127,32 @@ def _matches(pattern: str, text: str, negated: bool = False) -> bool:
     return (compiled.fullmatch(text) is None) == negated
 
 
-def _ord(text: str) -> int:
-    # (the symbol's id, folded to a number)
-    return _wrap(int(hash_strings(np.array([text], dtype=object))[0]), "number")
+def _ord(value, kind: str) -> int:
+    """``ord`` of one value of type ``kind``: what :class:`_Ord` computes on its column."""
+    if kind == "symbol":  # (the symbol's id, folded to a number)
+        return _wrap(int(hash_strings(np.array([value], dtype=object))[0]), "number")
+    if kind in ("number", "unsigned", "float"):
+        return int(_Ord(kind)(None, np.asarray([value]))[0])
+    if value is None:
+        return 0  # (nil)
+    raise ExpressionError("ord of a record or ADT value is computed by rules only (a fact "
+                          "or an explanation cannot compute it: records are identified by "
+                          "hash in diffflow, so the number differs from Soufflé's anyway)")
+
+
+class _Ord:
+    """``ord`` on a column: a number's own value, an unsigned's or a float's bits (of a
+    32-bit float, as Soufflé's), a symbol's or a record's id folded to 32 bits -- a number
+    telling values apart; for symbols and records not Soufflé's (its table index)."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def __call__(self, symbols, values):
+        if self.kind == "float":
+            bits = np.asarray(values, np.float64).astype(np.float32).view(np.int32)
+            return bits.astype(np.int64)
+        return wrap_array(np.asarray(values, np.int64), "number")
 
 
 def scalar(name: str, args: list, kind: str, arg_kinds: list | None = None):
@@ -147,7 +171,7 @@ def scalar(name: str, args: list, kind: str, arg_kinds: list | None = None):
     if name == "substr":
         return _bytes_cut(*args)
     if name == "ord":
-        return _ord(args[0])
+        return _ord(args[0], (arg_kinds or ["symbol"])[0])
     if name in ("to_number", "to_unsigned", "to_float"):
         arg_kind = (arg_kinds or ["symbol"])[0]
         if arg_kind != "symbol":  # a numeric value converted, as Soufflé does
@@ -201,6 +225,8 @@ def column(name: str, args: list, kind: str, arg_kinds: list) -> Expr:
         name = conversion
     if name in NUMERIC_FUNCTORS and kind != "symbol":
         return Func(name, _Numeric(name, kind), args, out)
+    if name == "ord":  # (of any value: its column, symbols and records as their ids)
+        return Func(name, _Ord(arg_kinds[0]), args, out)
     return Func(name, _PerValue(name, kind, arg_kinds), args, out)  # (min, max of symbols: text)
 
 
