@@ -475,3 +475,30 @@ def test_an_invalid_regex_makes_both_match_and_not_match_false(partitions):
     assert {name: program.relation(name) for name in expected} == expected
     reference = evaluate(source, facts)
     assert {name: reference[name] for name in expected} == expected
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_to_number_reads_hexadecimal_and_binary_prefixes_as_soufflé(partitions):
+    """Soufflé's to_number reads ``0x``/``-0x`` as hexadecimal and ``0b``/``-0b`` as binary
+    (then as C's stoi: the number the text starts with); to_unsigned ``0x`` and ``0b``."""
+    program = dd.Program("""
+        .decl s(t: symbol)
+        .input s
+        .decl n(t: symbol, x: number)
+        n(t, to_number(t)) :- s(t).
+        .decl u(t: symbol, x: unsigned)
+        u(t, to_unsigned(t)) :- s(t), !match("-.*", t).
+    """, partitions=partitions)
+    texts = ["42", "-42", "0x1f", "-0x1F", "0XA", "0b1011", "-0b110", "0x10zz", " 7 "]
+    program.insert("s", [(t,) for t in texts])
+    program.commit()
+    # by hand: 0x1f = 31, 0b1011 = 11, 0b110 = 6; "0XA" has no 0x prefix: stoi reads "0"
+    assert dict(program.relation("n")) == {"42": 42, "-42": -42, "0x1f": 31, "-0x1F": -31,
+                                          "0XA": 0, "0b1011": 11, "-0b110": -6,
+                                          "0x10zz": 16, " 7 ": 7}
+    assert dict(program.relation("u")) == {"42": 42, "0x1f": 31, "0XA": 0, "0b1011": 11,
+                                          "0x10zz": 16, " 7 ": 7}
+    program.insert("s", [("0xffffffff",)])  # 2^32 - 1: an unsigned, but no number
+    with pytest.raises(dd.OperatorError, match=r"to_number\('0xffffffff'\): out of the "
+                                               r"32-bit number range"):
+        program.commit()

@@ -61,24 +61,51 @@ def _bytes_cut(text: str, start: int, length: int) -> str:
     return data[start:end].decode(errors="replace")
 
 
-_INT_PREFIX = re.compile(r"\s*([+-]?[0-9]+)")
+_INT_PREFIX = {10: re.compile(r"\s*([+-]?)([0-9]+)"), 2: re.compile(r"\s*([+-]?)([01]+)"),
+               16: re.compile(r"\s*([+-]?)(?:0[xX])?([0-9a-fA-F]+)")}
 _FLOAT_PREFIX = re.compile(r"\s*([+-]?([0-9]+\.?[0-9]*([eE][+-]?[0-9]+)?|\.[0-9]+([eE][+-]?[0-9]+)?"
                            r"|inf|nan))", re.IGNORECASE)
 
 
 def _to_number(text: str, kind: str):
-    """std::stoi / stoul / stod: the number the text starts with (leading blanks allowed)."""
-    found = (_FLOAT_PREFIX if kind == "float" else _INT_PREFIX).match(text)
-    if found is None:
-        raise ExpressionError(f"to_{'float' if kind == 'float' else kind}({text!r}): the "
-                              f"string does not start with a number")
+    """Soufflé's to_number / to_unsigned / to_float of text: the number the text starts with,
+    as C's stoi / stoul / stod read it (leading blanks allowed), with Soufflé's prefixes
+    ``0x`` (hexadecimal) and ``0b`` (binary), ``-0x`` and ``-0b`` for a number; text that
+    does not start with a number, or one out of the 32-bit range, stops the run.
+
+    >>> [_to_number(t, "number") for t in ("12ab", " -7", "0x1F", "-0xff", "0b101", "-0b11")]
+    [12, -7, 31, -255, 5, -3]
+    >>> _to_number("0xffffffff", "unsigned"), _to_number("2.5e1", "float")
+    (4294967295, 25.0)
+    """
     if kind == "float":
+        found = _FLOAT_PREFIX.match(text)
+        if found is None:
+            raise _not_a_number(text, kind)
         return float(found.group(1))
-    value = int(found.group(1))
+    base, body = 10, text
+    if kind == "unsigned" and text.startswith("-"):
+        raise ExpressionError(f"to_unsigned({text!r}): an unsigned number can't start with "
+                              f"a minus")
+    if text.startswith(("0b", "-0b")):  # (stoi reads no 0b: Soufflé drops it)
+        base, body = 2, ("-" + text[3:] if text.startswith("-") else text[2:])
+    elif text.startswith(("0x", "-0x")):
+        base = 16
+    found = _INT_PREFIX[base].match(body)
+    if found is None:
+        raise _not_a_number(text, kind)
+    value = int(found.group(1) + found.group(2), base)
+    if kind == "unsigned" and value < 0:  # (stoul wraps " -5" to 64 bits: out of range)
+        value %= 2**64
     if kind == "number" and not -_2_31 <= value < _2_31 or \
-            kind == "unsigned" and not -_2_32 < value < _2_32:  # (std::stoi / stoul range)
+            kind == "unsigned" and not value < _2_32:  # (std::stoi / stoul range)
         raise ExpressionError(f"to_{kind}({text!r}): out of the 32-bit {kind} range")
-    return _wrap(value, kind)
+    return value
+
+
+def _not_a_number(text: str, kind: str) -> ExpressionError:
+    return ExpressionError(f"to_{'float' if kind == 'float' else kind}({text!r}): the string "
+                           f"does not start with a number")
 
 
 def _to_string(value, kind: str) -> str:
