@@ -502,3 +502,17 @@ def test_to_number_reads_hexadecimal_and_binary_prefixes_as_soufflé(partitions)
     with pytest.raises(dd.OperatorError, match=r"to_number\('0xffffffff'\): out of the "
                                                r"32-bit number range"):
         program.commit()
+
+
+def test_match_reads_std_regex_class_names():
+    """Soufflé's std::regex knows class names inside brackets: ``[[:digit:]]`` is a digit
+    (Python's re would read a set of the characters ``[:digt``)."""
+    program = dd.Program("""
+        .decl w(s: symbol)
+        .input w
+        .decl id(s: symbol)
+        id(s) :- w(s), match("x[[:digit:]]+#[[:upper:][:punct:]]", s).
+    """)
+    program.insert("w", [("x12#A",), ("x12#!",), ("x12#a",), ("x:#A",), ("xd#A",)])
+    program.commit()
+    assert program.relation("id") == {("x12#A",), ("x12#!",)}

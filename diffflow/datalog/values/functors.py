@@ -113,6 +113,14 @@ def _to_string(value, kind: str) -> str:
 
 
 _QUANTIFIER = re.compile(r"\{[0-9]+(,[0-9]*)?\}")
+_CLASS_NAME = re.compile(r"\[:([a-z]+):\]")
+# std::regex's character class names (inside [...]), as Python's class contents
+_CLASS_NAMES = {"alnum": "0-9A-Za-z", "alpha": "A-Za-z", "blank": " \\t",
+                "cntrl": "\\x00-\\x1f\\x7f", "digit": "0-9", "d": "0-9",
+                "graph": "\\x21-\\x7e", "lower": "a-z", "print": "\\x20-\\x7e",
+                "punct": re.escape("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"),
+                "space": " \\t\\n\\r\\f\\v", "s": " \\t\\n\\r\\f\\v", "upper": "A-Z",
+                "w": "0-9A-Za-z_", "xdigit": "0-9A-Fa-f"}
 
 
 @functools.lru_cache(maxsize=256)
@@ -120,16 +128,26 @@ def regex(pattern: str):
     """The compiled pattern, or None when it is not a valid regex in Soufflé's grammar
     (C++'s ``std::regex``, ECMAScript): a ``{`` that starts no ``{n}``, ``{n,}``, ``{n,m}``
     or a group ``(?`` other than ``(?:``, ``(?=``, ``(?!`` is invalid there (Python's re
-    would read them).
+    would read them); class names such as ``[[:digit:]]`` are read as std::regex does.
 
     >>> regex("fo{2}b.*") is not None, regex("fo{x}b.*"), regex("(?P<a>x)"), regex("a(")
     (True, None, None, None)
+    >>> regex("[[:digit:]]+#").fullmatch("12#") is not None
+    True
     """
-    at, in_class = 0, False
+    out, at, in_class = [], 0, False
     while at < len(pattern):
         c = pattern[at]
         if c == "\\":
+            out.append(pattern[at:at + 2])
             at += 2
+            continue
+        name = _CLASS_NAME.match(pattern, at) if in_class else None
+        if name is not None:
+            if name.group(1) not in _CLASS_NAMES:
+                return None
+            out.append(_CLASS_NAMES[name.group(1)])
+            at = name.end()
             continue
         if in_class:
             in_class = c != "]"
@@ -140,9 +158,10 @@ def regex(pattern: str):
         elif c == "(" and pattern[at + 1:at + 2] == "?" and pattern[at + 2:at + 3] not in \
                 (":", "=", "!"):
             return None
+        out.append(c)
         at += 1
     try:
-        return re.compile(pattern)
+        return re.compile("".join(out))
     except re.error:
         return None
 
