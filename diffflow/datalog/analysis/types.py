@@ -340,6 +340,25 @@ class TermTyping(RecordTyping):
                 self._check_regex(c.left)
             return
 
+    def _check_ord_order(self, c: ast.Comparison, record: dict) -> None:
+        """A located warning for ``ord`` of a symbol, record or ADT value in an order
+        comparison: its number is from the value's hash, not Soufflé's table index."""
+        warnings = getattr(self, "warnings", None)
+        if warnings is None:
+            return
+        for node in ast.walk_terms(c.left, c.right):
+            if isinstance(node, ast.Functor) and node.name == "ord" and node.user is None and \
+                    record.get(id(node.args[0])) not in ("number", "unsigned", "float") and \
+                    not any((w.line, w.column) == (node.line, node.column) for w in warnings):
+                warnings.append(DatalogWarning(
+                    "ord of a symbol, record or ADT value orders values differently from "
+                    "Soufflé: diffflow's number comes from the value's hash, Soufflé's is its "
+                    "table index (the order it first met the values)", self.source,
+                    self.program.filename, node.line, node.column,
+                    hint="the numbers tell values apart in both; which is smaller differs "
+                         "(a kept difference)"))
+                return  # (one warning a comparison)
+
     def _check_regex(self, pattern: ast.String) -> None:
         """A located warning for a constant ``match`` pattern that is no valid regex."""
         warnings = getattr(self, "warnings", None)
@@ -457,6 +476,8 @@ class TermTyping(RecordTyping):
                 return
             for side in (lit.left, lit.right):
                 self.record_term(record, side, kind, var_types)
+            if lit.op in ("<", "<=", ">", ">="):
+                self._check_ord_order(lit, record)
             return
         atom = lit.atom if isinstance(lit, ast.Negation) else lit
         relation = self.relations.get(atom.relation) if isinstance(atom, ast.Atom) else None
