@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from diffflow.datalog.analysis.analysed import Clause, Relation
 from diffflow.datalog.analysis.patterns import take_apart, take_apart_literals
-from diffflow.datalog.analysis.types import NIL, RECORD, TermTyping, Unknown, kind_name
+from diffflow.datalog.analysis.types import LITERAL, NIL, RECORD, TermTyping, Unknown, kind_name
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.errors import did_you_mean
 
@@ -102,6 +102,28 @@ class ClauseChecks(TermTyping):
                                           "r([x, _]) in a positive atom; for a negation, "
                                           "match in a helper relation and negate that")
 
+    def _type_from_context(self, pending: list, types: dict, head_vars: dict,
+                           set_type) -> bool:
+        """Type one untyped variable of a stalled clause from its context: the attribute it
+        fills (``head_vars``), or a comparison with a side of a known type.  Returns whether
+        to keep deferring plain integers' ``number`` (False once nothing gives a type)."""
+        numeric = ("number", "unsigned", "float")
+        for c in pending:
+            for target, other in ((c.left, c.right), (c.right, c.left)):
+                if not isinstance(target, ast.Var) or target.name in types:
+                    continue
+                if head_vars.get(target.name) in numeric:
+                    set_type(target, head_vars[target.name], "the attribute it fills")
+                    return True
+                try:
+                    kind = self.expr_type(other, types, strict=False)
+                except Unknown:
+                    continue
+                if kind in numeric or kind == "symbol":
+                    set_type(target, kind, f"compared at line {c.line}")
+                    return True
+        return False
+
     def _check_clause(self, clause: Clause, types: dict, origin: dict):
 
         def set_type(var: ast.Var, kind: str, where: str):
@@ -170,7 +192,13 @@ class ClauseChecks(TermTyping):
             if isinstance(lit, ast.Negation)]
         head_vars = {a.name: kind for atom, relation in context if relation is not None
                      for a, kind in zip(atom.args, relation.types) if isinstance(a, ast.Var)}
-        while pending and progress:
+        # an untyped variable assigned a plain integer (x = 3, x = range(1, 5)) takes the type
+        # the rest of the clause gives it -- the attribute it fills, a typed value it meets --
+        # and is a number only when nothing does (Soufflé's numeric constants are polymorphic)
+        defer = True
+        while pending and (progress or defer):
+            if not progress:
+                defer = self._type_from_context(pending, types, head_vars, set_type)
             progress = False
             for c in list(pending):
                 left, right = attempt(c.left), attempt(c.right)
@@ -182,7 +210,8 @@ class ClauseChecks(TermTyping):
                             left, right = attempt(c.left), attempt(c.right)
                 for target, kind, other in ((c.left, left, right), (c.right, right, left)):
                     if c.op == "=" and kind is None and isinstance(target, ast.Var) and \
-                            other not in (None, _UNKNOWN, RECORD, NIL):
+                            other not in (None, _UNKNOWN, RECORD, NIL) and \
+                            not (defer and other == LITERAL):
                         set_type(target, kind_name(other),
                                  f"assigned at line {c.line}")
                         self.check_literal_ranges(c.left, types[target.name])
