@@ -102,12 +102,36 @@ class ClauseChecks(TermTyping):
                                           "r([x, _]) in a positive atom; for a negation, "
                                           "match in a helper relation and negate that")
 
+    def _pattern_types(self, term, kind: str, out: dict) -> None:
+        """``out[variable] = type`` for the variables of ``term`` (a variable, or a record
+        or ADT term of them) where a ``kind`` is expected."""
+        if isinstance(term, ast.Var):
+            out.setdefault(term.name, kind)
+            return
+        structure = self.structures.get(kind)
+        if structure is None:
+            return
+        if isinstance(term, ast.RecordTerm) and structure.is_record:
+            fields = structure.fields
+        elif isinstance(term, ast.BranchTerm) and not structure.is_record:
+            fields = structure.branches.get(term.branch, ())
+        else:
+            return
+        if len(fields) == len(term.args):
+            for arg, (_, field) in zip(term.args, fields):
+                self._pattern_types(arg, field, out)
+
     def _type_from_context(self, pending: list, types: dict, head_vars: dict,
                            set_type) -> bool:
         """Type one untyped variable of a stalled clause from its context: the attribute it
         fills (``head_vars``), or a comparison with a side of a known type.  Returns whether
         to keep deferring plain integers' ``number`` (False once nothing gives a type)."""
         numeric = ("number", "unsigned", "float")
+        for c in pending:  # (a variable of a record in the head: its field's type)
+            for var in ast.term_variables(c.left, c.right):
+                if var.name not in types and var.name in head_vars:
+                    set_type(var, head_vars[var.name], "the attribute it fills")
+                    return True
         for c in pending:
             for target, other in ((c.left, c.right), (c.right, c.left)):
                 if not isinstance(target, ast.Var) or target.name in types:
@@ -190,8 +214,10 @@ class ClauseChecks(TermTyping):
         context = [(clause.head, self.relations[clause.head.relation])] + [
             (lit.atom, self.relations.get(lit.atom.relation)) for lit in clause.literals
             if isinstance(lit, ast.Negation)]
-        head_vars = {a.name: kind for atom, relation in context if relation is not None
-                     for a, kind in zip(atom.args, relation.types) if isinstance(a, ast.Var)}
+        head_vars: dict = {}  # (variables inside records there: their fields' types)
+        for atom, relation in context:
+            for arg, kind in zip(atom.args, relation.types if relation is not None else ()):
+                self._pattern_types(arg, kind, head_vars)
         # an untyped variable assigned a plain integer (x = 3, x = range(1, 5)) takes the type
         # the rest of the clause gives it -- the attribute it fills, a typed value it meets --
         # and is a number only when nothing does (Soufflé's numeric constants are polymorphic)
