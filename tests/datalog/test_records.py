@@ -11,6 +11,7 @@ import pytest
 import diffflow as dd
 from diffflow.datalog.values.structures import AdtValue
 from tests.support.helpers import RUNTIME_OPTIONS, run_datalog
+from tests.support.datalog_reference import evaluate
 
 _run = run_datalog  # diffflow run; {output relation: sorted lines}
 
@@ -633,3 +634,35 @@ def test_ord_of_records_adt_values_and_numbers(partitions):
     assert len(p.relation("ords")) == 5
     with pytest.raises(dd.DatalogError, match=r"ord of \[\.\.\.\]: its record type is not known"):
         dd.Program(".decl o(n: number)\no(ord([1, 2])).")
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_records_no_declared_type_names_are_compared_element_by_element(partitions):
+    # Soufflé types [a, b] with no declared record type as an anonymous record: a variable
+    # only ever equal to record terms stands for them, and comparisons of record terms
+    # are comparisons of their elements (by hand: each rule says what it derives)
+    source = """
+        .decl e(x: number, y: number)
+        .input e
+        .decl same(z: number)
+        same(z) :- e(x, y), r = [x, y], s = r, s = [v, w], w = z, z = v.
+        .decl k(a: number)
+        k(a) :- [a, "s"] = [1, "s"].
+        k(a) :- [[a, [a]]] = [[2, [2]]], [[a, 1.5]] != [[3, 1.5]].
+        k(a) :- [9, a] = [8, 4].
+        k(4) :- [1, 2.5] != [1, 2].
+        k(5) :- [] != [].
+        k(c) :- a = [1, [b, c]], [1, x] = a, x = [7, 6], b = 7.
+        k(8) :- _ = [1].
+    """
+    facts = {"e": [(1, 1), (1, 2), (3, 3)]}
+    program = dd.Program(source, partitions=partitions)
+    program.insert("e", facts["e"])
+    program.commit()
+    assert program.relation("same") == {(1,), (3,)}  # the pairs with x = y
+    assert program.relation("k") == {(1,), (2,), (4,), (6,), (8,)}
+    reference = evaluate(source, facts)
+    assert reference["same"] == {(1,), (3,)} and reference["k"] == program.relation("k")
+    program.remove("e", [(3, 3)])
+    program.commit()
+    assert program.relation("same") == {(1,)}
