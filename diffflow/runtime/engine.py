@@ -272,8 +272,10 @@ class PartitionEngine:
             if caused_by_interrupt(exc):  # Ctrl-C inside a numba kernel surfaces as a SystemError
                 raise KeyboardInterrupt from exc
             # a node a front end compiled runs only diffflow's code (a user's functor fails
-            # with an ExpressionError): anything else failing there is diffflow's bug
-            internal = node.origin is not None and not isinstance(exc, DiffflowError)
+            # with an ExpressionError, data with an ArithmeticError such as a division by
+            # zero): anything else failing there is diffflow's bug
+            internal = node.origin is not None and not isinstance(
+                exc, (DiffflowError, ArithmeticError, MemoryError))
             raise OperatorError(f"{INTERNAL if internal else ''}operator {node.describe()} "
                                 f"failed: {type(exc).__name__}: {exc}") from exc
         self.emitted = bool(outs)
