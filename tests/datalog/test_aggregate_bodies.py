@@ -124,6 +124,7 @@ def test_mean_errors_are_located(source, message, at):
     assert message in text and f"m.dl:{at[0]}:{at[1]}:" in text, text
 
 
+@pytest.mark.filterwarnings("ignore:.*cross product")
 @pytest.mark.parametrize("partitions", [1, 2])
 def test_an_aggregate_is_correlated_with_a_variable_another_aggregate_binds(partitions):
     # the next point right of x1 (Soufflé's convex_hull): x2 = the least x greater than x1,
