@@ -48,7 +48,7 @@ def take_apart_anonymous(head: ast.Atom, literals: list) -> list:
 
 
 def _recordish(term) -> bool:
-    return isinstance(term, (ast.RecordTerm, ast.Wildcard))
+    return isinstance(term, ast.RecordTerm)
 
 
 def _record_only_variables(head, literals) -> set:
@@ -114,7 +114,7 @@ def _resolve(term, bindings: dict, seen=()):
 
 def _compare(lit: ast.Comparison, left, right) -> list:
     """``left op right`` as literals: record terms taken apart element by element."""
-    if lit.op == "=" and (isinstance(left, ast.Wildcard) or isinstance(right, ast.Wildcard)):
+    if lit.op == "=" and {type(left), type(right)} == {ast.Wildcard, ast.RecordTerm}:
         return []  # (_ = [1]: holds)
     if not (isinstance(left, ast.RecordTerm) and isinstance(right, ast.RecordTerm)) or \
             len(left.args) != len(right.args):
