@@ -666,3 +666,24 @@ def test_records_no_declared_type_names_are_compared_element_by_element(partitio
     program.remove("e", [(3, 3)])
     program.commit()
     assert program.relation("same") == {(1,)}
+
+
+@pytest.mark.parametrize("stage", ["analysis", "compiler"])
+def test_an_internal_failure_while_building_a_rule_says_so_and_names_the_rule(monkeypatch,
+                                                                             stage):
+    from diffflow.datalog.analysis.clauses import ClauseChecks
+    from diffflow.datalog.lower.joins import ClauseCompiler
+
+    def broken(*args, **kwargs):
+        raise KeyError("simulated bug")
+
+    if stage == "analysis":
+        monkeypatch.setattr(ClauseChecks, "check_built_records", broken)
+    else:
+        monkeypatch.setattr(ClauseCompiler, "compare", broken)
+    with pytest.raises(dd.DatalogError) as info:
+        dd.Program(".decl e(x: number)\n.decl r(x: number)\nr(x) :- e(x), x > 1.\n",
+                   filename="bug.dl")
+    message = str(info.value)
+    assert message.startswith("bug.dl:3:") and "internal error (a bug in diffflow; please " \
+        "report it)" in message and "KeyError: 'simulated bug'" in message, message

@@ -16,6 +16,7 @@ diffflow.common.errors.DatalogError: <program>:3:3: error: variable 'y' in the h
 """
 from __future__ import annotations
 
+from diffflow.common.errors import DiffflowError
 from diffflow.datalog.analysis.analysed import Clause, Relation
 from diffflow.datalog.analysis.patterns import take_apart, take_apart_literals
 from diffflow.datalog.analysis.types import LITERAL, NIL, RECORD, TermTyping, Unknown, kind_name
@@ -66,10 +67,15 @@ class ClauseChecks(TermTyping):
             types[name] = kind
             origin[name] = "declared by an inline relation's attribute"
         self._lenient = lenient
-        take_apart(self, clause)
-        self.check_built_records(clause)
         try:
+            take_apart(self, clause)
+            self.check_built_records(clause)
             self._check_clause(clause, types, origin)
+        except (DiffflowError, Unknown):
+            raise
+        except Exception as exc:  # (a bug here, not the program's: said so, at its rule)
+            raise self.error(f"internal error (a bug in diffflow; please report it) checking "
+                             f"this rule: {type(exc).__name__}: {exc}", clause.head) from exc
         finally:
             self._lenient = False
 
