@@ -130,10 +130,11 @@ def _decode_batch(blob: str):
     return raw[2:2 + n].copy(), raw[2 + n:2 + n + n * k].reshape(n, k).copy()
 
 
-def pack(symbols, columns: list) -> np.ndarray:
+def pack(symbols, columns: list, rows: int = 0) -> np.ndarray:
     """Intern the records whose components are ``columns`` (equal-length int64 arrays);
-    their ids.  Raises on a hash collision, as symbols do."""
-    n = len(columns[0]) if columns else 0
+    their ids (``rows`` of them for records of no component, ``[]``).  Raises on a hash
+    collision, as symbols do."""
+    n = len(columns[0]) if columns else rows
     matrix = np.stack([np.asarray(c, np.int64) for c in columns], axis=1) if columns else \
         np.zeros((n, 0), np.int64)
     ids = record_ids(matrix)

@@ -45,13 +45,16 @@ import numpy as np
 from diffflow.arrangements import columnar
 from diffflow.arrangements.updates import Updates
 from diffflow.common import memory
-from diffflow.common.errors import OperatorError, caused_by_interrupt
+from diffflow.common.errors import DiffflowError, OperatorError, caused_by_interrupt
 from diffflow.dataflow.progress import global_frontiers, node_out_frontier
 from diffflow.lattice.frontiers import antichain_of, times_frontier
 from diffflow.lattice.times import minimal_tuples
 from diffflow.operators.base import Operator, OperatorContext
 from diffflow.operators.registry import operator_class
 from diffflow.runtime.routing import Routing
+
+#: what starts the message of an operator compiled from a program failing on its own
+INTERNAL = "internal error (a bug in diffflow; please report it): "
 
 # attributes rebuilt from the graph when an engine is restored (never checkpointed)
 _REBUILT = frozenset({"node", "ctx", "reducer"})
@@ -268,8 +271,13 @@ class PartitionEngine:
         except Exception as exc:
             if caused_by_interrupt(exc):  # Ctrl-C inside a numba kernel surfaces as a SystemError
                 raise KeyboardInterrupt from exc
-            raise OperatorError(f"operator {node.describe()} failed: "
-                                f"{type(exc).__name__}: {exc}") from exc
+            # a node a front end compiled runs only diffflow's code (a user's functor fails
+            # with an ExpressionError, data with an ArithmeticError such as a division by
+            # zero): anything else failing there is diffflow's bug
+            internal = node.origin is not None and not isinstance(
+                exc, (DiffflowError, ArithmeticError, MemoryError))
+            raise OperatorError(f"{INTERNAL if internal else ''}operator {node.describe()} "
+                                f"failed: {type(exc).__name__}: {exc}") from exc
         self.emitted = bool(outs)
         if not outs:
             return False

@@ -122,3 +122,29 @@ def test_mean_errors_are_located(source, message, at):
         dd.Program(source, filename="m.dl")
     text = str(caught.value)
     assert message in text and f"m.dl:{at[0]}:{at[1]}:" in text, text
+
+
+@pytest.mark.filterwarnings("ignore:.*cross product")
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_an_aggregate_is_correlated_with_a_variable_another_aggregate_binds(partitions):
+    # the next point right of x1 (Soufflé's convex_hull): x2 = the least x greater than x1,
+    # then y2 = the least y of the points at x2 -- the second aggregate waits for x2
+    source = """
+        .decl point(x: number, y: number)
+        .input point
+        .decl next(x1: number, x2: number, y2: number)
+        next(x1, x2, y2) :- point(x1, _),
+                            x2 = min x : { point(x, _), x > x1 },
+                            y2 = min y : { point(x, y), x = x2 }.
+    """
+    facts = {"point": [(0, 3), (1, 5), (1, 1), (2, 0), (0, 0)]}
+    # by hand: right of 0 is 1 (least y there 1), right of 1 is 2 (y 0); 2 has none
+    expected = {(0, 1, 1), (1, 2, 0)}
+    program = dd.Program(source, partitions=partitions)
+    program.insert("point", facts["point"])
+    program.commit()
+    assert program.relation("next") == expected
+    assert evaluate(source, facts)["next"] == expected
+    program.remove("point", [(1, 1)])
+    program.commit()
+    assert program.relation("next") == {(0, 1, 5), (1, 2, 0)}

@@ -291,7 +291,8 @@ def test_arithmetic_on_a_symbol():
            "prog.dl:4:21: error: arithmetic '+' on a symbol",
            "    r(y) :- s(x), y = x + 1.",
            "                        ^",
-           "  hint: symbols support only = and != comparisons")
+           "  hint: + joins two symbols (as cat does; Soufflé's too); to_string(x) makes a "
+           "symbol of a number")
     e = _error(NS + "r(1) :- s(x), y = -x, y = x.\n")
     assert (e.line, e.column, e.message) == (4, 19, "unary minus of a symbol")
 

@@ -11,6 +11,7 @@ from diffflow.cli import main
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.parser import parse
 from diffflow.datalog.syntax.render import render_term
+from tests.support.datalog_reference import evaluate
 
 
 def _head(source: str):
@@ -413,3 +414,128 @@ def test_to_number_to_unsigned_and_to_float_convert_between_numeric_types(partit
     program.commit()  # the conversion follows updates like any expression
     assert (-3, 2**32 - 3, -3.5) not in program.relation("out")
     assert len(program.relation("out")) == 5
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_plus_joins_symbols_and_to_string_of_a_symbol_is_itself(partitions):
+    """Soufflé reads ``+`` of two symbols as concatenation (as ``cat``), in rules, facts and
+    comparisons; ``to_string`` of a symbol is the symbol; other arithmetic on symbols is an
+    error."""
+    source = """
+        .decl w(s: symbol)
+        .decl p(a: symbol, b: symbol)
+        .input w, p
+        .decl joined(s: symbol)
+        joined("<" + s + ">") :- w(s).
+        joined(a + "." + to_string(b)) :- p(a, b).
+        joined("k" + to_string(2) + to_string("!")).
+        .decl same(s: symbol)
+        same(s) :- w(s), t = s + "", t = to_string(s).
+    """
+    program = dd.Program(source, partitions=partitions)
+    program.insert("w", [("a",), ("bc",)])
+    program.insert("p", [("a", "bc")])
+    program.commit()
+    expected = {("<a>",), ("<bc>",), ("a.bc",), ("k2!",)}
+    assert program.relation("joined") == expected
+    assert program.relation("same") == {("a",), ("bc",)}
+    facts = {"w": [("a",), ("bc",)], "p": [("a", "bc")]}
+    assert evaluate(source, facts)["joined"] == expected
+    program.remove("w", [("a",)])
+    program.remove("p", [("a", "bc")])
+    program.commit()
+    assert program.relation("joined") == {("<bc>",), ("k2!",)}
+    with pytest.raises(dd.DatalogError, match=r"2:17: .*arithmetic '-' on a symbol"):
+        dd.Program('.decl r(s: symbol)\nr(s) :- s = "a" - "b".')
+    with pytest.raises(dd.DatalogError, match=r"2:17: .*arithmetic '\+' on a symbol"):
+        dd.Program('.decl r(s: symbol)\nr(s) :- s = "a" + 1.')
+
+
+@pytest.mark.filterwarnings("ignore:.*wrong pattern")
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_an_invalid_regex_makes_both_match_and_not_match_false(partitions):
+    """Soufflé's regexes are C++ ECMAScript ones: ``a{y}`` is no regex there (Python's re
+    would read it as text); Soufflé warns and neither ``match`` nor ``!match`` of it holds."""
+    source = """
+        .decl w(s: symbol)
+        .input w
+        .decl good(s: symbol)
+        good(s) :- w(s), match("ab{2}.*", s).
+        .decl bad(s: symbol)
+        bad(s) :- w(s), match("a{y}", s).
+        bad(s) :- w(s), !match("a{y}", s).
+        bad(s) :- w(s), p = "(?P<n>a)", !match(p, s).
+        .decl other(s: symbol)
+        other(s) :- w(s), !match("ab{2}.*", s).
+    """
+    facts = {"w": [("abbc",), ("abc",), ("a{y}",)]}
+    program = dd.Program(source, partitions=partitions)
+    assert [str(w).split(": warning: ")[1][:21] for w in program.warnings] == \
+        ["wrong pattern 'a{y}':"] * 2
+    assert program.warnings[0].line == 7
+    program.insert("w", facts["w"])
+    program.commit()
+    expected = {"good": {("abbc",)}, "bad": set(), "other": {("abc",), ("a{y}",)}}
+    assert {name: program.relation(name) for name in expected} == expected
+    reference = evaluate(source, facts)
+    assert {name: reference[name] for name in expected} == expected
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_to_number_reads_hexadecimal_and_binary_prefixes_as_soufflé(partitions):
+    """Soufflé's to_number reads ``0x``/``-0x`` as hexadecimal and ``0b``/``-0b`` as binary
+    (then as C's stoi: the number the text starts with); to_unsigned ``0x`` and ``0b``."""
+    program = dd.Program("""
+        .decl s(t: symbol)
+        .input s
+        .decl n(t: symbol, x: number)
+        n(t, to_number(t)) :- s(t).
+        .decl u(t: symbol, x: unsigned)
+        u(t, to_unsigned(t)) :- s(t), !match("-.*", t).
+    """, partitions=partitions)
+    texts = ["42", "-42", "0x1f", "-0x1F", "0XA", "0b1011", "-0b110", "0x10zz", " 7 "]
+    program.insert("s", [(t,) for t in texts])
+    program.commit()
+    # by hand: 0x1f = 31, 0b1011 = 11, 0b110 = 6; "0XA" has no 0x prefix: stoi reads "0"
+    assert dict(program.relation("n")) == {"42": 42, "-42": -42, "0x1f": 31, "-0x1F": -31,
+                                          "0XA": 0, "0b1011": 11, "-0b110": -6,
+                                          "0x10zz": 16, " 7 ": 7}
+    assert dict(program.relation("u")) == {"42": 42, "0x1f": 31, "0XA": 0, "0b1011": 11,
+                                          "0x10zz": 16, " 7 ": 7}
+    program.insert("s", [("0xffffffff",)])  # 2^32 - 1: an unsigned, but no number
+    with pytest.raises(dd.OperatorError, match=r"to_number\('0xffffffff'\): out of the "
+                                               r"32-bit number range"):
+        program.commit()
+
+
+def test_match_reads_std_regex_class_names():
+    """Soufflé's std::regex knows class names inside brackets: ``[[:digit:]]`` is a digit
+    (Python's re would read a set of the characters ``[:digt``)."""
+    program = dd.Program("""
+        .decl w(s: symbol)
+        .input w
+        .decl id(s: symbol)
+        id(s) :- w(s), match("x[[:digit:]]+#[[:upper:][:punct:]]", s).
+    """)
+    program.insert("w", [("x12#A",), ("x12#!",), ("x12#a",), ("x:#A",), ("xd#A",)])
+    program.commit()
+    assert program.relation("id") == {("x12#A",), ("x12#!",)}
+
+
+@pytest.mark.filterwarnings("ignore:.*orders values differently")
+def test_ord_in_an_order_comparison_of_symbols_warns_of_the_kept_difference():
+    # Soufflé's ord of a symbol is its table index (first met, first numbered), so
+    # ord(a) < ord(b) picks by input order there; diffflow's comes from the hash
+    program = dd.Program("""
+        .decl e(a: symbol, b: symbol)
+        .decl lead(a: symbol)
+        lead(a) :- e(a, b), ord(a) < ord(b).
+        .decl n(a: number)
+        n(a) :- a = 3, ord(a) < 4.
+    """)
+    assert [(w.line, w.column) for w in program.warnings] == [(4, 29)]
+    assert "orders values differently from Soufflé" in str(program.warnings[0])
+    program.insert("e", [("x", "y"), ("y", "x")])
+    program.commit()
+    assert len(program.relation("lead")) == 1  # one of the two: ords tell them apart
+    assert program.relation("n") == {(3,)}

@@ -90,3 +90,35 @@ def test_a_variable_assigned_an_integer_in_an_aggregate_body_wraps_as_a_number()
     source = (".decl e(x: number)\n.decl r(n: number)\n"
               "r(n) :- n = count : { e(x), y = 2147483647 + 1, y > 0 }.")
     assert _check(source, {"e": [(1,)]}) == {(0,)}  # 2^31 wraps to -2^31
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_a_variable_assigned_a_plain_integer_takes_its_type_from_the_clause(partitions):
+    # Soufflé's numeric constants are polymorphic: x = 2147483647 + 1 is an unsigned where x
+    # fills an unsigned attribute (no wrap), 7 / 2 a float division where x fills a float
+    # one, and 3000000000 an unsigned where x is compared with one
+    source = """
+        .decl e(y: unsigned)
+        .input e
+        .decl u(x: unsigned)
+        u(x) :- x = range(1, 3).
+        u(x) :- x = 2147483647 + 1.
+        .decl f(x: float)
+        f(x) :- x = 7 / 2.
+        .decl c(y: unsigned)
+        c(y) :- e(y), x = 3000000000, x < y.
+        .decl n(x: number)
+        n(x) :- x = 2147483647 + 1.
+    """
+    facts = {"e": [(4000000000,), (5,)]}
+    program = dd.Program(source, partitions=partitions)
+    program.insert("e", facts["e"])
+    program.commit()
+    expected = {"u": {(1,), (2,), (2147483648,)}, "f": {(3.5,)}, "c": {(4000000000,)},
+                "n": {(-2147483648,)}}
+    assert {name: program.relation(name) for name in expected} == expected
+    reference = evaluate(source, facts)
+    assert {name: reference[name] for name in expected} == expected
+    program.remove("e", [(4000000000,)])
+    program.commit()
+    assert program.relation("c") == set()

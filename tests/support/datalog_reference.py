@@ -241,7 +241,8 @@ def _apply(lit, binding, env, clause):
     if lit.op.lstrip("!") == "contains":
         holds = (left in right) != lit.op.startswith("!")
     elif lit.op.lstrip("!") == "match":
-        holds = (re.fullmatch(left, right) is not None) != lit.op.startswith("!")
+        holds = _valid_regex(left) and \
+            (re.fullmatch(left, right) is not None) != lit.op.startswith("!")
     else:
         holds = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
                  ">": operator.gt, ">=": operator.ge}[lit.op](left, right)
@@ -288,6 +289,8 @@ def _term(node, binding, env, clause):
     if a is _NONE or b is _NONE:
         return _NONE
     op = node.op
+    if kind == "symbol":  # + of symbols: the two joined
+        return a + b
     if kind == "float":
         return {"+": a + b, "-": a - b, "*": a * b}.get(op) if op in "+-*" else \
             (a / b if op == "/" else math.fmod(a, b) if op == "%" else a ** b)
@@ -315,6 +318,20 @@ def _field(node, value):
     return fields[node.index] if matches else 0
 
 
+def _valid_regex(pattern):
+    """Soufflé's regexes are C++ ECMAScript ones: a brace starting no {n}, {n,} or {n,m}
+    and a group (? other than (?: (?= (?! are invalid there; an invalid regex makes both
+    match and !match false."""
+    plain = re.sub(r"\\.|\[(\\.|[^]])*\]", "", pattern)  # (escapes and classes left out)
+    if re.search(r"\{(?![0-9]+(,[0-9]*)?\})|\(\?[^:=!]", plain):
+        return False
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
+
+
 def _functor(name, args, kind, arg_kinds):
     """Soufflé's intrinsic functors, one row at a time: strings measured in UTF-8 bytes,
     32-bit two's complement for number and unsigned."""
@@ -331,7 +348,8 @@ def _functor(name, args, kind, arg_kinds):
     if name == "to_number":
         return int(args[0].strip().split()[0])
     if name == "to_string":
-        return "%f" % args[0] if arg_kinds[0] == "float" else "%d" % args[0]
+        return "%f" % args[0] if arg_kinds[0] == "float" else \
+            args[0] if arg_kinds[0] == "symbol" else "%d" % args[0]
     if name in ("itou", "utoi"):
         return _fix(args[0], "unsigned" if name == "itou" else "number")
     if name in ("itof", "utof"):

@@ -23,6 +23,7 @@ import itertools
 from diffflow.datalog.analysis.analysed import Clause, Relation
 from diffflow.datalog.analysis.clauses import ClauseChecks
 from diffflow.datalog.analysis.constants import fold_fact
+from diffflow.datalog.analysis.anonymous_records import take_apart_anonymous
 from diffflow.datalog.analysis.patterns import negated_patterns
 from diffflow.datalog.analysis.types import base_type
 from diffflow.datalog.syntax import ast
@@ -210,7 +211,7 @@ class Analyser(ClauseChecks):
                                  "body or a constant")
         for alternative in rule.body:
             for literals in self.expand(alternative):
-                literals = negated_patterns(self, literals)
+                literals = take_apart_anonymous(rule.head, negated_patterns(self, literals))
                 for agg in ast.term_aggregates(*rule.head.args):
                     agg.body = negated_patterns(self, agg.body)
                 head, literals = self.lift_generators(rule.head, literals)

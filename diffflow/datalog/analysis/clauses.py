@@ -16,9 +16,10 @@ diffflow.common.errors.DatalogError: <program>:3:3: error: variable 'y' in the h
 """
 from __future__ import annotations
 
+from diffflow.common.errors import DiffflowError
 from diffflow.datalog.analysis.analysed import Clause, Relation
 from diffflow.datalog.analysis.patterns import take_apart, take_apart_literals
-from diffflow.datalog.analysis.types import NIL, RECORD, TermTyping, Unknown, kind_name
+from diffflow.datalog.analysis.types import LITERAL, NIL, RECORD, TermTyping, Unknown, kind_name
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.errors import did_you_mean
 
@@ -66,10 +67,15 @@ class ClauseChecks(TermTyping):
             types[name] = kind
             origin[name] = "declared by an inline relation's attribute"
         self._lenient = lenient
-        take_apart(self, clause)
-        self.check_built_records(clause)
         try:
+            take_apart(self, clause)
+            self.check_built_records(clause)
             self._check_clause(clause, types, origin)
+        except (DiffflowError, Unknown):
+            raise
+        except Exception as exc:  # (a bug here, not the program's: said so, at its rule)
+            raise self.error(f"internal error (a bug in diffflow; please report it) checking "
+                             f"this rule: {type(exc).__name__}: {exc}", clause.head) from exc
         finally:
             self._lenient = False
 
@@ -101,6 +107,52 @@ class ClauseChecks(TermTyping):
                                      hint="'_' matches anything only in a pattern, e.g. "
                                           "r([x, _]) in a positive atom; for a negation, "
                                           "match in a helper relation and negate that")
+
+    def _pattern_types(self, term, kind: str, out: dict) -> None:
+        """``out[variable] = type`` for the variables of ``term`` (a variable, or a record
+        or ADT term of them) where a ``kind`` is expected."""
+        if isinstance(term, ast.Var):
+            out.setdefault(term.name, kind)
+            return
+        structure = self.structures.get(kind)
+        if structure is None:
+            return
+        if isinstance(term, ast.RecordTerm) and structure.is_record:
+            fields = structure.fields
+        elif isinstance(term, ast.BranchTerm) and not structure.is_record:
+            fields = structure.branches.get(term.branch, ())
+        else:
+            return
+        if len(fields) == len(term.args):
+            for arg, (_, field) in zip(term.args, fields):
+                self._pattern_types(arg, field, out)
+
+    def _type_from_context(self, pending: list, types: dict, head_vars: dict,
+                           set_type) -> bool:
+        """Type one untyped variable of a stalled clause from its context: the attribute it
+        fills (``head_vars``), or a comparison with a side of a known type.  Returns whether
+        to keep deferring plain integers' ``number`` (False once nothing gives a type)."""
+        numeric = ("number", "unsigned", "float")
+        for c in pending:  # (a variable of a record in the head: its field's type)
+            for var in ast.term_variables(c.left, c.right):
+                if var.name not in types and var.name in head_vars:
+                    set_type(var, head_vars[var.name], "the attribute it fills")
+                    return True
+        for c in pending:
+            for target, other in ((c.left, c.right), (c.right, c.left)):
+                if not isinstance(target, ast.Var) or target.name in types:
+                    continue
+                if head_vars.get(target.name) in numeric:
+                    set_type(target, head_vars[target.name], "the attribute it fills")
+                    return True
+                try:
+                    kind = self.expr_type(other, types, strict=False)
+                except Unknown:
+                    continue
+                if kind in numeric or kind == "symbol":
+                    set_type(target, kind, f"compared at line {c.line}")
+                    return True
+        return False
 
     def _check_clause(self, clause: Clause, types: dict, origin: dict):
 
@@ -168,9 +220,17 @@ class ClauseChecks(TermTyping):
         context = [(clause.head, self.relations[clause.head.relation])] + [
             (lit.atom, self.relations.get(lit.atom.relation)) for lit in clause.literals
             if isinstance(lit, ast.Negation)]
-        head_vars = {a.name: kind for atom, relation in context if relation is not None
-                     for a, kind in zip(atom.args, relation.types) if isinstance(a, ast.Var)}
-        while pending and progress:
+        head_vars: dict = {}  # (variables inside records there: their fields' types)
+        for atom, relation in context:
+            for arg, kind in zip(atom.args, relation.types if relation is not None else ()):
+                self._pattern_types(arg, kind, head_vars)
+        # an untyped variable assigned a plain integer (x = 3, x = range(1, 5)) takes the type
+        # the rest of the clause gives it -- the attribute it fills, a typed value it meets --
+        # and is a number only when nothing does (Soufflé's numeric constants are polymorphic)
+        defer = True
+        while pending and (progress or defer):
+            if not progress:
+                defer = self._type_from_context(pending, types, head_vars, set_type)
             progress = False
             for c in list(pending):
                 left, right = attempt(c.left), attempt(c.right)
@@ -182,7 +242,8 @@ class ClauseChecks(TermTyping):
                             left, right = attempt(c.left), attempt(c.right)
                 for target, kind, other in ((c.left, left, right), (c.right, right, left)):
                     if c.op == "=" and kind is None and isinstance(target, ast.Var) and \
-                            other not in (None, _UNKNOWN, RECORD, NIL):
+                            other not in (None, _UNKNOWN, RECORD, NIL) and \
+                            not (defer and other == LITERAL):
                         set_type(target, kind_name(other),
                                  f"assigned at line {c.line}")
                         self.check_literal_ranges(c.left, types[target.name])

@@ -123,7 +123,7 @@ def compare(op: str, left, right) -> bool:
     (True, False, False)
     """
     if op.lstrip("!") in CONSTRAINTS:
-        return holds(op.lstrip("!"), left, right) != op.startswith("!")
+        return holds(op, left, right)
     return _ORDER[op](left, right)  # (records and ADT values only meet = and !=)
 
 
@@ -133,13 +133,18 @@ _ORDER = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.
 
 def arithmetic(op: str, a, b, kind: str):
     """``a op b`` as Soufflé computes it in type ``kind``: ``number`` wraps to 32-bit signed,
-    ``unsigned`` to 32-bit unsigned, ``/`` and ``%`` truncate toward zero.
+    ``unsigned`` to 32-bit unsigned, ``/`` and ``%`` truncate toward zero; ``+`` of symbols
+    joins them.
 
     >>> arithmetic("/", -7, 2, "number"), arithmetic("-", 0, 1, "unsigned")
     (-3, 4294967295)
+    >>> arithmetic("+", "ab", "c", "symbol")
+    'abc'
     """
     if kind == "float":
         return _float_arithmetic(op, a, b)
+    if kind == "symbol":  # (+ of symbols: concatenation; analysis allows no other)
+        return a + b
     if op in ("/", "%"):
         if b == 0:
             raise ArithmeticError("integer division by zero")

@@ -11,7 +11,7 @@ A term is evaluated in the type of the expression it belongs to: a head
 argument in its attribute's type, both sides of a comparison (or an
 assignment ``x = e``) in the type they unify to, an integer constant taking the
 type of what it is combined with (a comparison of plain integers is a
-``number`` one).  ``sum``, ``min`` and ``max`` have their target's type, so the
+``number`` one).  ``+`` of two symbols joins them, as ``cat`` does (Soufflé's too).  ``sum``, ``min`` and ``max`` have their target's type, so the
 target is evaluated in the type the aggregate is used in; ``count`` is a
 ``number``.
 
@@ -32,8 +32,9 @@ from types import MappingProxyType
 from diffflow.datalog.analysis.kinds import LITERAL, NIL, RECORD, Unknown, _article, kind_name
 from diffflow.datalog.analysis.record_types import RecordTyping
 from diffflow.datalog.syntax import ast, intrinsics
-from diffflow.datalog.syntax.errors import DatalogError, did_you_mean
+from diffflow.datalog.syntax.errors import DatalogError, DatalogWarning, did_you_mean
 from diffflow.datalog.syntax.intrinsics import BASE_TYPES, NUMBER_RANGE, UNSIGNED_RANGE
+from diffflow.datalog.values.functors import regex
 
 _CONSTANTS = (ast.Number, ast.Float, ast.String)
 _TYPE_HINT = "use number, unsigned, float, symbol or a .type you declare"
@@ -203,9 +204,10 @@ class TermTyping(RecordTyping):
             right = self.expr_type(node.right, types, strict)
             self.not_structured(left, node, f"arithmetic '{node.op}'")
             self.not_structured(right, node, f"arithmetic '{node.op}'")
-            if "symbol" in (left, right):
+            if "symbol" in (left, right) and (node.op != "+" or left != right):
                 raise self.error(f"arithmetic '{node.op}' on a symbol", node,
-                                 hint="symbols support only = and != comparisons")
+                                 hint="+ joins two symbols (as cat does; Soufflé's too); "
+                                      "to_string(x) makes a symbol of a number")
             return unify(self, node, left, right)
         if isinstance(node, ast.Functor):
             return self.functor_type(node, types, strict)
@@ -233,6 +235,12 @@ class TermTyping(RecordTyping):
         generic = node.user is None  # ("T", "numeric": an intrinsic's; a user's are types)
         for position, (arg, param) in enumerate(zip(node.args, params), 1):
             got = self.expr_type(arg, types, strict)
+            if generic and param == "any":  # (ord: of any value, a record's of its type)
+                if got == RECORD:
+                    raise self.error(f"{name} of [...]: its record type is not known", arg,
+                                     hint=f"bind it to a variable of a record type first, "
+                                          f"e.g. r = [a, b], R(r), {name}(r)")
+                continue
             if generic:
                 self.not_structured(got, arg, name)
             if generic and param == "T":
@@ -328,7 +336,40 @@ class TermTyping(RecordTyping):
             if kind != "symbol":
                 raise self.error(f"{c.op.lstrip('!')} needs two symbols, got "
                                  f"{kind_name(kind)}s", c)
+            if c.op.lstrip("!") == "match" and isinstance(c.left, ast.String):
+                self._check_regex(c.left)
             return
+
+    def _check_ord_order(self, c: ast.Comparison, record: dict) -> None:
+        """A located warning for ``ord`` of a symbol, record or ADT value in an order
+        comparison: its number is from the value's hash, not Soufflé's table index."""
+        warnings = getattr(self, "warnings", None)
+        if warnings is None:
+            return
+        for node in ast.walk_terms(c.left, c.right):
+            if isinstance(node, ast.Functor) and node.name == "ord" and node.user is None and \
+                    record.get(id(node.args[0])) not in ("number", "unsigned", "float") and \
+                    not any((w.line, w.column) == (node.line, node.column) for w in warnings):
+                warnings.append(DatalogWarning(
+                    "ord of a symbol, record or ADT value orders values differently from "
+                    "Soufflé: diffflow's number comes from the value's hash, Soufflé's is its "
+                    "table index (the order it first met the values)", self.source,
+                    self.program.filename, node.line, node.column,
+                    hint="the numbers tell values apart in both; which is smaller differs "
+                         "(a kept difference)"))
+                return  # (one warning a comparison)
+
+    def _check_regex(self, pattern: ast.String) -> None:
+        """A located warning for a constant ``match`` pattern that is no valid regex."""
+        warnings = getattr(self, "warnings", None)
+        if warnings is None or regex(pattern.value) is not None or \
+                any((w.line, w.column) == (pattern.line, pattern.column) for w in warnings):
+            return
+        warnings.append(DatalogWarning(
+            f"wrong pattern {pattern.value!r}: no regex in Soufflé's grammar (C++ std::regex, "
+            f"ECMAScript), so neither match nor !match of it holds", self.source,
+            self.program.filename, pattern.line, pattern.column,
+            hint="a { starts a count such as {2} or {1,3}; write \\{ for the character"))
 
     # -- the record ------------------------------------------------------------------------
     def comparison_type(self, c: ast.Comparison, var_types: dict) -> str:
@@ -420,8 +461,8 @@ class TermTyping(RecordTyping):
             elif param == "numeric":
                 own = self._own_type(arg, var_types)
                 out.append(kind_name(own) if own is not None else "number")
-            elif param == "scalar":  # (to_number and friends: of text, or a number converted)
-                own = self._own_type(arg, var_types)
+            elif param in ("scalar", "any"):  # (to_number and friends: of text, or a number
+                own = self._own_type(arg, var_types)  # converted; ord: of any value)
                 out.append(kind_name(own) if own is not None else "symbol")
             else:
                 out.append(param)
@@ -435,6 +476,8 @@ class TermTyping(RecordTyping):
                 return
             for side in (lit.left, lit.right):
                 self.record_term(record, side, kind, var_types)
+            if lit.op in ("<", "<=", ">", ">="):
+                self._check_ord_order(lit, record)
             return
         atom = lit.atom if isinstance(lit, ast.Negation) else lit
         relation = self.relations.get(atom.relation) if isinstance(atom, ast.Atom) else None

@@ -118,6 +118,8 @@ def term_expression(node, types: dict, aggregates: dict):
     left = term_expression(node.left, types, aggregates)
     right = term_expression(node.right, types, aggregates)
     op = node.op
+    if kind == "symbol":  # (+ of symbols: concatenation)
+        return functors.column("cat", [left, right], kind, ["symbol", "symbol"])
     if kind == "float":
         value = {"+": left.__add__, "-": left.__sub__, "*": left.__mul__,
                  "/": left.__truediv__, "^": left.__pow__,

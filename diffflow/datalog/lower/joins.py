@@ -367,8 +367,11 @@ class ClauseCompiler(Naming):
                     correlated = aggregate_variables(item) & \
                         _all_vars_of(pending, later_atoms, exclude=item)
                     outer = {v for v in aggregate_variables(item) if v in bound}
-                    # wait until every correlated variable the outer rule binds is bound
-                    if not correlated <= bound and later_atoms:
+                    # wait until every correlated variable the outer rule binds is bound (by
+                    # a later atom, or an assignment still pending: x2 = min ..., then an
+                    # aggregate using x2 is correlated with it)
+                    if not correlated <= bound and (
+                            later_atoms or _assigns(pending, correlated - bound, item)):
                         continue
                     frame = compile_aggregate(self, frame.named(), item, outer, env, types,
                                               aggregates, steps, names[id(item)])
@@ -436,9 +439,7 @@ class ClauseCompiler(Naming):
         op = "==" if c.op == "=" else c.op
         if op.lstrip("!") in intrinsics.CONSTRAINTS or (  # contains(sub, s), match(regex, s)
                 op in ("<", "<=", ">", ">=") and types[id(c.left)] == "symbol"):  # text order
-            predicate = functors.constraint(op.lstrip("!"), left, right)
-            if op.startswith("!"):
-                predicate = ~predicate
+            predicate = functors.constraint(op, left, right)  # (!match: not simply negated)
             steps.append(f"filter {render_literal(c)}")
         else:
             predicate = {"==": left.__eq__, "!=": left.__ne__, "<": left.__lt__,
@@ -502,6 +503,19 @@ def _item_vars(item):
     if isinstance(item, ast.AggregateTerm):
         return sorted(aggregate_variables(item))
     return []
+
+
+def _assigns(pending, names: set, aggregate) -> bool:
+    """Whether a pending assignment outside ``aggregate`` gives one of the variables
+    ``names`` a value (``x = ...``)."""
+    for item in pending:
+        if not isinstance(item, ast.Comparison) or item.op != "=" or any(
+                a is aggregate for a in ast.term_aggregates(item.left, item.right)):
+            continue
+        if any(isinstance(side, ast.Var) and side.name in names
+               for side in (item.left, item.right)):
+            return True
+    return False
 
 
 def _all_vars_of(pending, atoms, exclude):

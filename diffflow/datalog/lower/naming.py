@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import re
 
+from diffflow.common.errors import DatalogError, DiffflowError
 from diffflow.dataflow.origin import Origin, one_line
 from diffflow.datalog.syntax.render import render_rule
 
@@ -82,6 +83,15 @@ class Naming:
         graph.location_override, graph.origin = self.where(line), origin
         try:
             yield
+        except DiffflowError:
+            raise
+        except Exception as exc:  # (a bug in the compiler, not the program's: said so)
+            analysed = getattr(self, "analysed", None)
+            raise DatalogError(f"internal error (a bug in diffflow; please report it) compiling "
+                               f"this rule: {type(exc).__name__}: {exc}",
+                               getattr(analysed, "source", None),
+                               analysed.program.filename if analysed else "<program>", line,
+                               None) from exc
         finally:
             graph.location_override, graph.origin = outer
 

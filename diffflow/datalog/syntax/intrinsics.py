@@ -23,16 +23,17 @@ INTEGRAL = ("number", "unsigned")
 
 # name -> (parameter types, result type); "T": the numeric type the call is evaluated in
 # (its arguments too); "numeric": any numeric argument; "scalar": a symbol (text to parse) or
-# any numeric value (converted, see NUMERIC_CONVERSIONS); a trailing "..." repeats the last
+# any numeric value (converted, see NUMERIC_CONVERSIONS); "any": a value of any type, records
+# and ADT values too (ord's); a trailing "..." repeats the last
 SIGNATURES = {
     "cat": (("symbol", "symbol", "..."), "symbol"),
     "strlen": (("symbol",), "number"),
     "substr": (("symbol", "number", "number"), "symbol"),
-    "ord": (("symbol",), "number"),
+    "ord": (("any",), "number"),
     "to_number": (("scalar",), "number"),
     "to_unsigned": (("scalar",), "unsigned"),
     "to_float": (("scalar",), "float"),
-    "to_string": (("numeric",), "symbol"),
+    "to_string": (("scalar",), "symbol"),
     "itou": (("number",), "unsigned"),
     "itof": (("number",), "float"),
     "utoi": (("unsigned",), "number"),
@@ -55,14 +56,16 @@ PREFIX = {"bnot", "lnot"}  # bnot x
 BITWISE = INFIX | PREFIX
 NUMERIC_FUNCTORS = BITWISE | {"min", "max", "abs", "itou", "utoi", "ftoi", "ftou", "itof",
                               "utof"}  # (computed by numpy, on columns or on one row)
-#: to_number, to_unsigned and to_float of a numeric value, as Soufflé converts it: the
-#: conversion functor computing it (None: the value is already of that type)
+#: to_number, to_unsigned and to_float of a numeric value (and to_string of a symbol), as
+#: Soufflé converts it: the conversion functor computing it (None: the value is already of
+#: that type)
 NUMERIC_CONVERSIONS = {
     ("to_number", "number"): None, ("to_number", "unsigned"): "utoi",
     ("to_number", "float"): "ftoi",
     ("to_unsigned", "unsigned"): None, ("to_unsigned", "number"): "itou",
     ("to_unsigned", "float"): "ftou",
     ("to_float", "float"): None, ("to_float", "number"): "itof", ("to_float", "unsigned"): "utof",
+    ("to_string", "symbol"): None,  # (to_string of a symbol: itself, as in Soufflé)
 }
 CONSTRAINTS = ("contains", "match")  # (sub, text) and (regex, text): literals, not terms
 # named in the grammar but not built yet: a located error names the feature

@@ -16,10 +16,11 @@ as for ``+`` -- and two implementations with one meaning:
 
 Strings are measured and cut in UTF-8 bytes, as Soufflé does (``strlen("é")``
 is 2).  ``ord(s)`` is, as in Soufflé, a number that tells symbols apart and
-means nothing else (here: from the symbol's hash).  Errors follow Soufflé:
+means nothing else (here: from the symbol's hash; of a record or ADT value, from its id --
+Soufflé's is its table index, so the numbers differ).  Errors follow Soufflé:
 ``to_number`` of text that does not start with a number stops the run;
 ``substr`` with a start outside the string gives ``""``; a bad ``match``
-pattern matches nothing.
+pattern matches nothing (and ``!match`` of it does not hold either).
 
 >>> scalar("cat", ["ab", "c"], "symbol"), scalar("bshru", [-1, 28], "number")
 ('abc', 15)
@@ -28,6 +29,7 @@ pattern matches nothing.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -59,40 +61,144 @@ def _bytes_cut(text: str, start: int, length: int) -> str:
     return data[start:end].decode(errors="replace")
 
 
-_INT_PREFIX = re.compile(r"\s*([+-]?[0-9]+)")
+_INT_PREFIX = {10: re.compile(r"\s*([+-]?)([0-9]+)"), 2: re.compile(r"\s*([+-]?)([01]+)"),
+               16: re.compile(r"\s*([+-]?)(?:0[xX])?([0-9a-fA-F]+)")}
 _FLOAT_PREFIX = re.compile(r"\s*([+-]?([0-9]+\.?[0-9]*([eE][+-]?[0-9]+)?|\.[0-9]+([eE][+-]?[0-9]+)?"
                            r"|inf|nan))", re.IGNORECASE)
 
 
 def _to_number(text: str, kind: str):
-    """std::stoi / stoul / stod: the number the text starts with (leading blanks allowed)."""
-    found = (_FLOAT_PREFIX if kind == "float" else _INT_PREFIX).match(text)
-    if found is None:
-        raise ExpressionError(f"to_{'float' if kind == 'float' else kind}({text!r}): the "
-                              f"string does not start with a number")
+    """Soufflé's to_number / to_unsigned / to_float of text: the number the text starts with,
+    as C's stoi / stoul / stod read it (leading blanks allowed), with Soufflé's prefixes
+    ``0x`` (hexadecimal) and ``0b`` (binary), ``-0x`` and ``-0b`` for a number; text that
+    does not start with a number, or one out of the 32-bit range, stops the run.
+
+    >>> [_to_number(t, "number") for t in ("12ab", " -7", "0x1F", "-0xff", "0b101", "-0b11")]
+    [12, -7, 31, -255, 5, -3]
+    >>> _to_number("0xffffffff", "unsigned"), _to_number("2.5e1", "float")
+    (4294967295, 25.0)
+    """
     if kind == "float":
+        found = _FLOAT_PREFIX.match(text)
+        if found is None:
+            raise _not_a_number(text, kind)
         return float(found.group(1))
-    value = int(found.group(1))
+    base, body = 10, text
+    if kind == "unsigned" and text.startswith("-"):
+        raise ExpressionError(f"to_unsigned({text!r}): an unsigned number can't start with "
+                              f"a minus")
+    if text.startswith(("0b", "-0b")):  # (stoi reads no 0b: Soufflé drops it)
+        base, body = 2, ("-" + text[3:] if text.startswith("-") else text[2:])
+    elif text.startswith(("0x", "-0x")):
+        base = 16
+    found = _INT_PREFIX[base].match(body)
+    if found is None:
+        raise _not_a_number(text, kind)
+    value = int(found.group(1) + found.group(2), base)
+    if kind == "unsigned" and value < 0:  # (stoul wraps " -5" to 64 bits: out of range)
+        value %= 2**64
     if kind == "number" and not -_2_31 <= value < _2_31 or \
-            kind == "unsigned" and not -_2_32 < value < _2_32:  # (std::stoi / stoul range)
+            kind == "unsigned" and not value < _2_32:  # (std::stoi / stoul range)
         raise ExpressionError(f"to_{kind}({text!r}): out of the 32-bit {kind} range")
-    return _wrap(value, kind)
+    return value
+
+
+def _not_a_number(text: str, kind: str) -> ExpressionError:
+    return ExpressionError(f"to_{'float' if kind == 'float' else kind}({text!r}): the string "
+                           f"does not start with a number")
 
 
 def _to_string(value, kind: str) -> str:
     return f"{value:f}" if kind == "float" else str(int(value))  # (std::to_string)
 
 
-def _matches(pattern: str, text: str) -> bool:
+_QUANTIFIER = re.compile(r"\{[0-9]+(,[0-9]*)?\}")
+_CLASS_NAME = re.compile(r"\[:([a-z]+):\]")
+# std::regex's character class names (inside [...]), as Python's class contents
+_CLASS_NAMES = {"alnum": "0-9A-Za-z", "alpha": "A-Za-z", "blank": " \\t",
+                "cntrl": "\\x00-\\x1f\\x7f", "digit": "0-9", "d": "0-9",
+                "graph": "\\x21-\\x7e", "lower": "a-z", "print": "\\x20-\\x7e",
+                "punct": re.escape("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"),
+                "space": " \\t\\n\\r\\f\\v", "s": " \\t\\n\\r\\f\\v", "upper": "A-Z",
+                "w": "0-9A-Za-z_", "xdigit": "0-9A-Fa-f"}
+
+
+@functools.lru_cache(maxsize=256)
+def regex(pattern: str):
+    """The compiled pattern, or None when it is not a valid regex in Soufflé's grammar
+    (C++'s ``std::regex``, ECMAScript): a ``{`` that starts no ``{n}``, ``{n,}``, ``{n,m}``
+    or a group ``(?`` other than ``(?:``, ``(?=``, ``(?!`` is invalid there (Python's re
+    would read them); class names such as ``[[:digit:]]`` are read as std::regex does.
+
+    >>> regex("fo{2}b.*") is not None, regex("fo{x}b.*"), regex("(?P<a>x)"), regex("a(")
+    (True, None, None, None)
+    >>> regex("[[:digit:]]+#").fullmatch("12#") is not None
+    True
+    """
+    out, at, in_class = [], 0, False
+    while at < len(pattern):
+        c = pattern[at]
+        if c == "\\":
+            out.append(pattern[at:at + 2])
+            at += 2
+            continue
+        name = _CLASS_NAME.match(pattern, at) if in_class else None
+        if name is not None:
+            if name.group(1) not in _CLASS_NAMES:
+                return None
+            out.append(_CLASS_NAMES[name.group(1)])
+            at = name.end()
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "{" and not _QUANTIFIER.match(pattern, at):
+            return None
+        elif c == "(" and pattern[at + 1:at + 2] == "?" and pattern[at + 2:at + 3] not in \
+                (":", "=", "!"):
+            return None
+        out.append(c)
+        at += 1
     try:
-        return re.fullmatch(pattern, text) is not None
-    except re.error:  # Soufflé warns and matches nothing
+        return re.compile("".join(out))
+    except re.error:
+        return None
+
+
+def _matches(pattern: str, text: str, negated: bool = False) -> bool:
+    compiled = regex(pattern)
+    if compiled is None:  # Soufflé warns, and neither match nor !match holds
         return False
+    return (compiled.fullmatch(text) is None) == negated
 
 
-def _ord(text: str) -> int:
-    # (the symbol's id, folded to a number)
-    return _wrap(int(hash_strings(np.array([text], dtype=object))[0]), "number")
+def _ord(value, kind: str) -> int:
+    """``ord`` of one value of type ``kind``: what :class:`_Ord` computes on its column."""
+    if kind == "symbol":  # (the symbol's id, folded to a number)
+        return _wrap(int(hash_strings(np.array([value], dtype=object))[0]), "number")
+    if kind in ("number", "unsigned", "float"):
+        return int(_Ord(kind)(None, np.asarray([value]))[0])
+    if value is None:
+        return 0  # (nil)
+    raise ExpressionError("ord of a record or ADT value is computed by rules only (a fact "
+                          "or an explanation cannot compute it: records are identified by "
+                          "hash in diffflow, so the number differs from Soufflé's anyway)")
+
+
+class _Ord:
+    """``ord`` on a column: a number's own value, an unsigned's or a float's bits (of a
+    32-bit float, as Soufflé's), a symbol's or a record's id folded to 32 bits -- a number
+    telling values apart; for symbols and records not Soufflé's (its table index)."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def __call__(self, symbols, values):
+        if self.kind == "float":
+            bits = np.asarray(values, np.float64).astype(np.float32).view(np.int32)
+            return bits.astype(np.int64)
+        return wrap_array(np.asarray(values, np.int64), "number")
 
 
 def scalar(name: str, args: list, kind: str, arg_kinds: list | None = None):
@@ -111,7 +217,7 @@ def scalar(name: str, args: list, kind: str, arg_kinds: list | None = None):
     if name == "substr":
         return _bytes_cut(*args)
     if name == "ord":
-        return _ord(args[0])
+        return _ord(args[0], (arg_kinds or ["symbol"])[0])
     if name in ("to_number", "to_unsigned", "to_float"):
         arg_kind = (arg_kinds or ["symbol"])[0]
         if arg_kind != "symbol":  # a numeric value converted, as Soufflé does
@@ -119,7 +225,8 @@ def scalar(name: str, args: list, kind: str, arg_kinds: list | None = None):
             return args[0] if conversion is None else scalar(conversion, args, kind, arg_kinds)
         return _to_number(args[0], SIGNATURES[name][1])
     if name == "to_string":
-        return _to_string(args[0], (arg_kinds or ["number"])[0])
+        arg_kind = (arg_kinds or ["number"])[0]
+        return args[0] if arg_kind == "symbol" else _to_string(args[0], arg_kind)
     if name in NUMERIC_FUNCTORS and kind != "symbol":  # the column kernel, on one row
         out = _Numeric(name, kind)(None, *(np.asarray([a]) for a in args))
         return out[0].item()
@@ -128,15 +235,21 @@ def scalar(name: str, args: list, kind: str, arg_kinds: list | None = None):
 
 def holds(op: str, left: str, right: str) -> bool:
     """Whether ``contains(left, right)`` (``left`` occurs in ``right``) or
-    ``match(left, right)`` (regex ``left`` matches all of ``right``) holds.
+    ``match(left, right)`` (regex ``left`` matches all of ``right``) holds, or their negation
+    (``!contains``, ``!match``: an invalid regex makes both ``match`` and ``!match`` false,
+    as in Soufflé).
 
     >>> holds("contains", "ell", "hello"), holds("match", "h.*o", "hello")
     (True, True)
+    >>> holds("!match", "h.*o", "hello"), holds("!match", "h{x}", "hello")
+    (False, False)
     """
     if op == "contains":
         return left in right
-    if op == "match":
-        return _matches(left, right)
+    if op == "!contains":
+        return left not in right
+    if op in ("match", "!match"):
+        return _matches(left, right, negated=op == "!match")
     # symbols in text order: code points, which is UTF-8 byte order, as Soufflé compares them
     return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
 
@@ -158,12 +271,15 @@ def column(name: str, args: list, kind: str, arg_kinds: list) -> Expr:
         name = conversion
     if name in NUMERIC_FUNCTORS and kind != "symbol":
         return Func(name, _Numeric(name, kind), args, out)
+    if name == "ord":  # (of any value: its column, symbols and records as their ids)
+        return Func(name, _Ord(arg_kinds[0]), args, out)
     return Func(name, _PerValue(name, kind, arg_kinds), args, out)  # (min, max of symbols: text)
 
 
 def constraint(op: str, left: Expr, right: Expr) -> Expr:
-    """The filter predicate of ``contains(left, right)`` / ``match(left, right)``, or of an
-    order comparison (``<`` ...) of symbols, by their text."""
+    """The filter predicate of ``contains(left, right)`` / ``match(left, right)`` (negated:
+    ``!contains``, ``!match``), or of an order comparison (``<`` ...) of symbols, by their
+    text."""
     return Func(op, _PerValue(op, "bool", ["symbol", "symbol"]), [left, right], "bool")
 
 

@@ -329,10 +329,10 @@ class _Pack:
     def __init__(self, kinds):
         self.kinds = list(kinds)
 
-    def __call__(self, symbols, *values):
+    def __call__(self, symbols, *values, rows=0):  # (rows: the count of ``[]`` records)
         parts = [_float_bits(v) if k == "float" else np.asarray(v, np.int64)
                  for v, k in zip(values, self.kinds)]
-        return records.pack(symbols, parts)
+        return records.pack(symbols, parts, rows)
 
 
 def _float_bits(values) -> np.ndarray:
