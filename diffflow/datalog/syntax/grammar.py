@@ -46,7 +46,8 @@ plan_order: INT ":" "(" [INT ("," INT)*] ")"
 disjunction: conjunction (";" conjunction)*
 conjunction: _literal ("," _literal)*
 _literal: atom | negation | comparison | group | boolean
-negation: "!" atom
+// Soufflé negates any body literal: !(a(x) ; b(x)), !!a(x), !x < 3 (De Morgan, by the parser)
+negation: "!" _literal
 group: "(" disjunction ")"
 boolean: TRUE | FALSE
 comparison: term COMPARE term
@@ -86,6 +87,7 @@ atom: IDENT "(" [term ("," term)*] ")"
 ?primary: IDENT        -> variable
     | WILDCARD         -> wildcard
     | INT              -> integer
+    | IPV4             -> ipv4
     | FLOAT            -> float
     | STRING           -> string
     | "(" term ")"
@@ -151,6 +153,8 @@ FALSE: "false"
 QUALIFIER.2: /[A-Za-z_][A-Za-z0-9_]*(?![A-Za-z0-9_?]|\s*\()/
 // a qualified name (instance.relation) is one token: no spaces around its dots
 IDENT: /[A-Za-z_?][A-Za-z0-9_?]*(\.[A-Za-z_?][A-Za-z0-9_?]*)*/
+// an IPv4 address 1.2.3.4 is a number (Soufflé's lexer): (1 << 24) + (2 << 16) + (3 << 8) + 4
+IPV4.3: /\d+\.\d+\.\d+\.\d+/
 FLOAT.2: /\d+\.\d+([eE][-+]?\d+)?/ | /\d+[eE][-+]?\d+/
 INT: /0x[0-9A-Fa-f]+u?/ | /0b[01]+u?/ | /\d+u?/
 STRING: /"(\\.|[^"\\\n])*"/
