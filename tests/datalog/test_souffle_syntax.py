@@ -99,3 +99,61 @@ def test_a_negated_group_reads_as_its_expansion():
     assert [render_rule(r) for r in rules] == [
         "r(x) :- u(x), !a(x), x >= 3.",
         "r(x) :- u(x), (!a(x); c(x)), b(x)."]
+
+
+# -- facts aggregating over atoms: rules with no body ---------------------------------------
+
+FACT_AGGREGATES = """
+    .decl w(x: number)
+    .decl total(s: number)
+    total(sum x : { w(x) }).
+    .decl tagged(k: number, t: symbol, n: number)
+    tagged(1, "sum", sum x : { true, w(x) }).
+    tagged(2, "count", count : { w(_), true } + 1).
+    tagged(3, "none", count : { w(_), false }).
+    .decl least(m: number)
+    least(min x : { w(x), x > 2 }).
+"""
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_a_fact_aggregating_over_atoms_follows_them(partitions):
+    program = _run(FACT_AGGREGATES, partitions, w=[(1,), (4,), (6,)])
+    assert program.relation("total") == {(11,)}                   # 1 + 4 + 6
+    assert program.relation("tagged") == {(1, "sum", 11), (2, "count", 4), (3, "none", 0)}
+    assert program.relation("least") == {(4,)}                    # min of 4 and 6
+    program.remove("w", [(4,), (6,)])
+    program.commit()
+    # w = {1}: sum 1, count 1 + 1, no x > 2 so min has no value: no fact
+    assert program.relation("total") == {(1,)}
+    assert program.relation("tagged") == {(1, "sum", 1), (2, "count", 2), (3, "none", 0)}
+    assert program.relation("least") == set()
+    expected = evaluate(FACT_AGGREGATES, {"w": {(1,)}})
+    assert all(program.relation(r) == expected[r] for r in program.relations)
+
+
+def test_a_fact_with_a_variable_outside_its_aggregates_is_still_an_error():
+    error = _error(".decl w(x: number)\n.decl r(s: number)\nr(y + count : { w(_) }).")
+    assert (error.line, error.column) == (3, 3)
+    assert "a fact has only constants, but r has a variable" in error.message
+
+
+AGGREGATE_OF_AGGREGATE = """
+    .decl e(id: number, w: number)
+    .decl next(a: number, b: number)
+    next(a, b) :- e(a, w1), w2 = min w : { e(_, w), w > w1 }, b = min i : { e(i, v), v = w2 }.
+"""
+
+
+@pytest.mark.filterwarnings("ignore:.*a cross product")  # (the correlation is a comparison)
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_an_aggregate_correlated_by_a_variable_another_aggregate_assigns(partitions):
+    program = _run(AGGREGATE_OF_AGGREGATE, partitions, e=[(0, 1), (1, 4), (2, 1), (3, 2)])
+    # the next heavier weight after 1 is 2 (edge 3), after 2 is 4 (edge 1), none after 4
+    assert program.relation("next") == {(0, 3), (2, 3), (3, 1)}
+    program.insert("e", [(5, 2)])
+    program.commit()
+    # weight 2 is now also edge 5: the least id stays 3; edge 5 (weight 2) is followed by 1
+    assert program.relation("next") == {(0, 3), (2, 3), (3, 1), (5, 1)}
+    expected = evaluate(AGGREGATE_OF_AGGREGATE, {"e": {(0, 1), (1, 4), (2, 1), (3, 2), (5, 2)}})
+    assert program.relation("next") == expected["next"]

@@ -187,6 +187,11 @@ class Analyser(ClauseChecks):
             # r(range(1, 5)). makes rows; r([1, nil]). builds records: rules with no body
             rule = ast.Rule(rule.line, rule.column, rule.head,
                             [ast.Conjunction(rule.line, rule.column, [])], rule.plan)
+        elif not rule.body and _aggregates_over_atoms(rule.head.args):
+            # r(sum w : { e(w) }).: a rule with no body, as in Soufflé (its variables are the
+            # aggregate's own)
+            rule = ast.Rule(rule.line, rule.column, rule.head,
+                            [ast.Conjunction(rule.line, rule.column, [])], rule.plan)
         if not rule.body:
             counter = next((n for n in ast.walk_terms(*rule.head.args) if is_counter(n)), None)
             if counter is not None:
@@ -336,6 +341,16 @@ class Analyser(ClauseChecks):
                 options.append([[literal]])
         for combination in itertools.product(*options):
             yield [lit for part in combination for lit in part]
+
+
+def _aggregates_over_atoms(args) -> bool:
+    """Whether a fact's arguments aggregate over atoms, and have no variable or ``_`` outside
+    their aggregates (else it is no fact, and folding it says so)."""
+    outside = [n for n in ast.walk_terms(*args) if isinstance(n, (ast.Var, ast.Wildcard))]
+    return not outside and any(
+        isinstance(lit, (ast.Atom, ast.Negation)) for agg in ast.term_aggregates(*args)
+        for n in ast.walk_terms(agg, aggregates=True) if isinstance(n, ast.AggregateTerm)
+        for lit in n.body)
 
 
 def _generators(*terms) -> list:

@@ -353,7 +353,9 @@ class ClauseCompiler(Naming):
                         _all_vars_of(pending, later_atoms, exclude=item)
                     outer = {v for v in aggregate_variables(item) if v in bound}
                     # wait until every correlated variable the outer rule binds is bound
-                    if not correlated <= bound and later_atoms:
+                    # (by a later atom, or an assignment such as w = min ... : { ... })
+                    if not correlated <= bound and (
+                            later_atoms or _assigned_later(pending, item, correlated - bound)):
                         continue
                     frame = compile_aggregate(self, frame.named(), item, outer, env, types,
                                               aggregates, steps, names[id(item)])
@@ -487,6 +489,18 @@ def _item_vars(item):
     if isinstance(item, ast.AggregateTerm):
         return sorted(aggregate_variables(item))
     return []
+
+
+def _assigned_later(pending, agg, names) -> bool:
+    """Whether a pending ``v = term`` other than one holding ``agg`` may bind one of
+    ``names``."""
+    for item in pending:
+        if isinstance(item, ast.Comparison) and item.op == "=" and not any(
+                a is agg for a in ast.walk_terms(item.left, item.right, aggregates=True)):
+            if any(isinstance(side, ast.Var) and side.name in names
+                   for side in (item.left, item.right)):
+                return True
+    return False
 
 
 def _all_vars_of(pending, atoms, exclude):
