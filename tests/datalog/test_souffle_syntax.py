@@ -157,3 +157,27 @@ def test_an_aggregate_correlated_by_a_variable_another_aggregate_assigns(partiti
     assert program.relation("next") == {(0, 3), (2, 3), (3, 1), (5, 1)}
     expected = evaluate(AGGREGATE_OF_AGGREGATE, {"e": {(0, 1), (1, 4), (2, 1), (3, 2), (5, 2)}})
     assert program.relation("next") == expected["next"]
+
+
+# -- a relation named like a functor Soufflé has no keyword for ----------------------------
+
+FUNCTOR_NAMED = """
+    .decl abs(f: number, x: number)
+    .decl itou(f: number)
+    .decl r(f: number, y: number)
+    r(f, abs(x)) :- abs(f, x), abs(x) > 2, !itou(f).
+    r(f, y) :- itou(f), y = count : abs(_, _).
+    r(f, y) :- itou(f), (abs(f, x) ; abs(x, f)), y = x + 100.
+"""
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_a_relation_may_be_named_like_a_functor(partitions):
+    program = _run(FUNCTOR_NAMED, partitions, abs=[(1, -5), (2, 3), (3, 2)], itou=[(2,)])
+    # abs(x) > 2 and f not in itou: (1, -5) gives (1, 5); (3, 2) has |2| = 2, not > 2
+    # itou(2): count of abs = 3 -> (2, 3); abs(2, 3) -> 3 + 100; abs(3, 2) -> x = 3 -> 103
+    assert program.relation("r") == {(1, 5), (2, 3), (2, 103)}
+    program.remove("itou", [(2,)])
+    program.commit()
+    # no itou: only the first rule, and now f = 2 is allowed: abs(2, 3) -> (2, 3)
+    assert program.relation("r") == {(1, 5), (2, 3)}

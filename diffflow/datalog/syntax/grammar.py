@@ -52,7 +52,9 @@ group: "(" disjunction ")"
 boolean: TRUE | FALSE
 comparison: term COMPARE term
 
-atom: IDENT "(" [term ("," term)*] ")"
+// a relation may be named like a functor Soufflé has no keyword for (abs, itou, ...); in a
+// body, (abs(x)) is then an atom in a group, not a parenthesised term (priority 2)
+atom.2: (IDENT | FUNCTOR) "(" [term ("," term)*] ")"
 
 // Soufflé's precedence: lor < lxor < land < bor < bxor < band < shifts < + - < * / % <
 // unary - bnot lnot < ^
