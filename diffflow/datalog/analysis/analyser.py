@@ -34,7 +34,7 @@ _IGNORED_QUALIFIERS = {"btree", "brie", "inline", "no_inline", "magic", "no_magi
                        "btree_delete", "overridable"}
 _OLD_IO_QUALIFIERS = {"input", "output", "printsize"}
 _IO_PARAMS = {"IO", "filename", "delimiter", "headers", "attributeNames", "rfc4180",
-              "compress"}
+              "compress", "format"}
 
 
 class Analyser(ClauseChecks):
@@ -157,9 +157,14 @@ class Analyser(ClauseChecks):
                 raise self.error(f"an empty delimiter in .{d.kind} {d.relation}", d,
                                  hint='omit delimiter for TAB, or give one, e.g. delimiter=","')
             io = d.params.get("IO", "file")
-            if io not in ("file", "stdout") or (io == "stdout" and d.kind == "input"):
+            if io not in ("file", "stdout", "json", "jsonfile") or (
+                    io in ("stdout", "json") and d.kind == "input"):
                 raise self.error(f"unsupported IO={io!r} in .{d.kind} {d.relation}", d,
-                                 hint="use IO=file (or IO=stdout for outputs)")
+                                 hint="use IO=file or IO=jsonfile (or IO=stdout or IO=json "
+                                      "for outputs)")
+            if d.params.get("format", "list") not in ("list", "object"):
+                raise self.error(f"format={d.params['format']!r} in .{d.kind} {d.relation}: "
+                                 f"JSON rows are format=list or format=object", d)
             {"input": relation.inputs, "output": relation.outputs,
              "printsize": relation.printsize}[d.kind].append(d)
 
