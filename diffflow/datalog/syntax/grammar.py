@@ -16,6 +16,7 @@ override: OVERRIDE IDENT
 
 // .decl A, B(x: number) declares A and B alike
 declaration: DECL IDENT ("," IDENT)* "(" [attribute ("," attribute)*] ")" qualifier* [choice]
+           | DECL IDENT "=" DEBUG_DELTA "(" IDENT ")" qualifier*   -> debug_delta
 attribute: IDENT ":" IDENT
 qualifier: QUALIFIER
 // choice-domain x, (y, z): one tuple per value of each domain
@@ -100,6 +101,7 @@ atom.2: (IDENT | FUNCTOR) "(" [term ("," term)*] ")"
     | USER_FUNCTOR "(" [term ("," term)*] ")"         -> user_functor
     | "[" [term ("," term)*] "]"                      -> record
     | NIL                                             -> nil
+    | ITERATION "(" ")"                               -> iteration_counter
     | BRANCH ["(" [term ("," term)*] ")"]             -> branch
 
 aggregate: COUNT ":" _aggregate_body
@@ -146,6 +148,8 @@ SHIFT.3: /(bshru|bshl|bshr)(?![A-Za-z0-9_?])/
 NOT_OP.3: /(bnot|lnot)(?![A-Za-z0-9_?])/
 FUNCTOR.3: /(cat|strlen|substr|ord|to_number|to_unsigned|to_float|to_string|itou|itof|utoi|utof|ftoi|ftou|abs|range|autoinc)(?=\s*\()/
 AS.3: /as(?=\s*\()/
+DEBUG_DELTA: "debug_delta"
+ITERATION.3: /recursive_iteration_cnt(?=\s*\()/
 USER_FUNCTOR: /@[A-Za-z_?][A-Za-z0-9_?]*/
 NIL.3: /nil(?![A-Za-z0-9_?])/
 BRANCH: /\$[A-Za-z_?][A-Za-z0-9_?]*(\.[A-Za-z_?][A-Za-z0-9_?]*)*/

@@ -64,6 +64,11 @@ def parse(source: str, filename: str = "<program>") -> ast.Program:
     return _Builder(source, filename).program(tree)
 
 
+# (Soufflé's debug_delta and recursive_iteration_cnt(): see the errors that name this)
+_ROUNDS_HINT = ("count the steps in a column of the relation instead, e.g. r(y, n + 1) :- "
+                "r(x, n), e(x, y), n < 100.")
+
+
 def _open_paren(source: str, token) -> tuple:
     """Line and column of the first '(' after ``token`` (the '(' of a plan order)."""
     at = source.index("(", token.end_pos)
@@ -142,6 +147,12 @@ class _Builder:
                 out["functors"].append(self.functor_declaration(item))
             elif kind == "declaration":
                 out["declarations"].extend(self.declaration(item))
+            elif kind == "debug_delta":
+                raise self.error(
+                    f"debug_delta relations are not supported yet: {item.children[1]} would hold "
+                    f"each row of {item.children[3]} with the semi-naive iteration that first "
+                    f"derived it, and diffflow's incremental evaluation does not give rules "
+                    f"its rounds", _at(item.children[1]), hint=_ROUNDS_HINT)
             elif kind in ("subtype", "type_alias", "record_type", "adt_type"):
                 out["types"].append(self.type_declaration(item))
             elif kind == "directive":
@@ -408,6 +419,11 @@ class _Builder:
         if kind == "nil":
             token = tree.children[0]
             return ast.Nil(token.line, token.column)
+        if kind == "iteration_counter":
+            raise self.error("recursive_iteration_cnt() is not supported yet: it is the number of "
+                             "the semi-naive iteration evaluating the rule, and diffflow's "
+                             "incremental evaluation does not give rules its rounds",
+                             _at(tree.children[0]), hint=_ROUNDS_HINT)
         if kind == "branch":
             name, *args = tree.children
             return ast.BranchTerm(name.line, name.column, str(name)[1:],
