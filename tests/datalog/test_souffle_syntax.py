@@ -65,6 +65,8 @@ NEGATED_GROUPS = """
     not_both(x) :- u(x), !(b(x), d(x)).
     odd_bangs(x) :- u(x), !!!(b(x) ; d(x)).
     mixed(x) :- u(x), !(!b(x) ; x >= 3), !(x = 0).
+    .decl counted(n: number)
+    counted(n) :- n = count : { u(x), !(b(x) ; d(x)) }.
 """
 
 
@@ -78,6 +80,7 @@ def test_a_negated_group_is_expanded_by_de_morgan(partitions):
     assert program.relation("odd_bangs") == set()                 # !!! is !
     # !(!b ; x >= 3) = b(x), x < 3; and x != 0: 1 and 2
     assert program.relation("mixed") == {(1,), (2,)}
+    assert program.relation("counted") == {(0,)}                  # as neither: none
     program.remove("b", [(2,), (0,)])
     program.insert("u", [(7,)])
     program.commit()
@@ -86,6 +89,7 @@ def test_a_negated_group_is_expanded_by_de_morgan(partitions):
     assert program.relation("not_both") == {(0,), (1,), (2,), (3,), (4,), (7,)}
     assert program.relation("odd_bangs") == {(0,), (7,)}
     assert program.relation("mixed") == {(1,)}
+    assert program.relation("counted") == {(2,)}                  # 0 and 7
     facts = {"u": {(0,), (1,), (2,), (3,), (4,), (7,)}, "b": {(1,), (3,)}, "d": {(2,), (4,)}}
     expected = evaluate(NEGATED_GROUPS, facts)
     assert all(program.relation(r) == expected[r] for r in program.relations)

@@ -322,15 +322,19 @@ class _Builder:
         return [self.conjunction(c) for c in tree.children]
 
     def conjunction(self, tree):
+        return ast.Conjunction(tree.meta.line, tree.meta.column, self.literals(tree.children))
+
+    def literals(self, children) -> list:
+        """The literals of a conjunction; ``!(a ; b)`` gives ``!a, !b`` among them."""
         literals = []
-        for child in tree.children:
+        for child in children:
             literal = self.literal(child)
             if child.data == "negation" and isinstance(literal, ast.Disjunction) \
-                    and len(literal.alternatives) == 1:  # !(a ; b): !a, !b in this conjunction
+                    and len(literal.alternatives) == 1:
                 literals.extend(literal.alternatives[0].literals)
             else:
                 literals.append(literal)
-        return ast.Conjunction(tree.meta.line, tree.meta.column, literals)
+        return literals
 
     def literal(self, tree):
         kind = tree.data
@@ -447,7 +451,7 @@ class _Builder:
             if body.data == "aggregate_atom":
                 literals = [self.atom(body.children[0])]
             else:
-                literals = [self.literal(c) for c in body.children]
+                literals = self.literals(body.children)
             return ast.AggregateTerm(function.line, function.column, str(function), target,
                                      literals)
         raise AssertionError(kind)
