@@ -339,9 +339,10 @@ class ClauseCompiler(Naming):
 
     def apply_ready(self, frame, pending, env, types, aggregates, steps, later_atoms, names):
         """Apply every pending literal whose variables are bound, until none is."""
-        progress = True
-        while progress:
-            progress = False
+        progress, waited = True, False  # waited: an aggregate waits for an assignment
+        while progress or (waited and not later_atoms):
+            # (with nothing else to do, an aggregate stops waiting: circular assignments)
+            forced, progress, waited = waited and not progress, False, False
             # cheap filters first, then antijoins, assignments and aggregates
             pending.sort(key=lambda item: _PRIORITY.get(type(item).__name__, 0) +
                          (1 if isinstance(item, ast.Comparison) and
@@ -354,8 +355,11 @@ class ClauseCompiler(Naming):
                     outer = {v for v in aggregate_variables(item) if v in bound}
                     # wait until every correlated variable the outer rule binds is bound
                     # (by a later atom, or an assignment such as w = min ... : { ... })
-                    if not correlated <= bound and (
-                            later_atoms or _assigned_later(pending, item, correlated - bound)):
+                    if not correlated <= bound and later_atoms:
+                        continue
+                    if not correlated <= bound and not forced and \
+                            _assigned_later(pending, item, correlated - bound):
+                        waited = True
                         continue
                     frame = compile_aggregate(self, frame.named(), item, outer, env, types,
                                               aggregates, steps, names[id(item)])
