@@ -132,3 +132,20 @@ def test_rfc4180_output_quotes_records_and_adts_as_soufflé(tmp_path):
     assert sorted((out / "r.csv").read_text().splitlines()) == sorted([
         '"[""x,y"", 1]","$Two(""say \\""hi\\"""", """")","plain"',
         '"nil","$None","q""q"'])
+
+
+def test_json_of_a_nullary_relation_and_a_bad_format(tmp_path, capsys):
+    program = """
+        .decl yes()
+        yes().
+        .output yes(IO=json)
+        .decl no()
+        .output no(IO=json)
+    """
+    status, _ = _run(tmp_path, program)
+    # Soufflé writes "null" inside the brackets for a nullary relation that holds
+    assert (status, capsys.readouterr().out) == (0, "[null\n]\n[]\n")
+    status, _ = _run(tmp_path, ".decl e(x: number)\n.output e(IO=json, format=table)\n")
+    assert status == 1
+    assert ":2:9: error: format='table' in .output e: JSON rows are format=list or " \
+           "format=object" in capsys.readouterr().err
