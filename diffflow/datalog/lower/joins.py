@@ -498,13 +498,11 @@ def _item_vars(item):
 def _assigned_later(pending, agg, names) -> bool:
     """Whether a pending ``v = term`` other than one holding ``agg`` may bind one of
     ``names``."""
-    for item in pending:
-        if isinstance(item, ast.Comparison) and item.op == "=" and not any(
-                a is agg for a in ast.walk_terms(item.left, item.right, aggregates=True)):
-            if any(isinstance(side, ast.Var) and side.name in names
-                   for side in (item.left, item.right)):
-                return True
-    return False
+    return any(isinstance(item, ast.Comparison) and item.op == "=" and
+               any(isinstance(side, ast.Var) and side.name in names
+                   for side in (item.left, item.right)) and
+               not any(a is agg for a in ast.walk_terms(item.left, item.right, aggregates=True))
+               for item in pending)
 
 
 def _all_vars_of(pending, atoms, exclude):

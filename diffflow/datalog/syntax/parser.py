@@ -384,7 +384,7 @@ class _Builder:
             token = tree.children[0]
             value = _ipv4(str(token))
             if value is None:
-                raise self.error(f"IP address {str(token)} out of range: each of its four "
+                raise self.error(f"IP address {token!s} out of range: each of its four "
                                  f"parts is at most 255", _at(token))
             return ast.Number(token.line, token.column, value, False)
         if kind in ("variable", "wildcard", "integer", "float", "string"):

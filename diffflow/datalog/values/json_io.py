@@ -166,7 +166,7 @@ def _from_json(element, names, kinds, structures, what) -> list:
         if unknown:
             raise ValueError(f"{what} has no attribute {unknown[0]!r}")
         if set(names) - set(element):
-            raise ValueError(f"{sorted(set(names) - set(element))[0]!r} of {what} is missing")
+            raise ValueError(f"{min(set(names) - set(element))!r} of {what} is missing")
         element = [element[n] for n in names]
     if not isinstance(element, list) or len(element) != len(kinds):
         raise ValueError(f"expected {len(kinds)} value(s) for {what}, got "
