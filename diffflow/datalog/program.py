@@ -533,15 +533,24 @@ class Program:
 
     # -- Soufflé-style files ---------------------------------------------------------------------
     def input_files(self, facts_dir) -> dict:
-        """``{relation: (path, delimiter, headers, rfc4180)}`` for every ``.input`` directive."""
+        """``{relation: [(path, delimiter, headers, rfc4180, io), ...]}``: one entry per
+        ``.input`` directive (a relation read from several files has the union of their
+        facts, as in Soufflé); ``io`` is ``"file"`` or ``"jsonfile"``.
+
+        >>> p = Program(".decl e(x: number)\\n.input e\\n.input e(IO=jsonfile)")
+        >>> files = p.input_files("in")
+        >>> [(path, io) for path, *_, io in files["e"]]
+        [('in/e.facts', 'file'), ('in/e.json', 'jsonfile')]
+        """
         from diffflow.datalog.values.facts import fact_file_path, io_options
 
         files = {}
         for relation in self.relations.values():
             for d in relation.inputs:
                 delimiter, headers, rfc4180, _compress = io_options(d.params)
-                files[relation.name] = (fact_file_path(facts_dir, relation, d), delimiter,
-                                        headers, rfc4180)
+                files.setdefault(relation.name, []).append(
+                    (fact_file_path(facts_dir, relation, d), delimiter, headers, rfc4180,
+                     d.params.get("IO", "file")))
         return files
 
     def load_facts(self, facts_dir, progress=None, missing_ok: bool = False) -> dict:
@@ -573,7 +582,16 @@ class Program:
     def insert_read(self, loaded: dict) -> dict:
         """Insert what :meth:`read_facts` read (of this program's text, possibly another
         build of it); returns ``{relation: facts read}``."""
-        encoded = {name: self.encode(name, rows) for name, rows in loaded.items()}
+        from diffflow.datalog.values.small_facts import Parts
+
+        encoded = {}
+        for name, rows in loaded.items():  # (all encoded, so bad input changes nothing)
+            if isinstance(rows, Parts):  # several files: their union
+                parts = [self.encode(name, part) for part in rows]
+                encoded[name] = np.concatenate(parts) if parts else self.encode(name, [])
+            else:
+                encoded[name] = self.encode(name, rows)
         for name, rows in encoded.items():
             self._change(name, rows, +1)
-        return {name: len(rows) for name, rows in loaded.items()}
+        return {name: sum(map(len, rows)) if isinstance(rows, Parts) else len(rows)
+                for name, rows in loaded.items()}

@@ -35,7 +35,7 @@ _IGNORED_QUALIFIERS = {"btree", "brie", "inline", "no_inline", "magic", "no_magi
                        "btree_delete", "overridable"}
 _OLD_IO_QUALIFIERS = {"input", "output", "printsize"}
 _IO_PARAMS = {"IO", "filename", "delimiter", "headers", "attributeNames", "rfc4180",
-              "compress"}
+              "compress", "format"}
 
 
 class Analyser(ClauseChecks):
@@ -161,9 +161,14 @@ class Analyser(ClauseChecks):
                 raise self.error(f"an empty delimiter in .{d.kind} {d.relation}", d,
                                  hint='omit delimiter for TAB, or give one, e.g. delimiter=","')
             io = d.params.get("IO", "file")
-            if io not in ("file", "stdout") or (io == "stdout" and d.kind == "input"):
+            if io not in ("file", "stdout", "json", "jsonfile") or (
+                    io in ("stdout", "json") and d.kind == "input"):
                 raise self.error(f"unsupported IO={io!r} in .{d.kind} {d.relation}", d,
-                                 hint="use IO=file (or IO=stdout for outputs)")
+                                 hint="use IO=file or IO=jsonfile (or IO=stdout or IO=json "
+                                      "for outputs)")
+            if d.params.get("format", "list") not in ("list", "object"):
+                raise self.error(f"format={d.params['format']!r} in .{d.kind} {d.relation}: "
+                                 f"JSON rows are format=list or format=object", d)
             {"input": relation.inputs, "output": relation.outputs,
              "printsize": relation.printsize}[d.kind].append(d)
 
@@ -189,6 +194,11 @@ class Analyser(ClauseChecks):
                 isinstance(n, ast.Functor) and n.user is not None and
                 n.user.result in self.structures for n in ast.walk_terms(*rule.head.args))):
             # r(range(1, 5)). makes rows; r([1, nil]). builds records: rules with no body
+            rule = ast.Rule(rule.line, rule.column, rule.head,
+                            [ast.Conjunction(rule.line, rule.column, [])], rule.plan)
+        elif not rule.body and _aggregates_over_atoms(rule.head.args):
+            # r(sum w : { e(w) }).: a rule with no body, as in Soufflé (its variables are the
+            # aggregate's own)
             rule = ast.Rule(rule.line, rule.column, rule.head,
                             [ast.Conjunction(rule.line, rule.column, [])], rule.plan)
         if not rule.body:
@@ -340,6 +350,16 @@ class Analyser(ClauseChecks):
                 options.append([[literal]])
         for combination in itertools.product(*options):
             yield [lit for part in combination for lit in part]
+
+
+def _aggregates_over_atoms(args) -> bool:
+    """Whether a fact's arguments aggregate over atoms, and have no variable or ``_`` outside
+    their aggregates (else it is no fact, and folding it says so)."""
+    outside = [n for n in ast.walk_terms(*args) if isinstance(n, (ast.Var, ast.Wildcard))]
+    return not outside and any(
+        isinstance(lit, (ast.Atom, ast.Negation)) for agg in ast.term_aggregates(*args)
+        for n in ast.walk_terms(agg, aggregates=True) if isinstance(n, ast.AggregateTerm)
+        for lit in n.body)
 
 
 def _generators(*terms) -> list:

@@ -211,7 +211,10 @@ def fold_fact(analyser, rule: ast.Rule, relation):
             analyser.check_constant(arg, kind)
             args.append(arg)
             continue
-        bad = non_constant_part(arg)
+        # a variable outside the aggregates first (with none, an aggregate over atoms made
+        # the fact a rule: see Analyser.add_rule)
+        bad = next((n for n in ast.walk_terms(arg) if isinstance(n, (ast.Var, ast.Wildcard))),
+                   None) or non_constant_part(arg)
         if bad is not None:
             raise _not_constant(analyser, rule, arg, bad)
         _check_types(analyser, arg, kind, name, relation)

@@ -1,6 +1,7 @@
 """What ``diffflow run`` writes: each output relation's state, and with ``--updates`` the
 changes of every step, to ``-D DIR`` or to stdout (``-D -``, or an ``.output`` with
-``IO=stdout``).
+``IO=stdout``); an ``.output`` with ``IO=json`` (stdout) or ``IO=jsonfile``
+(``DIR/<rel>.json``) has its state written as Soufflé's JSON, its changes as the others.
 
 * the state: ``DIR/<rel>.csv`` (or the ``.output``'s ``filename=``), rows in Soufflé's
   format, with the attribute names first when the ``.output`` has ``headers=true``;
@@ -44,6 +45,9 @@ def write_states(program, out_dir: str, after_step: int | None = None) -> list:
     for relation in program.relations.values():
         for d in relation.outputs:
             rows = sorted(program.relation(relation.name), key=row_order)
+            if d.params.get("IO") in ("json", "jsonfile"):
+                written += _write_json(program, relation, d, rows, out_dir)
+                continue
             delimiter, headers, rfc4180, compress = io_options(d.params)
             lines = _lines(program, relation, rows, delimiter, rfc4180=rfc4180)
             # Soufflé's -D - prints the attribute names too
@@ -57,6 +61,24 @@ def write_states(program, out_dir: str, after_step: int | None = None) -> list:
                 write_file(os.path.join(out_dir, filename), header, lines, compress)
                 written.append((filename, len(rows)))
     return written
+
+
+def _write_json(program, relation, directive, rows, out_dir: str) -> list:
+    """An ``IO=json`` output on stdout, or an ``IO=jsonfile`` one in ``DIR/<rel>.json`` (or
+    its ``filename=``), as Soufflé writes them (:mod:`~diffflow.datalog.values.json_io`)."""
+    from diffflow.datalog.values.json_io import check_json_output, json_text
+
+    structures = program.analysed.structures
+    check_json_output(relation, structures, directive, program.source, program.filename)
+    text = json_text(rows, relation, structures, directive.params.get("format") == "object")
+    if directive.params.get("IO") == "json" or out_dir == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return []
+    filename = directive.params.get("filename", f"{relation.name}.json")
+    lines = text[:-1].split("\n")  # (write_file ends every line, the last one too)
+    write_file(os.path.join(out_dir, filename), None, lines)
+    return [(filename, len(rows))]
 
 
 def written_summary(written: list, out_dir: str, most: int = 6) -> str:
@@ -140,7 +162,7 @@ def print_block(title: str, header, lines) -> None:
 
 
 def _to_stdout(directive, out_dir: str) -> bool:
-    return out_dir == "-" or directive.params.get("IO") == "stdout"
+    return out_dir == "-" or directive.params.get("IO") in ("stdout", "json")
 
 
 def _lines(program, relation, rows, delimiter, extra=None, rfc4180=False) -> list:

@@ -354,9 +354,10 @@ class ClauseCompiler(Naming):
 
     def apply_ready(self, frame, pending, env, types, aggregates, steps, later_atoms, names):
         """Apply every pending literal whose variables are bound, until none is."""
-        progress = True
-        while progress:
-            progress = False
+        progress, waited = True, False  # waited: an aggregate waits for an assignment
+        while progress or (waited and not later_atoms):
+            # (with nothing else to do, an aggregate stops waiting: circular assignments)
+            forced, progress, waited = waited and not progress, False, False
             # cheap filters first, then antijoins, assignments and aggregates
             pending.sort(key=lambda item: _PRIORITY.get(type(item).__name__, 0) +
                          (1 if isinstance(item, ast.Comparison) and
@@ -367,11 +368,13 @@ class ClauseCompiler(Naming):
                     correlated = aggregate_variables(item) & \
                         _all_vars_of(pending, later_atoms, exclude=item)
                     outer = {v for v in aggregate_variables(item) if v in bound}
-                    # wait until every correlated variable the outer rule binds is bound (by
-                    # a later atom, or an assignment still pending: x2 = min ..., then an
-                    # aggregate using x2 is correlated with it)
-                    if not correlated <= bound and (
-                            later_atoms or _assigns(pending, correlated - bound, item)):
+                    # wait until every correlated variable the outer rule binds is bound
+                    # (by a later atom, or an assignment such as w = min ... : { ... })
+                    if not correlated <= bound and later_atoms:
+                        continue
+                    if not correlated <= bound and not forced and \
+                            _assigned_later(pending, item, correlated - bound):
+                        waited = True
                         continue
                     frame = compile_aggregate(self, frame.named(), item, outer, env, types,
                                               aggregates, steps, names[id(item)])
@@ -505,17 +508,14 @@ def _item_vars(item):
     return []
 
 
-def _assigns(pending, names: set, aggregate) -> bool:
-    """Whether a pending assignment outside ``aggregate`` gives one of the variables
-    ``names`` a value (``x = ...``)."""
-    for item in pending:
-        if not isinstance(item, ast.Comparison) or item.op != "=" or any(
-                a is aggregate for a in ast.term_aggregates(item.left, item.right)):
-            continue
-        if any(isinstance(side, ast.Var) and side.name in names
-               for side in (item.left, item.right)):
-            return True
-    return False
+def _assigned_later(pending, agg, names) -> bool:
+    """Whether a pending ``v = term`` other than one holding ``agg`` may bind one of
+    ``names``."""
+    return any(isinstance(item, ast.Comparison) and item.op == "=" and
+               any(isinstance(side, ast.Var) and side.name in names
+                   for side in (item.left, item.right)) and
+               not any(a is agg for a in ast.walk_terms(item.left, item.right, aggregates=True))
+               for item in pending)
 
 
 def _all_vars_of(pending, atoms, exclude):

@@ -16,6 +16,7 @@ override: OVERRIDE IDENT
 
 // .decl A, B(x: number) declares A and B alike
 declaration: DECL IDENT ("," IDENT)* "(" [attribute ("," attribute)*] ")" qualifier* [choice]
+           | DECL IDENT "=" DEBUG_DELTA "(" IDENT ")" qualifier*   -> debug_delta
 attribute: IDENT ":" IDENT
 qualifier: QUALIFIER
 // choice-domain x, (y, z): one tuple per value of each domain
@@ -46,12 +47,15 @@ plan_order: INT ":" "(" [INT ("," INT)*] ")"
 disjunction: conjunction (";" conjunction)*
 conjunction: _literal ("," _literal)*
 _literal: atom | negation | comparison | group | boolean
-negation: "!" atom
+// Soufflé negates any body literal: !(a(x) ; b(x)), !!a(x), !x < 3 (De Morgan, by the parser)
+negation: "!" _literal
 group: "(" disjunction ")"
 boolean: TRUE | FALSE
 comparison: term COMPARE term
 
-atom: IDENT "(" [term ("," term)*] ")"
+// a relation may be named like a functor Soufflé has no keyword for (abs, itou, ...); in a
+// body, (abs(x)) is then an atom in a group, not a parenthesised term (priority 2)
+atom.2: (IDENT | FUNCTOR) "(" [term ("," term)*] ")"
 
 // Soufflé's precedence: lor < lxor < land < bor < bxor < band < shifts < + - < * / % <
 // unary - bnot lnot < ^
@@ -86,6 +90,7 @@ atom: IDENT "(" [term ("," term)*] ")"
 ?primary: IDENT        -> variable
     | WILDCARD         -> wildcard
     | INT              -> integer
+    | IPV4             -> ipv4
     | FLOAT            -> float
     | STRING           -> string
     | "(" term ")"
@@ -96,6 +101,7 @@ atom: IDENT "(" [term ("," term)*] ")"
     | USER_FUNCTOR "(" [term ("," term)*] ")"         -> user_functor
     | "[" [term ("," term)*] "]"                      -> record
     | NIL                                             -> nil
+    | ITERATION "(" ")"                               -> iteration_counter
     | BRANCH ["(" [term ("," term)*] ")"]             -> branch
 
 aggregate: COUNT ":" _aggregate_body
@@ -142,6 +148,8 @@ SHIFT.3: /(bshru|bshl|bshr)(?![A-Za-z0-9_?])/
 NOT_OP.3: /(bnot|lnot)(?![A-Za-z0-9_?])/
 FUNCTOR.3: /(cat|strlen|substr|ord|to_number|to_unsigned|to_float|to_string|itou|itof|utoi|utof|ftoi|ftou|abs|range|autoinc)(?=\s*\()/
 AS.3: /as(?=\s*\()/
+DEBUG_DELTA: "debug_delta"
+ITERATION.3: /recursive_iteration_cnt(?=\s*\()/
 USER_FUNCTOR: /@[A-Za-z_?][A-Za-z0-9_?]*/
 NIL.3: /nil(?![A-Za-z0-9_?])/
 BRANCH: /\$[A-Za-z_?][A-Za-z0-9_?]*(\.[A-Za-z_?][A-Za-z0-9_?]*)*/
@@ -151,6 +159,8 @@ FALSE: "false"
 QUALIFIER.2: /[A-Za-z_][A-Za-z0-9_]*(?![A-Za-z0-9_?]|\s*\()/
 // a qualified name (instance.relation) is one token: no spaces around its dots
 IDENT: /[A-Za-z_?][A-Za-z0-9_?]*(\.[A-Za-z_?][A-Za-z0-9_?]*)*/
+// an IPv4 address 1.2.3.4 is a number (Soufflé's lexer): (1 << 24) + (2 << 16) + (3 << 8) + 4
+IPV4.3: /\d+\.\d+\.\d+\.\d+/
 FLOAT.2: /\d+\.\d+([eE][-+]?\d+)?/ | /\d+[eE][-+]?\d+/
 INT: /0x[0-9A-Fa-f]+u?/ | /0b[01]+u?/ | /\d+u?/
 STRING: /"(\\.|[^"\\\n])*"/

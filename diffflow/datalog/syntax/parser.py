@@ -64,6 +64,11 @@ def parse(source: str, filename: str = "<program>") -> ast.Program:
     return _Builder(source, filename).program(tree)
 
 
+# (Soufflé's debug_delta and recursive_iteration_cnt(): see the errors that name this)
+_ROUNDS_HINT = ("count the steps in a column of the relation instead, e.g. r(y, n + 1) :- "
+                "r(x, n), e(x, y), n < 100.")
+
+
 def _open_paren(source: str, token) -> tuple:
     """Line and column of the first '(' after ``token`` (the '(' of a plan order)."""
     at = source.index("(", token.end_pos)
@@ -84,6 +89,20 @@ def _int(text: str) -> tuple:
     if body.startswith("0b"):
         return int(body, 2), unsigned
     return int(body), unsigned
+
+
+def _ipv4(text: str):
+    """The number an IPv4 literal stands for, as Soufflé's lexer computes it (a 32-bit
+    signed int: 255.255.255.255 is -1), or None if a part is over 255.
+
+    >>> _ipv4("10.0.0.1"), _ipv4("255.255.255.255"), _ipv4("1.2.3.256")
+    (167772161, -1, None)
+    """
+    parts = [int(p) for p in text.split(".")]
+    if any(p > 255 for p in parts):
+        return None
+    value = (parts[0] << 24) + (parts[1] << 16) + (parts[2] << 8) + parts[3]
+    return value - (1 << 32) if value >= 1 << 31 else value
 
 
 def _unescape(text: str) -> str:
@@ -128,6 +147,12 @@ class _Builder:
                 out["functors"].append(self.functor_declaration(item))
             elif kind == "declaration":
                 out["declarations"].extend(self.declaration(item))
+            elif kind == "debug_delta":
+                raise self.error(
+                    f"debug_delta relations are not supported yet: {item.children[1]} would hold "
+                    f"each row of {item.children[3]} with the semi-naive iteration that first "
+                    f"derived it, and diffflow's incremental evaluation does not give rules "
+                    f"its rounds", _at(item.children[1]), hint=_ROUNDS_HINT)
             elif kind in ("subtype", "type_alias", "record_type", "adt_type"):
                 out["types"].append(self.type_declaration(item))
             elif kind == "directive":
@@ -297,8 +322,19 @@ class _Builder:
         return [self.conjunction(c) for c in tree.children]
 
     def conjunction(self, tree):
-        return ast.Conjunction(tree.meta.line, tree.meta.column,
-                               [self.literal(c) for c in tree.children])
+        return ast.Conjunction(tree.meta.line, tree.meta.column, self.literals(tree.children))
+
+    def literals(self, children) -> list:
+        """The literals of a conjunction; ``!(a ; b)`` gives ``!a, !b`` among them."""
+        literals = []
+        for child in children:
+            literal = self.literal(child)
+            if child.data == "negation" and isinstance(literal, ast.Disjunction) \
+                    and len(literal.alternatives) == 1:
+                literals.extend(literal.alternatives[0].literals)
+            else:
+                literals.append(literal)
+        return literals
 
     def literal(self, tree):
         kind = tree.data
@@ -306,10 +342,13 @@ class _Builder:
             atom = self.atom(tree)
             return self.constraint(atom) if atom.relation in CONSTRAINTS else atom
         if kind == "negation":
-            atom = self.atom(tree.children[0])
-            if atom.relation in CONSTRAINTS:
-                return self.constraint(atom, negated=True)
-            return ast.Negation(tree.meta.line, tree.meta.column, atom)
+            inner = tree.children[0]
+            if inner.data == "atom":
+                atom = self.atom(inner)
+                if atom.relation in CONSTRAINTS:
+                    return self.constraint(atom, negated=True)
+                return ast.Negation(tree.meta.line, tree.meta.column, atom)
+            return negated(self.literal(inner), tree.meta.line, tree.meta.column)
         if kind == "comparison":
             left, op, right = tree.children
             return ast.Comparison(op.line, op.column, str(op), self.term(left), self.term(right))
@@ -341,6 +380,13 @@ class _Builder:
         if isinstance(tree, Token):  # pragma: no cover - terms always arrive as trees
             raise AssertionError(tree)
         kind = tree.data
+        if kind == "ipv4":
+            token = tree.children[0]
+            value = _ipv4(str(token))
+            if value is None:
+                raise self.error(f"IP address {token!s} out of range: each of its four "
+                                 f"parts is at most 255", _at(token))
+            return ast.Number(token.line, token.column, value, False)
         if kind in ("variable", "wildcard", "integer", "float", "string"):
             token = tree.children[0]
             line, column = token.line, token.column
@@ -377,6 +423,11 @@ class _Builder:
         if kind == "nil":
             token = tree.children[0]
             return ast.Nil(token.line, token.column)
+        if kind == "iteration_counter":
+            raise self.error("recursive_iteration_cnt() is not supported yet: it is the number of "
+                             "the semi-naive iteration evaluating the rule, and diffflow's "
+                             "incremental evaluation does not give rules its rounds",
+                             _at(tree.children[0]), hint=_ROUNDS_HINT)
         if kind == "branch":
             name, *args = tree.children
             return ast.BranchTerm(name.line, name.column, str(name)[1:],
@@ -400,10 +451,49 @@ class _Builder:
             if body.data == "aggregate_atom":
                 literals = [self.atom(body.children[0])]
             else:
-                literals = [self.literal(c) for c in body.children]
+                literals = self.literals(body.children)
             return ast.AggregateTerm(function.line, function.column, str(function), target,
                                      literals)
         raise AssertionError(kind)
+
+
+_OPPOSITE = {"=": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">",
+             "contains": "!contains", "!contains": "contains", "match": "!match",
+             "!match": "match"}
+
+
+def negated(literal, line: int, column: int):
+    """``!literal`` as a literal without ``!`` around a group (De Morgan, as Soufflé's parser
+    puts a body in disjunctive normal form): ``!(a ; b)`` is ``!a, !b``, ``!(a, b)`` is
+    ``!a ; !b``, ``!!a`` is ``a``, ``!x < 3`` is ``x >= 3``; a group becomes a
+    :class:`~.ast.Disjunction` (one alternative for a conjunction).
+
+    >>> from diffflow.datalog.syntax.render import render_rule
+    >>> (rule,) = parse("r(x) :- u(x), !(a(x) ; x < 3).").rules
+    >>> render_rule(rule)
+    'r(x) :- u(x), !a(x), x >= 3.'
+    """
+    if isinstance(literal, ast.Atom):
+        return ast.Negation(line, column, literal)
+    if isinstance(literal, ast.Negation):
+        return literal.atom
+    if isinstance(literal, ast.Comparison):
+        return ast.Comparison(literal.line, literal.column, _OPPOSITE[literal.op], literal.left,
+                              literal.right)
+    if isinstance(literal, ast.Boolean):
+        return ast.Boolean(literal.line, literal.column, not literal.value)
+    if isinstance(literal, ast.Disjunction) and len(literal.alternatives) == 1:
+        return negated(literal.alternatives[0], line, column)
+    if isinstance(literal, ast.Conjunction) and len(literal.literals) == 1:
+        return negated(literal.literals[0], line, column)
+    if isinstance(literal, ast.Disjunction):  # !(c1 ; c2) = !c1, !c2
+        return ast.Disjunction(line, column, [ast.Conjunction(line, column, [
+            negated(c, line, column) for c in literal.alternatives])])
+    if isinstance(literal, ast.Conjunction):  # !(l1, l2) = !l1 ; !l2
+        return ast.Disjunction(line, column, [
+            ast.Conjunction(line, column, [negated(l, line, column)])
+            for l in literal.literals])
+    raise AssertionError(literal)  # pragma: no cover - every literal kind is above
 
 
 def parse_atom(text: str, what: str, hint: str):

@@ -172,6 +172,8 @@ def _end_of_text(source: str) -> tuple:
 
 
 def _describe_expected(expected) -> str:
+    if "IDENT" in expected:  # (a relation named like a functor, abs(...), is a name too)
+        expected = [t for t in expected if t != "FUNCTOR"]
     names = sorted({_TOKEN_NAMES.get(t, t.lower()) for t in expected},
                    key=lambda n: (_ORDER.get(n, 9), n))
     if len(names) > 6:

@@ -4,9 +4,9 @@ Reading follows Soufflé's ``ReadStreamCSV``: one fact per line (an empty line
 too: it has one empty field), fields split on the delimiter (TAB by default)
 with no quoting or escaping, a trailing ``\\r`` dropped (CRLF files), the
 first line skipped with ``headers=true``, gzip-compressed files read
-transparently.  Every line must have exactly as many fields as the relation
-has attributes; otherwise the error names ``file:line`` (Soufflé reports too
-few fields but drops extra ones; diffflow reports both).  Symbol fields are text
+transparently.  Every line must have at least as many fields as the relation
+has attributes, otherwise the error names ``file:line``; fields after those are
+ignored, as Soufflé ignores them.  Symbol fields are text
 whatever they look like (``007``, ``1e3``, empty); ``number`` and
 ``unsigned`` fields are base-10 integers that fit 32 bits (leading blanks and
 a sign allowed, as C's ``stoi``), ``float`` fields what C's ``stod`` reads.
@@ -14,8 +14,8 @@ a sign allowed, as C's ``stoi``), ``float`` fields what C's ``stod`` reads.
 The fast path is columnar: numpy finds the line and field boundaries and
 checks every line's field count at once, pyarrow's CSV reader splits the
 fields and pyarrow's compute kernels convert numbers.  Files pyarrow would
-split differently (a multi-character delimiter, a ``\\r`` inside a line) or
-that are not UTF-8 take :func:`split_reference`, the plain line-by-line
+split differently (a multi-character delimiter, a ``\\r`` inside a line, lines with
+extra fields) or that are not UTF-8 take :func:`split_reference`, the plain line-by-line
 reader kept for them and for tests.
 
 >>> import tempfile, os
@@ -126,8 +126,8 @@ def read_facts(path, relation, delimiter: str = "\t", headers: bool = False, pro
 
 def _split(data: bytes, relation, delimiter, path, first_line) -> list:
     """One pyarrow string array per attribute, after checking every line's field count."""
-    if len(delimiter.encode()) == 1 and not _has_lone_carriage_return(data):
-        _check_field_counts(data, relation, delimiter, path, first_line)
+    if len(delimiter.encode()) == 1 and not _has_lone_carriage_return(data) and \
+            not _check_field_counts(data, relation, delimiter, path, first_line):
         import pyarrow as pa
 
         try:
@@ -147,12 +147,14 @@ def _has_lone_carriage_return(data: bytes) -> bool:
     return bool((after == len(buffer)).any() or (buffer[after[after < len(buffer)]] != 10).any())
 
 
-def _check_field_counts(data: bytes, relation, delimiter, path, first_line) -> None:
-    """Every line has ``arity`` fields, checked block by block with numpy."""
+def _check_field_counts(data: bytes, relation, delimiter, path, first_line) -> bool:
+    """Every line has at least ``arity`` fields, checked block by block with numpy; returns
+    whether some line has more (Soufflé reads the first ``arity`` and ignores the others)."""
     buffer = np.frombuffer(data, np.uint8)
     separator = delimiter.encode()[0]
     line, start = first_line, 0
     first, more = None, []  # the first bad line; the numbers of the others
+    wider = False
     while start < len(buffer):
         end = min(start + _BLOCK, len(buffer))
         if end < len(buffer):  # cut after the block's last newline (or take a whole long line)
@@ -165,7 +167,8 @@ def _check_field_counts(data: bytes, relation, delimiter, path, first_line) -> N
         line_starts = np.concatenate(([0], newlines[:-1] + 1))
         separators = np.bincount(np.searchsorted(newlines, np.flatnonzero(block == separator)),
                                  minlength=len(newlines))
-        bad = np.flatnonzero(separators + 1 != relation.arity)
+        bad = np.flatnonzero(separators + 1 < relation.arity)
+        wider = wider or bool((separators + 1 > relation.arity).any())
         if len(bad) and first is None:
             i = int(bad[0])
             first = (int(separators[i]) + 1, line + i, bytes(block[line_starts[i]:newlines[i]]))
@@ -175,6 +178,7 @@ def _check_field_counts(data: bytes, relation, delimiter, path, first_line) -> N
         start = end
     if first is not None:
         _field_count_error(relation, first[0], path, first[1], delimiter, first[2], more)
+    return wider
 
 
 def _split_arrow(data: bytes, arity: int, delimiter: str) -> list:
@@ -221,9 +225,9 @@ def split_reference(data: bytes, relation, delimiter: str = "\t", path: str = "<
                                filename=path, line=number,
                                hint="save the file as UTF-8") from None
         fields = text.split(delimiter)
-        if len(fields) != relation.arity:
+        if len(fields) < relation.arity:
             wrong.append((number, len(fields), raw))
-        rows.append(tuple(fields))
+        rows.append(tuple(fields[:relation.arity]))  # (fields after those: ignored, as Soufflé)
     _wrong_lines(relation, wrong, path, delimiter)
     return rows
 
@@ -250,9 +254,9 @@ def split_rfc4180(data: bytes, relation, delimiter: str = ",", path: str = "<fac
     rows, starts, wrong, line = [], [], [], first_line
     try:
         for fields in reader:
-            if len(fields) != relation.arity:
+            if len(fields) < relation.arity:
                 wrong.append((line, len(fields), delimiter.join(fields).encode()))
-            rows.append(tuple(fields))
+            rows.append(tuple(fields[:relation.arity]))
             starts.append(line)
             line = first_line + reader.line_num
     except csv.Error as exc:
@@ -295,9 +299,9 @@ def _split_nested(data: bytes, relation, delimiter, path, first_line, nested: se
                 continue
             i += 1
         fields.append(line[start:])
-        if len(fields) != relation.arity:
+        if len(fields) < relation.arity:
             wrong.append((number, len(fields), line.encode()))
-        rows.append(tuple(fields))
+        rows.append(tuple(fields[:relation.arity]))
     _wrong_lines(relation, wrong, path, delimiter)
     return rows
 
@@ -432,15 +436,24 @@ def format_rows(rows, types, delimiter: str = "\t", rfc4180: bool = False,
 
     With ``rfc4180`` symbols are quoted, a quote inside doubled (RFC 4180, as Soufflé's
     ``rfc4180=true`` quotes them).  Record and ADT values (of a type in ``structures``) are
-    written as Soufflé writes them: ``[1, a]``, ``nil``, ``$A(1)``.
+    written as Soufflé writes them: ``[1, a]``, ``nil``, ``$A(1)``; with ``rfc4180`` each is
+    one quoted field with its symbols quoted inside: ``"$A(""a"", 1)"``.
 
     >>> format_rows([(1, 'x"y')], ["number", "symbol"], ",", rfc4180=True)
     ['1,"x""y"']
     """
     if not types:
         return ["()"] if rows else []
+    if structures and any(kind in structures for kind in types) and rfc4180:
+        # a record or ADT is one quoted field, its symbols quoted inside (as Soufflé: the
+        # text $A("x") is written "$A(""x"")")
+        def field(value, kind):
+            if kind in structures:
+                return '"' + format_value(value, kind, structures, True).replace('"', '""') + '"'
+            return '"' + value.replace('"', '""') + '"' if kind == "symbol" else \
+                format_scalar(value, kind)
+        return [delimiter.join(field(v, k) for v, k in zip(row, types)) for row in rows]
     if structures and any(kind in structures for kind in types):
-
         text = [(lambda v, k=k: format_value(v, k, structures)) if k in structures else
                 (lambda v, k=k: format_scalar(v, k)) for k in types]
         return [delimiter.join(f(v) for f, v in zip(text, row)) for row in rows]
@@ -469,12 +482,14 @@ def io_options(params: dict) -> tuple:
 
 
 def fact_file_path(facts_dir, relation, directive) -> str:
-    """Where ``.input`` reads a relation: ``filename=`` (relative to ``-F``) or ``<name>.facts``.
+    """Where ``.input`` reads a relation: ``filename=`` (relative to ``-F``) or ``<name>.facts``
+    (``<name>.json`` with ``IO=jsonfile``).
 
     >>> from diffflow.datalog.analysis.analysed import Relation
     >>> from diffflow.datalog.syntax.ast import Directive
     >>> fact_file_path("in", Relation("e", [], [], None), Directive(1, 1, "input", "e"))
     'in/e.facts'
     """
-    filename = directive.params.get("filename", f"{relation.name}.facts")
+    default = ".json" if directive.params.get("IO") == "jsonfile" else ".facts"
+    filename = directive.params.get("filename", f"{relation.name}{default}")
     return os.path.join(facts_dir, filename)

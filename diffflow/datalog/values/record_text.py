@@ -36,9 +36,10 @@ def format_scalar(value, kind: str) -> str:
     return str(value)
 
 
-def format_value(value, kind: str, structures: dict) -> str:
+def format_value(value, kind: str, structures: dict, quote_symbols: bool = False) -> str:
     """Soufflé's text of a record or ADT value: ``[1, [2, nil]]``, ``$A(x)``, ``$B`` (built
-    without recursion: lists of any length)."""
+    without recursion: lists of any length); with ``quote_symbols`` its symbols are in
+    double quotes, a quote inside as ``\\"`` (as Soufflé writes them with ``rfc4180=true``)."""
     out: list = []
     stack: list = [(value, kind)]
     while stack:
@@ -48,7 +49,8 @@ def format_value(value, kind: str, structures: dict) -> str:
             continue
         v, k = item
         if k not in structures:
-            out.append(format_scalar(v, k))
+            quoted = quote_symbols and k == "symbol"
+            out.append('"' + v.replace('"', '\\"') + '"' if quoted else format_scalar(v, k))
             continue
         structure = structures[k]
         if structure.is_record and v is None:

@@ -91,42 +91,59 @@ def _plain_rows(path, relation, delimiter, headers):
     return list(zip(*columns))
 
 
+class Parts(list):
+    """The rows of a relation read from several files (one ``.input`` each): a list of
+    what each file gave, to be encoded one by one and united."""
+
+
 def read_input_files(files: dict, relations: dict, structures, program_file: str,
                      progress=None, missing_ok: bool = False) -> dict:
-    """``{relation: rows}`` of every input file (``files``: ``{relation: (path, delimiter,
-    headers, rfc4180)}``), all read before any is used; a file that cannot be opened is a
+    """``{relation: rows}`` of every input file (``files``: ``{relation: [(path, delimiter,
+    headers, rfc4180, io), ...]}``, one per ``.input``; a relation with several gives
+    :class:`Parts`), all read before any is used; a file that cannot be opened is a
     :class:`DatalogError` naming the ``.input`` that reads it, unless it is missing and
-    ``missing_ok`` (then the relation is empty)."""
+    ``missing_ok`` (then it reads as no facts)."""
     from diffflow.datalog.syntax.errors import DatalogError
 
+    missing = {}
+    for name, listed in files.items():
+        for path, *_options in listed:
+            if not os.path.exists(path):
+                missing.setdefault(name, path)
+    if missing and not missing_ok and (len(missing) > 1 or not os.path.isdir(
+            os.path.dirname(next(iter(missing.values()))) or ".")):
+        _raise_missing(missing, relations, program_file)
     loaded = {}
-    missing = [name for name, (path, *_options) in files.items() if not os.path.exists(path)]
-    if missing and missing_ok:
-        loaded = {name: [] for name in missing}
-    elif len(missing) > 1 or (missing and not os.path.isdir(os.path.dirname(files[missing[0]][0])
-                                                            or ".")):
-        _raise_missing({name: files[name][0] for name in missing}, relations, program_file)
-    for name, (path, delimiter, headers, rfc4180) in files.items():
-        if name in loaded:
-            continue
-        try:
-            loaded[name] = read_fact_rows(path, relations[name], delimiter, headers,
-                                          progress, rfc4180, structures)
-        except OSError as exc:
-            missing = isinstance(exc, FileNotFoundError)
-            if missing_ok and missing:
-                loaded[name] = []
+    for name, listed in files.items():
+        parts = []
+        for number, (path, delimiter, headers, rfc4180, io) in enumerate(listed):
+            if missing_ok and not os.path.exists(path):
+                parts.append([])
                 continue
-            directive = relations[name].inputs[0]
-            fix = ("create the file (it may be empty), point -F at the folder holding it, "
-                   "or read missing files as empty relations (diffflow run -w; "
-                   "load_facts(..., missing_ok=True))" if missing else
-                   "make it a readable file of facts")
-            raise DatalogError(
-                f"cannot open fact file {os.path.basename(path)} for input relation {name!r}: "
-                f"{exc.strerror or exc}", filename=str(path),
-                hint=f"the program reads it for .input {name} ({program_file}:"
-                     f"{directive.line}); {fix}") from None
+            try:
+                if io == "jsonfile":
+                    from diffflow.datalog.values.json_io import read_json_facts
+
+                    parts.append(read_json_facts(path, relations[name], structures))
+                else:
+                    parts.append(read_fact_rows(path, relations[name], delimiter, headers,
+                                                progress, rfc4180, structures))
+            except OSError as exc:
+                absent = isinstance(exc, FileNotFoundError)
+                if missing_ok and absent:
+                    parts.append([])
+                    continue
+                directive = relations[name].inputs[number]
+                fix = ("create the file (it may be empty), point -F at the folder holding it, "
+                       "or read missing files as empty relations (diffflow run -w; "
+                       "load_facts(..., missing_ok=True))" if absent else
+                       "make it a readable file of facts")
+                raise DatalogError(
+                    f"cannot open fact file {os.path.basename(path)} for input relation "
+                    f"{name!r}: {exc.strerror or exc}", filename=str(path),
+                    hint=f"the program reads it for .input {name} ({program_file}:"
+                         f"{directive.line}); {fix}") from None
+        loaded[name] = parts[0] if len(parts) == 1 else Parts(parts)
     return loaded
 
 
