@@ -147,8 +147,9 @@ NIL.3: /nil(?![A-Za-z0-9_?])/
 BRANCH: /\$[A-Za-z_?][A-Za-z0-9_?]*(\.[A-Za-z_?][A-Za-z0-9_?]*)*/
 TRUE: "true"
 FALSE: "false"
-// a name after a declaration that does not open an atom: btree, brie, inline, ...
-QUALIFIER.2: /[A-Za-z_][A-Za-z0-9_]*(?![A-Za-z0-9_?]|\s*\()/
+// a name after a declaration that does not open an atom (nor a qualified one, G.edge(...)):
+// btree, brie, inline, ...
+QUALIFIER.2: /[A-Za-z_][A-Za-z0-9_]*(?![A-Za-z0-9_?]|\.[A-Za-z_?]|\s*\()/
 // a qualified name (instance.relation) is one token: no spaces around its dots
 IDENT: /[A-Za-z_?][A-Za-z0-9_?]*(\.[A-Za-z_?][A-Za-z0-9_?]*)*/
 FLOAT.2: /\d+\.\d+([eE][-+]?\d+)?/ | /\d+[eE][-+]?\d+/
