@@ -84,7 +84,16 @@ def front_end(source: str, filename: str = "<program>", include_dirs=None, macro
 
 # -- the analysis passes (4-18), each on the program under analysis --------------------------
 def _resolve_types(a: Analyser) -> None:
+    from diffflow.datalog.syntax.errors import DatalogWarning
+
     a.types = resolve_types(a.program.types, a.error)
+    for t in a.program.types:
+        if t.deprecated:
+            kind = "number" if t.base == "number" else "symbol"
+            a.warnings.append(DatalogWarning(
+                f"deprecated type declaration {t.deprecated!r}, read as '.type {t.name} <: "
+                f"{kind}' (as Soufflé does); write that instead", a.source,
+                a.program.filename, t.line, t.column))
 
 
 def _resolve_structures(a: Analyser) -> None:
@@ -96,8 +105,9 @@ def _bind_user_functors(a: Analyser) -> None:
 
 
 def _read_pragmas(a: Analyser) -> None:
-    a.pragmas, a.warnings, a.pragma_notes = read_pragmas(a.program.pragmas, a.source,
-                                                         a.program.filename)
+    a.pragmas, warnings, a.pragma_notes = read_pragmas(a.program.pragmas, a.source,
+                                                       a.program.filename)
+    a.warnings += warnings
 
 
 def _add_rules(a: Analyser) -> None:

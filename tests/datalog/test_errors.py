@@ -711,7 +711,6 @@ def test_cli_good_facts_still_work(tmp_path, capsys):
 
 @pytest.mark.parametrize("source, feature, at", [
     (".lattice L<number> {}\n", "lattices", (1, 1)),
-    (".decl r(x: number)\n.symbol_type Place\n", ".symbol_type", (2, 1)),
 ])
 def test_soufflé_features_not_supported_yet_are_named_where_they_start(source, feature, at):
     """Never a bare syntax error for a Soufflé feature diffflow lacks: its name and place."""

@@ -207,6 +207,9 @@ class TypeDeclaration(Node):
     alternatives: list = field(default_factory=list)  # union members, if any
     fields: list = field(default_factory=list, metadata={"omit_empty": True})  # Attribute
     branches: list = field(default_factory=list, metadata={"omit_empty": True})  # Branch
+    # the deprecated form written (`.number_type T`, `.symbol_type T`, a bare `.type T`): a
+    # subtype of number or symbol, with a warning
+    deprecated: str = field(default="", metadata={"omit_empty": True})
 
 
 @dataclass

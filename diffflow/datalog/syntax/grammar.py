@@ -30,6 +30,8 @@ type_declaration: TYPE IDENT SUBTYPE IDENT           -> subtype
                 | TYPE IDENT "=" IDENT ("|" IDENT)*   -> type_alias
                 | TYPE IDENT "=" "[" [attribute ("," attribute)*] "]"  -> record_type
                 | TYPE IDENT "=" adt_branch ("|" adt_branch)*         -> adt_type
+                // Soufflé's deprecated forms: subtypes of number, symbol and symbol
+                | (NUMBER_TYPE | SYMBOL_TYPE | TYPE) IDENT            -> deprecated_type
 adt_branch: IDENT "{" [attribute ("," attribute)*] "}"
 
 directive: DIRECTIVE IDENT ("," IDENT)* [params]
@@ -112,6 +114,8 @@ FUNCTOR_DECL: ".functor"
 CHOICE_DOMAIN.3: /choice-domain(?![A-Za-z0-9_?])/
 STATEFUL.2: /stateful(?![A-Za-z0-9_?])/
 TYPE: ".type"
+NUMBER_TYPE: ".number_type"
+SYMBOL_TYPE: ".symbol_type"
 IF: ":-"
 DIRECTIVE: ".input" | ".output" | ".printsize" | ".limitsize"
 PRAGMA: ".pragma"

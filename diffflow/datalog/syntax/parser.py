@@ -128,7 +128,7 @@ class _Builder:
                 out["functors"].append(self.functor_declaration(item))
             elif kind == "declaration":
                 out["declarations"].extend(self.declaration(item))
-            elif kind in ("subtype", "type_alias", "record_type", "adt_type"):
+            elif kind in ("subtype", "type_alias", "record_type", "adt_type", "deprecated_type"):
                 out["types"].append(self.type_declaration(item))
             elif kind == "directive":
                 out["directives"].extend(self.directive(item))
@@ -214,6 +214,10 @@ class _Builder:
 
     def type_declaration(self, tree):
         _type, name, *rest = tree.children
+        if tree.data == "deprecated_type":  # .number_type T, .symbol_type T, .type T
+            base = "number" if _type.type == "NUMBER_TYPE" else "symbol"
+            return ast.TypeDeclaration(_type.line, _type.column, str(name), base,
+                                       deprecated=f"{_type} {name}")
         if tree.data == "subtype":
             return ast.TypeDeclaration(name.line, name.column, str(name), str(rest[1]))
         if tree.data == "record_type":

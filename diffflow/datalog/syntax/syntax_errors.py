@@ -55,8 +55,7 @@ def _raise_unexpected(e, source, filename):
 
 
 _UNSUPPORTED_HINT = "the README's Datalog section lists what diffflow supports"
-_DIRECTIVES = {".lattice": "lattices (.lattice)", ".number_type": ".number_type",
-               ".symbol_type": ".symbol_type"}
+_DIRECTIVES = {".lattice": "lattices (.lattice)"}
 
 
 def _raise_missing_dot(token, accepts, source, filename):
