@@ -16,7 +16,8 @@ the dataflow that computes it (as Soufflé's ``MainDriver`` lists its transforms
 10  add rules               bodies to clauses (DNF); constant facts folded       :mod:`.analysis.analyser`
 11  check eqrel             an equivalence closure takes no more                 here
 12  select inline           relations to unfold                                  :mod:`.transform.inline`
-13  check clauses           every variable bound and typed                       :mod:`.analysis.clauses`
+13  check clauses           every variable bound and typed (head variables of    :mod:`.analysis.clauses`,
+                            subtypes of their attributes' types)                 :mod:`.analysis.subtypes`
 14  check inline uses       where an inline relation may stand                   :mod:`.transform.inline`
 15  stratify                relations in dependency order (SCCs)                 :mod:`.analysis.strata`
 16  number counters         ``autoinc()``                                        :mod:`.transform.counters`
@@ -53,6 +54,7 @@ from diffflow.datalog.analysis.plans import check_plans
 from diffflow.datalog.analysis.pragmas import read_pragmas
 from diffflow.datalog.analysis.strata import stratify
 from diffflow.datalog.analysis.structures import resolve_structures
+from diffflow.datalog.analysis.subtypes import check_subtypes
 from diffflow.datalog.analysis.types import resolve_types
 from diffflow.datalog.analysis.user_functors import bind_user_functors
 from diffflow.datalog.syntax import ast
@@ -136,6 +138,7 @@ def _check_clauses(a: Analyser) -> None:
     for relation in a.relations.values():
         for clause in relation.clauses + relation.dominated:
             a.check_clause(clause, lenient=relation.name in a.inline)
+    check_subtypes(a)
 
 
 def _stratify(a: Analyser) -> None:

@@ -259,6 +259,13 @@ def test_override_through_a_base_given_as_a_type_parameter(tmp_path):
      "'r' is not declared overridable", (4, 12)),
     (".comp E {\n .decl r(x: number) overridable\n .override r\n}\n",
      "'E' declares 'r' itself (line 2)", (3, 12)),
+    # components and instances need names of their own (Soufflé's disjoint_names)
+    (".type t <: number\n.comp t { }\n", "component 't' has the name of the type declared at "
+     "line 1", (2, 7)),
+    (".decl r(x: number)\n.comp C { }\n.init r = C\n", "instance 'r' has the name of the "
+     "relation declared at line 1", (3, 7)),
+    (".comp C { }\n.init C = C\n", "instance 'C' has the name of the component declared at "
+     "line 1", (2, 7)),
 ])
 def test_override_errors_on_component_definitions(source, message, at):
     with pytest.raises(dd.DatalogError) as caught:

@@ -204,7 +204,7 @@ class TypeDeclaration(Node):
     ``.type T = A {x: number} | B {}`` (algebraic data type: ``base`` is ``"adt"``)."""
     name: str
     base: str
-    alternatives: list = field(default_factory=list)  # union members, if any
+    alternatives: list = field(default_factory=list)  # union (or alias) members, if any
     fields: list = field(default_factory=list, metadata={"omit_empty": True})  # Attribute
     branches: list = field(default_factory=list, metadata={"omit_empty": True})  # Branch
     # the deprecated form written (`.number_type T`, `.symbol_type T`, a bare `.type T`): a

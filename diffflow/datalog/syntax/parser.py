@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 
 from diffflow.datalog.syntax import ast
+from diffflow.datalog.syntax.annotations import blank_annotations
 from diffflow.datalog.syntax.errors import DatalogError
 from diffflow.datalog.syntax.grammar import GRAMMAR
 from diffflow.datalog.syntax.syntax_errors import raise_syntax_error
@@ -57,8 +58,9 @@ def parse(source: str, filename: str = "<program>") -> ast.Program:
     """
     from lark.exceptions import UnexpectedInput
 
+    text = blank_annotations(source, filename)  # (@[...]: read past, positions kept)
     try:
-        tree = _parser().parse(source)
+        tree = _parser().parse(text)
     except UnexpectedInput as e:
         raise_syntax_error(e, source, filename)
     return _Builder(source, filename).program(tree)
@@ -229,9 +231,8 @@ class _Builder:
                         for b in rest]
             return ast.TypeDeclaration(name.line, name.column, str(name), "adt",
                                        branches=branches)
-        members = [str(t) for t in rest]
-        return ast.TypeDeclaration(name.line, name.column, str(name), members[0],
-                                   members if len(members) > 1 else [])
+        members = [str(t) for t in rest]  # (one member: an alias, equivalent to it)
+        return ast.TypeDeclaration(name.line, name.column, str(name), members[0], members)
 
     def attributes(self, trees) -> list:
         """``name: type`` attributes (of a record type or an ADT branch), names unique."""

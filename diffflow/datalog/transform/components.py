@@ -34,6 +34,7 @@ def expand_components(program: ast.Program, source: str = "") -> ast.Program:
     expander = _Expander(program, source, out)
     program_scope = _Scope({c.type.name: c for c in program.components}, None)
     expander.check_unique(program.components, program.inits)
+    expander.check_namespaces(program)
     for comp in program.components:
         expander.check_overrides(comp, program_scope)
     for init in program.inits:
@@ -92,6 +93,26 @@ class _Expander:
             raise self.error(f"unknown component {name!r}{did_you_mean(name, scope.names())}",
                              node, hint="declare it with .comp " + name + " { ... }")
         return comp, home
+
+    def check_namespaces(self, program):
+        """Soufflé's check that the program's components and instances have names of their
+        own: no type's, relation's, component's or earlier instance's (a type and a relation
+        may share one)."""
+        names = {}
+        for what, nodes in (("type", program.types), ("relation", program.declarations)):
+            for node in nodes:
+                names.setdefault(node.name if what == "type" else node.relation, (what, node))
+        for what, nodes in (("component", program.components), ("instance", program.inits)):
+            for node in nodes:
+                name = node.type.name if what == "component" else node.name
+                if name in names:
+                    other, first = names[name]
+                    at = node.type if what == "component" else node
+                    raise self.error(f"{what} {name!r} has the name of the {other} declared at "
+                                     f"line {first.line}; a component or an instance needs a "
+                                     f"name of its own (as in Soufflé)", at,
+                                     hint=f"rename the {what} or the {other}")
+                names[name] = (what, node)
 
     def check_overrides(self, comp, home: _Scope):
         """Soufflé's check of every ``.override`` of a component's definition (instantiated or
