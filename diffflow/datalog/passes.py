@@ -96,6 +96,11 @@ def _resolve_types(a: Analyser) -> None:
                 f"deprecated type declaration {t.deprecated!r}, read as '.type {t.name} <: "
                 f"{kind}' (as Soufflé does); write that instead", a.source,
                 a.program.filename, t.line, t.column))
+    for lattice in a.program.lattices:
+        a.warnings.append(DatalogWarning(
+            f"lattice {lattice.name!r} is read but ignored: diffflow does not support lattices "
+            f"yet (a relation with a lattice attribute x: {lattice.name}<> is an error)",
+            a.source, a.program.filename, lattice.line, lattice.column))
 
 
 def _resolve_structures(a: Analyser) -> None:

@@ -710,7 +710,7 @@ def test_cli_good_facts_still_work(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("source, feature, at", [
-    (".lattice L<number> {}\n", "lattices", (1, 1)),
+    (".lattice L<> { Bottom -> 0 }\n.decl r(x: L<>)\n", "lattice attributes", (2, 13)),
 ])
 def test_soufflé_features_not_supported_yet_are_named_where_they_start(source, feature, at):
     """Never a bare syntax error for a Soufflé feature diffflow lacks: its name and place."""

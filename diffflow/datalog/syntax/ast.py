@@ -288,6 +288,13 @@ class Component(Node):
 
 
 @dataclass
+class Lattice(Node):
+    """``.lattice T<> { ... }``: read (its operators are not kept), as diffflow does not
+    support lattices yet; a relation with a lattice attribute ``x: T<>`` is an error."""
+    name: str
+
+
+@dataclass
 class Init(Node):
     """``.init instance = Component<args>``."""
     name: str
@@ -305,6 +312,7 @@ class Program(Node):
     functors: list = field(default_factory=list, metadata={"omit_empty": True})
     components: list = field(default_factory=list, metadata={"omit_empty": True})
     inits: list = field(default_factory=list, metadata={"omit_empty": True})
+    lattices: list = field(default_factory=list, metadata={"omit_empty": True})  # Lattice
 
     def to_data(self):
         data = super().to_data()

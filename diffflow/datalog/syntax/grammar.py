@@ -4,7 +4,7 @@ GRAMMAR = r"""
 start: _item*
 
 _item: declaration | type_declaration | directive | pragma | clause | functor_declaration
-     | component | init
+     | component | init | lattice
 
 // .comp Name<T, U> : Base<T>, Other { ... }   and   .init instance = Name<number, symbol>
 component: COMP component_type [":" component_type ("," component_type)*] "{" _component_item* "}"
@@ -39,6 +39,10 @@ params: "(" [param ("," param)*] ")"
 param: IDENT "=" (STRING | IDENT | INT)
 
 pragma: PRAGMA STRING [STRING]
+
+// .lattice T<> { Bottom -> ..., Lub -> @lub(_, _), ... }: read, but lattices are not supported
+lattice: LATTICE IDENT "<" ">" "{" lattice_operator ("," lattice_operator)* "}"
+lattice_operator: IDENT ARROW term
 
 clause: atom ("," atom)* [IF disjunction] "." [plan]
       | atom COMPARE atom IF disjunction "." [plan]   -> subsumption
@@ -119,6 +123,8 @@ SYMBOL_TYPE: ".symbol_type"
 IF: ":-"
 DIRECTIVE: ".input" | ".output" | ".printsize" | ".limitsize"
 PRAGMA: ".pragma"
+LATTICE: ".lattice"
+ARROW: "->"
 PLAN: ".plan"
 SUBTYPE: "<:"
 COMPARE: "!=" | "<=" | ">=" | "=" | "<" | ">"

@@ -118,12 +118,13 @@ class _Builder:
         items = self.items(tree.children)
         return ast.Program(1, 1, self.filename, items["declarations"], items["types"],
                            items["directives"], items["rules"], items["pragmas"],
-                           items["functors"], items["components"], items["inits"])
+                           items["functors"], items["components"], items["inits"],
+                           items["lattices"])
 
     def items(self, children) -> dict:
         """A program's or a component's elements, by kind."""
         out = {k: [] for k in ("declarations", "types", "directives", "rules", "pragmas",
-                               "functors", "components", "inits", "overrides")}
+                               "functors", "components", "inits", "overrides", "lattices")}
         for item in children:
             kind = item.data
             if kind == "functor_declaration":
@@ -144,6 +145,10 @@ class _Builder:
                 _init, name, component_type = item.children
                 out["inits"].append(ast.Init(name.line, name.column, str(name),
                                              self.component_type(component_type)))
+            elif kind == "lattice":
+                name = item.children[1]
+                out["lattices"].append(ast.Lattice(item.children[0].line,
+                                                   item.children[0].column, str(name)))
             elif kind == "override":
                 name = item.children[1]
                 out["overrides"].append(ast.Directive(name.line, name.column, "override",
