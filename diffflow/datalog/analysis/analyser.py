@@ -160,6 +160,12 @@ class Analyser(ClauseChecks):
             if io not in ("file", "stdout") or (io == "stdout" and d.kind == "input"):
                 raise self.error(f"unsupported IO={io!r} in .{d.kind} {d.relation}", d,
                                  hint="use IO=file (or IO=stdout for outputs)")
+            if d.kind == "printsize" and relation.printsize:
+                first, again = sorted([relation.printsize[0], d],
+                                      key=lambda n: (n.line, n.column))
+                raise self.error(f".printsize {d.relation} is given twice (first at line "
+                                 f"{first.line})", again,
+                                 hint="a relation's size is printed once; remove one")
             {"input": relation.inputs, "output": relation.outputs,
              "printsize": relation.printsize}[d.kind].append(d)
 

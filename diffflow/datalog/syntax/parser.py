@@ -210,6 +210,9 @@ class _Builder:
                           for d in child.children[1:]]
             else:
                 q = child.children[0]
+                if str(q) in qualifiers:  # (as in Soufflé)
+                    raise self.error(f"qualifier {str(q)!r} is given twice", q,
+                                     hint="remove one of them")
                 qualifiers.append(str(q))
         return [ast.Declaration(name.line, name.column, str(name), list(attributes),
                                 list(qualifiers), list(choice)) for name in names]
