@@ -78,6 +78,11 @@ def test_subtypes_that_fit_run_incrementally(partitions):
      "type 'T' is declared twice (first at line 1)"),
     (".type L = [h: number, t: L]\n.type Sub <: L\n", (2, 7),
      "subtype 'Sub' of 'L', which is a record or ADT type"),
+    # Soufflé's disjoint_names2: a relation may not have a type's name, in a component too
+    (".type t <: symbol\n.decl t(x: number)\n", (2, 7),
+     "relation 't' has the name of the type declared at line 1"),
+    (".comp C {\n .type u <: symbol\n .decl u(x: number)\n}\n.init i = C\n", (3, 8),
+     "relation 'i.u' has the name of the type declared at line 2"),
 ])
 def test_type_declaration_errors(source, at, message):
     e = _error(source)

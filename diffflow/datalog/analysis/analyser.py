@@ -70,6 +70,12 @@ class Analyser(ClauseChecks):
                 first = self.relations[decl.relation].declaration
                 raise self.error(f"relation {decl.relation!r} is declared twice (first at line "
                                  f"{first.line})", decl)
+            if decl.relation in self.types:
+                kind = next(t for t in self.program.types if t.name == decl.relation)
+                raise self.error(f"relation {decl.relation!r} has the name of the type declared "
+                                 f"at line {kind.line}; as in Soufflé, a type and a relation "
+                                 f"need different names", decl,
+                                 hint="rename the relation or the type")
             names = [a.name for a in decl.attributes]
             for a in decl.attributes:
                 if names.count(a.name) > 1:

@@ -96,8 +96,8 @@ class _Expander:
 
     def check_namespaces(self, program):
         """Soufflé's check that the program's components and instances have names of their
-        own: no type's, relation's, component's or earlier instance's (a type and a relation
-        may share one)."""
+        own: no type's, relation's, component's or earlier instance's (that a type and a
+        relation share one is found by analysis, on the expanded program)."""
         names = {}
         for what, nodes in (("type", program.types), ("relation", program.declarations)):
             for node in nodes:
