@@ -234,6 +234,24 @@ def test_a_type_of_an_instance_made_inside_a_component_is_named_instance_dot_typ
     assert out == {"out": ["1\t1\t2\t2", "1\t5\t2\t10", "5\t1\t10\t2", "5\t5\t10\t10"]}
 
 
+def test_a_type_argument_named_like_an_instance_inside_is_the_outer_type():
+    # (Soufflé's nfsa2fsa: Automaton<..., Word> makes an instance called Word inside)
+    p = dd.Program("""
+        .type Word <: symbol
+        .comp Box<T> { .decl item(x: T) }
+        .comp User<TW> {
+            .init Word = Box<TW>
+            .decl seen(w: TW)
+            seen(w) :- Word.item(w).
+        }
+        .init u = User<Word>
+        u.Word.item("hi").
+    """)
+    p.commit()
+    assert p.relation("u.seen") == {("hi",)}
+    assert p.analysed.relations["u.seen"].declaration.attributes[0].type == "Word"
+
+
 def test_override_through_a_base_given_as_a_type_parameter(tmp_path):
     # Soufflé checks `overridable` where it can see the base, i.e. not behind a parameter
     out = _run(tmp_path, """

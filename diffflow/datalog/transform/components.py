@@ -223,7 +223,7 @@ class _Expander:
             return outer_relation(name)
 
         def type_name(name):  # (D.T: the type T of the instance D made here)
-            if name in types or name.split(".")[0] in instances:
+            if name in types or ("." in name and name.split(".")[0] in instances):
                 return prefix + name
             return outer_type(name)
 
