@@ -20,7 +20,8 @@ would have 10^8 facts).  :func:`unfold` does the same on the analysed program:
   an inline relation cannot be used inside an aggregate (``count : { b(x) }``
   counts distinct facts of ``b``, which its unfolded bodies do not give);
 * an inline relation's clauses need not be range-restricted on their own
-  (``b(x, y) :- x = y + 1.``); the unfolded clauses are checked instead.
+  (``b(x, y) :- x = y + 1.``); the unfolded clauses are checked instead, even one that
+  can never hold and is dropped (``0 < 0`` once a constant is put in), as Soufflé checks.
 
 The ``inline-exclude`` pragma and the ``no_inline`` / ``no_magic`` qualifiers
 keep a relation materialised.
