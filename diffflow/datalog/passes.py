@@ -16,7 +16,8 @@ the dataflow that computes it (as Soufflé's ``MainDriver`` lists its transforms
 10  add rules               bodies to clauses (DNF); constant facts folded       :mod:`.analysis.analyser`
 11  check eqrel             an equivalence closure takes no more                 here
 12  select inline           relations to unfold                                  :mod:`.transform.inline`
-13  check clauses           every variable bound and typed                       :mod:`.analysis.clauses`
+13  check clauses           every variable bound and typed (head variables of    :mod:`.analysis.clauses`,
+                            subtypes of their attributes' types)                 :mod:`.analysis.subtypes`
 14  check inline uses       where an inline relation may stand                   :mod:`.transform.inline`
 15  stratify                relations in dependency order (SCCs)                 :mod:`.analysis.strata`
 16  number counters         ``autoinc()``                                        :mod:`.transform.counters`
@@ -53,6 +54,7 @@ from diffflow.datalog.analysis.plans import check_plans
 from diffflow.datalog.analysis.pragmas import read_pragmas
 from diffflow.datalog.analysis.strata import stratify
 from diffflow.datalog.analysis.structures import resolve_structures
+from diffflow.datalog.analysis.subtypes import check_subtypes
 from diffflow.datalog.analysis.types import resolve_types
 from diffflow.datalog.analysis.user_functors import bind_user_functors
 from diffflow.datalog.syntax import ast
@@ -84,7 +86,21 @@ def front_end(source: str, filename: str = "<program>", include_dirs=None, macro
 
 # -- the analysis passes (4-18), each on the program under analysis --------------------------
 def _resolve_types(a: Analyser) -> None:
+    from diffflow.datalog.syntax.errors import DatalogWarning
+
     a.types = resolve_types(a.program.types, a.error)
+    for t in a.program.types:
+        if t.deprecated:
+            kind = "number" if t.base == "number" else "symbol"
+            a.warnings.append(DatalogWarning(
+                f"deprecated type declaration {t.deprecated!r}, read as '.type {t.name} <: "
+                f"{kind}' (as Soufflé does); write that instead", a.source,
+                a.program.filename, t.line, t.column))
+    for lattice in a.program.lattices:
+        a.warnings.append(DatalogWarning(
+            f"lattice {lattice.name!r} is read but ignored: diffflow does not support lattices "
+            f"yet (a relation with a lattice attribute x: {lattice.name}<> is an error)",
+            a.source, a.program.filename, lattice.line, lattice.column))
 
 
 def _resolve_structures(a: Analyser) -> None:
@@ -96,8 +112,9 @@ def _bind_user_functors(a: Analyser) -> None:
 
 
 def _read_pragmas(a: Analyser) -> None:
-    a.pragmas, a.warnings, a.pragma_notes = read_pragmas(a.program.pragmas, a.source,
-                                                         a.program.filename)
+    a.pragmas, warnings, a.pragma_notes = read_pragmas(a.program.pragmas, a.source,
+                                                       a.program.filename)
+    a.warnings += warnings
 
 
 def _add_rules(a: Analyser) -> None:
@@ -126,6 +143,7 @@ def _check_clauses(a: Analyser) -> None:
     for relation in a.relations.values():
         for clause in relation.clauses + relation.dominated:
             a.check_clause(clause, lenient=relation.name in a.inline)
+    check_subtypes(a)
 
 
 def _stratify(a: Analyser) -> None:

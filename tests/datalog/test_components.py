@@ -167,3 +167,126 @@ def test_component_errors_point_at_the_text_the_user_wrote(source, message, at):
         dd.Program(source, filename="c.dl")
     text = str(caught.value)
     assert message in text and f"c.dl:{at[0]}:{at[1]}:" in text, text
+
+
+# -- issue 41: generic components, composed component types, overrides through parameters ---
+
+_NETS = """
+    .comp Links<V> {
+        .decl link(a: V, b: V)
+        .decl joined(a: V, b: V)
+        joined(x, y) :- link(x, y).
+        joined(x, z) :- joined(x, y), link(y, z).
+    }
+    .comp Both<V> : Links<V> {
+        link(y, x) :- link(x, y).
+    }
+    .comp Wrap<V> {
+        .init L = Both<V>
+        .decl given(a: V, b: V)
+        L.link(x, y) :- given(x, y).
+        .decl far(a: V, b: V)
+        far(x, y) :- L.joined(x, y), x != y.
+    }
+    .type town <: symbol
+    .type Who = [first: symbol, last: symbol]
+    .init towns = Wrap<town>
+    .init people = Wrap<Who>
+"""
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_a_generic_component_instantiates_a_generic_base_inside_it(partitions):
+    # `L.link(...) :- ...` right after a declaration: a qualified head, not a qualifier
+    p = dd.Program(_NETS, partitions=partitions)
+    p.insert("towns.given", [("a", "b"), ("b", "c")])
+    p.insert("people.given", [(("x", "y"), ("z", "w"))])
+    p.commit()
+    # the links are made symmetric by Both, so a reaches c and c reaches a
+    assert p.relation("towns.far") == {(s, t) for s in "abc" for t in "abc" if s != t}
+    assert p.relation("people.far") == {(("x", "y"), ("z", "w")), (("z", "w"), ("x", "y"))}
+    p.remove("towns.given", [("b", "c")])
+    p.commit()
+    assert p.relation("towns.far") == {("a", "b"), ("b", "a")}
+
+
+def test_a_type_of_an_instance_made_inside_a_component_is_named_instance_dot_type(tmp_path):
+    out = _run(tmp_path, """
+        .comp Num {
+            .type T = number
+            .decl twice(a: T, b: T) inline
+            twice(x, y) :- y = 2 * x, x = x.
+        }
+        .comp Pairs<Of> {
+            .init D = Of
+            .type T = [left: D.T, right: D.T]
+            .decl twice(a: T, b: T)
+            twice([a, b], [c, d]) :- D.twice(a, c), D.twice(b, d), in(a), in(b).
+            .decl in(x: D.T)
+        }
+        .comp NumPairs : Pairs<Num> { }
+        .init P = NumPairs
+        P.in(1). P.in(5).
+        .decl out(a: number, b: number, c: number, d: number)
+        out(a, b, c, d) :- P.twice([a, b], [c, d]).
+        .output out
+    """)
+    assert out == {"out": ["1\t1\t2\t2", "1\t5\t2\t10", "5\t1\t10\t2", "5\t5\t10\t10"]}
+
+
+def test_a_type_argument_named_like_an_instance_inside_is_the_outer_type():
+    # (Soufflé's nfsa2fsa: Automaton<..., Word> makes an instance called Word inside)
+    p = dd.Program("""
+        .type Word <: symbol
+        .comp Box<T> { .decl item(x: T) }
+        .comp User<TW> {
+            .init Word = Box<TW>
+            .decl seen(w: TW)
+            seen(w) :- Word.item(w).
+        }
+        .init u = User<Word>
+        u.Word.item("hi").
+    """)
+    p.commit()
+    assert p.relation("u.seen") == {("hi",)}
+    assert p.analysed.relations["u.seen"].declaration.attributes[0].type == "Word"
+
+
+def test_override_through_a_base_given_as_a_type_parameter(tmp_path):
+    # Soufflé checks `overridable` where it can see the base, i.e. not behind a parameter
+    out = _run(tmp_path, """
+        .comp Plain {
+            .decl R(s: symbol)
+            .output R
+            R("plain").
+        }
+        .comp Over<B> : B {
+            .override R
+            R("over").
+        }
+        .init o = Over<Plain>
+    """)
+    assert out == {"o.R": ["over"]}
+
+
+@pytest.mark.parametrize("source, message, at", [
+    # checked on the definition, instantiated or not (as Soufflé does)
+    (".comp A { .decl r(x: number) }\n.comp B : A {\n .override r\n}\n",
+     "'r' is not declared overridable", (3, 12)),
+    (".comp A { .decl r(x: number) }\n.comp B : A { }\n.comp C : B {\n .override r\n}\n",
+     "'r' is not declared overridable", (4, 12)),
+    (".comp E {\n .decl r(x: number) overridable\n .override r\n}\n",
+     "'E' declares 'r' itself (line 2)", (3, 12)),
+    # components and instances need names of their own (Soufflé's disjoint_names)
+    (".type t <: number\n.comp t { }\n", "component 't' has the name of the type declared at "
+     "line 1", (2, 7)),
+    (".decl r(x: number)\n.comp C { }\n.init r = C\n", "instance 'r' has the name of the "
+     "relation declared at line 1", (3, 7)),
+    (".comp C { }\n.init C = C\n", "instance 'C' has the name of the component declared at "
+     "line 1", (2, 7)),
+])
+def test_override_errors_on_component_definitions(source, message, at):
+    with pytest.raises(dd.DatalogError) as caught:
+        dd.Program(source, filename="c.dl")
+    text = str(caught.value)
+    assert message in text and f"c.dl:{at[0]}:{at[1]}:" in text, text

@@ -710,8 +710,7 @@ def test_cli_good_facts_still_work(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("source, feature, at", [
-    (".lattice L<number> {}\n", "lattices", (1, 1)),
-    (".decl r(x: number)\n.symbol_type Place\n", ".symbol_type", (2, 1)),
+    (".lattice L<> { Bottom -> 0 }\n.decl r(x: L<>)\n", "lattice attributes", (2, 13)),
 ])
 def test_soufflé_features_not_supported_yet_are_named_where_they_start(source, feature, at):
     """Never a bare syntax error for a Soufflé feature diffflow lacks: its name and place."""
@@ -733,3 +732,29 @@ def test_a_user_functor_called_without_at_says_how_to_call_it():
     assert "the built-in functors are abs, autoinc, cat," in e.hint
     assert "unknown functor `strln` (did you mean 'strlen'?)" in \
         _error(program.format(call="strln")).message
+
+
+@pytest.mark.parametrize("source, at, message", [
+    # issue 41: what Soufflé's syntactic tests output, printsize, printsize_directive(2) reject
+    (".decl a(x: number) output output\n", (1, 27), "qualifier 'output' is given twice"),
+    (".decl a(x: number) printsize btree printsize\n", (1, 36),
+     "qualifier 'printsize' is given twice"),
+    (".decl a(x: number)\n.printsize a\n.printsize a\n", (3, 12),
+     ".printsize a is given twice (first at line 2)"),
+    (".decl a(x: number)\n.decl b(x: number)\n.printsize b\n.printsize a, b\n", (4, 15),
+     ".printsize b is given twice (first at line 3)"),
+    (".decl a(x: number) printsize\n.printsize a\n", (2, 12),
+     ".printsize a is given twice (first at line 1)"),
+])
+def test_a_qualifier_or_printsize_given_twice_is_an_error(source, at, message):
+    with pytest.raises(dd.DatalogError) as caught:
+        dd.Program(source, filename="q.dl")
+    e = caught.value
+    assert ((e.line, e.column), e.message) == (at, message)
+
+
+def test_outputs_of_one_relation_may_be_given_twice(tmp_path):
+    p = dd.Program(f'.decl a(x: number) output\n.output a(IO=file, filename="{tmp_path}/b.csv")\n'
+                   "a(1).\n")
+    p.commit()
+    assert [d.kind for d in p.analysed.relations["a"].outputs] == ["output", "output"]

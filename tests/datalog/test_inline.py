@@ -216,20 +216,24 @@ def test_souffle_restrictions_are_located_errors(source, where, message):
 
 def test_an_inline_clause_is_checked_where_it_is_unfolded():
     # as in Soufflé: a(x, y) :- x = y + 1 is fine where y is bound by the use, b is not
-    # (b(x, 0) would unfold to 0 < x, 0 < 0, which can never hold: diffflow drops that clause)
     source = (".decl a(x: number, y: number) inline\na(x, y) :- x = y + 1.\n"
               ".decl b(x: number, y: number) inline\nb(x, y) :- 0 < x, 0 < y.\n"
               ".decl r0(x: number)\nr0(x) :- a(x, 0).\n")
     program = dd.Program(source)
     program.commit()
     assert program.relation("r0") == {(1,)}
-    # r0's rule through b can never hold, but r0 is still computed by rules (takes no facts)
-    never = dd.Program(source.replace("r0(x) :- a(x, 0).\n", "r0(x) :- b(x, 0).\n"))
+    # c(x, 0) unfolds to x = 1, 0 < 0, which can never hold: diffflow drops that clause, but
+    # r0 is still computed by rules (takes no facts)
+    never = dd.Program(source.replace("r0(x) :- a(x, 0).\n", "r0(x) :- c(x, 0).\n") +
+                       ".decl c(x: number, y: number) inline\nc(x, y) :- x = 1, 0 < y.\n")
     with pytest.raises(ValueError, match="relation 'r0' is computed by rules"):
         never.insert("r0", [(1,)])
     never.commit()
     assert never.relation("r0") == set() and "r0: always empty" in never.plan()
-    e = _error(source + "r0(x) :- b(x, 1).\n")
-    assert (e.line, e.column) == (7, 12)  # the use's x, which b's 0 < x became
-    assert e.message == "variable 'x' in a comparison is not bound by a positive atom"
+    # b(x, 0) would also never hold (0 < 0), but its x is not bound: an error all the same,
+    # as in Soufflé (issue 41, inline_ungrounded)
+    for constant in (0, 1):
+        e = _error(source + f"r0(x) :- b(x, {constant}).\n")
+        assert (e.line, e.column) == (7, 12)  # the use's x, which b's 0 < x became
+        assert e.message == "variable 'x' in a comparison is not bound by a positive atom"
     assert e.hint.endswith("; this is where inline b is unfolded into the rule at line 7")

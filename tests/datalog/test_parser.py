@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import diffflow as dd
 from diffflow.datalog.passes import analyse
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.errors import DatalogError
@@ -308,3 +309,61 @@ def test_a_fresh_process_loads_the_parse_tables_from_the_cache(tmp_path):
                                 text=True, env=env, cwd=paths.REPO, check=False)
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip() == "e"
+
+
+# -- issue 41: annotations and doc comments are read past; .lattice is read with a warning -----
+
+_ANNOTATED = """/// a doc comment for Pair
+@[doc = "pairs ] of [numbers"]
+.type Pair = [
+  /// first
+  @[field(a)] a: number,
+  @[weird {=} (=) [=]] b: number
+]
+//! an inner doc comment
+/** a block doc comment */
+@[xcomp {
+  .comp Nope { .decl nope(x: number) }   // any tokens, even Datalog
+}]
+.comp Box {
+  @[xdecl] .decl item(p: Pair)
+  @[xrule] item([1, 2]).
+}
+@[xinit(.init b = Box)]
+.init b = Box
+.decl e(x: number, tag: symbol)
+.input e
+@[x(M)] @[y()] .decl sum(n: number)
+@[head] sum(x + y) :-
+  @![inner = "note"]
+  b.item([x, y]), e(x, "@[not an annotation]").  // @[nor this]
+"""
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_annotations_and_doc_comments_are_read_past(partitions):
+    p = dd.Program(_ANNOTATED, partitions=partitions)
+    assert "nope" not in " ".join(p.relations) and "Nope.nope" not in p.relations
+    p.insert("e", [(1, "@[not an annotation]"), (1, "other")])
+    p.commit()
+    assert p.relation("sum") == {(3,)}
+    p.remove("e", [(1, "@[not an annotation]")])
+    p.commit()
+    assert p.relation("sum") == set()
+
+
+def test_an_annotation_never_closed_is_an_error_at_its_at_sign():
+    with pytest.raises(dd.DatalogError) as caught:
+        dd.Program(".decl e(x: number)\n  @[doc = (1]\ne(1).\n", filename="a.dl")
+    assert str(caught.value).startswith("a.dl:2:3: error: this annotation is never closed")
+
+
+def test_a_lattice_declaration_is_read_with_a_warning_its_use_is_an_error():
+    lattice = ".type T = One {} | Two {}\n.lattice T<> {\n  Bottom -> $One(),\n  Top -> $Two()\n}\n"
+    with pytest.warns(dd.DatalogWarning) as caught:
+        dd.Program(lattice + ".decl e(x: number)\n", filename="l.dl")
+    assert str(caught[0].message).startswith("l.dl:2:1: warning: lattice 'T' is read but ignored")
+    with pytest.raises(dd.DatalogError) as error:
+        dd.Program(lattice + ".decl r(x: T<>)\n", filename="l.dl")
+    assert str(error.value).startswith("l.dl:6:13: error: lattice attributes (x: L<>): not "
+                                       "supported yet")

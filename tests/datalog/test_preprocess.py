@@ -166,3 +166,33 @@ def test_a_runtime_failure_names_the_original_line(tmp_path):
     program.insert("e", [(0,), (1,)])
     with pytest.raises(dd.OperatorError, match=rf"built at {main}:5\).*division by zero"):
         program.commit()
+
+
+# -- issue 41: Soufflé's own .include and .once, __LINE__ without the C preprocessor ---------
+
+def test_dot_include_reads_files_next_to_the_includer_then_in_include_dirs(tmp_path):
+    _write(tmp_path / "lib" / "decls.dl", '// decls\n.decl at(f: symbol, n: number)\n'
+                                          '.include "facts.dl"\n')
+    _write(tmp_path / "lib" / "facts.dl", 'at("facts", __LINE__).\n')
+    _write(tmp_path / "dirs" / "rule.dl", ".once\n.decl copy(n: number)\ncopy(n) :- at(_, n).\n")
+    main = _write(tmp_path / "prog.dl", '.include "lib/decls.dl"\n.include "rule.dl"\n'
+                                        '.include "rule.dl"\nat("prog", __LINE__).\n')
+    program = dd.Program.from_file(main, include_dirs=[str(tmp_path / "dirs")])
+    program.commit()
+    # __LINE__ is the line in its own file; rule.dl is read once (.once)
+    assert program.relation("at") == {("facts", 1), ("prog", 4)}
+    assert program.relation("copy") == {(1,), (4,)}
+
+
+def test_dot_once_in_the_program_itself_stops_it_including_itself(tmp_path):
+    main = _write(tmp_path / "self.dl", '.once\n.include "self.dl"\n.decl ok()\nok().\n')
+    program = dd.Program.from_file(main)
+    program.commit()
+    assert program.relation("ok") == {()}
+
+
+def test_a_missing_dot_include_is_an_error_at_its_file_name(tmp_path):
+    main = _write(tmp_path / "prog.dl", '.decl e(x: number)\n.include "nope.dl"\n')
+    e = _raises(lambda: dd.Program.from_file(main))
+    assert (e.filename, e.line, e.column) == (str(main), 2, 11)
+    assert e.message == "cannot find the include file 'nope.dl'"

@@ -122,3 +122,54 @@ def test_a_variable_assigned_a_plain_integer_takes_its_type_from_the_clause(part
     program.remove("e", [(4000000000,)])
     program.commit()
     assert program.relation("c") == set()
+
+
+# -- issue 41: Soufflé's deprecated type declarations -------------------------------------------
+
+_DEPRECATED = """.number_type Count
+.symbol_type Name
+.type Tag
+.type Label = Name | Tag
+.decl n(x: Count)
+.decl s(x: Name)
+.decl t(x: Tag)
+.decl l(x: Label)
+n(x + 1) :- n(x), x < 3.
+.input n
+l(x) :- s(x).
+l(x) :- t(x).
+"""
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_deprecated_type_declarations_are_subtypes_with_a_located_warning(partitions):
+    with pytest.warns(dd.DatalogWarning) as caught:
+        p = dd.Program(_DEPRECATED, filename="d.dl", partitions=partitions)
+    assert [str(w.message).splitlines()[0] for w in caught] == [
+        "d.dl:1:1: warning: deprecated type declaration '.number_type Count', read as "
+        "'.type Count <: number' (as Soufflé does); write that instead",
+        "d.dl:2:1: warning: deprecated type declaration '.symbol_type Name', read as "
+        "'.type Name <: symbol' (as Soufflé does); write that instead",
+        "d.dl:3:1: warning: deprecated type declaration '.type Tag', read as "
+        "'.type Tag <: symbol' (as Soufflé does); write that instead"]
+    p.insert("n", [(0,)])
+    p.insert("s", [("a",)])
+    p.insert("t", [("b",)])
+    p.commit()
+    assert p.relation("n") == {(0,), (1,), (2,), (3,)}
+    assert p.relation("l") == {("a",), ("b",)}
+    p.remove("t", [("b",)])
+    p.commit()
+    assert p.relation("l") == {("a",)}
+
+
+def test_deprecated_type_declarations_warn_from_the_cli_unless_w(tmp_path, capsys):
+    from diffflow.cli import main
+
+    (tmp_path / "d.dl").write_text(_DEPRECATED.replace(".input n", "n(0).\n.output n"))
+    assert main(["run", str(tmp_path / "d.dl"), "-D", "-"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count("warning: deprecated type declaration") == 3
+    assert main(["run", "-w", str(tmp_path / "d.dl"), "-D", "-"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and "\n0\n1\n2\n3\n" in captured.out

@@ -71,6 +71,12 @@ class Analyser(ClauseChecks):
                 first = self.relations[decl.relation].declaration
                 raise self.error(f"relation {decl.relation!r} is declared twice (first at line "
                                  f"{first.line})", decl)
+            if decl.relation in self.types:
+                kind = next(t for t in self.program.types if t.name == decl.relation)
+                raise self.error(f"relation {decl.relation!r} has the name of the type declared "
+                                 f"at line {kind.line}; as in Soufflé, a type and a relation "
+                                 f"need different names", decl,
+                                 hint="rename the relation or the type")
             names = [a.name for a in decl.attributes]
             for a in decl.attributes:
                 if names.count(a.name) > 1:
@@ -169,6 +175,12 @@ class Analyser(ClauseChecks):
             if d.params.get("format", "list") not in ("list", "object"):
                 raise self.error(f"format={d.params['format']!r} in .{d.kind} {d.relation}: "
                                  f"JSON rows are format=list or format=object", d)
+            if d.kind == "printsize" and relation.printsize:
+                first, again = sorted([relation.printsize[0], d],
+                                      key=lambda n: (n.line, n.column))
+                raise self.error(f".printsize {d.relation} is given twice (first at line "
+                                 f"{first.line})", again,
+                                 hint="a relation's size is printed once; remove one")
             {"input": relation.inputs, "output": relation.outputs,
              "printsize": relation.printsize}[d.kind].append(d)
 

@@ -49,11 +49,16 @@ def resolve_types(declarations: list, error) -> dict:
     >>> resolve_types(parse(".type Id <: number\\n.type Key = Id").types, None)
     {'Id': 'number', 'Key': 'number'}
     """
-    pending = {t.name: t for t in declarations}
+    pending: dict = {}
     resolved: dict = {}
     for t in declarations:
         if t.name in BASE_TYPES:
             raise error(f"type {t.name!r} is built in and cannot be redefined", t)
+        if t.name in pending:
+            first = pending[t.name]
+            raise error(f"type {t.name!r} is declared twice (first at line {first.line})", t,
+                        hint="give one of them another name")
+        pending[t.name] = t
 
     def resolve(name, node, seen=()):
         if name in BASE_TYPES:
@@ -71,6 +76,11 @@ def resolve_types(declarations: list, error) -> dict:
             return name
         members = decl.alternatives or [decl.base]
         bases = {resolve(m, decl, (*seen, name)) for m in members}
+        if not decl.alternatives and bases <= {r for r in resolved if resolved[r] == r}:
+            raise error(f"subtype {name!r} of {decl.base!r}, which is a record or ADT type: "
+                        f"Soufflé allows subtypes of number, unsigned, float and symbol "
+                        f"(and their subtypes) only", decl,
+                        hint=f"write .type {name} = {decl.base} for another name of it")
         if len(members) > 1 and not bases <= set(BASE_TYPES):
             raise error(f"union type {name!r} has a record or ADT member; unions are of "
                         f"subtypes of one base type (as in Soufflé)", decl,

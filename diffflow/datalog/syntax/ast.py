@@ -204,9 +204,12 @@ class TypeDeclaration(Node):
     ``.type T = A {x: number} | B {}`` (algebraic data type: ``base`` is ``"adt"``)."""
     name: str
     base: str
-    alternatives: list = field(default_factory=list)  # union members, if any
+    alternatives: list = field(default_factory=list)  # union (or alias) members, if any
     fields: list = field(default_factory=list, metadata={"omit_empty": True})  # Attribute
     branches: list = field(default_factory=list, metadata={"omit_empty": True})  # Branch
+    # the deprecated form written (`.number_type T`, `.symbol_type T`, a bare `.type T`): a
+    # subtype of number or symbol, with a warning
+    deprecated: str = field(default="", metadata={"omit_empty": True})
 
 
 @dataclass
@@ -285,6 +288,13 @@ class Component(Node):
 
 
 @dataclass
+class Lattice(Node):
+    """``.lattice T<> { ... }``: read (its operators are not kept), as diffflow does not
+    support lattices yet; a relation with a lattice attribute ``x: T<>`` is an error."""
+    name: str
+
+
+@dataclass
 class Init(Node):
     """``.init instance = Component<args>``."""
     name: str
@@ -302,6 +312,7 @@ class Program(Node):
     functors: list = field(default_factory=list, metadata={"omit_empty": True})
     components: list = field(default_factory=list, metadata={"omit_empty": True})
     inits: list = field(default_factory=list, metadata={"omit_empty": True})
+    lattices: list = field(default_factory=list, metadata={"omit_empty": True})  # Lattice
 
     def to_data(self):
         data = super().to_data()

@@ -4,7 +4,7 @@ GRAMMAR = r"""
 start: _item*
 
 _item: declaration | type_declaration | directive | pragma | clause | functor_declaration
-     | component | init
+     | component | init | lattice
 
 // .comp Name<T, U> : Base<T>, Other { ... }   and   .init instance = Name<number, symbol>
 component: COMP component_type [":" component_type ("," component_type)*] "{" _component_item* "}"
@@ -31,6 +31,8 @@ type_declaration: TYPE IDENT SUBTYPE IDENT           -> subtype
                 | TYPE IDENT "=" IDENT ("|" IDENT)*   -> type_alias
                 | TYPE IDENT "=" "[" [attribute ("," attribute)*] "]"  -> record_type
                 | TYPE IDENT "=" adt_branch ("|" adt_branch)*         -> adt_type
+                // Soufflé's deprecated forms: subtypes of number, symbol and symbol
+                | (NUMBER_TYPE | SYMBOL_TYPE | TYPE) IDENT            -> deprecated_type
 adt_branch: IDENT "{" [attribute ("," attribute)*] "}"
 
 directive: DIRECTIVE IDENT ("," IDENT)* [params]
@@ -38,6 +40,10 @@ params: "(" [param ("," param)*] ")"
 param: IDENT "=" (STRING | IDENT | INT)
 
 pragma: PRAGMA STRING [STRING]
+
+// .lattice T<> { Bottom -> ..., Lub -> @lub(_, _), ... }: read, but lattices are not supported
+lattice: LATTICE IDENT "<" ">" "{" lattice_operator ("," lattice_operator)* "}"
+lattice_operator: IDENT ARROW term
 
 clause: atom ("," atom)* [IF disjunction] "." [plan]
       | atom COMPARE atom IF disjunction "." [plan]   -> subsumption
@@ -118,9 +124,13 @@ FUNCTOR_DECL: ".functor"
 CHOICE_DOMAIN.3: /choice-domain(?![A-Za-z0-9_?])/
 STATEFUL.2: /stateful(?![A-Za-z0-9_?])/
 TYPE: ".type"
+NUMBER_TYPE: ".number_type"
+SYMBOL_TYPE: ".symbol_type"
 IF: ":-"
 DIRECTIVE: ".input" | ".output" | ".printsize" | ".limitsize"
 PRAGMA: ".pragma"
+LATTICE: ".lattice"
+ARROW: "->"
 PLAN: ".plan"
 SUBTYPE: "<:"
 COMPARE: "!=" | "<=" | ">=" | "=" | "<" | ">"
@@ -155,8 +165,9 @@ NIL.3: /nil(?![A-Za-z0-9_?])/
 BRANCH: /\$[A-Za-z_?][A-Za-z0-9_?]*(\.[A-Za-z_?][A-Za-z0-9_?]*)*/
 TRUE: "true"
 FALSE: "false"
-// a name after a declaration that does not open an atom: btree, brie, inline, ...
-QUALIFIER.2: /[A-Za-z_][A-Za-z0-9_]*(?![A-Za-z0-9_?]|\s*\()/
+// a name after a declaration that does not open an atom (nor a qualified one, G.edge(...)):
+// btree, brie, inline, ...
+QUALIFIER.2: /[A-Za-z_][A-Za-z0-9_]*(?![A-Za-z0-9_?]|\.[A-Za-z_?]|\s*\()/
 // a qualified name (instance.relation) is one token: no spaces around its dots
 IDENT: /[A-Za-z_?][A-Za-z0-9_?]*(\.[A-Za-z_?][A-Za-z0-9_?]*)*/
 // an IPv4 address 1.2.3.4 is a number (Soufflé's lexer): (1 << 24) + (2 << 16) + (3 << 8) + 4

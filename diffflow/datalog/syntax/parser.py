@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 
 from diffflow.datalog.syntax import ast
+from diffflow.datalog.syntax.annotations import blank_annotations
 from diffflow.datalog.syntax.errors import DatalogError
 from diffflow.datalog.syntax.grammar import GRAMMAR
 from diffflow.datalog.syntax.syntax_errors import raise_syntax_error
@@ -57,8 +58,9 @@ def parse(source: str, filename: str = "<program>") -> ast.Program:
     """
     from lark.exceptions import UnexpectedInput
 
+    text = blank_annotations(source, filename)  # (@[...]: read past, positions kept)
     try:
-        tree = _parser().parse(source)
+        tree = _parser().parse(text)
     except UnexpectedInput as e:
         raise_syntax_error(e, source, filename)
     return _Builder(source, filename).program(tree)
@@ -135,12 +137,13 @@ class _Builder:
         items = self.items(tree.children)
         return ast.Program(1, 1, self.filename, items["declarations"], items["types"],
                            items["directives"], items["rules"], items["pragmas"],
-                           items["functors"], items["components"], items["inits"])
+                           items["functors"], items["components"], items["inits"],
+                           items["lattices"])
 
     def items(self, children) -> dict:
         """A program's or a component's elements, by kind."""
         out = {k: [] for k in ("declarations", "types", "directives", "rules", "pragmas",
-                               "functors", "components", "inits", "overrides")}
+                               "functors", "components", "inits", "overrides", "lattices")}
         for item in children:
             kind = item.data
             if kind == "functor_declaration":
@@ -153,7 +156,7 @@ class _Builder:
                     f"each row of {item.children[3]} with the semi-naive iteration that first "
                     f"derived it, and diffflow's incremental evaluation does not give rules "
                     f"its rounds", _at(item.children[1]), hint=_ROUNDS_HINT)
-            elif kind in ("subtype", "type_alias", "record_type", "adt_type"):
+            elif kind in ("subtype", "type_alias", "record_type", "adt_type", "deprecated_type"):
                 out["types"].append(self.type_declaration(item))
             elif kind == "directive":
                 out["directives"].extend(self.directive(item))
@@ -167,6 +170,10 @@ class _Builder:
                 _init, name, component_type = item.children
                 out["inits"].append(ast.Init(name.line, name.column, str(name),
                                              self.component_type(component_type)))
+            elif kind == "lattice":
+                name = item.children[1]
+                out["lattices"].append(ast.Lattice(item.children[0].line,
+                                                   item.children[0].column, str(name)))
             elif kind == "override":
                 name = item.children[1]
                 out["overrides"].append(ast.Directive(name.line, name.column, "override",
@@ -228,6 +235,9 @@ class _Builder:
                           for d in child.children[1:]]
             else:
                 q = child.children[0]
+                if str(q) in qualifiers:  # (as in Soufflé)
+                    raise self.error(f"qualifier {str(q)!r} is given twice", q,
+                                     hint="remove one of them")
                 qualifiers.append(str(q))
         return [ast.Declaration(name.line, name.column, str(name), list(attributes),
                                 list(qualifiers), list(choice)) for name in names]
@@ -239,6 +249,10 @@ class _Builder:
 
     def type_declaration(self, tree):
         _type, name, *rest = tree.children
+        if tree.data == "deprecated_type":  # .number_type T, .symbol_type T, .type T
+            base = "number" if _type.type == "NUMBER_TYPE" else "symbol"
+            return ast.TypeDeclaration(_type.line, _type.column, str(name), base,
+                                       deprecated=f"{_type} {name}")
         if tree.data == "subtype":
             return ast.TypeDeclaration(name.line, name.column, str(name), str(rest[1]))
         if tree.data == "record_type":
@@ -250,9 +264,8 @@ class _Builder:
                         for b in rest]
             return ast.TypeDeclaration(name.line, name.column, str(name), "adt",
                                        branches=branches)
-        members = [str(t) for t in rest]
-        return ast.TypeDeclaration(name.line, name.column, str(name), members[0],
-                                   members if len(members) > 1 else [])
+        members = [str(t) for t in rest]  # (one member: an alias, equivalent to it)
+        return ast.TypeDeclaration(name.line, name.column, str(name), members[0], members)
 
     def attributes(self, trees) -> list:
         """``name: type`` attributes (of a record type or an ADT branch), names unique."""

@@ -15,6 +15,9 @@ original line.
 * ``macros={"NAME": "value"}`` is Soufflé's ``-M "NAME=value"``; a value of
   None defines the name as 1.  ``RAM_DOMAIN_SIZE`` is 32, as Soufflé defines it
   for its 32-bit numbers.
+* Soufflé's own ``.include "f"`` works as ``#include "f"`` (without the C preprocessor
+  too, as in Soufflé), and a file with a ``.once`` line is read once only (the
+  program's own file counts); ``__LINE__`` and ``__FILE__`` are the line and file.
 * ``#pragma`` lines are dropped (Soufflé's scanner ignores them), ``#warning``
   gives a :class:`~diffflow.datalog.syntax.errors.DatalogWarning`, ``#error``, a missing
   include, an unterminated ``#if`` and an unknown directive are
@@ -38,7 +41,20 @@ import re
 
 from diffflow.datalog.syntax.errors import DatalogError, DatalogWarning
 
-_DIRECTIVE = re.compile(r"^[ \t]*#", re.MULTILINE)
+_DIRECTIVE = re.compile(r"^[ \t]*(#|\.include[ \t]|\.once\b)|__LINE__|__FILE__", re.MULTILINE)
+# Soufflé's own directives: .include is as long as #include; .once is blanked (see _Runner)
+_DOT_INCLUDE = re.compile(r"^([ \t]*)\.include(?=[ \t])", re.MULTILINE)
+_DOT_ONCE = re.compile(r"^([ \t]*)\.once\b", re.MULTILINE)
+
+
+def _souffle_directives(text: str) -> str:
+    """``.include`` as ``#include`` and ``.once`` blanked, every other column in place.
+
+    >>> _souffle_directives('.once\\n  .include "a.dl"\\n')
+    '     \\n  #include "a.dl"\\n'
+    """
+    text = _DOT_INCLUDE.sub(r"\1#include", text)
+    return _DOT_ONCE.sub(lambda m: " " * len(m.group(0)), text)
 
 
 def needs_preprocessing(text: str, macros=None) -> bool:
@@ -46,6 +62,8 @@ def needs_preprocessing(text: str, macros=None) -> bool:
 
     >>> needs_preprocessing('e("#1").'), needs_preprocessing('#include "a.dl"')
     (False, True)
+    >>> needs_preprocessing('.include "a.dl"'), needs_preprocessing('e(__LINE__).')
+    (True, True)
     """
     return bool(macros) or _DIRECTIVE.search(text) is not None
 
@@ -136,10 +154,13 @@ class _Runner:
         self.labels = {}                # absolute path -> label
         self.starts = {}                # label -> offsets of line starts
         self.warnings = []
+        self.once = set()  # absolute paths of the files with a .once line read so far
 
     def run(self) -> Preprocessed:
         processor = self.processor()
-        processor.parse(self.text, self.filename)
+        if _DOT_ONCE.search(self.text):
+            self.once.add(os.path.abspath(self.filename))
+        processor.parse(_souffle_directives(self.text), self.filename)
         lines = []        # (label, line, segments)
         chunks = []       # output text, one entry per line
         parts, segments, key, column = [], [], None, 1
@@ -208,12 +229,16 @@ class _Runner:
             def on_file_open(self, is_system_include, includepath):
                 with open(includepath, encoding="utf-8") as f:
                     data = f.read()
+                if _DOT_ONCE.search(data):
+                    if os.path.abspath(includepath) in runner.once:
+                        return io.StringIO("")  # (.once: read already)
+                    runner.once.add(os.path.abspath(includepath))
                 label = os.path.relpath(includepath)
                 if label.startswith(".."):
                     label = includepath
                 runner.labels[includepath] = label
                 runner.texts[label] = data
-                return io.StringIO(data)
+                return io.StringIO(_souffle_directives(data))
 
             def parsegen(self, input, source=None, abssource=None):
                 if abssource in runner.labels:

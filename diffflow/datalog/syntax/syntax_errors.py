@@ -55,8 +55,8 @@ def _raise_unexpected(e, source, filename):
 
 
 _UNSUPPORTED_HINT = "the README's Datalog section lists what diffflow supports"
-_DIRECTIVES = {".lattice": "lattices (.lattice)", ".number_type": ".number_type",
-               ".symbol_type": ".symbol_type"}
+_DIRECTIVES: dict = {}  # Soufflé directives diffflow does not read: {directive: feature}
+_LATTICE_ATTRIBUTE = re.compile(r"<\s*>")
 
 
 def _raise_missing_dot(token, accepts, source, filename):
@@ -118,10 +118,12 @@ def _unsupported_feature(source: str, pos: int, text: str) -> str | None:
     """The Soufflé feature diffflow does not support yet that a syntax error at ``pos``
     (the offending ``text``) is the start of, if any.
 
-    >>> _unsupported_feature(".lattice L<number> {}", 0, ".")
-    'lattices (.lattice)'
+    >>> _unsupported_feature(".decl r(x: L<>)", 12, "<")
+    'lattice attributes (x: L<>)'
     """
     rest = source[pos:]
+    if _LATTICE_ATTRIBUTE.match(rest):
+        return "lattice attributes (x: L<>)"
     for directive, name in _DIRECTIVES.items():
         if rest.startswith(directive) and not rest[len(directive):len(directive) + 1].isalnum():
             return name

@@ -34,6 +34,9 @@ def expand_components(program: ast.Program, source: str = "") -> ast.Program:
     expander = _Expander(program, source, out)
     program_scope = _Scope({c.type.name: c for c in program.components}, None)
     expander.check_unique(program.components, program.inits)
+    expander.check_namespaces(program)
+    for comp in program.components:
+        expander.check_overrides(comp, program_scope)
     for init in program.inits:
         expander.instantiate(init, program_scope, "", lambda name: name, lambda name: name, {})
     return dataclasses.replace(program, components=[], inits=[], **out)
@@ -91,6 +94,61 @@ class _Expander:
                              node, hint="declare it with .comp " + name + " { ... }")
         return comp, home
 
+    def check_namespaces(self, program):
+        """Soufflé's check that the program's components and instances have names of their
+        own: no type's, relation's, component's or earlier instance's (that a type and a
+        relation share one is found by analysis, on the expanded program)."""
+        names = {}
+        for what, nodes in (("type", program.types), ("relation", program.declarations)):
+            for node in nodes:
+                names.setdefault(node.name if what == "type" else node.relation, (what, node))
+        for what, nodes in (("component", program.components), ("instance", program.inits)):
+            for node in nodes:
+                name = node.type.name if what == "component" else node.name
+                if name in names:
+                    other, first = names[name]
+                    at = node.type if what == "component" else node
+                    raise self.error(f"{what} {name!r} has the name of the {other} declared at "
+                                     f"line {first.line}; a component or an instance needs a "
+                                     f"name of its own (as in Soufflé)", at,
+                                     hint=f"rename the {what} or the {other}")
+                names[name] = (what, node)
+
+    def check_overrides(self, comp, home: _Scope):
+        """Soufflé's check of every ``.override`` of a component's definition (instantiated or
+        not): it names a relation the component inherits, from bases known by name (a base
+        named by a type parameter is known only when instantiated), declared overridable."""
+        scope = _Scope({c.type.name: c for c in comp.components}, home)
+        own = {d.relation: d for d in comp.declarations}
+        for override in comp.overrides:
+            if override.relation in own:
+                raise self.error(
+                    f".override {override.relation}: {comp.type.name!r} declares "
+                    f"{override.relation!r} itself (line {own[override.relation].line}); "
+                    f".override replaces the rules of a relation a base declares", override,
+                    hint=f"remove '.override {override.relation}'")
+        parents, todo = [], [(comp, home)]
+        while todo:
+            current, where = todo.pop()
+            for base in current.bases:
+                if base.name in current.type.args:
+                    continue
+                found, found_home = where.find(base.name)
+                if found is not None and all(found is not p for p, _ in parents):
+                    parents.append((found, found_home))
+                    todo.append((found, found_home))
+        for override in comp.overrides:
+            for parent, _ in parents:
+                for d in parent.declarations:
+                    if d.relation == override.relation and "overridable" not in d.qualifiers:
+                        raise self.error(
+                            f".override {override.relation}: {override.relation!r} is not "
+                            f"declared overridable", override,
+                            hint=f"declared at line {d.line} (in {parent.type.name!r}); add the "
+                                 f"qualifier 'overridable' there")
+        for nested in comp.components:
+            self.check_overrides(nested, scope)
+
     def bind(self, comp, args: list, node) -> dict:
         params = comp.type.args
         if len(args) != len(params):
@@ -142,11 +200,6 @@ class _Expander:
             if not declared:
                 raise self.error(f".override {override.relation}: no base of "
                                  f"{comp.type.name!r} declares {override.relation!r}", override)
-            if "overridable" not in declared[0].qualifiers:
-                raise self.error(f".override {override.relation}: {override.relation!r} is not "
-                                 f"declared overridable", override,
-                                 hint=f"declared at line {declared[0].line}; add the qualifier "
-                                      f"'overridable' there")
             parts["rules"] = [r for r in parts["rules"] if r.head.relation != override.relation]
         typed = _Substitute(binding)
         parts["declarations"] += [typed.declaration(d) for d in comp.declarations]
@@ -169,8 +222,10 @@ class _Expander:
                 return prefix + name
             return outer_relation(name)
 
-        def type_name(name):
-            return prefix + name if name in types else outer_type(name)
+        def type_name(name):  # (D.T: the type T of the instance D made here)
+            if name in types or ("." in name and name.split(".")[0] in instances):
+                return prefix + name
+            return outer_type(name)
 
         branches = {b.name for t in parts["types"] for b in t.branches}
 

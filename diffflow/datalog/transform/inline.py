@@ -20,7 +20,8 @@ would have 10^8 facts).  :func:`unfold` does the same on the analysed program:
   an inline relation cannot be used inside an aggregate (``count : { b(x) }``
   counts distinct facts of ``b``, which its unfolded bodies do not give);
 * an inline relation's clauses need not be range-restricted on their own
-  (``b(x, y) :- x = y + 1.``); the unfolded clauses are checked instead.
+  (``b(x, y) :- x = y + 1.``); the unfolded clauses are checked instead, even one that
+  can never hold and is dropped (``0 < 0`` once a constant is put in), as Soufflé checks.
 
 The ``inline-exclude`` pragma and the ``no_inline`` / ``no_magic`` qualifiers
 keep a relation materialised.
@@ -129,7 +130,7 @@ def unfold(analyser, inline: dict) -> tuple:
             continue
         clauses = []
         for clause in relation.clauses:
-            expanded = unfolder.clause(clause)
+            expanded = unfolder.clause(clause, check_dead=True)
             if expanded is None:
                 clauses.append(clause)
                 continue
@@ -165,16 +166,25 @@ class _Unfolder:
             self._definitions[name] = out
         return self._definitions[name]
 
-    def clause(self, clause):
-        """The clauses replacing ``clause`` (None if it uses no inline relation)."""
+    def clause(self, clause, check_dead=False):
+        """The clauses replacing ``clause`` (None if it uses no inline relation).
+
+        ``check_dead``: an unfolding that can never hold (``0 < 0`` once a constant is put
+        in) is dropped, but its variables must be bound all the same, as Soufflé checks
+        them before it simplifies anything."""
         if not any(self.is_inline(lit) for lit in clause.literals):
             return None
         self.count = 0
         out = []
         for literals, seeds, names in self.bodies(list(clause.literals),
                                                   dict(clause.seed_types), []):
-            out.append(Clause(clause.head, literals, clause.rule, seed_types=seeds,
-                              unfolded=sorted(set(names))))
+            new = Clause(clause.head, [lit for lit in literals if lit is not _DEAD],
+                         clause.rule, seed_types=seeds, unfolded=sorted(set(names)))
+            if any(lit is _DEAD for lit in literals):
+                if check_dead:
+                    _check_bound(self.analyser, new, clause)
+                continue
+            out.append(new)
         return out
 
     def is_inline(self, lit) -> bool:
@@ -185,9 +195,12 @@ class _Unfolder:
         """Every unfolding of ``literals``, first inline literal first (in body order)."""
         at = next((i for i, lit in enumerate(literals) if self.is_inline(lit)), None)
         if at is None:
-            literals = _simplify(literals, self.analyser)
-            if literals is None:  # e.g. n(x), !n(x): the clause can never hold
+            simplified = _simplify(literals, self.analyser)
+            if simplified is None:  # e.g. n(x), !n(x): the clause can never hold
+                if any(lit is _DEAD for lit in literals):
+                    yield literals, seeds, names  # (only for the binding check)
                 return
+            literals = simplified
             self.count += 1
             if self.count > MAX_UNFOLDED:
                 raise self.analyser.error(
@@ -203,8 +216,10 @@ class _Unfolder:
         for inst, more in list(options):
             yield from self.bodies(before + inst + after, {**seeds, **more}, names + [name])
 
-    def instantiate(self, use: ast.Atom, head_args, literals, seeds) -> tuple:
-        """One clause of the used relation, renamed apart and matched with ``use``."""
+    def instantiate(self, use: ast.Atom, head_args, literals, seeds, keep_dead=False) -> tuple:
+        """One clause of the used relation, renamed apart and matched with ``use`` (body
+        None if it cannot hold; with ``keep_dead``, if only its own body cannot once
+        matched, that body and :data:`_DEAD`)."""
         self.fresh += 1
         suffix = f"#{self.fresh}"
         relation = self.inline[use.relation]
@@ -223,12 +238,16 @@ class _Unfolder:
             elif not isinstance(u, ast.Wildcard):
                 extra.append(ast.Comparison(u.line, u.column, "=", u, h))
         substitute = _Substituter(subst)
-        body = _simplify([substitute.literal(lit) for lit in literals + extra], self.analyser)
+        matched = [substitute.literal(lit) for lit in literals + extra]
+        body = _simplify(matched, self.analyser)
+        if body is None and keep_dead and \
+                _simplify([substitute.literal(lit) for lit in extra], self.analyser) is not None:
+            return matched + [_DEAD], types
         return body, types
 
     def positive(self, use):
         for head_args, literals, seeds in self.definitions(use.relation):
-            body, types = self.instantiate(use, head_args, literals, seeds)
+            body, types = self.instantiate(use, head_args, literals, seeds, keep_dead=True)
             if body is not None:  # a clause whose constants cannot match adds nothing
                 yield body, types
 
@@ -462,6 +481,19 @@ def display(name: str) -> str:
     ('x', '#e1', 'y')
     """
     return _RENAMED.sub(r"'\1'", f"'{name}'")[1:-1]
+
+
+#: marks an unfolding that can never hold (kept for the binding check only)
+_DEAD = ast.Boolean(0, 0, False)
+
+
+def _check_bound(analyser, dead, original) -> None:
+    """An unfolding that can never hold: only an unbound variable in it is an error."""
+    try:
+        _recheck(analyser, dead, original)
+    except DatalogError as e:
+        if "is not bound" in e.message:
+            raise
 
 
 def _recheck(analyser, new, original) -> None:
