@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.dataflow.origin import parse_name
-from diffflow.datalog.cli.profile_file import ACTIVITY_COLUMNS, COMPILED_COLUMNS, new_profile
+from diffflow.datalog.cli.profile_file import ACTIVITY_COLUMNS, new_profile
 from diffflow.runtime.events import ACTIVITY, END, START
 
 _SCHEDULING = ACTIVITY["Scheduling"]
