@@ -19,9 +19,10 @@ Soufflé's harness (``cmake/SouffleTests.cmake``) runs it; this script does the 
   own (``file:line:col: error: ...``), so only the outputs decide a pass.
 
 Tests that need what diffflow does not have as Soufflé has it are listed in ``KEPT`` with the
-reason (a documented difference: README, "Differences from Soufflé"), and counted separately;
-tests whose harness is a program of its own (C++ functor libraries, SWIG, the C++
-interface, sqlite3 outputs) are not run and are counted as such.
+reason (a documented difference: README, "Soufflé's own tests, and the differences diffflow
+keeps"), and counted separately; tests whose harness is a program of its own (C++ functor
+libraries, sqlite3 outputs) and tests Soufflé's repository lacks files for (``BROKEN``) are
+not run and are counted as such.
 
 The result is a table per class (Soufflé's test folders, positive and negative apart):
 passed, failed, kept differences, not run; ``-v`` lists every failure with its first reason,
@@ -45,9 +46,20 @@ from dataclasses import dataclass, field
 
 CATEGORIES = ("evaluation", "example", "semantic", "syntactic", "provenance")
 
-# Tests whose only difference is one diffflow keeps on purpose (README, "Differences from
-# Soufflé"): name -> the difference.
+# Tests whose only difference is one diffflow keeps on purpose (README, "Soufflé's own tests,
+# and the differences diffflow keeps"): name -> the difference.
 KEPT = {
+    "count_sccs1": "ord of a symbol is a number from its hash, not Soufflé's symbol-table index, "
+                   "so ord(a) < ord(b) orders symbols differently",
+    "choice_highest_mark": "choice-domain keeps the first candidate in value order, Soufflé "
+                           "the first its evaluation meets",
+}
+
+# Soufflé's own tests that cannot pass with any engine: their fact files are not in Soufflé's
+# repository (the example folder is off by default in Soufflé's CI, so nothing notices).
+BROKEN = {
+    "access-policy": "Soufflé's test lacks its fact files (view_cwPriv.facts, ...)",
+    "magic_access-policy": "Soufflé's test lacks its fact files (inscwPriv.facts, ...)",
 }
 
 # Tests run by a harness of their own (not ``souffle`` on a program) are not run here.
@@ -144,6 +156,9 @@ def read_tests(souffle, categories=CATEGORIES):
                                                   multi=True))
                 else:
                     tests.append(test)
+    for test in tests:
+        if test.name in BROKEN:
+            test.not_run = BROKEN[test.name]
     seen, unique = set(), []
     for test in tests:   # a test declared twice (e.g. interpreted and compiled) runs once
         key = (test.category, test.label)
