@@ -123,7 +123,10 @@ class Analyser(ClauseChecks):
         return rules
 
     def choice_domains(self, decl, names: list) -> list:
-        """``choice-domain x, (y, z)`` as lists of attribute positions, checked."""
+        """``choice-domain x, (y, z)`` as lists of attribute positions, checked.
+
+        As in Soufflé, an attribute named twice in one key (``(x, x)``) counts once, and a
+        key given twice (``x, x`` or ``(x, y), (y, x)``) is one key."""
         domains = []
         for domain in decl.choice:
             positions = []
@@ -133,14 +136,10 @@ class Analyser(ClauseChecks):
                                      f"which is not one of its attributes"
                                      f"{did_you_mean(name, names)}", domain,
                                      hint=f"attributes: {', '.join(names)}")
-                if names.index(name) in positions:
-                    raise self.error(f"{name!r} appears twice in a choice-domain of "
-                                     f"{decl.relation!r}", domain)
-                positions.append(names.index(name))
-            if sorted(positions) in [sorted(d) for d in domains]:
-                raise self.error(f"choice-domain {domain.attributes} of {decl.relation!r} is "
-                                 f"given twice", domain)
-            domains.append(positions)
+                if names.index(name) not in positions:
+                    positions.append(names.index(name))
+            if sorted(positions) not in [sorted(d) for d in domains]:
+                domains.append(positions)
         return domains
 
     def attach_directives(self):
