@@ -382,6 +382,12 @@ def _fix(value, kind):
 def _aggregate(agg, binding, env, clause):
     outer = {k: v for k, v in binding.items()}
     solutions = _solve(list(agg.body), [outer], env, clause)
+    if any(ast.term_aggregates(*ast.literal_terms(lit)) for lit in agg.body):
+        # a body with an aggregate inside: the distinct bindings of its own named variables
+        # (as Soufflé materialises it), not its inner aggregates' local ones
+        own = sorted({v.name for lit in agg.body
+                      for v in ast.term_variables(*ast.literal_terms(lit))} | set(outer))
+        solutions = list({tuple(s[v] for v in own): s for s in solutions}.values())
     if agg.function == "count":
         return len(solutions)
     kind = clause.type_of(agg)

@@ -244,17 +244,20 @@ class Analyser(ClauseChecks):
         if not _generators(*head.args, *[t for lit in literals
                                          for t in ast.literal_terms(lit)]):
             return head, literals
-        extra = []
+        scopes = [[]]  # the literals each scope (the rule, an aggregate's body) gains
 
         def lift(term, top=False):
             if isinstance(term, ast.AggregateTerm):
-                inner = _generators(*([term.target] if term.target else []),
-                                    *[t for lit in term.body for t in ast.literal_terms(lit)])
+                inner = _generators(term.target) if term.target is not None else []
                 if inner:
-                    raise self.error("range(...) inside an aggregate is not supported", inner[0],
-                                     hint="generate the values in a relation of their own "
-                                          "and aggregate over it")
-                return term
+                    raise self.error("range(...) in an aggregate's target is not supported",
+                                     inner[0], hint=f"bind it in the body: {term.function} "
+                                     f"x : {{ x = range(...), ... }}")
+                if not _generators(*[t for lit in term.body for t in ast.literal_terms(lit)]):
+                    return term
+                scopes.append([])  # (a generator in the body binds a variable of the body)
+                body = lift_literals(term.body)
+                return dataclasses.replace(term, body=body + scopes.pop())
             if isinstance(term, ast.BinaryOp):
                 return dataclasses.replace(term, left=lift(term.left), right=lift(term.right))
             if isinstance(term, ast.Negative):
@@ -271,25 +274,29 @@ class Analyser(ClauseChecks):
                 return term
             self.fresh += 1
             var = ast.Var(term.line, term.column, f"#g{self.fresh}")
-            extra.append(ast.Comparison(term.line, term.column, "=", var, term))
+            scopes[-1].append(ast.Comparison(term.line, term.column, "=", var, term))
             return var
 
-        out = []
-        for lit in literals:
-            if isinstance(lit, ast.Comparison):
-                direct = lit.op == "=" and any(isinstance(side, ast.Var) for side in
-                                               (lit.left, lit.right))
-                lit = dataclasses.replace(lit, left=lift(lit.left, direct),
-                                          right=lift(lit.right, direct))
-            elif isinstance(lit, ast.Atom):
-                lit = dataclasses.replace(lit, args=[lift(a) for a in lit.args])
-            elif isinstance(lit, ast.Negation) and _generators(*lit.atom.args):
-                raise self.error("range(...) inside a negation is not supported",
-                                 _generators(*lit.atom.args)[0],
-                                 hint="bind it first: x = range(a, b), !r(x)")
-            out.append(lit)
+        def lift_literals(literals):
+            out = []
+            for lit in literals:
+                if isinstance(lit, ast.Comparison):
+                    direct = lit.op == "=" and any(isinstance(side, ast.Var) for side in
+                                                   (lit.left, lit.right))
+                    lit = dataclasses.replace(lit, left=lift(lit.left, direct),
+                                              right=lift(lit.right, direct))
+                elif isinstance(lit, ast.Atom):
+                    lit = dataclasses.replace(lit, args=[lift(a) for a in lit.args])
+                elif isinstance(lit, ast.Negation) and _generators(*lit.atom.args):
+                    raise self.error("range(...) inside a negation is not supported",
+                                     _generators(*lit.atom.args)[0],
+                                     hint="bind it first: x = range(a, b), !r(x)")
+                out.append(lit)
+            return out
+
+        out = lift_literals(literals)
         head = dataclasses.replace(head, args=[lift(a) for a in head.args])
-        return head, out + extra
+        return head, out + scopes[0]
 
     def named_wildcards(self, atom: ast.Atom) -> ast.Atom:
         args = []

@@ -32,6 +32,8 @@ def aggregate_variables(agg) -> set:
     names = {v.name for v in ast.term_variables(agg.target)} if agg.target is not None else set()
     for lit in agg.body:
         names |= {v.name for v in ast.term_variables(*ast.literal_terms(lit))}
+        for inner in ast.term_aggregates(*ast.literal_terms(lit)):  # (nested: theirs too)
+            names |= aggregate_variables(inner)
     return names
 
 
@@ -68,10 +70,17 @@ def compile_aggregate(clauses, frame, agg, outer, env, types, aggregates, steps,
     literals, member_heights = (agg.body, []) if height is None else \
         clauses.heights_of(agg.body, types)
     inner_steps = []
+    # a body with an aggregate inside ranges over the distinct bindings of its own named
+    # variables (Soufflé materialises such a body as a relation of them: ``_`` and the
+    # inner aggregates' own variables are not among them)
+    own = _own_variables(agg) if _nested(agg) else set()
     body, inner_aggs = clauses.conjunction(literals, env, types,
-                                           set(group) | target_vars | set(member_heights),
-                                           start=start, steps=inner_steps)
+                                           set(group) | target_vars | set(member_heights) |
+                                           own, start=start, steps=inner_steps)
     body_coll = body.collection
+    if own:
+        body_coll = body_coll.select(*[var_column(v) for v in sorted(
+            set(group) | target_vars | own)]).distinct()
     extra = {} if height is None else {"_h": clauses.highest(member_heights)}
     if agg.function == "count":
         body_coll = body_coll.select(*group_cols, _t=0, **extra) if group else \
@@ -125,6 +134,16 @@ def compile_aggregate(clauses, frame, agg, outer, env, types, aggregates, steps,
     aggregates[id(agg)] = column
     steps.append(f"{agg.function} by ({', '.join(group)}) of [{' → '.join(inner_steps)}]")
     return Frame(joined, frame.variables + produced)
+
+
+def _nested(agg) -> bool:
+    """Whether an aggregate's body has an aggregate inside."""
+    return any(ast.term_aggregates(*ast.literal_terms(lit)) for lit in agg.body)
+
+
+def _own_variables(agg) -> set:
+    """The named variables of an aggregate's body, not those of the aggregates inside."""
+    return {v.name for lit in agg.body for v in ast.term_variables(*ast.literal_terms(lit))}
 
 
 _SHIFT = 2 ** 28  # proof heights stay far below this; 32-bit values times it fit in int64
