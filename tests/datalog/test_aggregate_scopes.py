@@ -43,6 +43,23 @@ PROGRAMS = {
         below(n, s) :- up(n), s = sum i : { up(i), j = range(i, n), j = i + 1 }.
         one(n, s) :- up(n), s = sum k : { k = n * 2, k > 3 }.
     """, {"up": [("num", range(0, 7))]}),
+    # witnesses of min and max: side variables, a target expression's variables, one
+    # bound only inside an aggregate nested in a count, one also injected into an inner count
+    "witnesses": ("""
+        .decl s(n: number, h: number)
+        .decl e(a: number, b: number)
+        .decl g(k: number)
+        .decl tallest(n: number, h: number)
+        .decl lightest(a: number, b: number, w: number)
+        .decl above(k: number, n: number, h: number)
+        .decl reach(c: number, w: number)
+        .decl also(m: number, w: number)
+        tallest(n, h) :- h = max x : { s(n, x) }.
+        lightest(a, b, w) :- w = min a + b : { e(a, b) }.
+        above(k, n, h) :- g(k), h = min x : { s(n, x), x > k }.
+        reach(c, w) :- c = count : { e(x, _), x > min y : { s(y, w) } }.
+        also(m, w) :- m = max x : { e(x, w), x < count : { s(_, w) } }.
+    """, {"s": [SMALL, SMALL], "e": [SMALL, SMALL], "g": [SMALL]}),
 }
 
 
@@ -119,3 +136,102 @@ def test_soufflés_shapes_range_with_an_injected_bound_and_a_constant_sum():
         t(n, m) :- x = 2, n = count : { _y = range(x, 10) }, m = sum s : { s = 1 }.
     """, {})
     assert p.relation("t") == {(8, 1)}  # 2..9: eight values; one binding s = 1
+
+
+# -- witnesses -----------------------------------------------------------------------------
+
+def _witnesses_by_hand(facts):
+    """The witness relations computed directly from the facts (no Datalog)."""
+    s, e, g = facts["s"], facts["e"], facts["g"]
+    out = {}
+    top = max((h for _, h in s), default=None)
+    out["tallest"] = {(n, h) for n, h in s if h == top}
+    low = min((a + b for a, b in e), default=None)
+    out["lightest"] = {(a, b, a + b) for a, b in e if a + b == low}
+    out["above"] = set()
+    for k, in g:
+        hs = [h for _, h in s if h > k]
+        out["above"] |= {(k, n, h) for n, h in s if hs and h == min(hs)}
+    first = min((y for y, _ in s), default=None)
+    count = len({x for x, _ in e if first is not None and x > first})
+    out["reach"] = {(count, w) for y, w in s if y == first}
+    out["also"] = set()
+    for w in {w for _, w in e}:
+        xs = [x for x, w2 in e if w2 == w and x < len([1 for _, v in s if v == w])]
+        if xs:
+            out["also"].add((max(xs), w))
+    best = max((m for m, _ in out["also"]), default=None)
+    out["also"] = {(m, w) for m, w in out["also"] if m == best}
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_witnesses_under_random_updates_against_a_direct_computation(partitions):
+    import random
+    source, inputs = PROGRAMS["witnesses"]
+    rng = random.Random(41)
+    program = dd.Program(source, partitions=partitions)
+    facts = {name: set() for name in inputs}
+    for step in range(6):
+        for name, columns in inputs.items():
+            rows = {tuple(rng.choice(list(values)) for _, values in columns) for _ in range(3)}
+            if step % 3 == 2 and facts[name]:  # every third step removes some rows too
+                gone = set(rng.sample(sorted(facts[name]), min(2, len(facts[name]))))
+                program.remove(name, sorted(gone))
+                facts[name] -= gone
+            program.insert(name, sorted(rows - facts[name]))
+            facts[name] |= rows
+        program.commit()
+        want = _witnesses_by_hand(facts)
+        for name, rows in want.items():
+            assert program.relation(name) == rows, (step, name)
+    program.close()
+
+
+def test_witnesses_by_hand():
+    p = _rows(PROGRAMS["witnesses"][0], {
+        "s": {(1, 3), (2, 3), (3, 1)}, "e": {(0, 2), (1, 1), (3, 0)}, "g": {(0,), (2,)}})
+    assert p.relation("tallest") == {(1, 3), (2, 3)}  # both reach the max 3
+    assert p.relation("lightest") == {(0, 2, 2), (1, 1, 2)}  # 0+2 and 1+1 tie; 3+0 is 3
+    # above 0: the lowest height is 1 (n = 3); above 2: 3 (n = 1 and 2)
+    assert p.relation("above") == {(0, 3, 1), (2, 1, 3), (2, 2, 3)}
+    # the lowest s name is 1 (w = 3); e rows with x > 1: 3 (one distinct x)
+    assert p.relation("reach") == {(1, 3)}
+    p.remove("s", [(2, 3)]); p.commit()  # a witness goes: its rows go
+    assert p.relation("tallest") == {(1, 3)}
+    assert p.relation("above") == {(0, 3, 1), (2, 1, 3)}
+    p.insert("s", [(0, 7)]); p.commit()  # a new extremum replaces them
+    assert p.relation("tallest") == {(0, 7)}
+    assert p.relation("reach") == {(2, 7)}  # lowest name 0 now, e's x > 0: 1 and 3
+
+
+def test_a_target_variable_is_local_even_when_the_rule_binds_it():
+    # as in Soufflé: max x ranges over all of f, not the f(x) of the rule's x
+    p = _rows("""
+        .decl e(x: number)
+        .decl f(x: number)
+        .decl r(x: number, m: number)
+        r(x, m) :- e(x), m = max x : { f(x) }.
+    """, {"e": {(1,), (2,)}, "f": {(1,), (5,)}})
+    assert p.relation("r") == {(1, 5), (2, 5)}
+
+
+@pytest.mark.parametrize("rule, message, at", [
+    # count, sum and mean have no witness (Soufflé: "Witness problem")
+    ("r(x, n) :- n = count : { e(x, _) }.", "variable 'x' is bound only inside this count",
+     (4, 28)),
+    ("r(x, n) :- n = sum y : { e(x, y) }.", "only min and max have witnesses", (4, 28)),
+    # a witness of a min inside a max's body that uses the max's variable
+    ("r(x, n) :- n = max y : { e(y, _), y < min z : { e(z, x), z > y } }.",
+     "uses that body's variable 'y' is not supported", (4, 39)),
+    # Soufflé's mutually dependent aggregates
+    ("r(x, n) :- e(x, n), 0 = count : { e(a, n), a < x }, 0 = count : { e(x, b), b < n }.",
+     "mutually dependent aggregates", (4, 25)),
+])
+def test_scope_errors_are_located(rule, message, at):
+    with pytest.raises(dd.DatalogError) as caught:
+        dd.Program(".decl e(a: number, b: number)\n.decl r(a: number, b: number)\n\n"
+                   + rule + "\n", filename="w.dl")
+    text = str(caught.value)
+    assert message in text and f"w.dl:{at[0]}:{at[1]}:" in text, text

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+from diffflow.datalog.analysis.aggregate_scopes import check_mutual_dependence, scope_aggregates
 from diffflow.datalog.analysis.analysed import Clause, Relation
 from diffflow.datalog.analysis.clauses import ClauseChecks
 from diffflow.datalog.analysis.constants import fold_fact
@@ -209,7 +210,9 @@ class Analyser(ClauseChecks):
                 literals = negated_patterns(self, literals)
                 for agg in ast.term_aggregates(*rule.head.args):
                     agg.body = negated_patterns(self, agg.body)
+                check_mutual_dependence(self, literals)
                 head, literals = self.lift_generators(rule.head, literals)
+                head, literals = scope_aggregates(self, head, literals)
                 relation.clauses.append(Clause(head, self.name_expressions(literals), rule))
 
     def add_subsumption(self, rule: ast.Rule, relation):
