@@ -55,7 +55,7 @@ def number_counters(analyser, relations: dict, strata: list, inline=()) -> None:
                 inner = list(ast.walk_terms(arg, aggregates=True))[1:]
                 misplaced = next((n for n in inner if is_counter(n)), None)
                 if misplaced is not None:
-                    raise _misplaced(analyser, misplaced)
+                    raise _misplaced(analyser, misplaced, "inside an expression")
                 if is_counter(arg):
                     if relation.name in inline:
                         raise analyser.error(f"autoinc() in a rule of inline relation "
@@ -71,6 +71,13 @@ def number_counters(analyser, relations: dict, strata: list, inline=()) -> None:
         node.counter = (len(uses), offset)
 
 
-def _misplaced(analyser, node):
-    return analyser.error("autoinc() must be a whole argument of a rule's head", node,
-                          hint="diffflow numbers the rule's rows: r(x, autoinc()) :- body.")
+def _misplaced(analyser, node, where="in its body"):
+    """A located error for an ``autoinc()`` that is not a whole head argument (a kept
+    difference from Soufflé, whose global counter can be read anywhere)."""
+    hint = "diffflow numbers the rule's rows: r(x, autoinc()) :- body." \
+        if where == "in its body" else \
+        "number the rows first, then compute: r0(x, autoinc()) :- body. r(x, n + 1) :- r0(x, n)."
+    return analyser.error(f"autoinc() must be a whole argument of a rule's head, not {where}: "
+                          f"diffflow numbers a rule's rows by their value order, so that "
+                          f"updates stay exact (Soufflé reads a global counter wherever "
+                          f"autoinc() is evaluated)", node, hint=hint)
