@@ -131,7 +131,16 @@ def check_mutual_dependence(checks, literals) -> None:
 def scope_aggregates(checks, head: ast.Atom, literals: list):
     """A rule's aggregates with their targets renamed apart and their witnesses grounded
     (see the module's text); returns the new head and literals.  ``checks`` is the
-    analyser (its ``error``, ``fresh`` counter and ``bind_assignments``)."""
+    analyser (its ``error``, ``fresh`` counter and ``bind_assignments``).
+
+    >>> from diffflow.datalog.passes import analyse
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> from diffflow.datalog.syntax.render import render_literal
+    >>> a = analyse(parse(".decl e(x: number)\\n.decl r(x: number, m: number)\\n"
+    ...                   "r(x, m) :- e(x), m = max x : { e(x) }."))
+    >>> [render_literal(lit) for lit in a.relations["r"].clauses[0].literals]
+    ['e(x)', 'm = max #v1 : { e(#v1) }']
+    """
     if not ast.term_aggregates(*head.args, *[t for lit in literals
                                               if isinstance(lit, ast.Comparison)
                                               for t in ast.literal_terms(lit)]):
