@@ -146,7 +146,7 @@ def test_strings_made_by_functors_on_partition_workers_are_symbols(runtime):
     ("number", "r(1) :- e(x), contains(x, x).", "contains needs two symbols", (3, 15)),
     ("symbol", "r(@f(1)) :- e(_).", "unknown functor @f", (3, 3)),
     ("number", "r(x) :- e(x), x = autoinc().",
-     "autoinc() must be a whole argument of a rule's head", (3, 19)),
+     "autoinc() must be in a rule's head, not in its body", (3, 19)),
 ])
 def test_functor_errors_name_the_place(kind, rule, message, at):
     text = f".decl e(x: {kind})\n.decl r(x: number)\n{rule}\n"

@@ -109,25 +109,38 @@ def _equivalence_closure(pairs) -> set:
 
 
 def _clause(clause, env, relation) -> set:
-    counters = [i for i, arg in enumerate(clause.head.args)
-                if isinstance(arg, ast.Functor) and arg.name == "autoinc"]
-    out = set()
+    args = clause.head.args
+    numbered = [i for i, arg in enumerate(args) if _counters(arg)]
+    rows = {}  # the row to number -> a binding that gives it
     for binding in _solve(clause.literals, [{}], env, clause):
-        values = [None if i in counters else _term(arg, binding, env, clause)
-                  for i, arg in enumerate(clause.head.args)]
-        if any(v is _NONE for v in values):  # min/max over nothing in the head
-            continue
-        out.add(tuple(v if i in counters else _convert(v, kind)
-                      for i, (v, kind) in enumerate(zip(values, relation.types))))
-    if counters:  # autoinc(): the rows' rank in Python's order, times stride plus offset
-        out = {tuple(rank * clause.head.args[i].counter[0] + clause.head.args[i].counter[1]
-                     if i in counters else v for i, v in enumerate(row))
-               for rank, row in enumerate(sorted(out, key=_without(counters)))}
+        values, seen = [], set()
+        for i, (arg, kind) in enumerate(zip(args, relation.types)):
+            if i in numbered:  # autoinc() in it: the row holds its variables' values
+                for var in ast.term_variables(arg):
+                    if var.name not in seen:
+                        seen.add(var.name)
+                        values.append(binding[var.name])
+                continue
+            value = _term(arg, binding, env, clause)
+            if value is _NONE:  # min/max over nothing in the head
+                break
+            values.append(_convert(value, kind))
+        else:
+            rows.setdefault(tuple(values), binding)
+    # autoinc(): the rows' rank in Python's order, times stride plus offset
+    out = set()
+    for rank, key in enumerate(sorted(rows)):
+        binding = dict(rows[key])
+        for i in numbered:
+            for node in _counters(args[i]):
+                binding[("#autoinc", id(node))] = rank * node.counter[0] + node.counter[1]
+        out.add(tuple(_convert(_term(arg, binding, env, clause), kind)
+                      for arg, kind in zip(args, relation.types)))
     return out
 
 
-def _without(positions):
-    return lambda row: tuple(v for i, v in enumerate(row) if i not in positions)
+def _counters(term) -> list:
+    return [n for n in ast.walk_terms(term) if isinstance(n, ast.Functor) and n.name == "autoinc"]
 
 
 def _convert(value, kind):
@@ -256,6 +269,8 @@ def _wrap32(v):
 
 
 def _term(node, binding, env, clause):
+    if isinstance(node, ast.Functor) and node.name == "autoinc":  # (numbered by _clause)
+        return binding[("#autoinc", id(node))]
     kind = clause.type_of(node)
     if isinstance(node, ast.Var):
         return binding[node.name]

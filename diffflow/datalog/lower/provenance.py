@@ -115,7 +115,8 @@ def compile_provenance(analysed, partitions: int = 1, outputs=None, max_rounds=N
                 analysed.program.filename, decl.line, decl.column,
                 hint="run the program without provenance (records and ADTs work there)")
         for clause in relation.clauses:
-            counter = next((a for a in clause.head.args if is_counter(a)), None)
+            counter = next((a for a in ast.walk_terms(*clause.head.args) if is_counter(a)),
+                           None)
             if counter is not None:
                 raise DatalogError(
                     "explanations (provenance) of a program with autoinc() are not supported: "
