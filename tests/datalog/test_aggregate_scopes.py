@@ -14,8 +14,8 @@ from tests.support.datalog_reference import evaluate
 # (a correlated body joined on no variable is a cross product, and is warned about)
 pytestmark = pytest.mark.filterwarnings("ignore", category=DatalogWarning)
 
-NODE = ("num", range(0, 6))
-SMALL = ("num", range(0, 4))
+NODE = ("num", range(6))
+SMALL = ("num", range(4))
 
 PROGRAMS = {
     # a sum of counts, a min of sums correlated by the rule's variable, a max of counts
@@ -31,7 +31,7 @@ PROGRAMS = {
         half_gone(p, m) :- stock(p, q),
             m = min c : { sale(_, c, _), t = sum v : { sale(p, k, v), k <= c }, 2 * t >= q }.
         busiest(n) :- n = max d : { item(p), d = count : { link(p, x), item(x) } }.
-    """, {"item": [NODE], "link": [NODE, NODE], "stock": [SMALL, ("num", range(0, 9))],
+    """, {"item": [NODE], "link": [NODE, NODE], "stock": [SMALL, ("num", range(9))],
           "sale": [SMALL, SMALL, SMALL]}),
     # range(...) in an aggregate's body, with and without atoms; a body of constraints only
     "range_in_aggregates": ("""
@@ -42,7 +42,7 @@ PROGRAMS = {
         evens(n, c) :- up(n), c = count : { i = range(0, n), i % 2 = 0 }.
         below(n, s) :- up(n), s = sum i : { up(i), j = range(i, n), j = i + 1 }.
         one(n, s) :- up(n), s = sum k : { k = n * 2, k > 3 }.
-    """, {"up": [("num", range(0, 7))]}),
+    """, {"up": [("num", range(7))]}),
     # witnesses of min and max: side variables, a target expression's variables, one
     # bound only inside an aggregate nested in a count, one also injected into an inner count
     "witnesses": ("""

@@ -251,7 +251,7 @@ def _ground_witnesses(checks, head, literals, bound, free):
         if not top and injected:
             raise checks.error(
                 f"a witness of an aggregate inside another aggregate's body that uses that "
-                f"body's variable {sorted(injected)[0]!r} is not supported", agg,
+                f"body's variable {min(injected)!r} is not supported", agg,
                 hint="bind the witness in a rule of its own")
         value = named or _fresh(checks, "x")
         renamed = copy_term(agg, {w: _fresh(checks, "v") for w in witnesses})
@@ -285,7 +285,8 @@ def _ground_witnesses(checks, head, literals, bound, free):
                                                         (lit.right, lit.left))
                           if lit.op == "=" and isinstance(side, ast.Var) and
                           isinstance(other, ast.AggregateTerm)), None)
-            lit = _map_aggregates(lit, lambda agg: witness(agg, bound, True, set(), named))
+            lit = _map_aggregates(lit, lambda agg, named=named: witness(agg, bound, True, set(),
+                                                                         named))
             if len(extra) != before and lit.op == "=" and any(
                     isinstance(side, ast.Wildcard) for side in (lit.left, lit.right)):
                 lit = None  # ``_ = min ... : {...}``: only its witnesses are wanted

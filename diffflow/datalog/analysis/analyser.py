@@ -20,7 +20,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from diffflow.datalog.analysis.aggregate_scopes import check_mutual_dependence, scope_aggregates
+from diffflow.datalog.analysis.aggregate_scopes import (
+    check_mutual_dependence,
+    scope_aggregates,
+)
 from diffflow.datalog.analysis.analysed import Clause, Relation
 from diffflow.datalog.analysis.clauses import ClauseChecks
 from diffflow.datalog.analysis.constants import fold_fact
