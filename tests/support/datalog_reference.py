@@ -397,9 +397,8 @@ def _fix(value, kind):
 def _aggregate(agg, binding, env, clause):
     outer = {k: v for k, v in binding.items()}
     solutions = _solve(list(agg.body), [outer], env, clause)
-    if any(ast.term_aggregates(*ast.literal_terms(lit)) for lit in agg.body):
-        # a body with an aggregate inside: the distinct bindings of its own named variables
-        # (as Soufflé materialises it), not its inner aggregates' local ones
+    if _materialised(agg):  # the distinct bindings of its own named variables (Soufflé's
+        # relation of them), not its inner aggregates' local ones
         own = sorted({v.name for lit in agg.body
                       for v in ast.term_variables(*ast.literal_terms(lit))} | set(outer))
         solutions = list({tuple(s[v] for v in own): s for s in solutions}.values())
@@ -414,3 +413,16 @@ def _aggregate(agg, binding, env, clause):
     if agg.function == "mean":  # (exact: the test programs average small integers)
         return sum(float(v) for v in values) / len(values)
     return min(values) if agg.function == "min" else max(values)
+
+
+def _materialised(agg) -> bool:
+    """Soufflé's rule: several atoms, an aggregate or range() inside, or a variable
+    repeated in the one atom."""
+    atoms = [lit for lit in agg.body if isinstance(lit, ast.Atom)]
+    terms = [*([agg.target] if agg.target is not None else []),
+             *(t for lit in agg.body for t in ast.literal_terms(lit))]
+    inside = [n for n in ast.walk_terms(*terms, aggregates=True)
+              if isinstance(n, ast.AggregateTerm) or
+              (isinstance(n, ast.Functor) and n.name == "range")]
+    names = [a.name for atom in atoms for a in atom.args if isinstance(a, ast.Var)]
+    return len(atoms) > 1 or bool(inside) or len(names) != len(set(names))
