@@ -419,8 +419,9 @@ def test_min_and_max_through_recursion_are_accepted(function):
 
 def test_aggregate_body_restrictions():
     e = _error(".decl e(x: number)\n.decl f(x: number)\n"
-               "f(c) :- e(x), c = min y : { e(y), z = count : e(z) }.\n")
-    assert (e.line, e.column, e.message) == (3, 37, "nested aggregates are not supported")
+               "f(c) :- e(x), c = min y : { e(y), z = count : e(z), w > 1 }.\n")
+    assert (e.line, e.column) == (3, 53)
+    assert e.message == "variable 'w' in a comparison is not bound by a positive atom"
 
 
 # -- syntax ----------------------------------------------------------------------------------

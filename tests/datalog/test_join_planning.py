@@ -405,8 +405,9 @@ def test_a_disjunction_shares_its_first_joins_between_its_clauses():
 
 
 def test_filters_with_wildcards_count_each_match_and_subsumption_keeps_its_columns():
-    # a filter's _ is no variable: each of its rows is a match of the body (count : {...}
-    # counts them); subsumption names its _ internally, and those are not projected away
+    # a filter's _ is no variable: as in Soufflé, a count over several atoms counts the
+    # distinct bindings of the named variables (y, z), however many c rows match each;
+    # subsumption names its _ internally, and those are not projected away
     source = (".decl b(y: number, z: number)\n.decl c(z: number, w: number)\n"
               ".decl n(k: number)\nn(k) :- k = count : { b(y, z), c(z, _) }.\n"
               ".decl r(x: number, y: number)\nr(y, z) :- b(y, z).\n"
@@ -415,7 +416,7 @@ def test_filters_with_wildcards_count_each_match_and_subsumption_keeps_its_colum
     program.insert("b", [(1, 2), (3, 2), (1, 7)])
     program.insert("c", [(2, 5), (2, 6), (2, 7)])
     program.commit()
-    assert program.relation("n") == {(6,)}  # 2 b rows x 3 c rows with z = 2
+    assert program.relation("n") == {(2,)}  # (1, 2) and (3, 2): 3 c rows each with z = 2
     assert program.relation("r") == {(1, 7), (3, 2)}
 
 

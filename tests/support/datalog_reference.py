@@ -109,25 +109,38 @@ def _equivalence_closure(pairs) -> set:
 
 
 def _clause(clause, env, relation) -> set:
-    counters = [i for i, arg in enumerate(clause.head.args)
-                if isinstance(arg, ast.Functor) and arg.name == "autoinc"]
-    out = set()
+    args = clause.head.args
+    numbered = [i for i, arg in enumerate(args) if _counters(arg)]
+    rows = {}  # the row to number -> a binding that gives it
     for binding in _solve(clause.literals, [{}], env, clause):
-        values = [None if i in counters else _term(arg, binding, env, clause)
-                  for i, arg in enumerate(clause.head.args)]
-        if any(v is _NONE for v in values):  # min/max over nothing in the head
-            continue
-        out.add(tuple(v if i in counters else _convert(v, kind)
-                      for i, (v, kind) in enumerate(zip(values, relation.types))))
-    if counters:  # autoinc(): the rows' rank in Python's order, times stride plus offset
-        out = {tuple(rank * clause.head.args[i].counter[0] + clause.head.args[i].counter[1]
-                     if i in counters else v for i, v in enumerate(row))
-               for rank, row in enumerate(sorted(out, key=_without(counters)))}
+        values, seen = [], set()
+        for i, (arg, kind) in enumerate(zip(args, relation.types)):
+            if i in numbered:  # autoinc() in it: the row holds its variables' values
+                for var in ast.term_variables(arg):
+                    if var.name not in seen:
+                        seen.add(var.name)
+                        values.append(binding[var.name])
+                continue
+            value = _term(arg, binding, env, clause)
+            if value is _NONE:  # min/max over nothing in the head
+                break
+            values.append(_convert(value, kind))
+        else:
+            rows.setdefault(tuple(values), binding)
+    # autoinc(): the rows' rank in Python's order, times stride plus offset
+    out = set()
+    for rank, key in enumerate(sorted(rows)):
+        binding = dict(rows[key])
+        for i in numbered:
+            for node in _counters(args[i]):
+                binding[("#autoinc", id(node))] = rank * node.counter[0] + node.counter[1]
+        out.add(tuple(_convert(_term(arg, binding, env, clause), kind)
+                      for arg, kind in zip(args, relation.types)))
     return out
 
 
-def _without(positions):
-    return lambda row: tuple(v for i, v in enumerate(row) if i not in positions)
+def _counters(term) -> list:
+    return [n for n in ast.walk_terms(term) if isinstance(n, ast.Functor) and n.name == "autoinc"]
 
 
 def _convert(value, kind):
@@ -257,6 +270,8 @@ def _wrap32(v):
 
 
 def _term(node, binding, env, clause):
+    if isinstance(node, ast.Functor) and node.name == "autoinc":  # (numbered by _clause)
+        return binding[("#autoinc", id(node))]
     kind = clause.type_of(node)
     if isinstance(node, ast.Var):
         return binding[node.name]
@@ -400,6 +415,11 @@ def _fix(value, kind):
 def _aggregate(agg, binding, env, clause):
     outer = {k: v for k, v in binding.items()}
     solutions = _solve(list(agg.body), [outer], env, clause)
+    if _materialised(agg):  # the distinct bindings of its own named variables (Soufflé's
+        # relation of them), not its inner aggregates' local ones
+        own = sorted({v.name for lit in agg.body
+                      for v in ast.term_variables(*ast.literal_terms(lit))} | set(outer))
+        solutions = list({tuple(s[v] for v in own): s for s in solutions}.values())
     if agg.function == "count":
         return len(solutions)
     kind = clause.type_of(agg)
@@ -411,3 +431,16 @@ def _aggregate(agg, binding, env, clause):
     if agg.function == "mean":  # (exact: the test programs average small integers)
         return sum(float(v) for v in values) / len(values)
     return min(values) if agg.function == "min" else max(values)
+
+
+def _materialised(agg) -> bool:
+    """Soufflé's rule: several atoms, an aggregate or range() inside, or a variable
+    repeated in the one atom."""
+    atoms = [lit for lit in agg.body if isinstance(lit, ast.Atom)]
+    terms = [*([agg.target] if agg.target is not None else []),
+             *(t for lit in agg.body for t in ast.literal_terms(lit))]
+    inside = [n for n in ast.walk_terms(*terms, aggregates=True)
+              if isinstance(n, ast.AggregateTerm) or
+              (isinstance(n, ast.Functor) and n.name == "range")]
+    names = [a.name for atom in atoms for a in atom.args if isinstance(a, ast.Var)]
+    return len(atoms) > 1 or bool(inside) or len(names) != len(set(names))

@@ -20,6 +20,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+from diffflow.datalog.analysis.aggregate_scopes import (
+    check_mutual_dependence,
+    scope_aggregates,
+)
 from diffflow.datalog.analysis.analysed import Clause, Relation
 from diffflow.datalog.analysis.clauses import ClauseChecks
 from diffflow.datalog.analysis.constants import fold_fact
@@ -133,7 +137,10 @@ class Analyser(ClauseChecks):
         return rules
 
     def choice_domains(self, decl, names: list) -> list:
-        """``choice-domain x, (y, z)`` as lists of attribute positions, checked."""
+        """``choice-domain x, (y, z)`` as lists of attribute positions, checked.
+
+        As in Soufflé, an attribute named twice in one key (``(x, x)``) counts once, and a
+        key given twice (``x, x`` or ``(x, y), (y, x)``) is one key."""
         domains = []
         for domain in decl.choice:
             positions = []
@@ -143,14 +150,10 @@ class Analyser(ClauseChecks):
                                      f"which is not one of its attributes"
                                      f"{did_you_mean(name, names)}", domain,
                                      hint=f"attributes: {', '.join(names)}")
-                if names.index(name) in positions:
-                    raise self.error(f"{name!r} appears twice in a choice-domain of "
-                                     f"{decl.relation!r}", domain)
-                positions.append(names.index(name))
-            if sorted(positions) in [sorted(d) for d in domains]:
-                raise self.error(f"choice-domain {domain.attributes} of {decl.relation!r} is "
-                                 f"given twice", domain)
-            domains.append(positions)
+                if names.index(name) not in positions:
+                    positions.append(names.index(name))
+            if sorted(positions) not in [sorted(d) for d in domains]:
+                domains.append(positions)
         return domains
 
     def attach_directives(self):
@@ -236,7 +239,9 @@ class Analyser(ClauseChecks):
                 literals = take_apart_anonymous(rule.head, negated_patterns(self, literals))
                 for agg in ast.term_aggregates(*rule.head.args):
                     agg.body = negated_patterns(self, agg.body)
+                check_mutual_dependence(self, literals)
                 head, literals = self.lift_generators(rule.head, literals)
+                head, literals = scope_aggregates(self, head, literals)
                 relation.clauses.append(Clause(head, self.name_expressions(literals), rule))
 
     def add_subsumption(self, rule: ast.Rule, relation):
@@ -271,17 +276,20 @@ class Analyser(ClauseChecks):
         if not _generators(*head.args, *[t for lit in literals
                                          for t in ast.literal_terms(lit)]):
             return head, literals
-        extra = []
+        scopes = [[]]  # the literals each scope (the rule, an aggregate's body) gains
 
         def lift(term, top=False):
             if isinstance(term, ast.AggregateTerm):
-                inner = _generators(*([term.target] if term.target else []),
-                                    *[t for lit in term.body for t in ast.literal_terms(lit)])
+                inner = _generators(term.target) if term.target is not None else []
                 if inner:
-                    raise self.error("range(...) inside an aggregate is not supported", inner[0],
-                                     hint="generate the values in a relation of their own "
-                                          "and aggregate over it")
-                return term
+                    raise self.error("range(...) in an aggregate's target is not supported",
+                                     inner[0], hint=f"bind it in the body: {term.function} "
+                                     f"x : {{ x = range(...), ... }}")
+                if not _generators(*[t for lit in term.body for t in ast.literal_terms(lit)]):
+                    return term
+                scopes.append([])  # (a generator in the body binds a variable of the body)
+                body = lift_literals(term.body)
+                return dataclasses.replace(term, body=body + scopes.pop())
             if isinstance(term, ast.BinaryOp):
                 return dataclasses.replace(term, left=lift(term.left), right=lift(term.right))
             if isinstance(term, ast.Negative):
@@ -298,25 +306,29 @@ class Analyser(ClauseChecks):
                 return term
             self.fresh += 1
             var = ast.Var(term.line, term.column, f"#g{self.fresh}")
-            extra.append(ast.Comparison(term.line, term.column, "=", var, term))
+            scopes[-1].append(ast.Comparison(term.line, term.column, "=", var, term))
             return var
 
-        out = []
-        for lit in literals:
-            if isinstance(lit, ast.Comparison):
-                direct = lit.op == "=" and any(isinstance(side, ast.Var) for side in
-                                               (lit.left, lit.right))
-                lit = dataclasses.replace(lit, left=lift(lit.left, direct),
-                                          right=lift(lit.right, direct))
-            elif isinstance(lit, ast.Atom):
-                lit = dataclasses.replace(lit, args=[lift(a) for a in lit.args])
-            elif isinstance(lit, ast.Negation) and _generators(*lit.atom.args):
-                raise self.error("range(...) inside a negation is not supported",
-                                 _generators(*lit.atom.args)[0],
-                                 hint="bind it first: x = range(a, b), !r(x)")
-            out.append(lit)
+        def lift_literals(literals):
+            out = []
+            for lit in literals:
+                if isinstance(lit, ast.Comparison):
+                    direct = lit.op == "=" and any(isinstance(side, ast.Var) for side in
+                                                   (lit.left, lit.right))
+                    lit = dataclasses.replace(lit, left=lift(lit.left, direct),
+                                              right=lift(lit.right, direct))
+                elif isinstance(lit, ast.Atom):
+                    lit = dataclasses.replace(lit, args=[lift(a) for a in lit.args])
+                elif isinstance(lit, ast.Negation) and _generators(*lit.atom.args):
+                    raise self.error("range(...) inside a negation is not supported",
+                                     _generators(*lit.atom.args)[0],
+                                     hint="bind it first: x = range(a, b), !r(x)")
+                out.append(lit)
+            return out
+
+        out = lift_literals(literals)
         head = dataclasses.replace(head, args=[lift(a) for a in head.args])
-        return head, out + extra
+        return head, out + scopes[0]
 
     def named_wildcards(self, atom: ast.Atom) -> ast.Atom:
         args = []

@@ -205,8 +205,10 @@ class ClauseChecks(TermTyping):
         self.require_bound(clause.head.args, bound, f"the head of {clause.head.relation}",
                            aggregates=True)
         # aggregates: their body binds local variables
+        waiting = []  # aggregate body comparisons typed only once the clause's are
+        targets = []
         for agg in clause.aggregates():
-            self.check_aggregate(agg, bound, types)
+            waiting += self.check_aggregate(agg, bound, types, targets)
         # expression types (assignments first, in binding order)
         def attempt(node):
             try:
@@ -214,7 +216,7 @@ class ClauseChecks(TermTyping):
             except Unknown:
                 return _UNKNOWN
 
-        pending = list(comparisons)
+        pending = list(comparisons) + waiting
         progress = True
         # where [a, b] or nil meets an untyped variable: the attribute the variable fills
         context = [(clause.head, self.relations[clause.head.relation])] + [
@@ -257,6 +259,8 @@ class ClauseChecks(TermTyping):
                 progress = True
         for c in pending:  # still unknown: variables only compared with each other
             raise self.error("cannot infer the type of this comparison", c)
+        for agg in targets:
+            self.check_aggregate_target(agg, types)
         for lit in clause.literals:
             if isinstance(lit, ast.Negation):
                 relation = self.relations[lit.atom.relation]
@@ -282,7 +286,11 @@ class ClauseChecks(TermTyping):
             if isinstance(arg, (ast.Number, ast.Float, ast.String)):
                 self.check_constant(arg, kind)
 
-    def check_aggregate(self, agg: ast.AggregateTerm, outer_bound: set, types: dict):
+    def check_aggregate(self, agg: ast.AggregateTerm, outer_bound: set, types: dict,
+                        targets: list) -> list:
+        """Binding and types inside an aggregate (and those nested in it); returns the body
+        comparisons whose types wait for the clause's, and adds to ``targets`` the
+        aggregates whose targets :meth:`check_aggregate_target` checks at the end."""
         structured = (ast.RecordTerm, ast.Nil, ast.BranchTerm)
         if any(isinstance(a, structured) for lit in agg.body
                if isinstance(lit, (ast.Atom, ast.Negation, ast.Comparison))
@@ -310,8 +318,8 @@ class ClauseChecks(TermTyping):
                     elif not isinstance(arg, ast.Wildcard):
                         raise self.error("an expression inside a body atom; bind it to a "
                                          "variable first", arg)
-        if not any(isinstance(l, ast.Atom) for l in agg.body):
-            raise self.error(f"the body of {agg.function} needs at least one positive atom", agg)
+        # (a body of constraints only, ``sum s : { s = 1 }``, is evaluated once per group,
+        # as Soufflé's nullary atom in such a body makes it)
         bound = outer_bound | local_bound
         self.bind_assignments([l for l in agg.body if isinstance(l, ast.Comparison)], bound)
         for lit in agg.body:
@@ -319,9 +327,12 @@ class ClauseChecks(TermTyping):
                 self.check_atom(lit.atom)
                 self.require_bound(lit.atom.args, bound, f"the negation !{lit.atom.relation}")
             elif isinstance(lit, ast.Comparison):
-                if ast.term_aggregates(lit.left, lit.right):
-                    raise self.error("nested aggregates are not supported", lit)
                 self.require_bound([lit.left, lit.right], bound, "a comparison")
+        waiting = []
+        for lit in agg.body:  # nested aggregates: correlated by what this body binds
+            if isinstance(lit, ast.Comparison):
+                for inner in ast.term_aggregates(lit.left, lit.right):
+                    waiting += self.check_aggregate(inner, bound, types, targets)
         if agg.target is not None:
             self.require_bound([agg.target], bound, f"the {agg.function} target")
         # body comparisons: types (assignments first, in binding order); a term moved out of
@@ -331,7 +342,7 @@ class ClauseChecks(TermTyping):
                 for arg, kind in zip(lit.atom.args, self.relations[lit.atom.relation].types):
                     if isinstance(arg, ast.Var) and arg.name.startswith("#"):
                         types.setdefault(arg.name, kind)
-        pending = [lit for lit in agg.body if isinstance(lit, ast.Comparison)]
+        pending = [lit for lit in agg.body if isinstance(lit, ast.Comparison)] + waiting
         progress = True
         while pending and progress:
             progress = False
@@ -353,11 +364,15 @@ class ClauseChecks(TermTyping):
                     self.check_comparison(lit, left, right)
                 pending.remove(lit)
                 progress = True
-        for lit in pending:
-            raise self.error("cannot infer the type of this comparison", lit)
         for lit in agg.body:
             if isinstance(lit, ast.Negation):
                 self.check_args_against(lit.atom, self.relations[lit.atom.relation], types)
+        targets.append(agg)
+        return pending  # (typed with the clause's comparisons: ``x = 1, n = count : {
+        # y = range(x, 9)}`` knows x's type only then)
+
+    def check_aggregate_target(self, agg: ast.AggregateTerm, types: dict) -> None:
+        """An aggregate's target is a number, unsigned or float."""
         if agg.target is not None:
             kind = self.expr_type(agg.target, types)
             if kind == "symbol" or self.is_structured(kind):

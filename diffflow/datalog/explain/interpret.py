@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from diffflow.datalog.explain.evaluate import NONE, BodyEvaluator
 from diffflow.datalog.lower.relation_value import value_of_set
+from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.intrinsics import is_counter
 
 MAX_ROUNDS = 10_000
@@ -93,6 +94,8 @@ def _derive(evaluator, clause, relation) -> set:
         rest.remove(lit)
         bindings = [b for binding in bindings for b in evaluator.apply(lit, binding, clause)]
     counters = [i for i, arg in enumerate(clause.head.args) if is_counter(arg)]
+    if len(counters) != sum(is_counter(n) for n in ast.walk_terms(*clause.head.args)):
+        raise TypeError("autoinc() inside an expression: replay compiled")
     out = set()
     for binding in bindings:
         values = [0 if i in counters else evaluator.term(arg, binding, clause)

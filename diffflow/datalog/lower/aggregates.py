@@ -17,7 +17,7 @@ from __future__ import annotations
 from diffflow.api import aggregates as c
 from diffflow.dataflow.expr import Lit, col
 from diffflow.datalog.lower.columns import UNIT, Frame, term_expression, var_column
-from diffflow.datalog.syntax import ast
+from diffflow.datalog.syntax import ast, intrinsics
 from diffflow.datalog.syntax.render import render_term
 
 
@@ -32,6 +32,8 @@ def aggregate_variables(agg) -> set:
     names = {v.name for v in ast.term_variables(agg.target)} if agg.target is not None else set()
     for lit in agg.body:
         names |= {v.name for v in ast.term_variables(*ast.literal_terms(lit))}
+        for inner in ast.term_aggregates(*ast.literal_terms(lit)):  # (nested: theirs too)
+            names |= aggregate_variables(inner)
     return names
 
 
@@ -68,11 +70,23 @@ def compile_aggregate(clauses, frame, agg, outer, env, types, aggregates, steps,
     literals, member_heights = (agg.body, []) if height is None else \
         clauses.heights_of(agg.body, types)
     inner_steps = []
+    # a body Soufflé materialises (several atoms, an aggregate or range(...) inside, a
+    # variable repeated in its one atom) ranges over the distinct bindings of its own named
+    # variables: ``_`` and the inner aggregates' own variables are not among them
+    own = _own_variables(agg) if materialised(agg) else set()
     body, inner_aggs = clauses.conjunction(literals, env, types,
-                                           set(group) | target_vars | set(member_heights),
-                                           start=start, steps=inner_steps)
+                                           set(group) | target_vars | set(member_heights) |
+                                           own, start=start, steps=inner_steps)
     body_coll = body.collection
     extra = {} if height is None else {"_h": clauses.highest(member_heights)}
+    if own:
+        bindings = [var_column(v) for v in sorted(set(group) | target_vars | own)]
+        if height is None:
+            body_coll = body_coll.select(*bindings).distinct()
+        else:  # (a binding's height: its lowest row's)
+            body_coll = body_coll.select(*bindings, **extra).aggregate(by=bindings,
+                                                                       _h=c.min("_h"))
+            extra = {"_h": col("_h")}
     if agg.function == "count":
         body_coll = body_coll.select(*group_cols, _t=0, **extra) if group else \
             body_coll.select(_t=0, **extra)
@@ -125,6 +139,35 @@ def compile_aggregate(clauses, frame, agg, outer, env, types, aggregates, steps,
     aggregates[id(agg)] = column
     steps.append(f"{agg.function} by ({', '.join(group)}) of [{' → '.join(inner_steps)}]")
     return Frame(joined, frame.variables + produced)
+
+
+def materialised(agg) -> bool:
+    """Whether Soufflé evaluates an aggregate's body as a relation of its named variables
+    (so the aggregate ranges over their distinct bindings, not over the body's rows): a
+    body of several atoms, with an aggregate or ``range(...)`` inside, or with a variable
+    repeated in its one atom.
+
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> (rule,) = parse("r(n) :- n = count : { e(x, _), f(x) }.").rules
+    >>> materialised(rule.body[0].literals[0].right)
+    True
+    """
+    atoms = [lit for lit in agg.body if isinstance(lit, ast.Atom)]
+    if len(atoms) > 1:
+        return True
+    inner = list(ast.walk_terms(*([agg.target] if agg.target is not None else []),
+                                *(t for lit in agg.body for t in ast.literal_terms(lit)),
+                                aggregates=True))
+    if any(isinstance(n, ast.AggregateTerm) or
+           isinstance(n, ast.Functor) and n.name in intrinsics.GENERATORS for n in inner):
+        return True
+    names = [a.name for atom in atoms for a in atom.args if isinstance(a, ast.Var)]
+    return len(names) != len(set(names))
+
+
+def _own_variables(agg) -> set:
+    """The named variables of an aggregate's body, not those of the aggregates inside."""
+    return {v.name for lit in agg.body for v in ast.term_variables(*ast.literal_terms(lit))}
 
 
 _SHIFT = 2 ** 28  # proof heights stay far below this; 32-bit values times it fit in int64

@@ -92,7 +92,7 @@ def term_expression(node, types: dict, aggregates: dict):
         return Lit(float(node.value)) if kind == "float" else Lit(node.value)
     if isinstance(node, (ast.Float, ast.String)):
         return Lit(node.value)
-    if isinstance(node, ast.AggregateTerm):
+    if isinstance(node, ast.AggregateTerm) or id(node) in aggregates:  # (or autoinc()'s)
         return col(aggregates[id(node)])
     if isinstance(node, ast.Nil):
         return Lit(0)

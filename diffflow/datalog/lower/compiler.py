@@ -29,9 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from diffflow.api.flow import Dataflow
-from diffflow.dataflow.expr import Lit
+from diffflow.dataflow.expr import Lit, col
 from diffflow.datalog.analysis.analysed import Analysed, Clause, Relation
-from diffflow.datalog.lower.columns import UNIT, relation_columns, term_expression
+from diffflow.datalog.lower.columns import UNIT, relation_columns, term_expression, var_column
 from diffflow.datalog.lower.joins import ClauseCompiler
 from diffflow.datalog.lower.relation_value import number_rows, relation_value
 from diffflow.datalog.lower.shared_bodies import body_key, canonical_names, renamed
@@ -307,18 +307,30 @@ class _Compiler(ClauseCompiler):
         exprs = {}
         if head.arity == 0:
             exprs[UNIT] = Lit(0)
-        counters = {}
+        counters, numbered, late, kinds = {}, {}, {}, []
         for i, arg in enumerate(clause.head.args):
+            inner = [n for n in ast.walk_terms(arg) if is_counter(n)]
             if is_counter(arg):
                 counters[f"c{i}"] = arg.counter
+            elif inner:  # autoinc() inside an expression: the row is its variables' values
+                for node in inner:
+                    numbered[id(node)] = f"_n{len(numbered)}"
+                    counters[numbered[id(node)]] = node.counter
+                late[f"c{i}"] = arg
+                for var in ast.term_variables(arg):
+                    if var_column(var.name) not in exprs:
+                        exprs[var_column(var.name)] = col(var_column(var.name))
+                        kinds.append(clause.term_types[id(var)])
             else:
                 exprs[f"c{i}"] = term_expression(arg, clause.term_types, aggregates)
-        kinds = [t for i, t in enumerate(head.types) if f"c{i}" not in counters]
+                kinds.append(head.types[i])
         if not exprs:  # r(autoinc()) :- body: one row to number
             exprs["_row"], kinds = Lit(0), ["number"]
         rows = frame.collection.select(**exprs)
         if counters:
             self.plan.append("      autoinc(): its distinct rows numbered in value order")
             rows = number_rows(rows.distinct(), kinds, counters)
-            rows = rows.select(*relation_columns_names(head))
+            rows = rows.select(**{name: term_expression(late[name], clause.term_types, numbered)
+                                  if name in late else col(name)
+                                  for name in relation_columns_names(head)})
         return rows

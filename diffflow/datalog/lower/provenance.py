@@ -115,7 +115,8 @@ def compile_provenance(analysed, partitions: int = 1, outputs=None, max_rounds=N
                 analysed.program.filename, decl.line, decl.column,
                 hint="run the program without provenance (records and ADTs work there)")
         for clause in relation.clauses:
-            counter = next((a for a in clause.head.args if is_counter(a)), None)
+            counter = next((a for a in ast.walk_terms(*clause.head.args) if is_counter(a)),
+                           None)
             if counter is not None:
                 raise DatalogError(
                     "explanations (provenance) of a program with autoinc() are not supported: "
@@ -123,6 +124,15 @@ def compile_provenance(analysed, partitions: int = 1, outputs=None, max_rounds=N
                     "each row's proof", analysed.source, analysed.program.filename,
                     counter.line, counter.column,
                     hint="explain a program without autoinc(), or number the rows outside it")
+            nested = next((inner for agg in clause.aggregates() for lit in agg.body
+                           for inner in ast.term_aggregates(*ast.literal_terms(lit))), None)
+            if nested is not None:
+                raise DatalogError(
+                    "explanations (provenance) of an aggregate inside an aggregate are not "
+                    "supported yet", analysed.source, analysed.program.filename,
+                    nested.line, nested.column,
+                    hint="compute the inner aggregate in a relation of its own, or run the "
+                         "program without provenance")
     return _ProvenanceCompiler(analysed, partitions, outputs, max_rounds,
                                flow_options or {}).run()
 

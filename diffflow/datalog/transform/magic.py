@@ -105,7 +105,8 @@ def excluded(analysed: Analysed) -> set:
     for relation in analysed.relations.values():
         if relation.has_input or relation.shaped or not relation.clauses or \
                 "no_magic" in relation.declaration.qualifiers or \
-                any(is_counter(a) for c in relation.clauses for a in c.head.args):
+                any(is_counter(a) for c in relation.clauses
+                    for a in ast.walk_terms(*c.head.args)):
             out.add(relation.name)
     return out
 
