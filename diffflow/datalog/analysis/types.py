@@ -29,12 +29,12 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+from diffflow.datalog.analysis.difference_warnings import DifferenceWarnings
 from diffflow.datalog.analysis.kinds import LITERAL, NIL, RECORD, Unknown, _article, kind_name
 from diffflow.datalog.analysis.record_types import RecordTyping
 from diffflow.datalog.syntax import ast, intrinsics
-from diffflow.datalog.syntax.errors import DatalogError, DatalogWarning, did_you_mean
+from diffflow.datalog.syntax.errors import DatalogError, did_you_mean
 from diffflow.datalog.syntax.intrinsics import BASE_TYPES, NUMBER_RANGE, UNSIGNED_RANGE
-from diffflow.datalog.values.functors import regex
 
 _CONSTANTS = (ast.Number, ast.Float, ast.String)
 _TYPE_HINT = "use number, unsigned, float, symbol or a .type you declare"
@@ -146,7 +146,7 @@ def unify(typing, node, left, right, what="arithmetic"):
                             "does not convert between number, unsigned, float and symbol")
 
 
-class TermTyping(RecordTyping):
+class TermTyping(RecordTyping, DifferenceWarnings):
     """Type inference and checks of terms, and the record of each term's type.
 
     The analyser is a ``TermTyping`` (it supplies ``error``, ``relations`` and
@@ -349,37 +349,6 @@ class TermTyping(RecordTyping):
             if c.op.lstrip("!") == "match" and isinstance(c.left, ast.String):
                 self._check_regex(c.left)
             return
-
-    def _check_ord_order(self, c: ast.Comparison, record: dict) -> None:
-        """A located warning for ``ord`` of a symbol, record or ADT value in an order
-        comparison: its number is from the value's hash, not Soufflé's table index."""
-        warnings = getattr(self, "warnings", None)
-        if warnings is None:
-            return
-        for node in ast.walk_terms(c.left, c.right):
-            if isinstance(node, ast.Functor) and node.name == "ord" and node.user is None and \
-                    record.get(id(node.args[0])) not in ("number", "unsigned", "float") and \
-                    not any((w.line, w.column) == (node.line, node.column) for w in warnings):
-                warnings.append(DatalogWarning(
-                    "ord of a symbol, record or ADT value orders values differently from "
-                    "Soufflé: diffflow's number comes from the value's hash, Soufflé's is its "
-                    "table index (the order it first met the values)", self.source,
-                    self.program.filename, node.line, node.column,
-                    hint="the numbers tell values apart in both; which is smaller differs "
-                         "(a kept difference)"))
-                return  # (one warning a comparison)
-
-    def _check_regex(self, pattern: ast.String) -> None:
-        """A located warning for a constant ``match`` pattern that is no valid regex."""
-        warnings = getattr(self, "warnings", None)
-        if warnings is None or regex(pattern.value) is not None or \
-                any((w.line, w.column) == (pattern.line, pattern.column) for w in warnings):
-            return
-        warnings.append(DatalogWarning(
-            f"wrong pattern {pattern.value!r}: no regex in Soufflé's grammar (C++ std::regex, "
-            f"ECMAScript), so neither match nor !match of it holds", self.source,
-            self.program.filename, pattern.line, pattern.column,
-            hint="a { starts a count such as {2} or {1,3}; write \\{ for the character"))
 
     # -- the record ------------------------------------------------------------------------
     def comparison_type(self, c: ast.Comparison, var_types: dict) -> str:
