@@ -270,13 +270,28 @@ def main(argv=None):
     parser.add_argument("-v", "--verbose", action="store_true", help="list every failure")
     args = parser.parse_args(argv)
     souffle = os.path.expanduser(args.souffle)
+    if args.jobs < 1 or args.timeout <= 0:
+        parser.error("--jobs and --timeout must be positive")
+    if not os.path.isdir(souffle):
+        parser.error(f"--souffle {souffle}: no such folder; git clone "
+                     "https://github.com/souffle-lang/souffle and pass its folder")
     if not os.path.isdir(os.path.join(souffle, "tests", "evaluation")):
         parser.error(f"{souffle} is not a checkout of souffle-lang/souffle (its tests "
                      "folder has no evaluation folder); git clone https://github.com/souffle-lang/"
                      "souffle and pass its folder")
     diffflow = args.diffflow.split() if args.diffflow else [sys.executable, "-m", "diffflow"]
+    if shutil.which(diffflow[0]) is None:
+        parser.error(f"--diffflow {args.diffflow}: {diffflow[0]} is not a program here")
+    try:
+        subprocess.run([*diffflow, "--help"], capture_output=True, check=True, timeout=120)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError):
+        parser.error(f"{' '.join(diffflow)} does not run diffflow; pip install -e . in this "
+                     "checkout, or give --diffflow PATH/TO/diffflow")
     tests = read_tests(souffle, tuple(args.category or CATEGORIES))
     if args.only:
+        unknown = set(args.only) - {t.name for t in tests} - {t.label for t in tests}
+        if unknown:
+            parser.error(f"--only: no such test in the folders asked: {', '.join(sorted(unknown))}")
         tests = [t for t in tests if t.name in args.only or t.label in args.only]
     results = {}
     started = time.perf_counter()

@@ -178,3 +178,22 @@ def test_rules_are_written_with_their_aliases_resolved_as_souffle_does(tmp_path,
     seen = _loop(tmp_path, monkeypatch, capsys, STEPS, 'rule next 1\nrule pair 1\n')
     assert seen.out == ("next((n+1)) :- \n   base(n).\n"
                         "pair(a,b) :- \n   base(a),\n   next(b),\n   (a+1) = b.\n")
+
+
+def test_query_of_wildcards_holds_or_not_and_mistakes_are_named(tmp_path, monkeypatch, capsys):
+    seen = _loop(tmp_path, monkeypatch, capsys, CHAIN,
+                 'query reach(_, "r")\nquery reach("r", _)\nquery reach("p", x),,link(x, y)\n'
+                 'explainnegation nope("a")\nexplainnegation reach("r", "p")\n2\n"q"\n'
+                 'exit\n')
+    assert seen.out.splitlines()[:2] == ["true.", "false."]
+    assert "an atom is missing between its commas" in seen.err
+    assert "unknown relation 'nope'; the program's relations are link, reach" in seen.err
+    assert "Traceback" not in seen.err
+
+
+def test_a_value_of_the_wrong_type_in_explainnegation_is_named(tmp_path, monkeypatch, capsys):
+    text = CHAIN.replace("symbol", "number").replace('"p"', "1").replace('"q"', "2") \
+        .replace('"r"', "3")
+    seen = _loop(tmp_path, monkeypatch, capsys, text,
+                 "explainnegation reach(3, 1)\n2\nabc\nexit\n")
+    assert "'abc' is not a number" in seen.err and "invalid literal" not in seen.err

@@ -178,3 +178,22 @@ def test_unknown_rule_or_relation_and_unwritable_profile(chain, tmp_path, capsys
     assert main(["run", str(chain), "-F", str(tmp_path / "facts"), "-D", str(tmp_path / "o"),
                  "--profile", str(tmp_path / "no" / "p.json")]) != 0
     assert "the folder" in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
+def test_profile_never_overwrites_another_file_and_a_damaged_one_is_named(chain, tmp_path,
+                                                                           capsys):
+    program_text = chain.read_text()
+    for target in (str(chain), "-", ""):  # the program itself, stdout, nothing
+        assert main(["run", str(chain), "-F", str(tmp_path / "facts"), "-D",
+                     str(tmp_path / "out"), "--profile", target]) != 0
+        assert "--profile" in capsys.readouterr().err
+    assert chain.read_text() == program_text
+    profile = _run(tmp_path, chain)
+    _run(tmp_path, chain)  # an existing profile is replaced
+    assert main(["profile", str(tmp_path / "prof.json"), "--html",
+                 str(tmp_path / "prof.json")]) != 0
+    assert "is the profile being read" in capsys.readouterr().err
+    profile["relations"] = [{"name": 1}]
+    (tmp_path / "bad.json").write_text(json.dumps(profile))
+    assert main(["profile", str(tmp_path / "bad.json")]) != 0
+    assert "the profile is damaged (KeyError" in capsys.readouterr().err

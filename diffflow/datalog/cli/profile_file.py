@@ -83,6 +83,9 @@ def check_writable(path: str) -> None:
     ...
     diffflow.datalog.cli.profile_file.ProfileError: --profile /no/such/folder/prof.json: the folder /no/such/folder does not exist; create it or give a path in an existing folder
     """
+    if path in ("", "-"):
+        raise ProfileError(f"--profile {path!r}: give a file name for the profile (it is JSON "
+                           f"for `diffflow profile`, not printed), e.g. --profile prof.json")
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise ProfileError(f"--profile {path}: is a folder; give a file name, e.g. "
@@ -93,6 +96,28 @@ def check_writable(path: str) -> None:
     if not os.access(folder, os.W_OK):
         raise ProfileError(f"--profile {path}: cannot write in {folder}; give a path in a "
                            f"folder you can write to")
+    if os.path.exists(path) and not _is_profile(path):
+        # (the program, a fact file or an output given by mistake: never overwritten)
+        raise ProfileError(f"--profile {path}: the file exists and is not a diffflow profile; "
+                           f"give a new file name (an existing profile is replaced)")
+    try:  # (a folder that looks writable may still refuse a file: /proc, a full disk)
+        with open(os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.probe"),
+                  "w") as probe:
+            name = probe.name
+        os.remove(name)
+    except OSError as exc:
+        raise ProfileError(f"--profile {path}: cannot write in {folder} "
+                           f"({exc.strerror or exc}); give a path in a folder you can "
+                           f"write to") from None
+
+
+def _is_profile(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            head = fh.read(200)
+    except (OSError, UnicodeDecodeError):
+        return False
+    return head.lstrip().startswith("{") and f'"format": "{FORMAT}"' in head
 
 
 def read_profile(path: str) -> dict:

@@ -27,9 +27,10 @@ R1  7 ns  100.0       2       -  a.dl:3     r(x) :- e(x).
 """
 from __future__ import annotations
 
+import os
 import sys
 
-from diffflow.datalog.cli.profile_file import read_profile
+from diffflow.datalog.cli.profile_file import ProfileError, read_profile
 from diffflow.datalog.cli.profile_tables import relation_tables, rule_tables, summary_tables
 
 DESCRIPTION = """\
@@ -77,16 +78,24 @@ def show_profile(args) -> int:
     """``diffflow profile``: print the tables (and write ``--html``)."""
     if args.top < 1:
         raise ValueError(f"--top must be at least 1, got {args.top}")
+    if args.html and os.path.exists(args.html) and os.path.samefile(args.html, args.file):
+        raise ValueError(f"--html {args.html} is the profile being read; give the page "
+                         f"another name, e.g. --html {os.path.splitext(args.file)[0]}.html")
     profile = read_profile(args.file)
-    if args.rule is not None:
-        tables = rule_tables(profile, args.rule)
-        title = f"rule R{args.rule}"
-    elif args.relation is not None:
-        tables = relation_tables(profile, args.relation)
-        title = f"relation {args.relation}"
-    else:
-        tables = summary_tables(profile, args.top)
-        title = "summary"
+    try:
+        if args.rule is not None:
+            tables = rule_tables(profile, args.rule)
+            title = f"rule R{args.rule}"
+        elif args.relation is not None:
+            tables = relation_tables(profile, args.relation)
+            title = f"relation {args.relation}"
+        else:
+            tables = summary_tables(profile, args.top)
+            title = "summary"
+    except (KeyError, TypeError, IndexError, AttributeError) as exc:  # (edited by hand?)
+        raise ProfileError(f"{args.file}: the profile is damaged ({type(exc).__name__}: "
+                           f"{exc}); write it again with `diffflow run PROGRAM.dl --profile "
+                           f"{args.file}`") from None
     print_tables(tables, sys.stdout)
     if args.html:
         from diffflow.datalog.cli.outputs import write_file

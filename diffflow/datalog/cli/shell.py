@@ -120,6 +120,9 @@ class ExplainShell:
     def _explainnegation(self, rest, lines) -> None:
         relation, fact = _fact(rest, "explainnegation")
         rules = self.program.rules().get(relation, {})
+        if relation not in self.program.relations and not rules:
+            raise ValueError(f"unknown relation {relation!r}; the program's relations are "
+                             f"{', '.join(sorted(self.program.relations))}")
         if relation in self.program.relations and not rules:
             self._error("The tuple would be an input fact!")
             return
@@ -137,7 +140,10 @@ class ExplainShell:
         bindings = {}
         for name in _body_variables(self.program, relation, number):
             self._prompt(f"Pick a value for {name}: ")
-            bindings[name] = next(lines, "").strip()
+            value = next(lines, None)
+            if value is None:   # (the script ended while a value was asked)
+                return
+            bindings[name] = value.strip()
         absence = self.program.explain_absent(relation, fact, rule=number, bindings=bindings)
         self._print(absence.checks[0])
 

@@ -24,6 +24,8 @@ true.
 >>> query(p, "e(1, 2), e(3, 1)", iter([]), print)
 false.
 Tuple e(3, 1) does not exist
+>>> query(p, "e(_, 4)", iter([]), print)
+true.
 """
 from __future__ import annotations
 
@@ -76,6 +78,9 @@ def _solutions(joined, lines, write) -> None:
             if isinstance(arg, ast.Var):
                 kinds.setdefault(arg.name, kind)
     names = sorted(kinds)
+    if not names:  # only wildcards: whether some facts match
+        write("true." if _bindings(joined) else "false.")
+        return
     found, shown = None, set()
     for binding in _bindings(joined):
         values = tuple(binding[n] for n in names)
@@ -132,6 +137,9 @@ def split_atoms(text: str) -> list:
             parts.append(text[start:i].strip())
             start = i + 1
     parts.append(text[start:].strip())
+    if len(parts) > 1 and not all(parts):
+        raise ValueError(f"cannot read the query {text.strip()!r}: an atom is missing between "
+                         f"its commas; {HINT}")
     return [p for p in parts if p]
 
 

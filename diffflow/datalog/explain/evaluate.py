@@ -182,11 +182,19 @@ def typed_value(value, kind):
 
     >>> typed_value("3", "number"), typed_value('"a"', "symbol")
     (3, 'a')
+    >>> typed_value("abc", "number")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'abc' is not a number
     """
-    if isinstance(value, str) and kind in ("number", "unsigned"):
-        return int(value)
-    if isinstance(value, str) and kind == "float":
-        return float(value)
+    try:
+        if isinstance(value, str) and kind in ("number", "unsigned"):
+            return int(value)
+        if isinstance(value, str) and kind == "float":
+            return float(value)
+    except ValueError:
+        what = {"float": "a float", "unsigned": "an unsigned"}.get(kind, "a number")
+        raise ValueError(f"{value!r} is not {what}") from None
     if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] == '"':
         return value[1:-1]
     return value
