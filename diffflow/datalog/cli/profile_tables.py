@@ -126,15 +126,18 @@ def summary_tables(profile: dict, top: int = 20) -> list:
     relations = sorted(profile["relations"],
                        key=lambda r: (-(sizes.get(r["name"]) or -1),
                                       -sums.tuples["relation", r["name"]], r["name"]))
-    rel_rows = [[r["name"], _count(sizes.get(r["name"])), _count(sums.tuples["relation", r["name"]]),
+    derived = {r["relation"] for r in profile["rules"]}
+    rel_rows = [[r["name"], _count(sizes.get(r["name"])),
+                 _count(sums.tuples["relation", r["name"]]) if r["name"] in derived else "-",
                  duration(sums.time["relation", r["name"]] + rule_time[r["name"]]),
                  _percent(sums.time["relation", r["name"]] + rule_time[r["name"]], sums.total),
                  r.get("stratum") or "-", r["location"]] for r in relations]
     rel_table = Table("Relations by size", ["relation", "tuples", "new", "time", "%", "stratum",
                                             "file:line"], rel_rows, align="lrrrrll",
                       note="tuples: facts after the last step (- when the program does not "
-                           "observe the relation: no .output or .printsize); new: facts added "
-                           "or removed over all steps; time: its rules and its own operators")
+                           "observe the relation: no .output or .printsize); new: facts its rules "
+                           "added or removed over all steps (- for an input; rounds run "
+                           "compiled are not counted); time: its rules and its own operators")
     tables = [run, top_rules, rel_table]
     strata = sorted({r["stratum"] for r in profile["rules"] + profile["relations"]
                      if r.get("stratum")} | {c["stratum"] for c in sums.compiled})
