@@ -197,3 +197,9 @@ def test_a_value_of_the_wrong_type_in_explainnegation_is_named(tmp_path, monkeyp
     seen = _loop(tmp_path, monkeypatch, capsys, text,
                  "explainnegation reach(3, 1)\n2\nabc\nexit\n")
     assert "'abc' is not a number" in seen.err and "invalid literal" not in seen.err
+
+
+def test_rule_names_the_rules_a_relation_has(tmp_path, monkeypatch, capsys):
+    seen = _loop(tmp_path, monkeypatch, capsys, CHAIN, "rule reach 9\nrule link 1\nexit\n")
+    assert "reach has rules 1, 2; rule reach <rule number>" in seen.err
+    assert "'link' has no rules" in seen.err

@@ -158,9 +158,15 @@ class ExplainShell:
 
     def _rule(self, rest, lines) -> None:
         parts = rest.split()
-        rules = self.program.rules().get(parts[0], {}) if parts else {}
-        if len(parts) != 2 or not parts[1].isdigit() or int(parts[1]) not in rules:
+        if len(parts) != 2:
             raise ValueError("usage: rule <relation name> <rule number>")
+        rules = self.program.rules().get(parts[0], {})
+        if not rules:
+            raise ValueError(f"{parts[0]!r} has no rules (an input, or no relation of the "
+                             f"program); rule <relation name> <rule number>")
+        if not parts[1].isdigit() or int(parts[1]) not in rules:
+            raise ValueError(f"{parts[0]} has rules {', '.join(str(n) for n in sorted(rules))}; "
+                             f"rule {parts[0]} <rule number>")
         self._write(rules[int(parts[1])] + "\n")
 
     def _output(self, rest, lines) -> None:
