@@ -129,7 +129,7 @@ def _clause(clause, env, relation) -> set:
             rows.setdefault(tuple(values), binding)
     # autoinc(): the rows' rank in Python's order, times stride plus offset
     out = set()
-    for rank, key in enumerate(sorted(rows)):
+    for rank, key in enumerate(sorted(rows) if numbered else rows):  # (records hold None)
         binding = dict(rows[key])
         for i in numbered:
             for node in _counters(args[i]):
