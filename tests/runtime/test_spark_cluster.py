@@ -49,6 +49,9 @@ _DRIVER = textwrap.dedent("""
     while slots(spark.sparkContext)[0] < int(cores) and time.monotonic() < deadline:
         time.sleep(0.5)
     print("slots", slots(spark.sparkContext)[0], flush=True)
+    if slots(spark.sparkContext)[0] == int(cores):  # (every core has registered: a launch
+        from diffflow.runtime import spark_slots    # short of slots need not wait 20 s more)
+        spark_slots.SLOT_WAIT = 3.0
     print("executors run", spark.sparkContext.parallelize([0], 1).map(
         lambda _: (__import__("diffflow").__file__, "site" in sys.modules)).collect(), flush=True)
 
