@@ -26,7 +26,6 @@ import textwrap
 
 import pytest
 
-from diffflow.runtime.spark_pack import pack
 from tests.support.standalone import StandaloneCluster, python_without_diffflow
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -110,11 +109,11 @@ _DRIVER = textwrap.dedent("""
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster(tmp_path_factory, shipped_archive):
     root = tmp_path_factory.mktemp("standalone")
     hosts = python_without_diffflow(tmp_path_factory.mktemp("hosts"))
     started = StandaloneCluster(root, workers=2, cores=2, worker_env=hosts).start()
-    started.archive = pack(cache=tmp_path_factory.mktemp("pack"))
+    started.archive = shipped_archive[0]
     yield started
     started.stop()
 

@@ -21,9 +21,8 @@ from tests.support.standalone import python_without_diffflow
 
 
 @pytest.fixture(scope="module")
-def packed(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cache") / "spark-pack"  # (as DIFFFLOW_CACHE_DIR's)
-    archive = pack(cache=cache)
+def packed(tmp_path_factory, shipped_archive):
+    archive, cache = shipped_archive  # (cache named as DIFFFLOW_CACHE_DIR's)
     unpacked = tmp_path_factory.mktemp("executor") / ENV_FOLDER
     with tarfile.open(archive) as tar:
         tar.extractall(unpacked, filter="tar")
