@@ -198,8 +198,9 @@ def rule_tables(profile: dict, number: int) -> list:
     """
     rules = {r["id"]: r for r in profile["rules"]}
     if number not in rules:
-        raise ValueError(f"the profile has no rule R{number}; its rules are R1 to "
-                         f"R{len(rules)} (see `diffflow profile FILE`)")
+        known = f"its rules are R1 to R{len(rules)}" if rules else "its program has no rules"
+        raise ValueError(f"the profile has no rule R{number}; {known} (see `diffflow profile "
+                         f"FILE`)")
     sums = _Sums(profile)
     r = rules[number]
     head = Table(f"Rule R{number}", ["file:line", "relation", "stratum", "time", "tuples", "rule"],
