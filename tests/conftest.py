@@ -67,3 +67,13 @@ def compiled_rounds_both_ways(request, monkeypatch):
     (``DIFFFLOW_COMPILED_ROUNDS=force``), and never (``=0``)."""
     monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", request.param)
     return request.param
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``-n``), every test that starts Spark runs on one worker: they share
+    the session's SparkSession and shipped archive, and two Spark clusters at once would
+    overload two cores.  The other tests spread over the remaining workers."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "spark" in names or "shipped_archive" in names or "spark" in item.nodeid.lower():
+            item.add_marker(pytest.mark.xdist_group("spark"))
