@@ -6,7 +6,8 @@ the dataflow that computes it (as Soufflé's ``MainDriver`` lists its transforms
 ==  ======================  ===================================================  ================================
 1   preprocess              ``#include``, ``#define``, ``#if`` (C preprocessor)  :mod:`.syntax.preprocess`
 2   parse                   text to syntax tree                                  :mod:`.syntax.parser`
-3   expand components       ``.comp`` / ``.init`` copied out: a flat program     :mod:`.transform.components`
+3   expand components       ``.comp`` / ``.init`` copied out: a flat program;    :mod:`.transform.components`,
+                            iteration counters (``debug_delta``) as rules        :mod:`.transform.iterations`
 4   resolve types           ``.type`` declarations to base types                 :mod:`.analysis.types`
 5   resolve structures      record and ADT types                                 :mod:`.analysis.structures`
 6   bind user functors      ``@f(...)`` to ``.functor`` and its callable         :mod:`.analysis.user_functors`
@@ -63,6 +64,7 @@ from diffflow.datalog.syntax.preprocess import preprocess
 from diffflow.datalog.transform import inline as inlining
 from diffflow.datalog.transform.components import expand_components
 from diffflow.datalog.transform.counters import number_counters
+from diffflow.datalog.transform.iterations import count_iterations
 from diffflow.datalog.transform.magic import Unstratifiable, demand_transform, magic_relations
 
 
@@ -73,7 +75,7 @@ def parse_program(source: str, filename: str = "<program>") -> ast.Program:
     >>> [d.relation for d in program.declarations]
     ['c.a']
     """
-    return expand_components(parse(source, filename), source)
+    return count_iterations(expand_components(parse(source, filename), source), source)
 
 
 def front_end(source: str, filename: str = "<program>", include_dirs=None, macros=None,
@@ -198,7 +200,8 @@ def analyse(program: ast.Program, source: str = "", functors: dict | None = None
     >>> list(a.relations), a.relations["r"].types
     (['e', 'r'], ['float'])
     """
-    a = Analyser(expand_components(program, source), source, functors, eqrel_as_rules)
+    a = Analyser(count_iterations(expand_components(program, source), source), source, functors,
+                 eqrel_as_rules)
     for _name, run in ANALYSIS:
         run(a)
     return Analysed(a.program, a.source, a.relations, a.strata, a.pragma_notes + a.notes,

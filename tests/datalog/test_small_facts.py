@@ -21,7 +21,7 @@ _FIELDS = {
     | st.sampled_from(["-1", "4294967296", "0b101", "+3", "00"]),
     "symbol": st.text(st.characters(blacklist_characters="\t\n\r", blacklist_categories=("Cs",)),
                       max_size=5),
-    "float": st.sampled_from(["1.5", "-2", "inf", "0x1p3"]),
+    "float": st.sampled_from(["1.5", "-2", "inf", "0x1p3", "-0x1p3100"]),  # (past a double: -inf)
 }
 
 

@@ -185,17 +185,3 @@ def test_a_relation_may_be_named_like_a_functor(partitions):
     program.commit()
     # no itou: only the first rule, and now f = 2 is allowed: abs(2, 3) -> (2, 3)
     assert program.relation("r") == {(1, 5), (2, 3)}
-
-
-# -- Soufflé's iteration counters: located errors (not supported yet) -----------------------
-
-def test_debug_delta_and_the_iteration_counter_are_located_errors():
-    error = _error(".decl r(x: number)\n.decl r_seen = debug_delta(r)\nr(1).")
-    assert (error.line, error.column) == (2, 7)
-    assert error.message.startswith("debug_delta relations are not supported yet: r_seen")
-    error = _error(".decl r(x: number)\nr(1).\nr(x + 1) :- r(x), recursive_iteration_cnt() < 9.")
-    assert (error.line, error.column) == (3, 19)
-    assert error.message.startswith("recursive_iteration_cnt() is not supported yet")
-    # (both are words only there: a relation may still be called debug_delta)
-    program = _run(".decl debug_delta(x: number)\ndebug_delta(1).")
-    assert program.relation("debug_delta") == {(1,)}

@@ -195,6 +195,9 @@ class Declaration(Node):
     attributes: list
     qualifiers: list = field(default_factory=list)
     choice: list = field(default_factory=list, metadata={"omit_empty": True})  # ChoiceDomain
+    # ``.decl d = debug_delta(r)``: the relation ``r`` whose rows ``d`` holds with their
+    # iteration (its attributes are filled in by transform.iterations)
+    mirrors: str = field(default="", metadata={"omit_empty": True})
 
 
 @dataclass

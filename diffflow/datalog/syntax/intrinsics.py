@@ -72,6 +72,8 @@ CONSTRAINTS = ("contains", "match")  # (sub, text) and (regex, text): literals, 
 NOT_YET: dict = {}
 COUNTERS = ("autoinc",)  # numbers the rows of its rule (a head argument; see .counters)
 GENERATORS = ("range",)  # one row in, many out (.generators): bodies bind them
+#: Soufflé's ``recursive_iteration_cnt()``: rewritten away before analysis (transform.iterations)
+ITERATION_COUNTER = "recursive_iteration_cnt"
 
 
 def parameters(name: str, count: int) -> list:

@@ -14,7 +14,7 @@ from diffflow.datalog.syntax.errors import DatalogError
 from diffflow.datalog.syntax.grammar import GRAMMAR
 from diffflow.datalog.syntax.syntax_errors import raise_syntax_error
 from diffflow.datalog.syntax.negation import negated
-from diffflow.datalog.syntax.intrinsics import (CONSTRAINTS,
+from diffflow.datalog.syntax.intrinsics import (CONSTRAINTS, ITERATION_COUNTER,
                                                 NOT_YET)  # (string constraints Soufflé writes as atoms)
 
 
@@ -65,11 +65,6 @@ def parse(source: str, filename: str = "<program>") -> ast.Program:
     except UnexpectedInput as e:
         raise_syntax_error(e, source, filename)
     return _Builder(source, filename).program(tree)
-
-
-# (Soufflé's debug_delta and recursive_iteration_cnt(): see the errors that name this)
-_ROUNDS_HINT = ("count the steps in a column of the relation instead, e.g. r(y, n + 1) :- "
-                "r(x, n), e(x, y), n < 100.")
 
 
 def _open_paren(source: str, token) -> tuple:
@@ -151,12 +146,12 @@ class _Builder:
                 out["functors"].append(self.functor_declaration(item))
             elif kind == "declaration":
                 out["declarations"].extend(self.declaration(item))
-            elif kind == "debug_delta":
-                raise self.error(
-                    f"debug_delta relations are not supported yet: {item.children[1]} would hold "
-                    f"each row of {item.children[3]} with the semi-naive iteration that first "
-                    f"derived it, and diffflow's incremental evaluation does not give rules "
-                    f"its rounds", _at(item.children[1]), hint=_ROUNDS_HINT)
+            elif kind == "debug_delta":  # .decl d = debug_delta(r) (see transform.iterations)
+                _decl, name, _debug, target, *qualifiers = item.children
+                out["declarations"].append(ast.Declaration(
+                    name.line, name.column, str(name), [],
+                    [str(q.children[0]) for q in qualifiers if q is not None],
+                    mirrors=str(target)))
             elif kind in ("subtype", "type_alias", "record_type", "adt_type", "deprecated_type"):
                 out["types"].append(self.type_declaration(item))
             elif kind == "directive":
@@ -437,11 +432,9 @@ class _Builder:
         if kind == "nil":
             token = tree.children[0]
             return ast.Nil(token.line, token.column)
-        if kind == "iteration_counter":
-            raise self.error("recursive_iteration_cnt() is not supported yet: it is the number of "
-                             "the semi-naive iteration evaluating the rule, and diffflow's "
-                             "incremental evaluation does not give rules its rounds",
-                             _at(tree.children[0]), hint=_ROUNDS_HINT)
+        if kind == "iteration_counter":  # (see transform.iterations)
+            token = tree.children[0]
+            return ast.Functor(token.line, token.column, ITERATION_COUNTER, [])
         if kind == "branch":
             name, *args = tree.children
             return ast.BranchTerm(name.line, name.column, str(name)[1:],

@@ -254,6 +254,7 @@ class _Rewrite:
     def declaration(self, d):
         return dataclasses.replace(
             d, relation=self.relation(d.relation),
+            mirrors=self.relation(d.mirrors) if d.mirrors else "",
             attributes=[dataclasses.replace(a, type=self.type_name(a.type))
                         for a in d.attributes])
 

@@ -424,7 +424,11 @@ def _to_float(text):
     values = pc.cast(pc.if_else(pc.invert(pa.array(hexadecimal)), text, "0"), pa.float64())
     out = values.to_numpy().copy()
     for i in np.flatnonzero(hexadecimal):
-        out[i] = float.fromhex(text[int(i)].as_py())
+        value = text[int(i)].as_py()
+        try:
+            out[i] = float.fromhex(value)
+        except OverflowError:  # past the largest double: infinity, as C's strtod and "1e999"
+            out[i] = -np.inf if value.lstrip().startswith("-") else np.inf
     return pa.array(out)
 
 
