@@ -22,7 +22,7 @@ import weakref
 
 import numpy as np
 
-from diffflow.api import features
+from diffflow.api import durable_flow, features
 from diffflow.api.inputs import InputCollection
 from diffflow.api.iteration import Loop
 from diffflow.common import memory
@@ -51,6 +51,8 @@ def _free_dropped_dataflows() -> None:
 def _make_runtime(flow):
     """The runtime a :class:`Dataflow` asked for (``cluster``: in-process workers, for tests)."""
     kw = dict(checkpoint_every=flow.checkpoint_every, checkpoint_dir=flow.checkpoint_dir)
+    if flow.durable:  # (checkpoints come when the durable flow says: durable_flow)
+        kw["checkpoint_every"] = None
     kw["trace"] = getattr(flow, "_trace", None)  # a Dataflow pickled before tracing existed
     if flow.runtime_name == "local":
         from diffflow.runtime.local import LocalRuntime
@@ -104,7 +106,8 @@ class Dataflow:
 
     def __init__(self, partitions: int = 1, runtime: str = "local", spark=None, *,
                  checkpoint_every: int | None = None, checkpoint_dir: str | None = None,
-                 trace=None, explain: bool = False, dashboard: int | None = None):
+                 trace=None, explain: bool = False, dashboard: int | None = None,
+                 durable: bool = False, resume: bool = False):
         if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
             raise ValueError(f"partitions must be a positive int, got {partitions!r}")
         if runtime not in RUNTIMES:
@@ -118,6 +121,8 @@ class Dataflow:
                                              or checkpoint_every < 1):
             raise ValueError(f"checkpoint_every must be a positive int or None, "
                              f"got {checkpoint_every!r}")
+        durable_flow.check_options(checkpoint_dir, durable, resume)
+        self.durable, self._resume = bool(durable or resume), bool(resume)
         self.explain = bool(explain)
         self._features = {}
         self._trace = None
@@ -197,6 +202,8 @@ class Dataflow:
         if rescaling is not None:
             rescaling.before_epoch(runtime, self.epoch, self._compute_closed)
             self.partitions = runtime.parts
+        if self._durability is not None:  # on stable storage before any of it is staged
+            durable_flow.log_epoch(self)
         for handle in self._inputs:
             for rows, diffs in handle._staged:
                 runtime.stage(handle.node.id, rows, diffs)
@@ -358,6 +365,22 @@ class Dataflow:
             feature.after_run()
 
     _failed = None  # the OperatorError that stopped this dataflow part-way through an epoch
+    _durability = None  # runtime.durable.durability.Durability of a durable dataflow, once run
+    durable = _resume = False  # (a Dataflow pickled before durability existed)
+
+    def resume(self) -> int:
+        """Restore a durable dataflow's state (``resume=True``) now rather than at its first
+        :meth:`advance` or read: the newest valid checkpoint, then the logged epochs after
+        it, recomputed.  Returns :attr:`epoch`, the number of epochs it holds: the next
+        :meth:`advance` closes that one.  See docs/DURABILITY.md.
+
+        >>> import tempfile, diffflow as dd
+        >>> flow = dd.Dataflow(checkpoint_dir=tempfile.mkdtemp(), resume=True)
+        >>> _ = flow.input("a", ["x"]).output(); flow.resume()
+        0
+        """
+        self._ensure_runtime()
+        return self.epoch
 
     def _run_checked(self, runtime) -> None:
         """Run ``runtime``; an operator that fails leaves the epoch half computed (some
@@ -368,6 +391,8 @@ class Dataflow:
         except OperatorError as exc:
             self._failed = exc
             raise
+        if self._durability is not None:
+            self._durability.after_run(runtime, self.epoch)
 
     def _check_not_failed(self) -> None:
         if self._failed is not None:
@@ -376,6 +401,12 @@ class Dataflow:
                 f"{self.epoch - 1}, so its state is incomplete and it computes nothing more: "
                 f"build it again (with the input that failed corrected). The failure was: "
                 f"{str(self._failed).splitlines()[0]}")
+
+    def _reader(self):
+        """The runtime for a read of an output (a durable dataflow resumes first)."""
+        if self._runtime is None and self._resume and not self._closed:
+            self._ensure_runtime()
+        return self._runtime
 
     def _ensure_runtime(self):
         if self._runtime is None:
@@ -386,7 +417,10 @@ class Dataflow:
             for feature in self._features.values():
                 feature.before_start()  # (explanations build onto the graph, once)
             _free_dropped_dataflows()
-            self._runtime = _make_runtime(self)
+            runtime = _make_runtime(self)
+            if self.durable:
+                durable_flow.start(self, runtime)
+            self._runtime = runtime
             _OPEN.add(self)
         return self._runtime
 
@@ -419,6 +453,8 @@ class Dataflow:
         runtime, self._runtime = self._runtime, None
         if runtime is not None:
             runtime.close()
+        if self._durability is not None:
+            self._durability.close()
         for feature in self._features.values():
             feature.close()
         self._closed = True

@@ -48,7 +48,7 @@ class Output:
         >>> a.insert([3, 3, 4]); flow.advance(); out.snapshot()
         {(3,): 2, (4,): 1}
         """
-        runtime = self.flow._runtime
+        runtime = self.flow._reader()
         if runtime is None:  # not run yet, or closed
             return {}
         rows, diffs = runtime.output_contents(self.node.id)
@@ -65,7 +65,7 @@ class Output:
         >>> out.changes()
         [((1,), 0, 1), ((1,), 1, -1), ((2,), 1, 1)]
         """
-        runtime = self.flow._runtime
+        runtime = self.flow._reader()
         if runtime is None:  # not run yet, or closed
             return []
         chunks = runtime.take_output_changes(self.node.id)
@@ -122,7 +122,7 @@ class Output:
         if self._kind(kind, "to_dataframe") == "spark":
             return self.flow._ensure_runtime().output_dataframe(
                 self.node.id, self.node.schema, "snapshot")
-        runtime, schema = self.flow._runtime, self.node.schema
+        runtime, schema = self.flow._reader(), self.node.schema
         if runtime is None:  # not run yet, or closed
             rows, diffs = np.zeros((0, schema.width), np.int64), np.zeros(0, np.int64)
         else:
@@ -169,7 +169,7 @@ class Output:
                              f"changes(), or rename the column")
         if self._kind(kind, "changes_dataframe") == "spark":
             return self.flow._ensure_runtime().output_dataframe(self.node.id, schema, "changes")
-        runtime = self.flow._runtime
+        runtime = self.flow._reader()
         chunks = runtime.take_output_changes(self.node.id) if runtime is not None else []
         merged = concat(chunks, schema.width, self.node.dim).consolidated()
         return frame(merged.rows, schema, self.flow.symbols,

@@ -47,7 +47,7 @@ import numpy as np
 
 from diffflow.arrangements.updates import Updates
 from diffflow.common.errors import WorkerLost, loop_overflow_error
-from diffflow.runtime import storage
+from diffflow.runtime.durable import checkpoints
 from diffflow.runtime.base import Runtime
 from diffflow.runtime.engine import Topology, merge_pointstamps, overflowed, partition_rows
 from diffflow.runtime.routing import Routing
@@ -78,7 +78,8 @@ class ClusterRuntime(Runtime):
         if self._own_checkpoint_dir:
             self.checkpoint_dir = tempfile.mkdtemp(prefix="diffflow-checkpoint-")
         self.checkpoint_path: str | None = None  # the last complete checkpoint
-        self.checkpoint_files: list = []           # its files, one per partition it had
+        self.checkpoint_files: list = []  # its files, (path, manifest entry) per partition
+        self.fingerprint = ""  # the graph's, for checkpoint manifests (set by a durable flow)
         self.checkpoint_epoch = 0
         self.log_closed: list = []  # per epoch closed since the checkpoint: its input entries
         self.log_open: list = []    # entries of the open epoch
@@ -264,20 +265,36 @@ class ClusterRuntime(Runtime):
         self.checkpoint()
 
     def checkpoint(self) -> str:
-        """Write every partition's state now (after a run, nothing staged); returns its folder."""
+        """Write every partition's state now (after a run, nothing staged) as a committed
+        checkpoint (:mod:`~diffflow.runtime.durable.checkpoints`); returns its folder."""
         if self.checkpoint_dir is None:
             self.checkpoint_dir = tempfile.mkdtemp(prefix="diffflow-checkpoint-")
             self._own_checkpoint_dir = True
-        folder = storage.join(self.checkpoint_dir, f"epoch-{self.closed}")
-        storage.make_folder(folder)
-        files = [storage.join(folder, f"part-{p}.pkl") for p in range(self.parts)]
-        self.transport.call_all("checkpoint", [(path, self.closed) for path in files])
-        old, self.checkpoint_path, self.checkpoint_files = self.checkpoint_path, folder, files
-        self.checkpoint_epoch = self.closed
-        self.log_closed = []
-        if old and old != folder:
-            storage.remove_folder(old)
+        folder = checkpoints.begin(self.checkpoint_dir, self.closed)
+        written = self.transport.call_all("checkpoint", [(folder, self.closed)] * self.parts)
+        checkpoints.commit(folder, self.closed, self.parts, dict(written),
+                           fingerprint=self.fingerprint)
+        self._use_checkpoint(checkpoints.read_manifest(folder))
+        checkpoints.prune(self.checkpoint_dir)
         return folder
+
+    def _use_checkpoint(self, manifest) -> None:
+        """Recover from ``manifest``'s checkpoint from now on (the log before it is done)."""
+        self.checkpoint_path = manifest.folder
+        self.checkpoint_files = [(manifest.path(name), info)
+                                 for name, info in sorted(manifest.files.items())]
+        self.checkpoint_epoch = manifest.epoch
+        self.log_closed = []
+
+    def restore_checkpoint(self, manifest) -> None:
+        """Start from a committed checkpoint (a resumed dataflow): every worker restores its
+        partition (re-binned if it was written at another partition count), and this
+        runtime continues after its epoch.  Raises CheckpointError for a damaged file."""
+        self._use_checkpoint(manifest)
+        self.transport.call_all("restore", [(self.checkpoint_files,)] * self.parts)
+        self.closed = self.computed = manifest.epoch
+        reports = self.transport.call_all("pointstamps", [()] * self.parts)
+        self.frontiers = self.topology.frontiers(*merge_pointstamps(reports))
 
     def _recover(self, run: bool = True) -> None:
         """Fresh workers, the last checkpoint restored, the inputs since replayed."""

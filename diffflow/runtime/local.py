@@ -119,6 +119,42 @@ class LocalRuntime(Runtime):
         # a marked sweep next looks at the consumers of the frontiers that moved
         self.sweeper.mark([nid for nid, f in self.frontiers.items() if before[nid] != f])
 
+    # -- checkpoints (diffflow.runtime.durable) ---------------------------------------------
+    checkpoint_dir: str | None = None  # where checkpoint() writes (set by a durable flow)
+    fingerprint = ""  # the graph's, for checkpoint manifests
+
+    def checkpoint(self) -> str:
+        """Write every partition's state as a committed checkpoint under
+        :attr:`checkpoint_dir` (after a run); returns its folder."""
+        root, fingerprint = self.checkpoint_dir, self.fingerprint
+        from diffflow.runtime.durable import checkpoints
+        from diffflow.runtime.durable.partition_state import write_partition
+
+        folder = checkpoints.begin(root, self.closed)
+        files = dict(write_partition(folder, engine, self.symbols._text, self.closed)
+                     for engine in self.engines.values())
+        checkpoints.commit(folder, self.closed, self.parts, files, fingerprint=fingerprint)
+        checkpoints.prune(root)
+        return folder
+
+    def restore_checkpoint(self, manifest) -> None:
+        """Start from a committed checkpoint (a resumed dataflow; re-binned if it was
+        written at another partition count).  Raises CheckpointError for a damaged file,
+        before any partition changes."""
+        from diffflow.runtime.durable.partition_state import read_partition, restore_partition
+
+        files = [(manifest.path(name), info) for name, info in sorted(manifest.files.items())]
+        # (every file read and checked before any partition changes)
+        loaded = {path: read_partition(path, info) for path, info in files}
+        for engine in self.engines.values():
+            restore_partition(engine, files, self.symbols._text, loaded)
+        self.sweeper = Sweeper(self.topology, self.engines, self.parts)
+        if self.trace is not None:
+            self.sweeper.logs = {p: engine.log for p, engine in self.engines.items()}
+        self.closed = manifest.epoch
+        self.frontiers = self.topology.initial_frontiers()
+        self._recompute()
+
     # -- rescaling ---------------------------------------------------------------------------
     def rescale_plan(self, key, step_of_bin) -> None:
         self._plan = (key, step_of_bin)

@@ -20,6 +20,7 @@ b'state'
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 
@@ -95,6 +96,90 @@ def write_atomically(path: str, data: bytes) -> int:
     with filesystem.open_output_stream(inner) as out:
         out.write(data)
     return len(data)
+
+
+def write_durably(path: str, data: bytes) -> dict:
+    """Write ``data`` to ``path`` and flush it to stable storage before returning (``fsync``
+    on a local file system; an object store has it once the write returns); returns what a
+    manifest records of it: ``{"size": ..., "sha256": ...}``.  The file may be torn if the
+    process dies meanwhile: what commits it is a manifest written after it.
+
+    >>> import tempfile
+    >>> write_durably(join(tempfile.mkdtemp(), "x"), b"abc")["size"]
+    3
+    """
+    if not is_uri(path):
+        with open(path, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    else:
+        filesystem, inner = _fs(path)
+        with filesystem.open_output_stream(inner) as out:
+            out.write(data)
+    return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def commit_file(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` all at once, durably: a reader sees the whole file or none
+    of it, even after a crash (local: a temporary file flushed, renamed, and the folder
+    flushed; an object store writes an object whole).  This is how a manifest commits."""
+    if is_uri(path):
+        write_durably(path, data)
+        return
+    tmp = path + ".tmp"
+    write_durably(tmp, data)
+    os.replace(tmp, path)
+    sync_folder(os.path.dirname(path) or ".")
+
+
+def sync_folder(folder: str) -> None:
+    """Flush a local folder's entries (files created or renamed in it) to stable storage."""
+    if is_uri(folder) or not hasattr(os, "O_DIRECTORY"):
+        return
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def list_folder(folder: str) -> list:
+    """Names in ``folder`` (files and folders), sorted; ``[]`` if it does not exist.
+
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp(); _ = write_durably(join(d, "b"), b""); make_folder(join(d, "a"))
+    >>> list_folder(d), list_folder(join(d, "missing"))
+    (['a', 'b'], [])
+    """
+    if not is_uri(folder):
+        try:
+            return sorted(os.listdir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+    from pyarrow import fs
+
+    filesystem, inner = _fs(folder)
+    try:
+        infos = filesystem.get_file_info(fs.FileSelector(inner, allow_not_found=True))
+    except (FileNotFoundError, OSError):
+        return []
+    return sorted(info.base_name for info in infos)
+
+
+def remove_file(path: str) -> None:
+    """Delete a file; nothing if it is gone already."""
+    if not is_uri(path):
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+        return
+    filesystem, inner = _fs(path)
+    try:
+        filesystem.delete_file(inner)
+    except (FileNotFoundError, OSError):
+        pass
 
 
 def read_bytes(path: str) -> bytes:

@@ -19,7 +19,8 @@ import threading
 import numpy as np
 
 from diffflow.common.schema import SymbolTable, decode_array
-from diffflow.runtime import lookups, storage
+from diffflow.runtime import lookups
+from diffflow.runtime.durable.partition_state import restore_partition, write_partition
 from diffflow.runtime.engine import PartitionEngine, Sweeper, merge_pointstamps
 from diffflow.runtime.rescale import migrate, step_index
 from diffflow.runtime.tracing import WorkerLog, WorkerSide, aligned_origin
@@ -190,33 +191,17 @@ class WorkerCommands:
     def cmd_trace_sizes(self) -> list:
         return self.engine.trace_sizes()
 
-    def cmd_checkpoint(self, path: str, epoch: int = 0) -> int:
-        """Write this partition's state (``epoch``: the open epoch, for re-binned restores)."""
-        engine = self.engine
-        state = engine.state()
-        return storage.write_atomically(path, pickle.dumps(
-            {"ops": state, "symbols": dict(self.symbols._text), "partition": engine.partition,
-             "parts": engine.parts, "routing": engine.routing, "epoch": epoch},
-            protocol=pickle.HIGHEST_PROTOCOL))
+    def cmd_checkpoint(self, folder: str, epoch: int = 0) -> tuple:
+        """Write this partition's state into a checkpoint ``folder`` (``epoch``: the open
+        epoch, for re-binned restores); ``(file name, manifest entry)``."""
+        return write_partition(folder, self.engine, self.symbols._text, epoch)
 
-    def cmd_restore(self, paths: list) -> None:
-        """Restore from a checkpoint's files (one per partition it was written with); when
-        its partitions or table differ from this worker's, re-bin (every file is read)."""
-        engine = self.engine
-        own = [p for p in paths if p.endswith(f"part-{engine.partition}.pkl")]
-        if own:
-            saved = pickle.loads(storage.read_bytes(own[0]))
-        if own and saved.get("routing", engine.routing) == engine.routing \
-                and len(paths) == engine.parts:
-            self.symbols._text.update(saved["symbols"])
-            engine.restore(saved["ops"])
-        else:
-            states = []
-            for path in paths:
-                states.append(pickle.loads(storage.read_bytes(path)))
-                self.symbols._text.update(states[-1]["symbols"])
-            migrate.restore_rebinned(engine, states)
-        self.sweeper = Sweeper(engine.topology, {engine.partition: engine}, engine.parts)
+    def cmd_restore(self, files: list) -> None:
+        """Restore from a checkpoint's files (``(path, manifest entry)`` per partition it was
+        written with; re-binned when its partitions or table differ from this worker's)."""
+        restore_partition(self.engine, files, self.symbols._text)
+        self.sweeper = Sweeper(self.engine.topology, {self.engine.partition: self.engine},
+                               self.engine.parts)
 
     # -- rescaling (diffflow.runtime.rescale.migrate) ---------------------------------------------
     def cmd_routing(self, routing) -> None:

@@ -73,8 +73,12 @@ def test_worker_process_killed_between_epochs(checkpoint_every, uri, tmp_path):
         assert outs[1][1].snapshot() == outs[0][1].snapshot(), epoch
         assert outs[1][1].changes() == outs[0][1].changes(), epoch
     assert remote._runtime.recoveries == 1
-    if uri:  # the last checkpoint is where the URI says
-        assert [p.name for p in (tmp_path / "shared").iterdir()] == ["epoch-3"]
+    if uri:  # the last two checkpoints are where the URI says, each committed by a manifest
+        shared = tmp_path / "shared"
+        assert sorted(p.name for p in shared.iterdir()) == [
+            "checkpoint-000000000002", "checkpoint-000000000003"]
+        assert sorted(p.name for p in (shared / "checkpoint-000000000003").iterdir()) == [
+            "MANIFEST.json", "part-0.state", "part-1.state"]
     remote.close()
 
 

@@ -1,0 +1,1 @@
+"""Durable state: checkpoints and the write-ahead log (docs/DURABILITY.md)."""
