@@ -23,6 +23,7 @@ import numpy as np
 
 from diffflow.api.features import FlowAccess
 from diffflow.arrangements import columnar
+from diffflow.datalog import program_durable
 from diffflow.datalog.analysis.pragmas import jobs_value
 from diffflow.datalog.lower.compiler import compile_program
 from diffflow.datalog.lower.rows import (encode_facts, record_values, structured_positions)
@@ -66,7 +67,9 @@ class Program:
     where it runs, as for :class:`~diffflow.Dataflow` (``runtime="spark"``
     needs ``spark=session``); ``trace`` (a file path or a function) records
     what every partition worker does in each commit (see
-    :mod:`diffflow.runtime.tracing`).
+    :mod:`diffflow.runtime.tracing`).  ``durable=True`` (with ``checkpoint_dir``) logs
+    every commit before computing it, and ``resume=True`` continues from what a crashed
+    run left there (docs/DURABILITY.md).
 
     Text with ``#include``, ``#define``, ``#if``... goes through the C
     preprocessor first, as in Soufflé (see :mod:`~diffflow.datalog.syntax.preprocess`):
@@ -83,7 +86,8 @@ class Program:
                  outputs=None, max_rounds: int | None = None, *, runtime: str = "local",
                  spark=None, checkpoint_every: int | None = None,
                  checkpoint_dir: str | None = None, include_dirs=None, macros=None, trace=None,
-                 provenance: bool | None = None, functors: dict | None = None):
+                 provenance: bool | None = None, functors: dict | None = None,
+                 durable: bool = False, resume: bool = False):
         self.source, self.filename = source, filename
         self._text_options = {"include_dirs": include_dirs, "macros": macros,
                               "functors": functors}  # (what a replica is built with)
@@ -107,7 +111,8 @@ class Program:
             self.relations = self.analysed.relations
             self.warnings += [w for w in self.analysed.warnings if w not in self.warnings]
         options = dict(runtime=runtime, spark=spark, checkpoint_every=checkpoint_every,
-                       checkpoint_dir=checkpoint_dir, trace=trace)
+                       checkpoint_dir=checkpoint_dir, trace=trace, durable=durable,
+                       resume=resume)
         if provenance is None:  # Soufflé's switch: .pragma "provenance" "explain"
             provenance = "provenance" in self.pragmas
         self.provenance = bool(provenance)
@@ -140,6 +145,10 @@ class Program:
                          for name, inp in self._compiled.inputs.items()}
         self._committed = dict(self._present)  # the facts as of the last commit
         self._change_marks: dict = {}
+        if self.flow.durable:  # (a resumed program must compile to the same dataflow)
+            self._build = None
+            if program_durable.attach(self):
+                return  # (its facts, the unit row and the text's facts included)
         if self._compiled.unit is not None:
             self._compiled.unit.insert([0])
         for relation in self.relations.values():

@@ -80,6 +80,7 @@ class ClusterRuntime(Runtime):
         self.checkpoint_path: str | None = None  # the last complete checkpoint
         self.checkpoint_files: list = []  # its files, (path, manifest entry) per partition
         self.fingerprint = ""  # the graph's, for checkpoint manifests (set by a durable flow)
+        self.checkpoint_extra = None  # () -> {file name: bytes} a checkpoint also holds
         self.checkpoint_epoch = 0
         self.log_closed: list = []  # per epoch closed since the checkpoint: its input entries
         self.log_open: list = []    # entries of the open epoch
@@ -272,6 +273,7 @@ class ClusterRuntime(Runtime):
             self._own_checkpoint_dir = True
         folder = checkpoints.begin(self.checkpoint_dir, self.closed)
         written = self.transport.call_all("checkpoint", [(folder, self.closed)] * self.parts)
+        written += checkpoints.write_extra(folder, self.checkpoint_extra).items()
         checkpoints.commit(folder, self.closed, self.parts, dict(written),
                            fingerprint=self.fingerprint)
         self._use_checkpoint(checkpoints.read_manifest(folder))
@@ -281,8 +283,7 @@ class ClusterRuntime(Runtime):
     def _use_checkpoint(self, manifest) -> None:
         """Recover from ``manifest``'s checkpoint from now on (the log before it is done)."""
         self.checkpoint_path = manifest.folder
-        self.checkpoint_files = [(manifest.path(name), info)
-                                 for name, info in sorted(manifest.files.items())]
+        self.checkpoint_files = manifest.partition_files()
         self.checkpoint_epoch = manifest.epoch
         self.log_closed = []
 

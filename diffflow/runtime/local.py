@@ -122,6 +122,7 @@ class LocalRuntime(Runtime):
     # -- checkpoints (diffflow.runtime.durable) ---------------------------------------------
     checkpoint_dir: str | None = None  # where checkpoint() writes (set by a durable flow)
     fingerprint = ""  # the graph's, for checkpoint manifests
+    checkpoint_extra = None  # () -> {file name: bytes} a checkpoint also holds (a Program's)
 
     def checkpoint(self) -> str:
         """Write every partition's state as a committed checkpoint under
@@ -133,6 +134,7 @@ class LocalRuntime(Runtime):
         folder = checkpoints.begin(root, self.closed)
         files = dict(write_partition(folder, engine, self.symbols._text, self.closed)
                      for engine in self.engines.values())
+        files.update(checkpoints.write_extra(folder, self.checkpoint_extra))
         checkpoints.commit(folder, self.closed, self.parts, files, fingerprint=fingerprint)
         checkpoints.prune(root)
         return folder
@@ -143,7 +145,7 @@ class LocalRuntime(Runtime):
         before any partition changes."""
         from diffflow.runtime.durable.partition_state import read_partition, restore_partition
 
-        files = [(manifest.path(name), info) for name, info in sorted(manifest.files.items())]
+        files = manifest.partition_files()
         # (every file read and checked before any partition changes)
         loaded = {path: read_partition(path, info) for path, info in files}
         for engine in self.engines.values():

@@ -56,6 +56,12 @@ class Manifest:
     def path(self, name: str) -> str:
         return storage.join(self.folder, name)
 
+    def partition_files(self) -> list:
+        """``(path, manifest entry)`` of each partition's state file, by partition."""
+        names = sorted((n for n in self.files if n.startswith("part-")),
+                       key=lambda n: int(n[5:].split(".")[0]))
+        return [(self.path(n), self.files[n]) for n in names]
+
 
 def folder_name(epoch: int) -> str:
     """``checkpoint-000000000012``: names sort in epoch order."""
@@ -69,6 +75,15 @@ def begin(root: str, epoch: int) -> str:
     storage.remove_folder(folder)
     storage.make_folder(folder)
     return folder
+
+
+def write_extra(folder: str, source) -> dict:
+    """Write the files ``source()`` gives (``{name: bytes}``; ``source`` may be None) into a
+    checkpoint being written; their manifest entries."""
+    if source is None:
+        return {}
+    return {name: storage.write_durably(storage.join(folder, name), data)
+            for name, data in source().items()}
 
 
 def commit(folder: str, epoch: int, partitions: int, files: dict, fingerprint: str = "",

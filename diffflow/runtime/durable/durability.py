@@ -37,6 +37,7 @@ from diffflow.runtime.durable.fingerprint import graph_fingerprint
 from diffflow.runtime.durable.wal import WriteAheadLog
 
 IDENTITY = "DATAFLOW.json"
+EXTRA = "owner.state"  # a checkpoint's file of what the dataflow's owner keeps (see extra)
 #: checkpoints of a durable dataflow when ``checkpoint_every`` is not given: a resume
 #: replays at most this many epochs
 DEFAULT_EVERY = 100
@@ -57,6 +58,11 @@ class Durability:
         self.logged_symbols = 0
         self.checkpointed = 0  # epoch of the newest checkpoint
         self.notes: list = []  # what a resume passed over, for people
+        # what the dataflow's owner keeps beside it (a Program: its facts), saved with each
+        # checkpoint; after a resume, as the checkpoint had it, and the epochs replayed since
+        self.extra_source = None  # () -> dict
+        self.extra: dict = {}
+        self.replayed: list = []
 
     # -- starting ----------------------------------------------------------------------------
     def start(self, runtime, resume: bool):
@@ -78,7 +84,9 @@ class Durability:
                 f"parameters differ from this one's), so it cannot be resumed here: build "
                 f"the same dataflow as the run that wrote it, or use another checkpoint_dir")
         replay = self._restore(runtime) if identity is not None else []
-        self.logged_symbols = len(self.symbols._text)
+        # (the first record carries every symbol known: some were interned by inserts
+        # before the dataflow started, and a checkpoint may not hold them)
+        self.logged_symbols = 0
         self.log = WriteAheadLog(self.root, start=self.checkpointed + len(replay))
         return replay
 
@@ -115,6 +123,12 @@ class Durability:
                 skip = manifest.epoch
         if manifest is not None and manifest.fingerprint != self.fingerprint:
             raise CheckpointError(f"{manifest.folder} was written by another dataflow")
+        if manifest is not None and EXTRA in manifest.files:
+            try:
+                self.extra = state_format.loads(checkpoints.read_file(
+                    manifest.path(EXTRA), manifest.files[EXTRA]))
+            except state_format.StateFormatError as exc:
+                raise CheckpointError(f"{manifest.path(EXTRA)}: {exc}") from None
         self.checkpointed = 0 if manifest is None else manifest.epoch
         for note in self.notes:
             warnings.warn(f"resuming: passed over a checkpoint: {note}", stacklevel=4)
@@ -128,6 +142,7 @@ class Durability:
                 raise CheckpointError(f"the write-ahead log's record of epoch {epoch} in "
                                       f"{self.root} cannot be read ({exc})") from None
             replay.append((record["entries"], record["symbols"]))
+        self.replayed = replay
         return replay
 
     # -- every epoch -------------------------------------------------------------------------
@@ -154,6 +169,7 @@ class Durability:
 
     def checkpoint(self, runtime, epochs: int) -> None:
         runtime.checkpoint_dir, runtime.fingerprint = self.root, self.fingerprint
+        runtime.checkpoint_extra = self._extra_files
         try:
             runtime.checkpoint()
         except OSError as exc:  # (the log still holds every epoch: nothing is lost)
@@ -167,6 +183,10 @@ class Durability:
         kept = [checkpoints.read_manifest(f).epoch for f in checkpoints.checkpoints(self.root)]
         if kept:
             WriteAheadLog.prune(self.root, min(kept), keep=self.log.path)
+
+    def _extra_files(self) -> dict:
+        extra = {} if self.extra_source is None else self.extra_source()
+        return {EXTRA: state_format.dumps(extra)} if extra else {}
 
     def close(self) -> None:
         if self.log is not None:
