@@ -405,7 +405,17 @@ class Program:
 
     def changes(self, name: str) -> list:
         """Net ``[(fact, +1 or -1)]`` since the previous call (or the start), sorted."""
-        changes = self._output(name).changes()
+        return self._net(name, self._output(name).changes())
+
+    def changes_by_epoch(self, name: str) -> dict:
+        """What :meth:`changes` would give, per epoch: ``{epoch: [(fact, +1 or -1)]}`` (a
+        resumed durable program re-emits the epochs since its checkpoint)."""
+        by_epoch: dict = {}
+        for change in self._output(name).changes():
+            by_epoch.setdefault(change[1], []).append(change)
+        return {epoch: self._net(name, found) for epoch, found in sorted(by_epoch.items())}
+
+    def _net(self, name: str, changes: list) -> list:
         net: dict = {}
         for row, _epoch, diff in changes:
             net[row] = net.get(row, 0) + diff

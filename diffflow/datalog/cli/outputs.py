@@ -93,14 +93,15 @@ def written_summary(written: list, out_dir: str, most: int = 6) -> str:
             f"{out_dir.rstrip('/')}/: {', '.join(named)}{more}")
 
 
-def write_changes(program, out_dir: str, number: int) -> None:
-    """Write the changes of every output relation since the previous call (step ``number``)."""
+def write_changes(program, out_dir: str, number: int, changes_of=None) -> None:
+    """Write the changes of every output relation since the previous call (step ``number``);
+    ``changes_of(name)``: the changes to write instead (default ``program.changes``)."""
     from diffflow.datalog.values.facts import io_options
 
     for relation in program.relations.values():
         if not relation.outputs:
             continue
-        changes = program.changes(relation.name)
+        changes = (changes_of or program.changes)(relation.name)
         directive = relation.outputs[0]
         delimiter, headers, rfc4180, _compress = io_options(directive.params)
         signs = ["+1" if d > 0 else "-1" for _, d in changes]

@@ -123,6 +123,13 @@ def add_commands(commands) -> None:
     run.add_argument("--trace", metavar="FILE",
                      help="record what every worker does (operator steps, messages, waits) as "
                           "JSON lines of raw events in FILE (see diffflow.runtime.tracing)")
+    run.add_argument("--checkpoint-dir", metavar="DIR",
+                     help="make the run durable: log every step in DIR before computing it and "
+                          "write checkpoints there; after a crash, the same command resumes "
+                          "where it stopped (README, \"Failures and recovery\")")
+    run.add_argument("--checkpoint-every", type=int, default=None, metavar="N",
+                     help="with --checkpoint-dir: a checkpoint every N steps (default 100), so "
+                          "a resume recomputes at most N")
     run.add_argument("--profile", metavar="FILE",
                      help="record time, tuples and rounds per rule and relation, per update "
                           "step and round, as JSON in FILE; show it with `diffflow profile FILE`")
@@ -238,8 +245,10 @@ def run_program(args) -> int:
         started = time.perf_counter()
     if args.provenance:
         options["provenance"] = True
+    options.update(durable_options(args))
     program = compile_program(args, partitions=jobs, outputs="directives", max_rounds=args.max_rounds,
                        **options)
+    resumed = program.flow.epoch  # (a durable run resumed: the epochs it holds already)
     if profiler is not None:
         profiler.attach(program)
     # the command line wins over a pragma
@@ -251,22 +260,27 @@ def run_program(args) -> int:
         # every input is read and checked before anything is computed or written
         steps = [(number, _read_step(program, folder))
                  for number, folder in (_steps(args.updates) if args.updates else [])]
-        counts = program.load_facts(fact_dir, progress=report, missing_ok=args.no_warn) \
-            if read is None else program.insert_read(read)
-        if args.verbose or sum(counts.values()) >= 100_000:
-            report.timed(f"loaded {sum(counts.values()):,} facts", time.perf_counter() - started)
-        started = time.perf_counter()
-        program.commit()
-        report.timed("computed the program", time.perf_counter() - started)
-        if profiler is not None:
-            profiler.step_done(0, (time.perf_counter() - started) * 1e9)
         if output_dir != "-":
             os.makedirs(output_dir, exist_ok=True)
-        written = write_states(program, output_dir)
-        _print_sizes(program)
-        for relation in program.relations.values():
-            if relation.outputs:
-                program.changes(relation.name)  # steps report changes from here on
+        last_step = steps[-1][0] if steps else None
+        if resumed:
+            steps = resume_steps(program, output_dir, steps, resumed, report)
+        else:
+            counts = program.load_facts(fact_dir, progress=report, missing_ok=args.no_warn) \
+                if read is None else program.insert_read(read)
+            if args.verbose or sum(counts.values()) >= 100_000:
+                report.timed(f"loaded {sum(counts.values()):,} facts",
+                             time.perf_counter() - started)
+            started = time.perf_counter()
+            program.commit()
+            report.timed("computed the program", time.perf_counter() - started)
+            if profiler is not None:
+                profiler.step_done(0, (time.perf_counter() - started) * 1e9)
+            written = write_states(program, output_dir)
+            _print_sizes(program)
+            for relation in program.relations.values():
+                if relation.outputs:
+                    program.changes(relation.name)  # steps report changes from here on
         for number, batches in steps:
             started = time.perf_counter()
             applied = _apply_step(program, batches)
@@ -277,8 +291,8 @@ def run_program(args) -> int:
                 profiler.step_done(number, (time.perf_counter() - started) * 1e9)
             write_changes(program, output_dir, number)
             _print_sizes(program)
-        if steps:  # the outputs' final state replaces their initial one
-            written = write_states(program, output_dir, after_step=steps[-1][0])
+        if steps or resumed:  # the outputs' final state replaces their initial one
+            written = write_states(program, output_dir, after_step=last_step)
         if written and (args.verbose or sys.stderr.isatty()):  # (scripts get Soufflé's silence)
             report(written_summary(written, output_dir))
         if profiler is not None:
@@ -296,6 +310,34 @@ def run_program(args) -> int:
     finally:
         program.close()
     return 0
+
+
+def durable_options(args) -> dict:
+    """``Program`` options of ``--checkpoint-dir`` (durable, and resuming what is there)."""
+    if args.checkpoint_dir is None:
+        if args.checkpoint_every is not None:
+            raise ValueError("--checkpoint-every needs --checkpoint-dir DIR")
+        return {}
+    if args.checkpoint_every is not None and args.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every must be at least 1, got {args.checkpoint_every}")
+    return dict(checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
+                durable=True, resume=True)
+
+
+def resume_steps(program, output_dir, steps: list, resumed: int, report) -> list:
+    """A durable run resumed after ``resumed`` epochs (the initial run and ``resumed - 1``
+    steps): the change files of those steps written again from the replayed epochs (a
+    crash may have come before they were), and the steps still to apply."""
+    done = steps[:resumed - 1]
+    report(f"resumed after {'the initial run' if resumed == 1 else f'step {done[-1][0]}'} "
+           f"from the checkpoint folder; {len(steps) - len(done)} steps to go")
+    by_relation = {r.name: program.changes_by_epoch(r.name)
+                   for r in program.relations.values() if r.outputs}
+    for epoch, (number, _batches) in enumerate(done, start=1):
+        if any(epoch in by_epoch for by_epoch in by_relation.values()):
+            write_changes(program, output_dir, number,
+                          lambda name, e=epoch: by_relation[name].get(e, []))
+    return steps[resumed - 1:]
 
 
 def explain_loop(option, pragmas: dict) -> bool:

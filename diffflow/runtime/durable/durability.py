@@ -70,6 +70,8 @@ class Durability:
         replay, ``[(entries, symbols), ...]`` (entries: ``(node id, rows, diffs)``)."""
         storage.make_folder(self.root)
         identity = self._identity()
+        if identity is not None and self._holds_nothing():
+            identity = None  # (started, but no epoch was ever logged: a fresh start)
         if identity is None:
             storage.commit_file(storage.join(self.root, IDENTITY), json.dumps(
                 {"format": checkpoints.FORMAT, "version": checkpoints.VERSION,
@@ -89,6 +91,10 @@ class Durability:
         self.logged_symbols = 0
         self.log = WriteAheadLog(self.root, start=self.checkpointed + len(replay))
         return replay
+
+    def _holds_nothing(self) -> bool:
+        return not checkpoints.checkpoints(self.root) and \
+            not WriteAheadLog.read(self.root, after=0)
 
     def _identity(self) -> dict | None:
         try:
