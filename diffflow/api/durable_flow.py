@@ -6,6 +6,8 @@ only connects it to the dataflow's inputs and epochs.  See docs/DURABILITY.md.
 """
 from __future__ import annotations
 
+from diffflow.common import failpoints
+
 
 def check_options(checkpoint_dir, durable: bool, resume: bool) -> None:
     """Refuse durability options that cannot work together, saying what to pass."""
@@ -46,3 +48,4 @@ def log_epoch(flow) -> None:
     """Log the epoch being closed (its staged rows) before anything of it is staged."""
     entries = [(h.node.id, rows, diffs) for h in flow._inputs for rows, diffs in h._staged]
     flow._durability.log_epoch(flow.epoch, entries)
+    failpoints.reached("logged")

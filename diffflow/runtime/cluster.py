@@ -46,6 +46,7 @@ import weakref
 import numpy as np
 
 from diffflow.arrangements.updates import Updates
+from diffflow.common import failpoints
 from diffflow.common.errors import WorkerLost, loop_overflow_error
 from diffflow.runtime.durable import checkpoints
 from diffflow.runtime.base import Runtime
@@ -174,6 +175,7 @@ class ClusterRuntime(Runtime):
         if log is not None:
             log.epoch = max(self.closed - 1, 0)   # the API's number of the newest epoch computed
         reports = self.transport.call_all("pointstamps", [()] * self.parts)
+        failpoints.reached("run")
         if log is None and self.transport.peers_agree:
             # the workers sweep and agree on progress among themselves (worker.cmd_run):
             # one message per peer a sweep, none through here
@@ -406,6 +408,7 @@ class ClusterRuntime(Runtime):
                 self._recover()
 
     def _rescale_step(self, routing: Routing, step: int | None) -> int:
+        failpoints.reached("rescale")
         self._sync_symbols()
         old = self.parts
         if routing.parts > old:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from diffflow.common import failpoints
 from diffflow.common.errors import loop_overflow_error
 from diffflow.runtime import lookups
 from diffflow.runtime.base import Runtime
@@ -78,6 +79,7 @@ class LocalRuntime(Runtime):
         self.sweeps = 1
         marked = False  # a run's first sweep looks at every node: inputs were staged
         while self.sweeper.sweep(self.frontiers, marked=marked):
+            failpoints.reached("run")
             self._recompute()
             self.sweeps += 1
             marked = True
@@ -166,6 +168,7 @@ class LocalRuntime(Runtime):
             migrate.set_plan(engine, key, step_of_bin)
 
     def rescale_step(self, routing: Routing, step: int | None = None) -> int:
+        failpoints.reached("rescale")
         for p in range(self.parts, routing.parts):  # partitions joining: empty, caught up
             engine = PartitionEngine(self.graph, p, routing.parts, self.symbols, self.topology,
                                      routing)

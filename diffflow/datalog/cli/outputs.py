@@ -31,6 +31,8 @@ from __future__ import annotations
 import os
 import sys
 
+from diffflow.common import failpoints
+
 CHANGE_COLUMN = "diff"  # the header of the +1 / -1 column of a step's changes
 
 
@@ -142,6 +144,7 @@ def write_file(path: str, header, lines, compress: bool = False) -> None:
                 f.write(header + "\n")
             if lines:
                 f.write("\n".join(lines) + "\n")
+        failpoints.reached("output")
         os.replace(temporary, path)
     except BaseException:  # (Ctrl-C too) no temporary file is left behind
         if os.path.exists(temporary):

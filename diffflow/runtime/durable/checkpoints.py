@@ -28,6 +28,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from diffflow.common import failpoints
 from diffflow.common.errors import DiffflowError
 from diffflow.runtime import storage
 
@@ -91,6 +92,7 @@ def commit(folder: str, epoch: int, partitions: int, files: dict, fingerprint: s
     """Write the manifest: from now on the checkpoint in ``folder`` is valid.  Call it only
     after every file in ``files`` is written durably."""
     storage.sync_folder(folder)  # (the data files' entries first)
+    failpoints.reached("checkpoint")
     manifest = {"format": FORMAT, "version": VERSION, "epoch": int(epoch),
                 "partitions": int(partitions), "fingerprint": fingerprint,
                 "routing": routing, "files": files, "extra": extra}
