@@ -66,7 +66,9 @@ class Program:
     where it runs, as for :class:`~diffflow.Dataflow` (``runtime="spark"``
     needs ``spark=session``); ``trace`` (a file path or a function) records
     what every partition worker does in each commit (see
-    :mod:`diffflow.runtime.tracing`).
+    :mod:`diffflow.runtime.tracing`); ``memory_limit`` (bytes, or ``"512MiB"``...)
+    stops a rule about to allocate past it, naming the rule's ``file:line``, as for
+    :class:`~diffflow.Dataflow`.
 
     Text with ``#include``, ``#define``, ``#if``... goes through the C
     preprocessor first, as in Soufflé (see :mod:`~diffflow.datalog.syntax.preprocess`):
@@ -83,7 +85,8 @@ class Program:
                  outputs=None, max_rounds: int | None = None, *, runtime: str = "local",
                  spark=None, checkpoint_every: int | None = None,
                  checkpoint_dir: str | None = None, include_dirs=None, macros=None, trace=None,
-                 provenance: bool | None = None, functors: dict | None = None):
+                 provenance: bool | None = None, functors: dict | None = None,
+                 memory_limit: int | str | None = None):
         self.source, self.filename = source, filename
         self._text_options = {"include_dirs": include_dirs, "macros": macros,
                               "functors": functors}  # (what a replica is built with)
@@ -107,7 +110,7 @@ class Program:
             self.relations = self.analysed.relations
             self.warnings += [w for w in self.analysed.warnings if w not in self.warnings]
         options = dict(runtime=runtime, spark=spark, checkpoint_every=checkpoint_every,
-                       checkpoint_dir=checkpoint_dir, trace=trace)
+                       checkpoint_dir=checkpoint_dir, trace=trace, memory_limit=memory_limit)
         if provenance is None:  # Soufflé's switch: .pragma "provenance" "explain"
             provenance = "provenance" in self.pragmas
         self.provenance = bool(provenance)
