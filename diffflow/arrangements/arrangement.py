@@ -41,7 +41,7 @@ def split_by_owner(updates: Updates, key_columns, parts: int, owners) -> list[Up
     columns = list(key_columns)
     n = len(updates)  # (the chunk is copied in partition order, with its permutation)
     memory_budget.reserve(n * 8 * (updates.width + updates.dim + 3),
-                          f"routing {n:,} updates to {parts} partitions")
+                          "routing {:,} updates to {} partitions", n, parts)
     # all columns in their own order need no copy; any other selection or order does
     keys = updates.rows if columns == list(range(updates.width)) else updates.rows[:, columns]
     part = owners(np.ascontiguousarray(keys))

@@ -67,7 +67,7 @@ def consolidate_chunks(chunks, width: int, dim: int, consume: bool = False):
     n = sum(len(p[2]) for p in parts)
     # the result and the sort's words (and the concatenation some tactics need)
     memory_budget.reserve(n * 8 * (2 * (width + dim + 1) + 1),
-                          f"consolidating {n:,} updates of {len(parts)} chunks")
+                          "consolidating {:,} updates of {} chunks", n, len(parts))
     if small.prefer(n, small.SMALL, n):
         return small.consolidate(*_concat(parts))
     K = columnar._k()

@@ -353,7 +353,7 @@ def consolidate(rows, times, diffs):
     n = r.shape[0]
     # the result, and the sort's words and permutation
     memory_budget.reserve(n * 8 * (r.shape[1] + t.shape[1] + 3),
-                          f"consolidating {n:,} updates")
+                          "consolidating {:,} updates", n)
     if n >= 2 and small.prefer(n, small.SMALL, n):
         return small.consolidate(r, t, d)
     state = _k().sortedness(r, t) if n >= 2 else 2
@@ -410,7 +410,7 @@ def merge_consolidated(rows_a, times_a, diffs_a, rows_b, times_b, diffs_b):
     _same_width(ta, tb, "times_a", "times_b")
     cap = ra.shape[0] + rb.shape[0]
     memory_budget.reserve(cap * 8 * (ra.shape[1] + ta.shape[1] + 1),
-                          f"merging {cap:,} updates")
+                          "merging {:,} updates", cap)
     if small.prefer(cap, small.SMALL, cap):
         return small.merge_consolidated(ra, ta, da, rb, tb, db)
     out = (np.empty((cap, ra.shape[1]), np.int64), np.empty((cap, ta.shape[1]), np.int64),
@@ -664,7 +664,7 @@ def gather_prefix_unchecked(rows, times, diffs, width: int, queries):
     lo, hi = np.empty(m, np.int64), np.empty(m, np.int64)
     total = K.prefix_ranges(rows, queries, width, lo, hi, np.empty(K.GROUP, np.int64))
     memory_budget.reserve(total * 8 * (rows.shape[1] + times.shape[1] + 2),
-                          f"a lookup of {m:,} keys finding {total:,} updates")
+                          "a lookup of {:,} keys finding {:,} updates", m, total)
     out = (np.empty(total, np.int64), np.empty((total, rows.shape[1]), np.int64),
            np.empty((total, times.shape[1]), np.int64), np.empty(total, np.int64))
     K.gather_ranges(rows, times, diffs, lo, hi, *out)
@@ -733,7 +733,7 @@ def match_sorted(left_keys, right_keys):
         return small.match_sorted(a, b)
     K = _k()
     total = K.match_count(a, b)
-    memory_budget.reserve(total * 16, f"a list of {total:,} matching pairs of keys")
+    memory_budget.reserve(total * 16, "a list of {:,} matching pairs of keys", total)
     li = np.empty(total, dtype=np.int64)
     ri = np.empty(total, dtype=np.int64)
     K.match_fill(a, b, li, ri)

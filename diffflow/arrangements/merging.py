@@ -54,7 +54,7 @@ class FuelledMerge:
         self._dead = (older.dead, newer.dead)  # the dead bins when the merge began
         cap = len(older) + len(newer)
         memory_budget.reserve(cap * 8 * (older.width + older.dim + 1),
-                              f"a merge of two trace batches ({cap:,} rows)")
+                              "a merge of two trace batches ({:,} rows)", cap)
         self._out = (np.empty((cap, older.width), np.int64),
                      np.empty((cap, older.dim), np.int64), np.empty(cap, np.int64))
         self._bins = None  # (bin count, the result's bins, how many are hashed): see below

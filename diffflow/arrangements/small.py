@@ -360,7 +360,7 @@ def expand_ranges(lo: np.ndarray, hi: np.ndarray):
     counts = hi - lo
     total = int(counts.sum())
     # the two results, and numpy's temporaries for the positions
-    memory_budget.reserve(total * 32, f"a list of {total:,} matching pairs")
+    memory_budget.reserve(total * 32, "a list of {:,} matching pairs", total)
     query = np.repeat(np.arange(len(lo), dtype=np.int64), counts)
     starts = np.cumsum(counts) - counts
     positions = np.arange(total, dtype=np.int64) + np.repeat(lo - starts, counts)

@@ -80,7 +80,7 @@ def concat(chunks: Sequence[Updates], width: int, dim: int) -> Updates:
     if len(chunks) == 1:
         return chunks[0]
     n = sum(len(c) for c in chunks)
-    memory_budget.reserve(n * 8 * (width + dim + 1), f"concatenating {n:,} updates")
+    memory_budget.reserve(n * 8 * (width + dim + 1), "concatenating {:,} updates", n)
     return Updates(np.concatenate([c.rows for c in chunks]),
                    np.concatenate([c.times for c in chunks]),
                    np.concatenate([c.diffs for c in chunks]))

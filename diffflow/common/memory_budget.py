@@ -156,13 +156,14 @@ def held() -> int:
     return total
 
 
-def reserve(nbytes: int, what: str, pending: int = 0) -> None:
-    """Check that ``nbytes`` more (for ``what``, e.g. ``"join output (…rows)"``) fit under
-    the limit, with :func:`held` and ``pending`` (bytes the caller already holds for the same
-    step); raise :class:`~diffflow.common.errors.MemoryLimitError` if not.  Call it before
-    allocating; it does nothing without a limit or for fewer than :data:`CHECK_FROM` bytes.
+def reserve(nbytes: int, what: str, *details, pending: int = 0) -> None:
+    """Check that ``nbytes`` more (for ``what``, e.g. ``"merging {:,} updates"``, formatted
+    with ``details`` only for an error: callers pay no formatting) fit under the limit, with
+    :func:`held` and ``pending`` (bytes the caller already holds for the same step); raise
+    :class:`~diffflow.common.errors.MemoryLimitError` if not.  Call it before allocating; it
+    does nothing without a limit or for fewer than :data:`CHECK_FROM` bytes.
 
-    >>> reserve(10 ** 12, "nothing: no limit is set")
+    >>> reserve(10 ** 12, "{:,} bytes: nothing happens, no limit is set", 10 ** 12)
     """
     cap = _limit[0]
     if cap is None or nbytes < CHECK_FROM:
@@ -176,6 +177,7 @@ def reserve(nbytes: int, what: str, pending: int = 0) -> None:
     kept = held()
     known[:] = [kept, nbytes, 0]
     if kept + pending + nbytes > cap:
+        what = what.format(*details) if details else what
         raise MemoryLimitError(
             f"{what} needs {format_size(nbytes)}, which with the {format_size(kept + pending)} "
             f"already held would pass the memory limit of {format_size(cap)}",

@@ -118,7 +118,7 @@ def _reserve(n: int, total: int, left, perm: np.ndarray, pending) -> None:
     what = (f"join output ({total:,} rows)" if n == total else
             f"join output (the next {n:,} of {total:,} rows, "
             f"{memory_budget.format_size(total * nbytes // n)} in all before consolidation)")
-    memory_budget.reserve(nbytes, what, pending() if pending is not None else 0)
+    memory_budget.reserve(nbytes, what, pending=pending() if pending is not None else 0)
 
 
 def _output(left, perm: np.ndarray, n: int):

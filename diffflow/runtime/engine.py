@@ -358,9 +358,12 @@ class PartitionEngine:
         topo = self.topology
         for nid in topo.traced:
             frontier = topo.compaction_frontier(nid, frontiers)
-            self.ops[nid].compact(antichain_of(frontier, self.nodes[nid].dim))
-            for spine in self.ops[nid].traces():
-                spine.idle()  # merges the run started move on while nothing else runs
+            try:
+                self.ops[nid].compact(antichain_of(frontier, self.nodes[nid].dim))
+                for spine in self.ops[nid].traces():
+                    spine.idle()  # merges the run started move on while nothing else runs
+            except MemoryLimitError as exc:  # (a merge's buffer: name the trace's operator)
+                raise over_limit(exc, self.nodes[nid]) from exc
         # a big run left freed heap pages behind: give them back
         memory.trim_if_busy(memory.TRIM_AFTER_ROWS // 4)
         cut: dict = {}

@@ -48,7 +48,7 @@ def range_values(start, end, step, kind: str, row_bytes: int = 0):
     counts = counts.astype(np.int64)
     total = int(counts.sum())
     # the row index, the offsets, the values (and numpy's temporaries), and the caller's
-    memory_budget.reserve(total * (32 + row_bytes), f"range(...) making {total:,} values")
+    memory_budget.reserve(total * (32 + row_bytes), "range(...) making {:,} values", total)
     if total > MAX_GENERATED:
         raise ExpressionError(f"range(...) would make {total:,} values in one batch (the "
                               f"limit is {MAX_GENERATED:,}); narrow the bounds or the step")
