@@ -146,3 +146,32 @@ def test_processes_runtime_limits_each_worker():
         assert out.snapshot() == {(0, i, 10 * j): 1 for i in range(200) for j in range(200)}
     finally:
         flow.close()
+
+
+def test_held_bytes_count_the_traces_and_follow_them():
+    import gc
+
+    import numpy as np
+
+    from diffflow.arrangements.spine import Spine
+    from diffflow.arrangements.updates import Updates
+    from diffflow.lattice import Antichain
+
+    rows = 100_000  # 2 row columns, a time and a diff: 3.2 MB, counted by hand
+    gc.collect()
+    others = memory_budget.held()  # (traces of other tests' dataflows still alive here)
+    trace = Spine(width=2, key_width=1, dim=1)
+    memory_budget.set_limit(others + 5 * MiB)
+    try:
+        trace.insert_updates(Updates(np.arange(2 * rows).reshape(rows, 2),
+                                     np.zeros((rows, 1), np.int64), np.ones(rows, np.int64)),
+                             Antichain([(1,)]))
+        assert trace.held_bytes() == rows * 4 * 8
+        with pytest.raises(MemoryLimitError, match="a test array needs 2.0 MiB") as caught:
+            memory_budget.reserve(2 * MiB, "a test array")
+        assert caught.value.held >= rows * 4 * 8
+        del trace, caught
+        gc.collect()  # the trace is gone: its bytes no longer count
+        memory_budget.reserve(2 * MiB, "a test array")
+    finally:
+        memory_budget.set_limit(None)
