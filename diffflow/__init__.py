@@ -30,15 +30,16 @@ from diffflow.api import (Aggregate, Arranged, Collection, Dataflow, InputCollec
                           Variable, col, count, lit, max, min, per_group, sum)
 from diffflow.api import features as _features
 from diffflow.common.errors import (DatalogError, DatalogWarning, DiffflowError, ExplainError,
-                                    ExpressionError, GraphError, NonConvergenceError, OperatorError,
-                                    WorkerLost)
+                                    ExpressionError, GraphError, MemoryLimitError,
+                                    NonConvergenceError, OperatorError, WorkerLost)
 from diffflow.common import VERSION as __version__  # noqa: F401 - the package's version
 from diffflow.common.schema import Schema
 from diffflow.streaming import StreamingView
 
 __all__ = ["Dataflow", "Collection", "InputCollection", "Arranged", "Output", "Aggregate",
            "Loop", "Variable", "DiffflowError", "GraphError", "ExpressionError", "ExplainError",
-           "WorkerLost", "OperatorError", "NonConvergenceError", "Schema", "Program",
+           "WorkerLost", "OperatorError", "MemoryLimitError", "NonConvergenceError", "Schema",
+           "Program",
            "DatalogError", "DatalogWarning", "StreamingView", "col", "lit", "count", "sum",
            "min", "max", "per_group", "vectorized"]
 

@@ -25,7 +25,7 @@ import numpy as np
 from diffflow.api import durable_flow, features
 from diffflow.api.inputs import InputCollection
 from diffflow.api.iteration import Loop
-from diffflow.common import memory
+from diffflow.common import memory, memory_budget
 from diffflow.common.errors import DiffflowError, ExplainError, GraphError, OperatorError
 from diffflow.common.schema import Schema, SymbolTable
 from diffflow.dataflow.graph import Graph
@@ -86,7 +86,11 @@ class Dataflow:
     trace file, ``dashboard=PORT`` serves its live dashboard on
     ``127.0.0.1:PORT`` while the dataflow runs (``diffflow pag serve``), until
     :meth:`close`.  (Explanations and the dashboard attach through
-    :mod:`diffflow.api.features`.)
+    :mod:`diffflow.api.features`.)  ``memory_limit`` (bytes, or a size such as
+    ``"512MiB"``, ``"2GB"``) stops an operator about to allocate past it, with an error
+    naming the operator and its line, before the allocation: it counts the engine's
+    arrays (traces and big intermediates; :mod:`diffflow.common.memory_budget`) of this
+    process, or of each worker process on multi-process runtimes; off (None) by default.
 
     >>> import diffflow as dd
     >>> flow = dd.Dataflow(partitions=2)
@@ -103,11 +107,13 @@ class Dataflow:
     _features: dict = {}   # name -> attached feature (diffflow.api.features)
     _unrun = False      # epochs closed by advance(run=False) and not computed yet
     _rescaling = None   # the rescaling driver, once a plan was asked for
+    memory_limit = None  # bytes per process, or None (a Dataflow pickled before limits)
 
     def __init__(self, partitions: int = 1, runtime: str = "local", spark=None, *,
                  checkpoint_every: int | None = None, checkpoint_dir: str | None = None,
                  trace=None, explain: bool = False, dashboard: int | None = None,
-                 durable: bool = False, resume: bool = False):
+                 memory_limit: int | str | None = None, durable: bool = False,
+                 resume: bool = False):
         if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
             raise ValueError(f"partitions must be a positive int, got {partitions!r}")
         if runtime not in RUNTIMES:
@@ -121,6 +127,7 @@ class Dataflow:
                                              or checkpoint_every < 1):
             raise ValueError(f"checkpoint_every must be a positive int or None, "
                              f"got {checkpoint_every!r}")
+        self.memory_limit = memory_budget.parse_size(memory_limit)
         durable_flow.check_options(checkpoint_dir, durable, resume)
         self.durable, self._resume = bool(durable or resume), bool(resume)
         self.explain = bool(explain)
@@ -142,6 +149,7 @@ class Dataflow:
         self.checkpoint_every, self.checkpoint_dir = checkpoint_every, checkpoint_dir
         self.partitions = partitions
         self.graph = Graph()
+        self.graph.memory_limit = self.memory_limit  # (worker processes take it from the graph)
         self.symbols = SymbolTable()
         self.epoch = 0
         self._inputs: list[InputCollection] = []
@@ -385,9 +393,12 @@ class Dataflow:
     def _run_checked(self, runtime) -> None:
         """Run ``runtime``; an operator that fails leaves the epoch half computed (some
         operators took their input, others did not), so the dataflow refuses to go on
-        rather than give silently incomplete results."""
+        rather than give silently incomplete results (a
+        :class:`~diffflow.common.errors.MemoryLimitError` is such a failure).  The run is
+        under this dataflow's memory limit (the process's otherwise)."""
         try:
-            runtime.run()
+            with memory_budget.limited(self.memory_limit):
+                runtime.run()
         except OperatorError as exc:
             self._failed = exc
             raise

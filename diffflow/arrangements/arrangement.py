@@ -13,6 +13,7 @@ import numpy as np
 from diffflow.arrangements import columnar
 from diffflow.arrangements.spine import Spine
 from diffflow.arrangements.updates import Updates
+from diffflow.common import memory_budget
 from diffflow.lattice import Antichain
 
 
@@ -38,6 +39,9 @@ def split_by_owner(updates: Updates, key_columns, parts: int, owners) -> list[Up
     [1, 2]
     """
     columns = list(key_columns)
+    n = len(updates)  # (the chunk is copied in partition order, with its permutation)
+    memory_budget.reserve(n * 8 * (updates.width + updates.dim + 3),
+                          "routing {:,} updates to {} partitions", n, parts)
     # all columns in their own order need no copy; any other selection or order does
     keys = updates.rows if columns == list(range(updates.width)) else updates.rows[:, columns]
     part = owners(np.ascontiguousarray(keys))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.arrangements import columnar, layout, small
+from diffflow.common import memory_budget
 
 
 def _concat(parts):
@@ -64,6 +65,9 @@ def consolidate_chunks(chunks, width: int, dim: int, consume: bool = False):
         return columnar.consolidate(*(parts[0] if parts else (
             np.zeros((0, width), np.int64), np.zeros((0, dim), np.int64), np.zeros(0, np.int64))))
     n = sum(len(p[2]) for p in parts)
+    # the result and the sort's words (and the concatenation some tactics need)
+    memory_budget.reserve(n * 8 * (2 * (width + dim + 1) + 1),
+                          "consolidating {:,} updates of {} chunks", n, len(parts))
     if small.prefer(n, small.SMALL, n):
         return small.consolidate(*_concat(parts))
     K = columnar._k()

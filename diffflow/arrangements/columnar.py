@@ -80,6 +80,7 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.arrangements import layout, small
+from diffflow.common import memory_budget
 
 __all__ = [
     "sort_permutation",
@@ -350,6 +351,9 @@ def consolidate(rows, times, diffs):
     """
     r, t, d = _triple(rows, times, diffs)
     n = r.shape[0]
+    # the result, and the sort's words and permutation
+    memory_budget.reserve(n * 8 * (r.shape[1] + t.shape[1] + 3),
+                          "consolidating {:,} updates", n)
     if n >= 2 and small.prefer(n, small.SMALL, n):
         return small.consolidate(r, t, d)
     state = _k().sortedness(r, t) if n >= 2 else 2
@@ -405,6 +409,8 @@ def merge_consolidated(rows_a, times_a, diffs_a, rows_b, times_b, diffs_b):
     _same_width(ra, rb, "rows_a", "rows_b")
     _same_width(ta, tb, "times_a", "times_b")
     cap = ra.shape[0] + rb.shape[0]
+    memory_budget.reserve(cap * 8 * (ra.shape[1] + ta.shape[1] + 1),
+                          "merging {:,} updates", cap)
     if small.prefer(cap, small.SMALL, cap):
         return small.merge_consolidated(ra, ta, da, rb, tb, db)
     out = (np.empty((cap, ra.shape[1]), np.int64), np.empty((cap, ta.shape[1]), np.int64),
@@ -657,6 +663,8 @@ def gather_prefix_unchecked(rows, times, diffs, width: int, queries):
     K = _k()
     lo, hi = np.empty(m, np.int64), np.empty(m, np.int64)
     total = K.prefix_ranges(rows, queries, width, lo, hi, np.empty(K.GROUP, np.int64))
+    memory_budget.reserve(total * 8 * (rows.shape[1] + times.shape[1] + 2),
+                          "a lookup of {:,} keys finding {:,} updates", m, total)
     out = (np.empty(total, np.int64), np.empty((total, rows.shape[1]), np.int64),
            np.empty((total, times.shape[1]), np.int64), np.empty(total, np.int64))
     K.gather_ranges(rows, times, diffs, lo, hi, *out)
@@ -725,6 +733,7 @@ def match_sorted(left_keys, right_keys):
         return small.match_sorted(a, b)
     K = _k()
     total = K.match_count(a, b)
+    memory_budget.reserve(total * 16, "a list of {:,} matching pairs of keys", total)
     li = np.empty(total, dtype=np.int64)
     ri = np.empty(total, dtype=np.int64)
     K.match_fill(a, b, li, ri)

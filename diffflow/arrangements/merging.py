@@ -24,6 +24,7 @@ import numpy as np
 
 from diffflow.arrangements import columnar, small
 from diffflow.arrangements.batch import Batch, died_since, inherit
+from diffflow.common import memory_budget
 from diffflow.lattice import Antichain, advance_by
 
 # the smallest slice worth a kernel call (its rows of fuel are spent at once)
@@ -52,6 +53,8 @@ class FuelledMerge:
         self.older, self.newer, self.frontier = older, newer, frontier
         self._dead = (older.dead, newer.dead)  # the dead bins when the merge began
         cap = len(older) + len(newer)
+        memory_budget.reserve(cap * 8 * (older.width + older.dim + 1),
+                              "a merge of two trace batches ({:,} rows)", cap)
         self._out = (np.empty((cap, older.width), np.int64),
                      np.empty((cap, older.dim), np.int64), np.empty(cap, np.int64))
         self._bins = None  # (bin count, the result's bins, how many are hashed): see below
@@ -60,6 +63,10 @@ class FuelledMerge:
 
     def __len__(self) -> int:
         return len(self.older) + len(self.newer)
+
+    def buffer_bytes(self) -> int:
+        """Bytes of the result's buffer (allocated whole when the merge starts)."""
+        return 0 if self._out is None else sum(a.nbytes for a in self._out)
 
     @property
     def left(self) -> int:

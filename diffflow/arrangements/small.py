@@ -35,6 +35,8 @@ import itertools
 
 import numpy as np
 
+from diffflow.common import memory_budget
+
 # Row counts up to which the numpy tactic sorts and merges ...
 SMALL = 256
 # ... and rows x queries up to which it compares every pair (searches, joins, closures).
@@ -357,6 +359,8 @@ def expand_ranges(lo: np.ndarray, hi: np.ndarray):
     """
     counts = hi - lo
     total = int(counts.sum())
+    # the two results, and numpy's temporaries for the positions
+    memory_budget.reserve(total * 32, "a list of {:,} matching pairs", total)
     query = np.repeat(np.arange(len(lo), dtype=np.int64), counts)
     starts = np.cumsum(counts) - counts
     positions = np.arange(total, dtype=np.int64) + np.repeat(lo - starts, counts)

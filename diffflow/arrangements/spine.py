@@ -47,7 +47,7 @@ from diffflow.arrangements import columnar
 from diffflow.arrangements.batch import Batch, merge
 from diffflow.arrangements.merging import FuelledMerge
 from diffflow.arrangements.updates import Updates, concat
-from diffflow.common import memory
+from diffflow.common import memory, memory_budget
 from diffflow.lattice import Antichain
 
 # Batches below this many updates are merged with the next one regardless of the
@@ -93,6 +93,7 @@ class Spine:
         self.upper = Antichain.minimum(dim)
         self.merges: list[FuelledMerge] = []  # under way, each of two adjacent batches
         self.inserted = 0  # rows inserted since the last idle()
+        memory_budget.SPINES.add(self)  # (what a memory limit counts as held)
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -103,9 +104,26 @@ class Spine:
         self.__dict__.update(state)
         self.__dict__.setdefault("merges", [])
         self.__dict__.setdefault("inserted", 0)
+        memory_budget.SPINES.add(self)
 
     def __len__(self) -> int:
         return sum(len(b) for b in self.batches)
+
+    def held_bytes(self) -> int:
+        """Bytes of the batches' arrays and of the buffers of merges under way (what a
+        memory limit counts, :mod:`diffflow.common.memory_budget`).
+
+        >>> s = Spine(width=2, key_width=1, dim=1)
+        >>> _ = s.insert_updates(Updates.from_lists([(1, 10)], [(0,)], [1]), Antichain([(1,)]))
+        >>> s.held_bytes()  # one row: 2 row columns, 1 time, 1 diff
+        32
+        """
+        total = 0
+        for b in self.batches:
+            total += b.rows.nbytes + b.times.nbytes + b.diffs.nbytes
+        for m in self.merges:
+            total += m.buffer_bytes()
+        return total
 
     def insert(self, batch: Batch) -> None:
         """Append a batch whose ``lower`` is the spine's ``upper``; merge geometrically

@@ -12,6 +12,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from diffflow.arrangements import columnar
+from diffflow.common import memory_budget
 
 
 class Updates(NamedTuple):
@@ -78,6 +79,8 @@ def concat(chunks: Sequence[Updates], width: int, dim: int) -> Updates:
         return Updates.empty(width, dim)
     if len(chunks) == 1:
         return chunks[0]
+    n = sum(len(c) for c in chunks)
+    memory_budget.reserve(n * 8 * (width + dim + 1), "concatenating {:,} updates", n)
     return Updates(np.concatenate([c.rows for c in chunks]),
                    np.concatenate([c.times for c in chunks]),
                    np.concatenate([c.diffs for c in chunks]))

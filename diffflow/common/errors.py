@@ -9,6 +9,8 @@ failures while computing), so older ``except ValueError`` code keeps working.
 * :class:`DatalogError` / :class:`DatalogWarning` -- a problem in a Datalog
   program or fact file, located as ``file:line:col`` with the line and a caret;
 * :class:`OperatorError` -- an operator failed on data (names it and its line);
+* :class:`MemoryLimitError` -- an operator would have passed the memory limit (an
+  ``OperatorError`` and a ``MemoryError``; :mod:`diffflow.common.memory_budget`);
 * :class:`NonConvergenceError` -- a loop still changed after its round limit;
 * :class:`WorkerLost` -- a partition worker process or Spark task died;
 * :class:`ExplainError` -- a row or fact that cannot be explained (not in its output, or
@@ -39,6 +41,30 @@ class ExpressionError(GraphError):
 
 class OperatorError(DiffflowError, RuntimeError):
     """An operator failed while processing data; names the operator and the user's line."""
+
+
+class MemoryLimitError(OperatorError, MemoryError):
+    """An allocation would have passed the memory limit (``Dataflow(memory_limit=...)``,
+    :mod:`diffflow.common.memory_budget`); raised before allocating.  ``needed`` is the
+    bytes asked for, ``held`` those already held, ``limit`` the limit, ``what`` the array,
+    ``operator`` the operator that asked (empty until the partition engine names it).
+
+    >>> import pickle
+    >>> err = pickle.loads(pickle.dumps(MemoryLimitError("join output needs 3.0 GiB, ...",
+    ...                                                  3 << 30, 1 << 20, 1 << 30, "join output")))
+    >>> err.needed, err.what, isinstance(err, MemoryError), isinstance(err, OperatorError)
+    (3221225472, 'join output', True, True)
+    """
+
+    def __init__(self, message: str, needed: int = 0, held: int = 0, limit: int = 0,
+                 what: str = "", operator: str = ""):
+        super().__init__(message)
+        self.needed, self.held, self.limit, self.what = needed, held, limit, what
+        self.operator = operator
+
+    def __reduce__(self):
+        return type(self), (self.args[0], self.needed, self.held, self.limit, self.what,
+                            self.operator)
 
 
 class ExplainError(DiffflowError, ValueError):

@@ -105,6 +105,10 @@ class Node(Fields):
 class Graph:
     """An append-only list of nodes with their consumers."""
 
+    # bytes each process computing the graph may hold in the engine's arrays, or None
+    # (``Dataflow(memory_limit=...)``; travels with the graph to worker processes)
+    memory_limit = None
+
     def __init__(self):
         self.nodes: list[Node] = []
         self.root = Scope(0)

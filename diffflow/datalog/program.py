@@ -67,7 +67,9 @@ class Program:
     where it runs, as for :class:`~diffflow.Dataflow` (``runtime="spark"``
     needs ``spark=session``); ``trace`` (a file path or a function) records
     what every partition worker does in each commit (see
-    :mod:`diffflow.runtime.tracing`).  ``durable=True`` (with ``checkpoint_dir``) logs
+    :mod:`diffflow.runtime.tracing`); ``memory_limit`` (bytes, or ``"512MiB"``...)
+    stops a rule about to allocate past it, naming the rule's ``file:line``, as for
+    :class:`~diffflow.Dataflow`.  ``durable=True`` (with ``checkpoint_dir``) logs
     every commit before computing it, and ``resume=True`` continues from what a crashed
     run left there (docs/DURABILITY.md).
 
@@ -87,7 +89,8 @@ class Program:
                  spark=None, checkpoint_every: int | None = None,
                  checkpoint_dir: str | None = None, include_dirs=None, macros=None, trace=None,
                  provenance: bool | None = None, functors: dict | None = None,
-                 durable: bool = False, resume: bool = False):
+                 memory_limit: int | str | None = None, durable: bool = False,
+                 resume: bool = False):
         self.source, self.filename = source, filename
         self._text_options = {"include_dirs": include_dirs, "macros": macros,
                               "functors": functors}  # (what a replica is built with)
@@ -111,8 +114,8 @@ class Program:
             self.relations = self.analysed.relations
             self.warnings += [w for w in self.analysed.warnings if w not in self.warnings]
         options = dict(runtime=runtime, spark=spark, checkpoint_every=checkpoint_every,
-                       checkpoint_dir=checkpoint_dir, trace=trace, durable=durable,
-                       resume=resume)
+                       checkpoint_dir=checkpoint_dir, trace=trace, memory_limit=memory_limit,
+                       durable=durable, resume=resume)
         if provenance is None:  # Soufflé's switch: .pragma "provenance" "explain"
             provenance = "provenance" in self.pragmas
         self.provenance = bool(provenance)

@@ -32,6 +32,7 @@ from diffflow.arrangements.batch import Batch
 from diffflow.arrangements.chunked import consolidate_chunks
 from diffflow.arrangements.small import expand_ranges
 from diffflow.arrangements.updates import Updates, concat
+from diffflow.common import memory_budget
 from diffflow.operators.base import Operator
 
 
@@ -108,6 +109,18 @@ def _sources(left, key_width: int, perm: np.ndarray) -> np.ndarray:
     return np.where(perm < lw, perm, perm + key_width)
 
 
+def _reserve(n: int, total: int, left, perm: np.ndarray, pending) -> None:
+    """Check ``n`` output rows (of ``total`` this join of two batches makes) fit under the
+    memory limit, with what the step holds already (``pending()``)."""
+    if memory_budget.limit() is None:
+        return
+    nbytes = n * 8 * (len(perm) + left.times.shape[1] + 1)
+    what = (f"join output ({total:,} rows)" if n == total else
+            f"join output (the next {n:,} of {total:,} rows, "
+            f"{memory_budget.format_size(total * nbytes // n)} in all before consolidation)")
+    memory_budget.reserve(nbytes, what, pending=pending() if pending is not None else 0)
+
+
 def _output(left, perm: np.ndarray, n: int):
     """Empty ``(rows, times, diffs)`` for ``n`` joined updates."""
     return (np.empty((n, len(perm)), np.int64), np.empty((n, left.times.shape[1]), np.int64),
@@ -120,9 +133,13 @@ def join_updates(left, right, key_width: int, perm: np.ndarray) -> Updates:
     return pieces[0] if pieces else None
 
 
-def join_pieces(left, right, key_width: int, perm: np.ndarray, limit: int | None = None):
+def join_pieces(left, right, key_width: int, perm: np.ndarray, limit: int | None = None,
+                pending=None):
     """:func:`join_updates` as chunks of about ``limit`` rows at most (whole runs of a probe
     row; None: one chunk), so a caller can consolidate a big join's output as it comes.
+    Each chunk is reserved under the memory limit before it is written
+    (:mod:`diffflow.common.memory_budget`), with ``pending()`` the bytes the caller still
+    holds of earlier chunks.
 
     >>> columnar.load_kernels()
     >>> a = Batch.from_updates(Updates.from_lists([(1, 5), (2, 6)], [(0,)] * 2, [1, 1]), 1,
@@ -148,6 +165,7 @@ def join_pieces(left, right, key_width: int, perm: np.ndarray, limit: int | None
             n = int(ends[b - 1] - (ends[a - 1] if a else 0))
             if not n:
                 continue
+            _reserve(n, total, left, perm, pending)
             rows, times, diffs = _output(left, perm, n)
             _kernels().emit_ranges(probe.rows[a:b], probe.times[a:b], probe.diffs[a:b],
                                    batch.rows, batch.times, batch.diffs, lo[a:b], hi[a:b],
@@ -165,6 +183,7 @@ def join_pieces(left, right, key_width: int, perm: np.ndarray, limit: int | None
         return
     # the right row's key columns are skipped: shift its sources past them
     lw = left.rows.shape[1]
+    _reserve(len(li), len(li), left, perm, pending)
     if small.prefer(len(li), small.SMALL, len(li)):
         # column by column: np.take of a column is ~5x faster than gathering whole rows
         rows = np.empty((len(li), len(perm)), np.int64)
@@ -208,6 +227,7 @@ class Compacting:
         self.done: Updates | None = None  # the consolidated part
         self.fresh: list = []
         self.fresh_rows = 0
+        self.nbytes = 0  # of the chunks held (for the memory limit)
 
     def extend(self, chunks) -> None:
         for u in chunks:
@@ -215,6 +235,7 @@ class Compacting:
                 continue
             self.fresh.append(u)
             self.fresh_rows += len(u)
+            self.nbytes += u.rows.nbytes + u.times.nbytes + u.diffs.nbytes
             if self.fresh_rows >= max(self.limit, len(self.done) if self.done else 0):
                 self._consolidate()
 
@@ -223,8 +244,13 @@ class Compacting:
         before = sum(len(p) for p in parts)
         self.done = Updates(*consolidate_chunks(parts, self.width, self.dim))
         self.fresh, self.fresh_rows = [], 0
+        self.nbytes = self.done.rows.nbytes + self.done.times.nbytes + self.done.diffs.nbytes
         if len(self.done) > 0.9 * before:  # hardly any row repeats: not worth the sorts
             self.limit = 1 << 62
+
+    def held(self) -> int:
+        """Bytes of the chunks held so far."""
+        return self.nbytes
 
     def chunks(self) -> list:
         """The step's output: the consolidated chunk, then the chunks since."""
@@ -253,20 +279,22 @@ class JoinOp(Operator):
         d_left = self._delta(inputs, 0)
         d_right = self._delta(inputs, 1)
         out = Compacting(len(perm), self.ctx.dim)
+        held = out.held  # (what the join holds counts under a memory limit)
         if d_left is not None:
             for batch in self.right_spine.batches:
-                out.extend(join_pieces(d_left, batch, kk, perm, COMPACT_ROWS))
+                out.extend(join_pieces(d_left, batch, kk, perm, COMPACT_ROWS, held))
         if d_right is not None:
             fresh = _fresh_batches(inputs[0], self.left_spine) if d_left is not None else set()
             if fresh is not None:
                 # dA (B + dB) + A dB: the left spine without dA's batches is A, so no term cancels
                 for batch in self.left_spine.batches:
                     if id(batch) not in fresh:
-                        out.extend(join_pieces(batch, d_right, kk, perm, COMPACT_ROWS))
+                        out.extend(join_pieces(batch, d_right, kk, perm, COMPACT_ROWS, held))
             else:  # dA was merged into older batches: (A + dA) dB - dA dB
                 for batch in self.left_spine.batches:
-                    out.extend(join_pieces(batch, d_right, kk, perm, COMPACT_ROWS))
-                out.extend(u.negated() for u in join_pieces(d_left, d_right, kk, perm))
+                    out.extend(join_pieces(batch, d_right, kk, perm, COMPACT_ROWS, held))
+                out.extend(u.negated() for u in join_pieces(d_left, d_right, kk, perm,
+                                                            pending=held))
         return out.chunks()
 
     def _delta(self, inputs, port):

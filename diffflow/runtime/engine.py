@@ -45,7 +45,8 @@ import numpy as np
 from diffflow.arrangements import columnar
 from diffflow.arrangements.updates import Updates
 from diffflow.common import memory
-from diffflow.common.errors import DiffflowError, OperatorError, caused_by_interrupt
+from diffflow.common.errors import (DiffflowError, MemoryLimitError, OperatorError,
+                                    caused_by_interrupt)
 from diffflow.dataflow.progress import global_frontiers, node_out_frontier
 from diffflow.lattice.frontiers import antichain_of, times_frontier
 from diffflow.lattice.times import minimal_tuples
@@ -160,6 +161,25 @@ def overflowed(cuts, fetch_dropped, nodes) -> dict:
     return out
 
 
+def over_limit(exc: MemoryLimitError, node) -> MemoryLimitError:
+    """``exc`` (raised by :func:`~diffflow.common.memory_budget.reserve`) naming the
+    operator that asked, with what to do.
+
+    >>> import diffflow as dd
+    >>> flow = dd.Dataflow(); a = flow.input("a", ["x"])
+    >>> raw = MemoryLimitError("join output needs 2.0 GiB, ...", 2 << 30, 0, 1 << 30, "join")
+    >>> print(over_limit(raw, a.node))  # doctest: +ELLIPSIS
+    operator input 'a' (node 0, built at ...) stopped before allocating: join output needs ...
+    """
+    subject = "the rule" if node.origin is not None else "its inputs"
+    return MemoryLimitError(
+        f"operator {node.describe()} stopped before allocating: {exc}. Raise the limit "
+        f"(memory_limit= of Dataflow or Program, diffflow run --memory-limit), use more "
+        f"partitions on a multi-process runtime (the limit holds per worker process), or "
+        f"restrict {subject} so that it makes fewer rows.",
+        exc.needed, exc.held, exc.limit, exc.what, node.describe())
+
+
 def partition_rows(rows: np.ndarray, diffs: np.ndarray, routing) -> list:
     """User rows split by row hash: ``(rows, diffs)`` for each partition, which owns them.
 
@@ -266,6 +286,10 @@ class PartitionEngine:
                 outs = self.ops[nid].step([list(port) for port in inputs], antichains)
                 if outs or any(inputs):  # a step that did nothing is not logged
                     log.step(nid, t0, inputs, outs)
+        except MemoryLimitError as exc:
+            if exc.operator:
+                raise
+            raise over_limit(exc, node) from exc
         except OperatorError:
             raise
         except Exception as exc:
@@ -334,9 +358,12 @@ class PartitionEngine:
         topo = self.topology
         for nid in topo.traced:
             frontier = topo.compaction_frontier(nid, frontiers)
-            self.ops[nid].compact(antichain_of(frontier, self.nodes[nid].dim))
-            for spine in self.ops[nid].traces():
-                spine.idle()  # merges the run started move on while nothing else runs
+            try:
+                self.ops[nid].compact(antichain_of(frontier, self.nodes[nid].dim))
+                for spine in self.ops[nid].traces():
+                    spine.idle()  # merges the run started move on while nothing else runs
+            except MemoryLimitError as exc:  # (a merge's buffer: name the trace's operator)
+                raise over_limit(exc, self.nodes[nid]) from exc
         # a big run left freed heap pages behind: give them back
         memory.trim_if_busy(memory.TRIM_AFTER_ROWS // 4)
         cut: dict = {}

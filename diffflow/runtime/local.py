@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.common import failpoints
-from diffflow.common.errors import loop_overflow_error
+from diffflow.common.errors import MemoryLimitError, loop_overflow_error
 from diffflow.runtime import lookups
 from diffflow.runtime.base import Runtime
 from diffflow.runtime.engine import (PartitionEngine, Sweeper, Topology, merge_pointstamps,
@@ -112,7 +112,16 @@ class LocalRuntime(Runtime):
             if mode() == "off":
                 return False
             self.rounds = CompiledRounds(self.graph, self.symbols, self.topology.fused)
-        return self.rounds.run(self)
+        try:
+            return self.rounds.run(self)
+        except MemoryLimitError as exc:  # (handing the rounds' state back to the traces)
+            if exc.operator:
+                raise
+            raise MemoryLimitError(
+                f"a loop's compiled rounds (diffflow.runtime.compiled_rounds) stopped before "
+                f"allocating: {exc}. Raise the limit, or run the loop's rounds one by one "
+                f"(DIFFFLOW_COMPILED_ROUNDS=0) to have the operator named.",
+                exc.needed, exc.held, exc.limit, exc.what, "compiled rounds") from exc
 
     def _recompute(self) -> None:
         reports = [engine.pointstamps() for engine in self.engines.values()]

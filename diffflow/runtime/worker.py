@@ -45,6 +45,8 @@ from diffflow.runtime.worker_start import (load_while_idle)
 class WorkerServer(WorkerCommands):
     """A worker process: serves the coordinator, exchanges chunks with peers, answers I/O."""
 
+    owns_process = True
+
     def __init__(self, coordinator: tuple, authkey: bytes, bind_host: str):
         from multiprocessing.connection import Client, Listener
 

@@ -18,6 +18,7 @@ import threading
 
 import numpy as np
 
+from diffflow.common import memory_budget
 from diffflow.common.schema import SymbolTable, decode_array
 from diffflow.runtime import lookups
 from diffflow.runtime.durable.partition_state import restore_partition, write_partition
@@ -59,6 +60,7 @@ class WorkerCommands:
         self.tracing: WorkerSide | None = None  # this worker's half of a traced protocol
 
     warm_when_idle = False  # load numba kernels between commands (a worker process, once built)
+    owns_process = False  # a worker process (its graph's memory limit is the process's)
 
     def cmd_init(self, graph_blob: bytes, partition: int, parts: int, symbols: dict,
                  background: bool = False) -> int:
@@ -94,6 +96,8 @@ class WorkerCommands:
 
     def start(self, graph, partition: int, parts: int) -> None:
         """Build this partition's engine for ``graph``."""
+        if self.owns_process:  # (workers in the driver's process run under the driver's)
+            memory_budget.set_limit(graph.memory_limit)
         self.engine = PartitionEngine(graph, partition, parts, self.symbols)
         self.sweeper = Sweeper(self.engine.topology, {partition: self.engine}, parts)
         self.pushes = {}

@@ -117,6 +117,10 @@ def add_commands(commands) -> None:
     run.add_argument("--max-rounds", type=int, default=None, metavar="N",
                      help="stop a recursive stratum still changing after N rounds with an error "
                           "(default: no limit, as in Soufflé)")
+    run.add_argument("--memory-limit", metavar="SIZE", default=None,
+                     help="stop a rule about to allocate past SIZE (e.g. 512MiB, 2GB) with an "
+                          "error naming it, before the allocation: counts the engine's arrays "
+                          "of this process (of each worker with --spark); default: no limit")
     run.add_argument("-v", "--verbose", action="store_true",
                      help="report loading and computing times, and the files written, on stderr "
                           "(the files written are reported at a terminal anyway)")
@@ -204,6 +208,10 @@ def run_program(args) -> int:
     if args.max_rounds is not None and args.max_rounds < 1:
         raise ValueError(f"--max-rounds must be at least 1, got {args.max_rounds}")
     jobs = args.jobs  # None: .pragma "jobs", else 1 (Program decides)
+    if args.memory_limit is not None:
+        from diffflow.common.memory_budget import parse_size
+
+        options["memory_limit"] = parse_size(args.memory_limit)  # (a bad size fails first)
     if args.trace is not None:
         from diffflow.runtime.trace_sink import open_trace
 

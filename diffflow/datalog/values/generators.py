@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from diffflow.common import memory_budget
 from diffflow.common.errors import ExpressionError
 from diffflow.common.schema import encode_floats
 from diffflow.dataflow.expr import as_expr
@@ -19,11 +20,13 @@ from diffflow.datalog.values.functors import wrap_array
 
 MAX_GENERATED = 50_000_000  # values one range call may make in one batch
 
-def range_values(start, end, step, kind: str):
+def range_values(start, end, step, kind: str, row_bytes: int = 0):
     """``range(start, end[, step])`` of each row: ``(row index, value)`` arrays, as Soufflé
     (like Python's slices): from ``start`` by ``step`` while before ``end``; the default
     step is the sign of ``end - start``; a step of 0 gives ``start`` once unless it equals
     ``end``; a step away from ``end`` gives nothing.  ``step`` is None for the default.
+    ``row_bytes``: what the caller allocates per value besides, reserved with the values
+    under the memory limit (:mod:`diffflow.common.memory_budget`) before anything is made.
 
     >>> rows, values = range_values(np.array([0, 5]), np.array([3, 3]), None, "number")
     >>> rows.tolist(), values.tolist()
@@ -44,6 +47,8 @@ def range_values(start, end, step, kind: str):
                  np.maximum(-(-span // np.where(step == 0, 1, step)), 0))
     counts = counts.astype(np.int64)
     total = int(counts.sum())
+    # the row index, the offsets, the values (and numpy's temporaries), and the caller's
+    memory_budget.reserve(total * (32 + row_bytes), "range(...) making {:,} values", total)
     if total > MAX_GENERATED:
         raise ExpressionError(f"range(...) would make {total:,} values in one batch (the "
                               f"limit is {MAX_GENERATED:,}); narrow the bounds or the step")
@@ -73,8 +78,10 @@ class RangeGenerator:
         n = len(rows)
         values = [np.broadcast_to(np.asarray(a._eval(rows, self.schema, symbols)), (n,))
                   for a in self.args]
+        # (each value's output row, and the flat_map's times and diffs: about two columns)
         source, generated = range_values(values[0], values[1],
-                                         values[2] if len(values) > 2 else None, self.kind)
+                                         values[2] if len(values) > 2 else None, self.kind,
+                                         8 * (rows.shape[1] + 3))
         if self.kind == "float":
             generated = encode_floats(generated)
         out = np.empty((len(source), rows.shape[1] + 1), np.int64)
