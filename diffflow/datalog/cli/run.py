@@ -268,10 +268,10 @@ def run_program(args) -> int:
         # every input is read and checked before anything is computed or written
         steps = [(number, _read_step(program, folder))
                  for number, folder in (_steps(args.updates) if args.updates else [])]
-        if output_dir != "-":
-            os.makedirs(output_dir, exist_ok=True)
         last_step = steps[-1][0] if steps else None
         if resumed:
+            if output_dir != "-":
+                os.makedirs(output_dir, exist_ok=True)
             steps = resume_steps(program, output_dir, steps, resumed, report)
         else:
             counts = program.load_facts(fact_dir, progress=report, missing_ok=args.no_warn) \
@@ -284,6 +284,8 @@ def run_program(args) -> int:
             report.timed("computed the program", time.perf_counter() - started)
             if profiler is not None:
                 profiler.step_done(0, (time.perf_counter() - started) * 1e9)
+            if output_dir != "-":
+                os.makedirs(output_dir, exist_ok=True)
             written = write_states(program, output_dir)
             _print_sizes(program)
             for relation in program.relations.values():
