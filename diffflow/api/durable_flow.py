@@ -25,6 +25,8 @@ def start(flow, runtime) -> None:
 
     durability = Durability(flow.checkpoint_dir, flow.graph, flow.symbols,
                             flow.checkpoint_every)
+    # what the dataflow's owner keeps beside it, saved with each checkpoint (a Program's facts)
+    durability.extra_source = lambda: flow._checkpoint_extra() if flow._checkpoint_extra else {}
     try:
         replay = durability.start(runtime, flow._resume)
     except BaseException:

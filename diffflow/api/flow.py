@@ -375,6 +375,7 @@ class Dataflow:
     _failed = None  # the OperatorError that stopped this dataflow part-way through an epoch
     _durability = None  # runtime.durable.durability.Durability of a durable dataflow, once run
     durable = _resume = False  # (a Dataflow pickled before durability existed)
+    _checkpoint_extra = None  # () -> dict its owner keeps with each checkpoint (a Program's facts)
 
     def resume(self) -> int:
         """Restore a durable dataflow's state (``resume=True``) now rather than at its first

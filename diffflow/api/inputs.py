@@ -119,6 +119,11 @@ class InputCollection(Collection):
             if self.flow.runtime_name != "spark":
                 raise TypeError(f"{where} got a Spark DataFrame, which needs runtime='spark'; "
                                 f"on this runtime pass df.toPandas()")
+            if self.flow.durable:  # (its rows never pass through this process to be logged)
+                raise ValueError(f"{where}: a durable dataflow logs the rows it is given, and "
+                                 f"a Spark DataFrame's rows stay on the executors; pass "
+                                 f"df.toPandas() (or rows), or use a dataflow without "
+                                 f"durable=True")
             runtime = self.flow._ensure_runtime()
             runtime.push_dataframe(self.node.id, self.schema, df, sign, self.name)
             return

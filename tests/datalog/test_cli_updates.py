@@ -73,3 +73,37 @@ def test_run_help_describes_the_command_and_the_update_files(capsys):
     for part in ("DIR/1/edge.insert.facts", "DIR/1/edge.remove.facts", "OUT/<rel>.step-N.csv",
                  "replaced by the final state", '"<rel> after step N"'):
         assert part in text
+
+
+# -- a durable run (--checkpoint-dir) killed, then run again -------------------------------
+
+def _run_killed(reach, out, state, failpoint):
+    """``diffflow run`` in a process of its own, killed with SIGKILL at ``failpoint``."""
+    import signal
+    import subprocess
+    import sys
+
+    env = dict(os.environ, DIFFFLOW_FAILPOINT=failpoint)
+    done = subprocess.run([sys.executable, "-m", "diffflow", "run", *reach, "-D", str(out),
+                           "--checkpoint-dir", str(state), "--checkpoint-every", "1"],
+                          env=env, capture_output=True, timeout=120)
+    return done.returncode == -signal.SIGKILL
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("failpoint", ["output:1", "output:3", "logged:2", "checkpoint:3"])
+def test_a_durable_run_killed_then_run_again_writes_what_an_unbroken_run_does(
+        reach, tmp_path, failpoint):
+    whole = tmp_path / "whole"
+    assert main(["run", *reach, "-D", str(whole)]) == 0
+    out, state = tmp_path / "out", tmp_path / "state"
+    assert _run_killed(reach, out, state, failpoint)
+    assert main(["run", *reach, "-D", str(out), "--checkpoint-dir", str(state)]) == 0
+    # (a temporary file the killed run left is gone: the files are those of an unbroken run)
+    assert {n: (out / n).read_text() for n in os.listdir(out)} == \
+        {n: (whole / n).read_text() for n in os.listdir(whole)}
+
+
+def test_checkpoint_every_needs_a_checkpoint_dir(reach, capsys):
+    assert main(["run", *reach, "-D", "-", "--checkpoint-every", "2"]) != 0
+    assert "--checkpoint-every needs --checkpoint-dir DIR" in capsys.readouterr().err

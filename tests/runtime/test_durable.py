@@ -218,9 +218,13 @@ def test_a_program_resumes_from_its_checkpoint_dir(tmp_path):
         program.commit()
     del program
     resumed = dd.Program(source, checkpoint_dir=str(tmp_path), resume=True)
+    assert resumed.insert("e", [(1, 2), (3, 4)]) == 0  # (it knows its facts: both are in)
     resumed.insert("e", [(4, 5)])
     resumed.commit()
     assert resumed.relation("t") == {(a, b) for a in range(1, 6) for b in range(a + 1, 6)}
+    assert resumed.remove("e", [(1, 2)]) == 1
+    resumed.commit()
+    assert resumed.relation("t") == {(a, b) for a in range(2, 6) for b in range(a + 1, 6)}
 
 
 def test_no_warning_when_nothing_was_passed_over(tmp_path):

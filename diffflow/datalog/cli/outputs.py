@@ -123,6 +123,26 @@ def write_changes(program, out_dir: str, number: int, changes_of=None) -> None:
                        lines)
 
 
+def _remove_stale_temporaries(folder: str, name: str) -> None:
+    """Temporary files of ``name`` a killed run left (``kill -9`` skips any cleanup)."""
+    prefix = f".{name}."
+    for entry in os.listdir(folder):
+        if entry.startswith(prefix) and entry.endswith(".tmp"):
+            pid = entry[len(prefix):-len(".tmp")]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                os.remove(os.path.join(folder, entry))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def write_file(path: str, header, lines, compress: bool = False) -> None:
     """Write ``header`` (unless None) and ``lines`` to ``path`` through a temporary file
     renamed over it, so ``path`` is never half-written.
@@ -137,6 +157,7 @@ def write_file(path: str, header, lines, compress: bool = False) -> None:
     folder, name = os.path.split(path)
     os.makedirs(folder or ".", exist_ok=True)  # filename="sub/out.csv"
     temporary = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
+    _remove_stale_temporaries(folder or ".", name)
     opener = gzip.open if compress else open  # Soufflé's compress=true writes gzip
     try:
         with opener(temporary, "wt", encoding="utf-8", newline="\n") as f:
