@@ -39,6 +39,11 @@ def _expected(seed: int):
     return changes, final
 
 
+# (worker processes start in about a second each: one partition on the processes runtime,
+# rescaled to two at epoch 4, keeps its loop under three minutes)
+PARTITIONS = {"local": 2, "processes": 1}
+
+
 def _victim(tmp_path, runtime, seed, failpoint=None):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("DIFFFLOW_FAILPOINT", None)
@@ -46,7 +51,7 @@ def _victim(tmp_path, runtime, seed, failpoint=None):
         env["DIFFFLOW_FAILPOINT"] = failpoint
     return subprocess.Popen(
         [sys.executable, "-m", "tests.support.durable_victim", str(tmp_path / "state"),
-         str(tmp_path / "sink"), runtime, "2", str(seed), str(EPOCHS)],
+         str(tmp_path / "sink"), runtime, str(PARTITIONS[runtime]), str(seed), str(EPOCHS)],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
