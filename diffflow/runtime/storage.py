@@ -175,11 +175,7 @@ def remove_file(path: str) -> None:
         except FileNotFoundError:
             pass
         return
-    filesystem, inner = _fs(path)
-    try:
-        filesystem.delete_file(inner)
-    except (FileNotFoundError, OSError):
-        pass
+    _delete_quietly(path, "delete_file")
 
 
 def read_bytes(path: str) -> bytes:
@@ -197,8 +193,13 @@ def remove_folder(folder: str) -> None:
     if not is_uri(folder):
         shutil.rmtree(folder, ignore_errors=True)
         return
-    filesystem, inner = _fs(folder)
+    _delete_quietly(folder, "delete_dir")
+
+
+def _delete_quietly(uri: str, how: str) -> None:
+    """``filesystem.<how>`` of a URI's path through pyarrow; nothing if it is gone."""
+    filesystem, inner = _fs(uri)
     try:
-        filesystem.delete_dir(inner)
+        getattr(filesystem, how)(inner)
     except (FileNotFoundError, OSError):
         pass
