@@ -14,7 +14,9 @@ failures while computing), so older ``except ValueError`` code keeps working.
 * :class:`NonConvergenceError` -- a loop still changed after its round limit;
 * :class:`WorkerLost` -- a partition worker process or Spark task died;
 * :class:`ExplainError` -- a row or fact that cannot be explained (not in its output, or
-  explanations not switched on).
+  explanations not switched on);
+* :class:`StateFormatError` -- engine state that cannot be saved, or saved bytes that cannot
+  be read back (corrupt, truncated, or written by another format version).
 
 Errors survive pickling with their fields, so a partition worker's failure
 is raised on the driver as the same type (:mod:`diffflow.runtime.transports`).
@@ -70,6 +72,12 @@ class MemoryLimitError(OperatorError, MemoryError):
 class ExplainError(DiffflowError, ValueError):
     """Something that cannot be explained: a row or fact not in its output, an unknown
     relation, or a dataflow or program built without explanations."""
+
+
+class StateFormatError(DiffflowError, ValueError):
+    """Engine state that cannot be saved (a function, a user object) or saved bytes that
+    cannot be read back: truncated, corrupted, crafted, or from another format version
+    (:mod:`diffflow.runtime.durable.state_format`)."""
 
 
 class WorkerLost(DiffflowError, RuntimeError):

@@ -57,8 +57,10 @@ from diffflow.runtime.routing import Routing
 #: what starts the message of an operator compiled from a program failing on its own
 INTERNAL = "internal error (a bug in diffflow; please report it): "
 
-# attributes rebuilt from the graph when an engine is restored (never checkpointed)
-_REBUILT = frozenset({"node", "ctx", "reducer"})
+# attributes rebuilt from the graph when an engine is restored (never checkpointed): the
+# graph node, context and user reducer, and a reduce's kept search states (caches rebuilt
+# from its input trace on demand; they name their tactic's class, code not data)
+_REBUILT = frozenset({"node", "ctx", "reducer", "kept"})
 
 
 class Topology:
