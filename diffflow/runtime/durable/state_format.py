@@ -291,6 +291,8 @@ class _Encoder:
     def mapping(self, value: dict, attrs: bool = False) -> list:
         """A dict; ``attrs``: an object's attributes (named ``.attr`` in errors)."""
         self.remember(value)
+        if _plain(value) and _plain(value.values()):  # (a symbol table: no walk per entry)
+            return ["D", [x for pair in value.items() for x in pair]]
         out = []
         for key, item in value.items():
             if not attrs:
@@ -305,6 +307,8 @@ class _Encoder:
         return ["D", out]
 
     def items(self, values) -> list:
+        if _plain(values):
+            return list(values)
         out = []
         for i, item in enumerate(values):
             self.path.append(("index", i))
@@ -358,6 +362,17 @@ class _Encoder:
                 self.mapping(slots, attrs=True) if slots else None]
 
 
+_SCALARS = frozenset({str, float, bool, type(None)})
+
+
+def _plain(values) -> bool:
+    """Whether ``values`` are all JSON scalars as they are (ints within 64 bits)."""
+    kinds = set(map(type, values))
+    if kinds <= _SCALARS:
+        return True
+    return kinds == {int} and -(1 << 63) <= min(values) and max(values) < (1 << 63)
+
+
 def _refusal(value) -> str:
     if isinstance(value, type):
         return f"a class ({value.__qualname__}) cannot be saved; {_USER_CODE}"
@@ -390,6 +405,9 @@ def _render(path: list) -> str:
     return out or "the value"
 
 
+_JSON_SCALARS = _SCALARS | {int}
+
+
 class _Decoder:
     """Rebuilds a value from its skeleton and the data area."""
 
@@ -411,6 +429,8 @@ class _Decoder:
     def items(self, nodes) -> list:
         if type(nodes) is not list:
             raise StateFormatError(f"expected a list of items, found {str(nodes)[:60]}")
+        if set(map(type, nodes)) <= _JSON_SCALARS:  # (nothing to rebuild)
+            return nodes
         return [self.decode(n) for n in nodes]
 
     def ref(self, index):
@@ -474,10 +494,11 @@ class _Decoder:
         count = 1
         for n in shape:
             count *= n
-        if count and dtype.itemsize:
-            flat = np.frombuffer(self.span(at, count * dtype.itemsize), dtype, count)
-            out = (flat.reshape(shape[::-1]).T if order == "F" else flat.reshape(shape)).copy(
-                order="K")
+        if count * dtype.itemsize:
+            raw = np.frombuffer(self.span(at, count * dtype.itemsize), np.uint8)
+            out = np.empty(shape, dtype, order=order)
+            # byte for byte (a copy by fields would leave a structure's padding unset)
+            (out.T if order == "F" else out).reshape(-1).view(np.uint8)[:] = raw
         elif count > 1 << 20:
             raise StateFormatError(f"an empty array of {count} elements of size 0")
         else:
