@@ -200,6 +200,14 @@ def test_a_cycle_through_a_tuple_is_refused():
         dumps(outer)
 
 
+def test_a_value_nested_past_the_recursion_limit_is_refused():
+    deep: list = []
+    for _ in range(5_000):
+        deep = [deep]
+    with pytest.raises(StateFormatError, match="nests deeper than Python's recursion limit"):
+        dumps({"a": deep})
+
+
 # -- reading what another writer (or an attacker) made ------------------------------------------
 def forged(text: bytes, data: bytes = b"") -> bytes:
     """Bytes in the documented layout (32-byte header, JSON skeleton ``text``, data at a
@@ -275,6 +283,31 @@ def test_deep_nesting_is_a_state_format_error():
     for depth in (2_000, 200_000):  # past Python's recursion limit, and past json's
         with pytest.raises(StateFormatError):
             loads(forged(b'["L",[' * depth + b"]]" * depth))
+
+
+def test_an_old_pickled_checkpoint_is_refused_unread(monkeypatch):
+    import pickle
+
+    class Boom:
+        def __reduce__(self):
+            return (os.system, ("echo hacked",))
+
+    called = []
+    payload = pickle.dumps({"ops": Boom()})
+    monkeypatch.setattr(os, "system", lambda *a: called.append(a))
+    with pytest.raises(StateFormatError, match="not diffflow engine state"):
+        loads(payload)
+    assert called == []
+
+
+def test_the_format_module_uses_no_pickle():
+    from diffflow.runtime.durable import state_format
+
+    with open(state_format.__file__, encoding="utf-8") as fh:
+        source = fh.read()
+    assert "import pickle" not in source and "allow_pickle" not in source
+    assert "importlib" not in source and "__import__" not in source and "getattr(module" \
+        not in source
 
 
 def test_not_a_state_and_short_inputs():

@@ -88,7 +88,11 @@ def dumps(value) -> bytes:
     diffflow.common.errors.StateFormatError: ops[0]: a function cannot be saved; user code is re-supplied by the dataflow being resumed
     """
     encoder = _Encoder()
-    skeleton = json.dumps(encoder.encode(value), separators=(",", ":")).encode("ascii")
+    try:
+        skeleton = json.dumps(encoder.encode(value), separators=(",", ":")).encode("ascii")
+    except RecursionError:
+        raise StateFormatError(f"{_render(encoder.path[:8])}...: the value nests deeper than "
+                               f"Python's recursion limit lets it be saved") from None
     gap = b"\0" * (-(_HEADER.size + len(skeleton)) % ALIGN)
     lengths = struct.pack("<QQ", len(skeleton), encoder.size)
     crc = zlib.crc32(lengths)
