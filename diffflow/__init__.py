@@ -29,9 +29,10 @@ from diffflow import _aliases
 from diffflow.api import (Aggregate, Arranged, Collection, Dataflow, InputCollection, Loop, Output,
                           Variable, col, count, lit, max, min, per_group, sum)
 from diffflow.api import features as _features
-from diffflow.common.errors import (DatalogError, DatalogWarning, DiffflowError, ExplainError,
-                                    ExpressionError, GraphError, MemoryLimitError,
-                                    NonConvergenceError, OperatorError, WorkerLost)
+from diffflow.common.errors import (CheckpointError, DatalogError, DatalogWarning,
+                                    DiffflowError, ExplainError, ExpressionError, GraphError,
+                                    MemoryLimitError, NonConvergenceError, OperatorError,
+                                    StateFormatError, WorkerLost)
 from diffflow.common import VERSION as __version__  # noqa: F401 - the package's version
 from diffflow.common.schema import Schema
 from diffflow.streaming import StreamingView
@@ -39,6 +40,7 @@ from diffflow.streaming import StreamingView
 __all__ = ["Dataflow", "Collection", "InputCollection", "Arranged", "Output", "Aggregate",
            "Loop", "Variable", "DiffflowError", "GraphError", "ExpressionError", "ExplainError",
            "WorkerLost", "OperatorError", "MemoryLimitError", "NonConvergenceError", "Schema",
+           "CheckpointError", "StateFormatError",
            "Program",
            "DatalogError", "DatalogWarning", "StreamingView", "col", "lit", "count", "sum",
            "min", "max", "per_group", "vectorized"]

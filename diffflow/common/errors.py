@@ -16,7 +16,10 @@ failures while computing), so older ``except ValueError`` code keeps working.
 * :class:`ExplainError` -- a row or fact that cannot be explained (not in its output, or
   explanations not switched on);
 * :class:`StateFormatError` -- engine state that cannot be saved, or saved bytes that cannot
-  be read back (corrupt, truncated, or written by another format version).
+  be read back (corrupt, truncated, or written by another format version);
+* :class:`CheckpointError` -- durable state that cannot be used: a torn or damaged
+  checkpoint, another dataflow's state, another format version, or an epoch that could
+  not be logged (docs/DURABILITY.md).
 
 Errors survive pickling with their fields, so a partition worker's failure
 is raised on the driver as the same type (:mod:`diffflow.runtime.transports`).
@@ -78,6 +81,11 @@ class StateFormatError(DiffflowError, ValueError):
     """Engine state that cannot be saved (a function, a user object) or saved bytes that
     cannot be read back: truncated, corrupted, crafted, or from another format version
     (:mod:`diffflow.runtime.durable.state_format`)."""
+
+
+class CheckpointError(DiffflowError, ValueError):
+    """A checkpoint or write-ahead log cannot be used: torn, damaged, of another dataflow, or
+    of another format version (:mod:`diffflow.runtime.durable.checkpoints`)."""
 
 
 class WorkerLost(DiffflowError, RuntimeError):

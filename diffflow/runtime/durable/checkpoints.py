@@ -29,18 +29,13 @@ import json
 from dataclasses import dataclass, field
 
 from diffflow.common import failpoints
-from diffflow.common.errors import DiffflowError
+from diffflow.common.errors import CheckpointError
 from diffflow.runtime import storage
 
 FORMAT = "diffflow checkpoint"
 VERSION = 1
 MANIFEST = "MANIFEST.json"
 KEEP = 2  # checkpoints kept: the newest, and one to fall back to
-
-
-class CheckpointError(DiffflowError, ValueError):
-    """A checkpoint cannot be used: torn, corrupted, of another program, or of another
-    format version."""
 
 
 @dataclass
