@@ -72,14 +72,21 @@ def compiled_rounds_both_ways(request, monkeypatch):
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``-n``), every test that starts Spark runs on one worker: they share
     the session's SparkSession and shipped archive, and two Spark clusters at once would
-    overload two cores.  They are put first, so that worker starts on them while the others
-    take the rest (the Spark tests are the longest stretch of the run)."""
-    spark = []
+    overload two cores.  The kill -9 fault loops run together on another.  Both groups are
+    put first, so two workers start on them (the longest stretches of the run) while the
+    others take the rest."""
+    groups: dict = {"spark": [], "faults": []}
     for item in items:
         names = getattr(item, "fixturenames", ())
         if "spark" in names or "shipped_archive" in names or "spark" in item.nodeid.lower():
-            item.add_marker(pytest.mark.xdist_group("spark"))
-            spark.append(item)
+            group = "spark"
+        elif "test_durable_faults" in item.nodeid:
+            group = "faults"
+        else:
+            continue
+        item.add_marker(pytest.mark.xdist_group(group))
+        groups[group].append(item)
     if getattr(config.option, "numprocesses", None):
-        first = {id(item) for item in spark}
-        items[:] = spark + [item for item in items if id(item) not in first]
+        first = groups["spark"] + groups["faults"]
+        chosen = {id(item) for item in first}
+        items[:] = first + [item for item in items if id(item) not in chosen]

@@ -547,10 +547,11 @@ def test_ctrl_c_stops_quietly(tmp_path):
 
     prog = _write(tmp_path / "p.dl", COUNT_TO.format(1_000_000))
     proc = subprocess.Popen([sys.executable, "-m", "diffflow", "run", str(prog), "-D",
-                             str(tmp_path / "o")], stderr=subprocess.PIPE)
-    time.sleep(4)  # compiled and well into the recursion
+                             str(tmp_path / "o"), "-v"], stderr=subprocess.PIPE)
+    first = proc.stderr.readline().decode()  # ("loaded 0 facts": started, not yet computing;
+    time.sleep(2)                            # however slow the machine is)
     proc.send_signal(signal.SIGINT)
-    err = proc.communicate(timeout=120)[1].decode()
+    err = first + proc.communicate(timeout=120)[1].decode()
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == "diffflow: interrupted" and "Traceback" not in err
 
