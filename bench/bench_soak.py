@@ -11,7 +11,8 @@ the loop) and the out-degree of every node (an aggregate on an input), over a ra
 graph of ``--nodes`` nodes.  Every epoch inserts ``--changes`` random new edges and
 removes as many live ones, so the live data keeps its size.  Every ``--check-every``
 epochs the three outputs are compared exactly with a from-scratch computation in plain
-Python (a breadth-first search and counters), and resident memory (VmRSS from /proc) is
+Python (a breadth-first search and counters), each output's change feed is drained and
+checked to add up to its contents, and resident memory (VmRSS from /proc) is
 sampled for the driving process and, on the processes runtime, every worker process.
 
 With ``--dashboard-clients N`` the dataflow is traced and serves its live dashboard
@@ -95,12 +96,26 @@ def expected(live: set, roots: list) -> dict:
             "degree": {(s, c): 1 for s, c in degree.items()}}
 
 
-def check(outputs: dict, live: set, roots: list) -> list:
-    """The outputs that differ from the from-scratch answer, and how (empty: all exact)."""
+def check(outputs: dict, live: set, roots: list, feeds: dict) -> list:
+    """The outputs that differ from the from-scratch answer, and how (empty: all exact).
+
+    Each output's change feed is drained into ``feeds`` (name -> Counter of rows), which
+    must add up to the contents too.  Drained, because an output keeps its changes until
+    someone reads them (the feed hands out each change once): a run that never reads them
+    holds every change it made, which is growth by design, not a leak.
+    """
     want = expected(live, roots)
     got = {name: {tuple(int(v) for v in row): m for row, m in out.snapshot().items()}
            for name, out in outputs.items()}
     wrong = []
+    for name, out in outputs.items():
+        feed = feeds.setdefault(name, collections.Counter())
+        for row, _epoch, diff in out.changes():
+            feed[tuple(int(v) for v in row)] += diff
+        for row in [row for row, m in feed.items() if m == 0]:
+            del feed[row]
+        if dict(feed) != got[name]:
+            wrong.append(f"{name}'s change feed does not add up to its contents")
     for name in want:
         if got[name] != want[name]:
             extra = sorted(set(got[name].items()) - set(want[name].items()))
@@ -241,7 +256,7 @@ def run(args) -> bool:
     names = ["driver"] + [f"worker {i}" for i in range(len(pids))]
     served = flow._features["dashboard"].server.dashboard if port else None
     samples = []   # (epoch, seconds, [MiB per process], checks passed, epochs the page lags)
-    errors, passed = [], 0
+    errors, passed, feeds = [], 0, {}
     t0 = time.monotonic()
     epoch = 0
     while (epoch < args.epochs) if seconds is None else (time.monotonic() - t0 < seconds):
@@ -251,7 +266,7 @@ def run(args) -> bool:
             flow.advance()
             epoch += 1
             if epoch % args.check_every == 0:
-                wrong = check(outputs, changes.live, root_nodes)
+                wrong = check(outputs, changes.live, root_nodes, feeds)
                 if wrong:
                     errors.append(f"epoch {epoch}: {', '.join(wrong)} differ from scratch")
                 else:
