@@ -5,8 +5,9 @@ epoch, :meth:`CompiledRounds.run` takes that work out of the engine (queued chun
 updates an arrange holds back, a distinct's pending times and the corrections it made
 early, which become pending times again, as on the general path), runs the
 loop's rounds in :func:`diffflow.operators.rounds._kernels.run_rounds` until the loop
-settles, the waiting work outgrows :data:`LIMIT` rows, or a feedback would pass its round
-limit, and puts the result back where the engine keeps it:
+settles, the waiting work outgrows :data:`CUT_LIMIT` rows (none for now: see
+:meth:`CompiledRounds._run_loop`), or a feedback would pass its round limit, and puts the
+result back where the engine keeps it:
 
 * what the rounds added to each trace becomes one batch of its spine, up to the frontier
   the rounds completed (``[(e, last + 1), (e + 1, 0)]``, or ``[(e + 1, 0)]`` once settled);
@@ -52,6 +53,9 @@ _ROW = 4  # the work buffer's columns before the row: node, port, round, diff
 #: row, and a round cannot be cut short, so a bigger delta whose round fans out (a hub's
 #: edges) would cost more compiled (R-MAT s15 reach: a 1,000-row round became 250,000)
 LIMIT = 256
+#: rows of waiting work past which a run hands the loop back to the general path: none for
+#: now (see :meth:`CompiledRounds._run_loop`); ``LIMIT`` when the hand-back is mended
+CUT_LIMIT = 1 << 40
 
 
 #: sweeps of one run (about one per round) after which a loop on the general path loads the
@@ -108,6 +112,11 @@ class CompiledRounds:
                   mark=-1) -> bool:
         t0 = None if log is None else log.now()
         taken = _take_state(program, engines, frontiers, limit)
+        # Once started, the rounds run until the loop settles: handing a loop back part-way
+        # (its waiting work past ``limit``) can leave a distinct's output with a row twice
+        # (found by bench/bench_soak.py: local runtime, epoch 9,293 of seed 0), so the
+        # kernel is not cut by size until that hand-back is mended.
+        limit = CUT_LIMIT if limit == LIMIT else limit
         if taken is None:
             return False
         epoch, work, n_work, schedule, n_schedule, first_round, traces, keep = taken

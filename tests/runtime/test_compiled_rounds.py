@@ -117,6 +117,7 @@ def _run(monkeypatch, mode, build, seed, epochs, domain, batch, shape, limit=Non
     monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", mode)
     if limit is not None:
         monkeypatch.setattr(compiled_rounds, "LIMIT", limit)
+        monkeypatch.setattr(compiled_rounds, "CUT_LIMIT", limit)  # (the hand-back, kept tested)
         columnar.load_kernels()
     rng = random.Random(seed)
     flow = dd.Dataflow(partitions=parts)
@@ -216,6 +217,7 @@ def test_round_limit_is_kept_and_reported(monkeypatch, mode):
 def test_a_big_delta_hands_back_to_the_general_path(monkeypatch):
     monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", "1")
     monkeypatch.setattr(compiled_rounds, "LIMIT", 3)
+    monkeypatch.setattr(compiled_rounds, "CUT_LIMIT", 3)  # (off by default: see CUT_LIMIT)
     columnar.load_kernels()
     flow = dd.Dataflow()
     handles, out = _reach(flow)
