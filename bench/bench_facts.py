@@ -15,23 +15,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import subprocess
 import tempfile
-import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import best  # noqa: E402 (bench/timing.py)
+
 import diffflow as dd
 from diffflow.datalog.values.facts import read_facts
-
-
-def best(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def write_files(folder, lines, seed=0):

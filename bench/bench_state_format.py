@@ -22,14 +22,8 @@ import time
 
 import numpy as np
 
-
-def best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return min(times)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import best  # noqa: E402 (bench/timing.py)
 
 
 def main() -> None:
