@@ -419,3 +419,78 @@ def test_a_retracted_cut_cancels_across_cluster_workers():
         s, _ = _never_settles(flow)
         flow._runtime = ClusterRuntime.in_memory(flow.graph, 3, flow.symbols)
         assert _overflow_log(flow, s, list(values)) == expected, values
+
+
+def _soak_reach(monkeypatch, cut: int, seed: int = 0, epochs: int = 30) -> list:
+    """bench/bench_soak.py's dataflow, smaller: reachability from 3 roots over a random
+    300-node graph (the reached nodes then counted per group and each node's out-degree),
+    3 edges in and 3 out per epoch, compiled rounds starting under 16 waiting rows and cut
+    at ``cut``; the epochs whose reachability differs from a breadth-first search."""
+    monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", "1")
+    monkeypatch.setattr(compiled_rounds, "LIMIT", 16)
+    monkeypatch.setattr(compiled_rounds, "CUT_LIMIT", cut)
+    columnar.load_kernels()
+    rng = np.random.default_rng(seed)
+    flow = dd.Dataflow()
+    edges, roots = flow.input("edges", ["src", "dst"]), flow.input("roots", ["node"])
+    groups = flow.input("groups", ["node", "grp"])
+    start = roots.distinct()
+    reach = start.iterate(lambda r: start.concat(
+        r.join(edges, left_on="node", right_on="src").select(node="dst")).distinct(),
+        max_rounds=None)
+    out = reach.output()
+    reach.join(groups, on="node").aggregate(by=["grp"], n=dd.count()).output()
+    edges.aggregate(by=["src"], n=dd.count()).output()
+    live, order = set(), []
+
+    def fresh(k):
+        new = []
+        while len(new) < k:
+            e = tuple(int(x) for x in rng.integers(0, 300, 2))
+            if e not in live:
+                live.add(e)
+                order.append(e)
+                new.append(e)
+        return new
+
+    def retire(k):
+        gone = []
+        for _ in range(k):
+            i = int(rng.integers(0, len(order)))
+            order[i], order[-1] = order[-1], order[i]
+            gone.append(order.pop())
+            live.discard(gone[-1])
+        return gone
+
+    edges.insert(fresh(450))
+    roots.insert([(0,), (1,), (2,)])
+    groups.insert([(n, n % 7) for n in range(300)])
+    flow.advance()
+    wrong = []
+    for epoch in range(1, epochs):
+        edges.remove(retire(3))
+        edges.insert(fresh(3))
+        flow.advance()
+        seen, todo = {0, 1, 2}, [0, 1, 2]
+        while todo:
+            x = todo.pop()
+            for a, b in live:
+                if a == x and b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+        if out.snapshot() != {(n,): 1 for n in seen}:
+            wrong.append(epoch)
+    return wrong
+
+
+@pytest.mark.slow
+def test_rounds_run_until_the_loop_settles_and_stay_exact(monkeypatch):
+    assert _soak_reach(monkeypatch, cut=compiled_rounds.CUT_LIMIT) == []
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="a compiled run handed back part-way (cut at CUT_LIMIT "
+                   "rows) can leave the loop's distinct with a row twice or missing: found by "
+                   "bench/bench_soak.py; CUT_LIMIT is off until the hand-back is mended")
+def test_a_run_cut_part_way_hands_back_an_exact_loop(monkeypatch):
+    assert _soak_reach(monkeypatch, cut=16) == []
