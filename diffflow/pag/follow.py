@@ -112,6 +112,12 @@ def _report(message: str) -> None:
 
 def _parse(chunk: bytes, first_line: int, name: str, format, on_error=None):  # noqa: A002
     """Parse whole lines; a bad line is reported and dropped, the others kept."""
+    if not chunk.strip():
+        return None
+    try:  # (the usual case, every line good: one read, not one per line)
+        return _read_one(chunk if chunk.endswith(b"\n") else chunk + b"\n", format, name)
+    except TraceError:
+        pass  # (find the bad lines one at a time, to name and drop them)
     lines = chunk.split(b"\n")
     good = []
     for offset, line in enumerate(lines):
