@@ -18,27 +18,13 @@ import pytest
 import diffflow as dd
 from diffflow.datalog.passes import analyse, parse_program
 from diffflow.datalog.syntax.errors import DatalogError
+from tests.support.oracles import bfs_distances
 
 
 def _error(source: str) -> DatalogError:
     with pytest.raises(DatalogError) as info:
         analyse(parse_program(source, "prog.dl"), source)
     return info.value
-
-
-def _bfs(edges, starts) -> dict:
-    """Node -> its distance in edges from the nearest start."""
-    distance = {s: 0 for s in starts}
-    frontier = sorted(distance)
-    while frontier:
-        following = []
-        for x in frontier:
-            for a, b in edges:
-                if a == x and b not in distance:
-                    distance[b] = distance[x] + 1
-                    following.append(b)
-        frontier = following
-    return distance
 
 
 def test_soufflés_counter_program_counts_to_a_hundred_in_a_component():
@@ -88,7 +74,7 @@ def test_iterations_are_breadth_first_distances_under_random_updates(partitions)
             (program.remove if flip in starts else program.insert)("start", [(flip,)])
             starts ^= {flip}
         program.commit()
-        distance = _bfs(edges, starts)
+        distance = bfs_distances(edges, starts)
         assert program.relation("reach_debug") == set(distance.items())
         assert program.relation("reach") == {(x,) for x in distance}
         # near(y): derived in iteration k <= 2 at the latest, so at distance <= 2
@@ -111,7 +97,7 @@ def test_a_recursion_of_two_relations_counts_one_iteration_for_both():
     edges = {(1, 2), (2, 3), (3, 1), (3, 4), (4, 5)}
     program.insert("e", sorted(edges))
     program.commit()
-    states = _bfs({((a, p), (b, 1 - p)) for a, b in edges for p in (0, 1)}, [(1, 0)])
+    states = bfs_distances({((a, p), (b, 1 - p)) for a, b in edges for p in (0, 1)}, [(1, 0)])
     assert program.relation("even_at") == {(v, d) for (v, p), d in states.items() if p == 0}
     assert program.relation("odd_at") == {(v, d) for (v, p), d in states.items() if p == 1}
     # by hand: 1 -> 2 -> 3 -> 1 is a cycle of three, so 1 is odd at 3, 3 even at 2 and odd at 5

@@ -12,20 +12,7 @@ import pytest
 import diffflow as dd
 from diffflow import graphs
 from diffflow.explain.search import ExplainError
-
-
-def bfs(edges, sources, undirected=False) -> dict:
-    succ = collections.defaultdict(set)
-    for x, y in edges:
-        succ[x].add(y)
-        if undirected:
-            succ[y].add(x)
-    dist, frontier, d = {s: 0 for s in sources}, list(sources), 0
-    while frontier:
-        d += 1
-        frontier = [y for x in frontier for y in sorted(succ[x]) if y not in dist
-                    and not dist.setdefault(y, d) is None]
-    return dist
+from tests.support.oracles import bfs_distances as bfs
 
 
 def update_edges(rng, edges, current: set, nodes=8, changes=4) -> set:

@@ -28,6 +28,7 @@ from diffflow.runtime import compiled_rounds
 from diffflow.runtime.routing import Routing
 from tests.algorithms.test_graphs import wcc_oracle
 from tests.support.loops import label_propagation, reach_loop
+from tests.support.oracles import bfs_distances
 
 pytestmark = pytest.mark.local_runtime  # (what it tests exists on the local runtime only)
 REPO = Path(__file__).resolve().parents[2]
@@ -471,14 +472,7 @@ def _soak_reach(monkeypatch, cut: int, seed: int = 0, epochs: int = 30) -> list:
         edges.remove(retire(3))
         edges.insert(fresh(3))
         flow.advance()
-        seen, todo = {0, 1, 2}, [0, 1, 2]
-        while todo:
-            x = todo.pop()
-            for a, b in live:
-                if a == x and b not in seen:
-                    seen.add(b)
-                    todo.append(b)
-        if out.snapshot() != {(n,): 1 for n in seen}:
+        if out.snapshot() != {(n,): 1 for n in bfs_distances(live, [0, 1, 2])}:
             wrong.append(epoch)
     return wrong
 

@@ -53,6 +53,28 @@ def _bfs(start_nodes, succ):
     return seen
 
 
+def bfs_distances(edges, sources, undirected=False) -> dict:
+    """Node -> its distance in edges from the nearest of ``sources`` (reachable nodes only);
+    ``undirected``: edges go both ways.
+
+    >>> bfs_distances([(1, 2), (2, 3), (4, 1)], [1])
+    {1: 0, 2: 1, 3: 2}
+    """
+    succ = _succ(edges)
+    if undirected:
+        for x, y in edges:
+            succ[y].add(x)
+    dist = {s: 0 for s in sources}
+    queue = deque(dist)
+    while queue:
+        x = queue.popleft()
+        for y in sorted(succ.get(x, ())):
+            if y not in dist:
+                dist[y] = dist[x] + 1
+                queue.append(y)
+    return dist
+
+
 def transitive_closure(facts):
     """path(x, y): a non-empty path x -> y; cyclic(x): x lies on a cycle."""
     edges = facts["edge"]
