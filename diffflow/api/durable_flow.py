@@ -41,9 +41,7 @@ def start(flow, runtime) -> None:
             runtime.stage(node_id, rows, diffs)
         runtime.close_epoch(inputs)
         flow.epoch += 1
-        runtime.run()
-    if replay:
-        durability.after_run(runtime, flow.epoch)
+        flow._run_checked(runtime)  # (under the memory limit; checkpoints when due)
 
 
 def log_epoch(flow) -> None:

@@ -17,6 +17,7 @@ import pytest
 
 import diffflow as dd
 from diffflow.runtime.durable.checkpoints import CheckpointError
+from diffflow.runtime.durable.wal import WriteAheadLog
 
 
 def build(partitions=1, runtime="local", **kw):
@@ -108,6 +109,9 @@ def test_checkpoints_are_committed_by_a_manifest_and_the_last_two_are_kept(tmp_p
     files = manifest["files"]
     assert sorted(files) == ["part-0.state"]
     assert files["part-0.state"]["size"] == (tmp_path / folders[-1] / "part-0.state").stat().st_size
+    # the log keeps the epochs since the older kept checkpoint, in a segment per checkpoint
+    logged = [epoch for epoch, _ in WriteAheadLog.read(str(tmp_path), after=0)]
+    assert logged == [4, 5, 6] and len(list((tmp_path / "wal").iterdir())) == 2
     flow.close()
 
 

@@ -186,6 +186,10 @@ class Durability:
             self.checkpointed = epochs  # (try again after another `every` epochs)
             return
         self.checkpointed = epochs
+        # a new segment from here on, so that the log's files each hold a bounded stretch
+        # of epochs and those a kept checkpoint covers can go
+        self.log.close()
+        self.log = WriteAheadLog(self.root, start=epochs)
         kept = [checkpoints.read_manifest(f).epoch for f in checkpoints.checkpoints(self.root)]
         if kept:
             WriteAheadLog.prune(self.root, min(kept), keep=self.log.path)

@@ -105,15 +105,17 @@ class WriteAheadLog:
     def prune(root: str, before: int, keep: str | None = None) -> None:
         """Delete the files that hold only epochs before ``before`` (a kept checkpoint
         covers them), except the one being appended to (``keep``)."""
-        for path, records in _files(root):
-            if path != keep and all(epoch < before for epoch, _ in records):
+        for path, records in _files(root, skip=keep):
+            if all(epoch < before for epoch, _ in records):
                 storage.remove_file(path)
 
 
-def _files(root: str):
-    """``(path, [(epoch, payload), ...])`` of each file of the log under ``root``."""
+def _files(root: str, skip: str | None = None):
+    """``(path, [(epoch, payload), ...])`` of each file of the log under ``root`` (but
+    ``skip``, not read at all)."""
     folder = storage.join(root, "wal")
     for name in storage.list_folder(folder):
         if name.endswith(".log") or name.endswith(".rec"):
             path = storage.join(folder, name)
-            yield path, list(_records(storage.read_bytes(path)))
+            if path != skip:
+                yield path, list(_records(storage.read_bytes(path)))
