@@ -273,13 +273,11 @@ class ClusterRuntime(Runtime):
         if self.checkpoint_dir is None:
             self.checkpoint_dir = tempfile.mkdtemp(prefix="diffflow-checkpoint-")
             self._own_checkpoint_dir = True
-        folder = checkpoints.begin(self.checkpoint_dir, self.closed)
-        written = self.transport.call_all("checkpoint", [(folder, self.closed)] * self.parts)
-        written += checkpoints.write_extra(folder, self.checkpoint_extra).items()
-        checkpoints.commit(folder, self.closed, self.parts, dict(written),
-                           fingerprint=self.fingerprint)
+        folder = checkpoints.write(
+            self.checkpoint_dir, self.closed, self.parts,
+            lambda into: self.transport.call_all("checkpoint", [(into, self.closed)] * self.parts),
+            self.fingerprint, self.checkpoint_extra)
         self._use_checkpoint(checkpoints.read_manifest(folder))
-        checkpoints.prune(self.checkpoint_dir)
         return folder
 
     def _use_checkpoint(self, manifest) -> None:

@@ -142,13 +142,11 @@ class LocalRuntime(Runtime):
         from diffflow.runtime.durable import checkpoints
         from diffflow.runtime.durable.partition_state import write_partition
 
-        folder = checkpoints.begin(root, self.closed)
-        files = dict(write_partition(folder, engine, self.symbols._text, self.closed)
-                     for engine in self.engines.values())
-        files.update(checkpoints.write_extra(folder, self.checkpoint_extra))
-        checkpoints.commit(folder, self.closed, self.parts, files, fingerprint=fingerprint)
-        checkpoints.prune(root)
-        return folder
+        return checkpoints.write(
+            root, self.closed, self.parts,
+            lambda folder: [write_partition(folder, engine, self.symbols._text, self.closed)
+                            for engine in self.engines.values()],
+            fingerprint, self.checkpoint_extra)
 
     def restore_checkpoint(self, manifest) -> None:
         """Start from a committed checkpoint (a resumed dataflow; re-binned if it was

@@ -73,6 +73,20 @@ def begin(root: str, epoch: int) -> str:
     return folder
 
 
+def write(root: str, epoch: int, partitions: int, write_parts, fingerprint: str = "",
+          extra=None) -> str:
+    """A whole checkpoint after ``epoch`` epochs under ``root``: a fresh folder, the
+    partitions' files (``write_parts(folder)`` writes them durably and gives their manifest
+    entries by name), the ``extra()`` files, then the manifest; older ones pruned.  Returns
+    its folder."""
+    folder = begin(root, epoch)
+    files = dict(write_parts(folder))
+    files.update(write_extra(folder, extra))
+    commit(folder, epoch, partitions, files, fingerprint=fingerprint)
+    prune(root)
+    return folder
+
+
 def write_extra(folder: str, source) -> dict:
     """Write the files ``source()`` gives (``{name: bytes}``; ``source`` may be None) into a
     checkpoint being written; their manifest entries."""
