@@ -365,15 +365,27 @@ class Analyser(ClauseChecks):
         return out + extra
 
     def expand(self, conjunction: ast.Conjunction):
-        """Disjunctive normal form of a conjunction (nested ``;`` groups multiply out)."""
-        options = []
-        for literal in conjunction.literals:
-            if isinstance(literal, ast.Disjunction):
-                options.append([lits for alt in literal.alternatives for lits in self.expand(alt)])
-            else:
-                options.append([[literal]])
-        for combination in itertools.product(*options):
-            yield [lit for part in combination for lit in part]
+        """Disjunctive normal form of a conjunction (see :func:`alternatives`)."""
+        return alternatives(conjunction)
+
+
+def alternatives(conjunction: ast.Conjunction):
+    """Disjunctive normal form of a conjunction: each alternative's literals (nested ``;``
+    groups multiply out).
+
+    >>> from diffflow.datalog.syntax.parser import parse
+    >>> (rule,) = parse("r(x) :- e(x), (x = 1 ; x = 2).").rules
+    >>> len(list(alternatives(rule.body[0])))
+    2
+    """
+    options = []
+    for literal in conjunction.literals:
+        if isinstance(literal, ast.Disjunction):
+            options.append([lits for alt in literal.alternatives for lits in alternatives(alt)])
+        else:
+            options.append([[literal]])
+    for combination in itertools.product(*options):
+        yield [lit for part in combination for lit in part]
 
 
 def _aggregates_over_atoms(args) -> bool:

@@ -36,8 +36,8 @@ twice its own work, and only in recursions that count.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 
+from diffflow.datalog.analysis.analyser import alternatives
 from diffflow.datalog.analysis.strata import tarjan
 from diffflow.datalog.syntax import ast
 from diffflow.datalog.syntax.errors import DatalogError
@@ -47,11 +47,6 @@ DERIVATION, ITERATION = "#derivation", "#iteration"
 #: what the errors below suggest instead
 _COLUMN_HINT = ("count the steps in a column of the relation instead, e.g. r(y, n + 1) :- "
                 "r(x, n), e(x, y), n < 100.")
-
-
-def counts_iterations(analysed_relations) -> bool:
-    """Whether a program's relations include the hidden ones this pass adds."""
-    return any(name.endswith(ITERATION) for name in analysed_relations)
 
 
 def count_iterations(program: ast.Program, source: str = "") -> ast.Program:
@@ -74,18 +69,9 @@ def count_iterations(program: ast.Program, source: str = "") -> ast.Program:
 def _counters(rule: ast.Rule) -> list:
     terms = list(rule.head.args)
     for conjunction in rule.body:
-        terms += _literal_terms(conjunction)
+        terms += [t for lit in _flat_literals(conjunction) for t in ast.literal_terms(lit)]
     return [n for n in ast.walk_terms(*terms, aggregates=True)
             if isinstance(n, ast.Functor) and n.name == ITERATION_COUNTER]
-
-
-def _literal_terms(lit) -> list:
-    """The terms of a literal, through nested conjunctions and disjunctions."""
-    if isinstance(lit, ast.Conjunction):
-        return [t for x in lit.literals for t in _literal_terms(x)]
-    if isinstance(lit, ast.Disjunction):
-        return [t for x in lit.alternatives for t in _literal_terms(x)]
-    return ast.literal_terms(lit)
 
 
 def _reads(rule: ast.Rule) -> set:
@@ -108,20 +94,6 @@ def _flat_literals(lit) -> list:
     if isinstance(lit, ast.Disjunction):
         return [x for y in lit.alternatives for x in _flat_literals(y)]
     return [lit]
-
-
-def _alternatives(conjunction: ast.Conjunction):
-    """Disjunctive normal form of a body alternative (nested ``;`` groups multiplied out)."""
-    options = []
-    for lit in conjunction.literals:
-        if isinstance(lit, ast.Disjunction):
-            options.append([x for alt in lit.alternatives for x in _alternatives(alt)])
-        elif isinstance(lit, ast.Conjunction):
-            options.append(list(_alternatives(lit)))
-        else:
-            options.append([[lit]])
-    for combination in itertools.product(*options):
-        yield [lit for part in combination for lit in part]
 
 
 def _replace_counters(node, by: ast.Var):
@@ -231,7 +203,7 @@ class _Counting:
         out = [self.derivation(rule, alternative, scc)
                for rule in rules for alternative in (
                    [] if not rule.body else
-                   [lits for conj in rule.body for lits in _alternatives(conj)])]
+                   [lits for conj in rule.body for lits in alternatives(conj)])]
         out += [self.fact(rule) for rule in rules if not rule.body]
         row = [ast.Var(*at, f"#counted{i}") for i in range(len(d.attributes))]
         least, each = ast.Var(*at, "#first"), ast.Var(*at, "#derived")
