@@ -5,14 +5,14 @@ epoch, :meth:`CompiledRounds.run` takes that work out of the engine (queued chun
 updates an arrange holds back, a distinct's pending times and the corrections it made
 early, which become pending times again, as on the general path), runs the
 loop's rounds in :func:`diffflow.operators.rounds._kernels.run_rounds` until the loop
-settles, the waiting work outgrows :data:`CUT_LIMIT` rows (none for now: see
-:meth:`CompiledRounds._run_loop`), or a feedback would pass its round limit, and puts the
-result back where the engine keeps it:
+settles, the waiting work outgrows :data:`LIMIT` rows, or a feedback would pass its round
+limit, and puts the result back where the engine keeps it:
 
 * what the rounds added to each trace becomes one batch of its spine, up to the frontier
   the rounds completed (``[(e, last + 1), (e + 1, 0)]``, or ``[(e + 1, 0)]`` once settled);
 * what still waits goes back to the queues, the arranges' held updates and the distincts'
-  pending times; what left the loop is queued at its ``leave``.
+  pending times (each with every later round of its key's history, :func:`_with_later_rounds`);
+  what left the loop is queued at its ``leave``.
 
 The engine then recomputes every frontier and sweeps on as if it had run those rounds
 itself: the traces hold the same updates at the same times (a trace's updates are its
@@ -53,9 +53,6 @@ _ROW = 4  # the work buffer's columns before the row: node, port, round, diff
 #: row, and a round cannot be cut short, so a bigger delta whose round fans out (a hub's
 #: edges) would cost more compiled (R-MAT s15 reach: a 1,000-row round became 250,000)
 LIMIT = 256
-#: rows of waiting work past which a run hands the loop back to the general path: none for
-#: now (see :meth:`CompiledRounds._run_loop`); ``LIMIT`` when the hand-back is mended
-CUT_LIMIT = 1 << 40
 
 
 #: sweeps of one run (about one per round) after which a loop on the general path loads the
@@ -112,11 +109,6 @@ class CompiledRounds:
                   mark=-1) -> bool:
         t0 = None if log is None else log.now()
         taken = _take_state(program, engines, frontiers, limit)
-        # Once started, the rounds run until the loop settles: handing a loop back part-way
-        # (its waiting work past ``limit``) can leave a distinct's output with a row twice
-        # (found by bench/bench_soak.py: local runtime, epoch 9,293 of seed 0), so the
-        # kernel is not cut by size until that hand-back is mended.
-        limit = CUT_LIMIT if limit == LIMIT else limit
         if taken is None:
             return False
         epoch, work, n_work, schedule, n_schedule, first_round, traces, keep = taken
@@ -309,6 +301,26 @@ def _epoch_times(epoch, rounds):
     return times
 
 
+def _with_later_rounds(op, keys, rounds):
+    """``(keys, rounds)`` with every later round of each key's history added: the kernel
+    schedules a key only at its next round with history (it looks again there), while the
+    general path looks only at the pending times it holds, so it needs them all (a key's
+    interesting times in this epoch are its rounds and every later round of its input or
+    output updates, of any epoch)."""
+    if not len(keys):
+        return keys, rounds
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    first = np.full(len(unique), np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first, inverse.reshape(-1), rounds)
+    more_keys, more_rounds = [keys], [rounds]
+    for spine in (op.in_spine, op.out_spine):
+        query, _, times, _ = spine.gather(unique)
+        later = times[:, 1] > first[query]
+        more_keys.append(unique[query[later]])
+        more_rounds.append(times[later, 1])
+    return np.concatenate(more_keys), np.concatenate(more_rounds)
+
+
 def _hand_back(program, engines, routing, epoch, settled, last, work, schedule, over, exits,
                negative):
     """Put the rounds' results where the engines keep them (see the module docstring): what
@@ -353,8 +365,9 @@ def _hand_back(program, engines, routing, epoch, settled, last, work, schedule, 
         kk = int(nodes[i, 5])
         for p, part in _by_owner(routing, schedule[schedule[:, 0] == i], np.arange(2, 2 + kk)):
             op = engines[p].ops[program.node_ids[i]]
-            op.pending_keys, op.pending_times = unique_pairs(
-                np.ascontiguousarray(part[:, 2:2 + kk]), _epoch_times(epoch, part[:, 1]))
+            keys, rounds = _with_later_rounds(op, np.ascontiguousarray(part[:, 2:2 + kk]),
+                                              part[:, 1])
+            op.pending_keys, op.pending_times = unique_pairs(keys, _epoch_times(epoch, rounds))
     for i in np.unique(exits[:, 0]).tolist() if len(exits) else []:
         mine = exits[exits[:, 0] == i]
         width = int(nodes[i, 1])
