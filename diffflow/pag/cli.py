@@ -60,6 +60,9 @@ def add_commands(commands) -> None:
     srv.add_argument("--port", type=int, default=8765, help="the port to listen on (default 8765)")
     srv.add_argument("--host", default="127.0.0.1",
                      help="the address to listen on (default 127.0.0.1: this machine only)")
+    srv.add_argument("--retain", type=int, default=None, metavar="N",
+                     help="keep the newest N snapshots (default 1000), so following a long "
+                          "run holds bounded memory")
     _threshold_options(srv)
     srv.set_defaults(handler=_serve)
     rep = sub.add_parser("report", help="the dashboard of a finished trace as one self-contained HTML file")
@@ -245,12 +248,14 @@ def _serve(args) -> int:
     """``pag serve``: check what can be checked, then read (or follow) the trace in a thread
     and serve the dashboard until Ctrl-C."""
     from diffflow.pag.api import load, parse_duration
-    from diffflow.pag.dashboard.server import Dashboard, check_port, read_trace, serve
+    from diffflow.pag.dashboard.server import (RETAIN, Dashboard, check_port, read_trace,
+                                               serve)
 
     if args.window is not None:
         parse_duration(args.window)   # a bad duration fails here, before any serving
     check_port(args.host, args.port)
-    dashboard = Dashboard(live=args.follow, **_thresholds(args, pag_flow=False))
+    dashboard = Dashboard(live=args.follow, retain=RETAIN if args.retain is None else args.retain,
+                          **_thresholds(args, pag_flow=False))
     if args.follow:
         if str(args.trace).endswith(".gz"):
             raise ValueError("--follow reads a plain trace as it grows; a .gz file is read "

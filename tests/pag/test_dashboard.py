@@ -378,7 +378,7 @@ def test_a_busy_port_or_a_bad_option_is_refused_before_anything_is_served(tmp_pa
             dd.Dataflow(trace=str(tmp_path / "x.trace"), dashboard=busy)
     with pytest.raises(ValueError, match="from 1 to 65535"):
         dd.Dataflow(trace=str(tmp_path / "y.trace"), dashboard=70000)
-    for bad in (["--window", "bogus"], ["--follow", "--format", "spark"]):
+    for bad in (["--window", "bogus"], ["--follow", "--format", "spark"], ["--retain", "0"]):
         done = subprocess.run([sys.executable, "-m", "diffflow", "pag", "serve", str(path),
                                "--port", str(free_port()), *bad],
                               capture_output=True, text=True, timeout=60)
@@ -405,3 +405,34 @@ def test_a_report_survives_markup_in_names_and_unknown_snapshots_are_404(tmp_pat
             server.get("/api/timeline/99")
     finally:
         server.stop()
+
+
+def test_a_dashboard_keeps_the_newest_snapshots_it_is_told_to():
+    from diffflow.pag.api import PAG
+    from diffflow.pag.dashboard.server import Dashboard
+    from diffflow.pag.edges import Edges
+
+    def snapshot(s, workers=2):   # each worker busy for s ns in snapshot s
+        return [(s, w, 0, w, 0, s, 0, "Processing") for w in range(workers)]
+
+    dash = Dashboard(retain=3)
+    for first in range(1, 20, 2):   # two snapshots a batch, as a followed trace gives them
+        dash.add(PAG(Edges.from_rows(snapshot(first) + snapshot(first + 1)), epochs=True))
+    state = dash.state()
+    assert [s["snapshot"] for s in state["snapshots"]] == [18, 19, 20]
+    assert {m["snapshot"] for m in state["metrics"]} == {18, 19, 20}
+    assert {v["snapshot"] for v in state["violations"]} <= {18, 19, 20}
+    assert state["dropped"] == 17 and sorted(dash.where) == [18, 19, 20]
+    assert len(dash.parts) == 2   # (the batch of 17 and 18 stays while 18 is shown)
+    assert dash.timeline(19)["activities"] and not dash.timeline(5)["activities"]
+    # late events of a kept snapshot are analysed again with the rest; of a dropped one, not
+    dash.add(PAG(Edges.from_rows(snapshot(19, workers=3) + snapshot(4)), epochs=True))
+    state = dash.state()
+    assert [s["snapshot"] for s in state["snapshots"]] == [18, 19, 20]
+    assert dash.timeline(19)["workers"] == [0, 1, 2] and not dash.timeline(4)["activities"]
+    with pytest.raises(ValueError, match="at least 1 snapshot"):
+        Dashboard(retain=0)
+    everything = Dashboard(retain=None)
+    for first in range(1, 40, 2):
+        everything.add(PAG(Edges.from_rows(snapshot(first) + snapshot(first + 1)), epochs=True))
+    assert len(everything.state()["snapshots"]) == 40 and everything.dropped == 0

@@ -36,15 +36,37 @@ from diffflow.runtime.events import TraceError
 STATIC = Path(__file__).with_name("static")
 
 
-class Dashboard:
-    """The PAG read so far, its views, a version that grows with every change, the trace's
-    errors, and the queues of the pages listening."""
+#: snapshots a dashboard keeps by default: the newest ones (as Spark's UI keeps its last
+#: 1,000 jobs), so a dashboard following a long run holds a bounded PAG
+RETAIN = 1000
+#: malformed trace lines the page lists (the newest; every one is also on stderr)
+ERRORS_SHOWN = 1000
 
-    def __init__(self, live: bool = True, **thresholds):
+
+class Dashboard:
+    """The PAG read so far (its newest ``retain`` snapshots; None: all), its views, a version
+    that grows with every change, the trace's errors, and the queues of the pages listening.
+
+    >>> from diffflow.pag.edges import Edges; from diffflow.pag.api import PAG
+    >>> dash = Dashboard(retain=2)
+    >>> for s in (1, 2, 3):
+    ...     dash.add(PAG(Edges.from_rows([(s, 0, 0, 0, 0, 5, 0, "Processing")]), epochs=True))
+    >>> [s["snapshot"] for s in dash.state()["snapshots"]], dash.state()["dropped"]
+    ([2, 3], 1)
+    """
+
+    def __init__(self, live: bool = True, retain: int | None = RETAIN, **thresholds):
+        if retain is not None and (isinstance(retain, bool) or not isinstance(retain, int)
+                                   or retain < 1):
+            raise ValueError(f"the dashboard keeps at least 1 snapshot (retain), got {retain!r}")
         self.thresholds = thresholds   # of diffflow.pag.checks.violations (pag serve's options)
         self.live = live               # the trace may still grow (--follow): the page says so
-        self.parts: list = []         # the PAG of each batch of closed snapshots
-        self.where: dict = {}         # snapshot -> its part
+        self.retain = retain
+        self.dropped = 0               # snapshots dropped to keep the newest ``retain``
+        self.floor = None              # snapshots up to this one were dropped
+        self.parts: dict = {}         # the PAG of each batch of closed snapshots, by number
+        self.where: dict = {}         # snapshot -> the number of its part
+        self.added = 0                # batches added so far (the next part's number)
         self.view = overview(PAG(Edges.empty(), epochs=True))
         self.version = 0
         self.errors: list = []
@@ -57,40 +79,69 @@ class Dashboard:
         """Take newly closed snapshots (or a whole trace) and tell every page.  Closed
         snapshots never change, so only the new ones are analysed: the cost follows what
         arrived, not the length of the run."""
+        if self.floor is not None:   # (late events of a dropped snapshot stay dropped)
+            pag = PAG(pag.edges.take(np.flatnonzero(pag.edges.snap > self.floor)), pag.epochs,
+                      pag.window_ns)
         snapshots = {int(x) for x in np.unique(pag.edges.snap).tolist()}
+        if not snapshots:
+            return
         with self.lock:
             late = snapshots & set(self.where)
         if late:   # events of a snapshot shown already: analyse everything again, once
             with self.lock:
-                pag = PAG(Edges.concat([p.edges for p in self.parts] + [pag.edges]),
+                pag = PAG(Edges.concat([p.edges for p in self.parts.values()] + [pag.edges]),
                           pag.epochs, pag.window_ns)
-                self.parts, self.where, self.khops = [], {}, {}
+                if self.floor is not None:   # (what was dropped stays dropped)
+                    pag = PAG(pag.edges.take(np.flatnonzero(pag.edges.snap > self.floor)),
+                              pag.epochs, pag.window_ns)
+                self.parts, self.where, self.khops = {}, {}, {}
                 self.view = overview(PAG(Edges.empty(), epochs=True))
         view = overview(pag, **self.thresholds)
         with self.lock:
-            self.parts.append(pag)
+            self.parts[self.added] = pag
             for snapshot in np.unique(pag.edges.snap).tolist():
-                self.where[int(snapshot)] = len(self.parts) - 1
+                self.where[int(snapshot)] = self.added
+            self.added += 1
             old = self.view
             self.view = {"epochs": pag.epochs,
                          "snapshots": old["snapshots"] + view["snapshots"],
                          "metrics": old["metrics"] + view["metrics"],
                          "violations": sorted(old["violations"] + view["violations"],
                                               key=lambda v: -(v["duration_ns"] or 0))}
+            self._drop_old()
             self.version += 1
         self._notify()
+
+    def _drop_old(self) -> None:
+        """Keep the newest ``retain`` snapshots: forget the older ones' views and the parts
+        that hold only older ones (a part straddling the cut stays until it is all older)."""
+        if self.retain is None or len(self.where) <= self.retain:
+            return
+        ordered = sorted(self.where)
+        self.floor = ordered[-self.retain - 1]   # the newest snapshot dropped
+        for snapshot in ordered[:-self.retain]:
+            del self.where[snapshot]
+        self.dropped += len(ordered) - self.retain
+        live = set(self.where.values())
+        self.parts = {i: part for i, part in self.parts.items() if i in live}
+        self.khops = {key: v for key, v in self.khops.items() if key[0] > self.floor}
+        floor = self.floor
+        self.view = {**self.view, **{
+            name: [r for r in self.view[name] if r["snapshot"] is None or r["snapshot"] > floor]
+            for name in ("snapshots", "metrics", "violations")}}
 
     def error(self, message: str) -> None:
         """A malformed trace line: on stderr and in the page."""
         print(message, file=sys.stderr, flush=True)
         with self.lock:
-            self.errors.append(message)
+            self.errors = self.errors[-(ERRORS_SHOWN - 1):] + [message]
             self.version += 1
         self._notify()
 
     def state(self) -> dict:
         with self.lock:
             return {"version": self.version, **self.view, "errors": list(self.errors),
+                    "retain": self.retain, "dropped": self.dropped,
                     "colors": COLORS, "live": self.live, "thresholds": dict(self.thresholds),
                     "thresholds_text": thresholds_text(self.thresholds)}
 

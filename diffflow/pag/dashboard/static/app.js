@@ -42,7 +42,9 @@ async function refresh() {
   select.replaceChildren(...ids.map(id => el("option", {value: id}, String(id))));
   if (keep !== undefined) select.value = String(keep);
   document.getElementById("status").textContent =
-    `${ids.length} snapshot(s) · ${state.violations.length} invariant violation(s)` +
+    `${ids.length} snapshot(s)` +
+    (state.dropped ? ` (the newest ${state.retain}: ${state.dropped} older dropped)` : "") +
+    ` · ${state.violations.length} invariant violation(s)` +
     (state.thresholds_text ? ` (${state.thresholds_text})` : "") +
     (REPORT ? " · a report of a finished trace" :
      state.live ? ` · data version ${state.version} (updates as the trace grows)` : "");
