@@ -5,8 +5,9 @@ epoch, :meth:`CompiledRounds.run` takes that work out of the engine (queued chun
 updates an arrange holds back, a distinct's pending times and the corrections it made
 early, which become pending times again, as on the general path), runs the
 loop's rounds in :func:`diffflow.operators.rounds._kernels.run_rounds` until the loop
-settles, the waiting work outgrows :data:`LIMIT` rows, or a feedback would pass its round
-limit, and puts the result back where the engine keeps it:
+settles, the waiting work outgrows :data:`LIMIT` rows, a feedback would pass its round
+limit, or the run has spent its :data:`BUDGET` (so a Ctrl-C is seen), and puts the result
+back where the engine keeps it:
 
 * what the rounds added to each trace becomes one batch of its spine, up to the frontier
   the rounds completed (``[(e, last + 1), (e + 1, 0)]``, or ``[(e + 1, 0)]`` once settled);
@@ -53,6 +54,12 @@ _ROW = 4  # the work buffer's columns before the row: node, port, round, diff
 #: row, and a round cannot be cut short, so a bigger delta whose round fans out (a hub's
 #: edges) would cost more compiled (R-MAT s15 reach: a 1,000-row round became 250,000)
 LIMIT = 256
+
+#: rows of work (a round counts one plus the rows it leaves waiting) after which a run
+#: hands the loop back, part-way, so Python sees a Ctrl-C: ~0.1-0.5 s of rounds (a loop
+#: counting to a million ran 3 s in one kernel call, deaf to Ctrl-C); the general path's
+#: one round before the next run costs ~1 ms
+BUDGET = 1_000_000
 
 
 #: sweeps of one run (about one per round) after which a loop on the general path loads the
@@ -127,7 +134,7 @@ class CompiledRounds:
             program.readers, program.orders, program.sources, program.code, program.code_ptr,
             program.trace_kk, program.trace_width, ptr, flat, batch_rows, batch_times,
             batch_diffs, batch_len, program.aggs, work, n_work, schedule, n_schedule,
-            first_round, limit, 1 << max(6, (4 * (n_work + n_schedule)).bit_length()))
+            first_round, limit, 1 << max(6, (4 * (n_work + n_schedule)).bit_length()), BUDGET)
         del keep  # (the kernel read the batches in place: they lived until here)
         reason, last, work, n_work, schedule, n_schedule, over, n_over, exits, n_exits, \
             negative = result

@@ -110,12 +110,15 @@ def _closure_oracle(state):
         pairs |= more
 
 
-def _run(monkeypatch, mode, build, seed, epochs, domain, batch, shape, limit=None, parts=1):
+def _run(monkeypatch, mode, build, seed, epochs, domain, batch, shape, limit=None, parts=1,
+         budget=None):
     """Random inserts and removes; per epoch ``(snapshot, changes)``, and the runs made.
     ``limit``: hand the loop back to the general path whenever more than that many rows
     wait (the default switch, which waits for the kernels: they are loaded); ``parts``:
-    the local runtime's partitions."""
+    the local runtime's partitions; ``budget``: a run pauses (hands back) after that much
+    work."""
     monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", mode)
+    monkeypatch.setattr(compiled_rounds, "BUDGET", budget or compiled_rounds.BUDGET)
     if limit is not None:
         monkeypatch.setattr(compiled_rounds, "LIMIT", limit)
         columnar.load_kernels()
@@ -171,10 +174,22 @@ def test_compiled_and_general_rounds_agree_at_every_epoch(monkeypatch, name, bui
     # small deltas compiled, bigger ones handed back in the middle of a loop, and again
     mixed, _, some = _run(monkeypatch, "1", build, seed, 10, domain, 8, shape, limit=3,
                           parts=parts)
+    # every run paused after its first round (as for a Ctrl-C), the rest on either path
+    part_way, hand_back = [], compiled_rounds._hand_back
+
+    def counted(program, engines, routing, epoch, settled, *rest):
+        part_way.append(not settled)
+        hand_back(program, engines, routing, epoch, settled, *rest)
+    monkeypatch.setattr(compiled_rounds, "_hand_back", counted)
+    paused, _, _ = _run(monkeypatch, "force", build, seed, 10, domain, 8, shape,
+                        parts=parts, budget=1)
     assert none == 0 and runs > 0 and some > 0
-    for epoch, (a, b, c) in enumerate(zip(compiled, general, mixed)):
+    # (components and parity always run a round past the first; reach may settle in one)
+    assert any(part_way) or name not in ("components", "parity")
+    for epoch, (a, b, c, d) in enumerate(zip(compiled, general, mixed, paused)):
         assert a == b, f"epoch {epoch}: compiled {a} != general {b}"
         assert c == b, f"epoch {epoch}: handed back {c} != general {b}"
+        assert d == b, f"epoch {epoch}: paused {d} != general {b}"
     expected = {k: v for k, v in oracle(state).items() if v}
     assert compiled[-1][0] == expected
 
@@ -190,6 +205,17 @@ def test_counting_takes_the_compiled_path(monkeypatch, parts):
     assert program.size("n") == 3001 and max(program.rows("n")) == (3000,)
     assert rounds.runs == 1 and rounds.rounds >= 3000
     assert program.flow._runtime.sweeps < 10  # (the general path sweeps once per round)
+
+
+def test_a_long_run_pauses_so_python_sees_a_ctrl_c(monkeypatch):
+    monkeypatch.setenv("DIFFFLOW_COMPILED_ROUNDS", "1")
+    monkeypatch.setattr(compiled_rounds, "BUDGET", 500)  # (a round here: one row, ~2 of work)
+    columnar.load_kernels()
+    program = Program(".decl n(x: number)\n.output n\nn(0).\nn(x + 1) :- n(x), x < 3000.\n")
+    program.commit()
+    rounds = program.flow._runtime.rounds
+    assert program.size("n") == 3001 and max(program.rows("n")) == (3000,)
+    assert 6 <= rounds.runs <= 20  # (between two runs the general path runs a round)
 
 
 @pytest.mark.parametrize("mode", ["force", "0"])

@@ -57,6 +57,7 @@ from diffflow.operators.rounds.codes import (
     FEEDBACK,
     FILTER,
     NEGATE,
+    PAUSED,
     ROUND_LIMIT,
     SELECT,
     SETTLED,
@@ -184,10 +185,12 @@ def _aggregated(vals, diffs, n, aggs, first, count, kk, desired):
 def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, sources, code,
                code_ptr, trace_kk, trace_width, trace_batches_ptr, trace_batches,
                batch_rows, batch_times, batch_diffs, batch_len, aggs, work, n_work,
-               schedule, n_schedule, first_round, limit, heads_size):
+               schedule, n_schedule, first_round, limit, heads_size, budget):
     """Run rounds from ``first_round`` until nothing is left (SETTLED), the work waiting
-    at a round's end exceeds ``limit`` rows (TOO_BIG) or a feedback would pass its round
-    limit (ROUND_LIMIT).
+    at a round's end exceeds ``limit`` rows (TOO_BIG), a feedback would pass its round
+    limit (ROUND_LIMIT) or the rounds have handled about ``budget`` rows of work (PAUSED:
+    a round counts as one row plus the rows it leaves waiting, so a long loop returns
+    to Python often enough for Ctrl-C).
 
     Returns ``(reason, last complete round, work, n_work, schedule, n_schedule, overlay,
     n_overlay, exits, n_exits, negative)``: what waits (work and schedule rows, rounds
@@ -221,6 +224,7 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
     r = first_round
     done = -1
     reason = SETTLED
+    spent = 0
     while True:
         stop_limit = False
         for i in range(n_nodes):
@@ -497,6 +501,10 @@ def run_rounds(nodes, consumers_ptr, consumers, readers_ptr, readers, orders, so
             break
         if n_work + n_schedule > limit:
             reason = TOO_BIG
+            break
+        spent += 1 + n_work + n_schedule
+        if spent >= budget:
+            reason = PAUSED
             break
         nxt = _BIG
         for w in range(n_work):

@@ -40,5 +40,5 @@ EXPR_OPS = ("col", "lit", "+", "-", "*", "neg", "abs", "==", "!=", "<", "<=", ">
             "|", "~", "max", "min", "wrap32", "wrapu32")
 
 # why a run of rounds returned
-SETTLED, TOO_BIG, ROUND_LIMIT = 0, 1, 2
-REASONS = ("settled", "too big", "round limit")
+SETTLED, TOO_BIG, ROUND_LIMIT, PAUSED = 0, 1, 2, 3
+REASONS = ("settled", "too big", "round limit", "paused")
