@@ -41,13 +41,14 @@ from __future__ import annotations
 import itertools
 import shutil
 import tempfile
+import warnings
 import weakref
 
 import numpy as np
 
 from diffflow.arrangements.updates import Updates
 from diffflow.common import failpoints
-from diffflow.common.errors import WorkerLost, loop_overflow_error
+from diffflow.common.errors import CheckpointError, WorkerLost, loop_overflow_error
 from diffflow.runtime.durable import checkpoints
 from diffflow.runtime.base import Runtime
 from diffflow.runtime.engine import Topology, merge_pointstamps, overflowed, partition_rows
@@ -84,6 +85,9 @@ class ClusterRuntime(Runtime):
         self.checkpoint_extra = None  # () -> {file name: bytes} a checkpoint also holds
         self.checkpoint_epoch = 0
         self.log_closed: list = []  # per epoch closed since the checkpoint: its input entries
+        # the checkpoint before it and the log from there to it (files, epoch, folder, log):
+        # recovery falls back to it when the last one is found damaged
+        self.previous_checkpoint = None
         self.log_open: list = []    # entries of the open epoch
         self.closed = 0             # epochs closed
         self.computed = 0           # epochs computed by the last complete run
@@ -280,8 +284,12 @@ class ClusterRuntime(Runtime):
         self._use_checkpoint(checkpoints.read_manifest(folder))
         return folder
 
-    def _use_checkpoint(self, manifest) -> None:
-        """Recover from ``manifest``'s checkpoint from now on (the log before it is done)."""
+    def _use_checkpoint(self, manifest, resumed: bool = False) -> None:
+        """Recover from ``manifest``'s checkpoint from now on; the one before it, with the
+        log between them, is kept for a fallback (not when ``resumed``: no log of it)."""
+        self.previous_checkpoint = None if resumed or self.checkpoint_path is None else (
+            self.checkpoint_files, self.checkpoint_epoch, self.checkpoint_path,
+            self.log_closed)
         self.checkpoint_path = manifest.folder
         self.checkpoint_files = manifest.partition_files()
         self.checkpoint_epoch = manifest.epoch
@@ -291,28 +299,51 @@ class ClusterRuntime(Runtime):
         """Start from a committed checkpoint (a resumed dataflow): every worker restores its
         partition (re-binned if it was written at another partition count), and this
         runtime continues after its epoch.  Raises CheckpointError for a damaged file."""
-        self._use_checkpoint(manifest)
+        self._use_checkpoint(manifest, resumed=True)
         self.transport.call_all("restore", [(self.checkpoint_files,)] * self.parts)
         self.closed = self.computed = manifest.epoch
         reports = self.transport.call_all("pointstamps", [()] * self.parts)
         self.frontiers = self.topology.frontiers(*merge_pointstamps(reports))
+
+    def _fresh_workers(self) -> None:
+        """New workers told the symbols, routing, rescaling plan and tracing (no state)."""
+        self._synced_symbols = len(self.symbols._text)
+        self.transport.restart(dict(self.symbols._text), self.parts)
+        if not self.routing.is_default:
+            self.transport.call_all("routing", [(self.routing,)] * self.parts)
+        if self._plan[0] is not None:  # the plan under way: its steps' indexes
+            self.transport.call_all("plan", [self._plan] * self.parts)
+        if self.trace_log is not None:  # the interrupted run's events are dropped
+            self.trace_log.take()
+        self._start_tracing()
+
+    def _restore_or_fall_back(self) -> None:
+        """Every worker restores the last checkpoint; if a file of it is damaged, fresh
+        workers restore the one before it, and the log from there is replayed too (a
+        damaged file is never loaded: each is checked against its manifest as it is read)."""
+        try:
+            self.transport.call_all("restore", [(self.checkpoint_files,)] * self.parts)
+            return
+        except CheckpointError as exc:
+            if self.previous_checkpoint is None:
+                raise
+            damaged = exc
+        files, epoch, folder, log = self.previous_checkpoint
+        warnings.warn(f"{damaged}; recovering from the checkpoint before it (epoch {epoch}, "
+                      f"{folder})", RuntimeWarning, stacklevel=2)
+        self.checkpoint_files, self.checkpoint_epoch, self.checkpoint_path = files, epoch, folder
+        self.log_closed, self.previous_checkpoint = log + self.log_closed, None
+        self._fresh_workers()  # (some may have restored part of the damaged one)
+        self.transport.call_all("restore", [(files,)] * self.parts)
 
     def _recover(self, run: bool = True) -> None:
         """Fresh workers, the last checkpoint restored, the inputs since replayed."""
         self.recoveries += 1
         for attempt in range(3):
             try:
-                self._synced_symbols = len(self.symbols._text)
-                self.transport.restart(dict(self.symbols._text), self.parts)
-                if not self.routing.is_default:
-                    self.transport.call_all("routing", [(self.routing,)] * self.parts)
-                if self._plan[0] is not None:  # the plan under way: its steps' indexes
-                    self.transport.call_all("plan", [self._plan] * self.parts)
-                if self.trace_log is not None:  # the interrupted run's events are dropped
-                    self.trace_log.take()
-                self._start_tracing()
+                self._fresh_workers()
                 if self.checkpoint_path is not None:  # re-binned if written at another P
-                    self.transport.call_all("restore", [(self.checkpoint_files,)] * self.parts)
+                    self._restore_or_fall_back()
                 self._keys_lost = True  # (what was noted since the last take is gone)
                 self._send_recording(range(self.parts))
                 for node_ids, entries in self.log_closed:

@@ -82,6 +82,40 @@ def test_worker_process_killed_between_epochs(checkpoint_every, uri, tmp_path):
     remote.close()
 
 
+@pytest.mark.slow
+def test_a_lost_worker_recovers_from_the_checkpoint_before_a_damaged_one(tmp_path):
+    local = dd.Dataflow(partitions=2)
+    remote = dd.Dataflow(partitions=2, runtime="processes", checkpoint_every=2,
+                         checkpoint_dir=str(tmp_path))
+    outs = []
+    for flow in (local, remote):
+        words = flow.input("words", [("w", str), ("n", int)])
+        outs.append((words, words.aggregate(by=["w"], total=dd.sum("n")).output()))
+    batches = [[("a", 1), ("b", 2)], [("a", 3)], [("c", 4), ("b", 5)], [("a", -1)],
+               [("d", 7)], [("c", 1)]]
+    for epoch, batch in enumerate(batches):
+        for words, _ in outs:
+            words.insert(batch)
+        if epoch == 5:  # checkpoints at epochs 2 and 4: the newest one's file is damaged
+            newest = tmp_path / "checkpoint-000000000004" / "part-1.state"
+            data = bytearray(newest.read_bytes())
+            data[len(data) // 2] ^= 0xFF
+            newest.write_bytes(bytes(data))
+            os.kill(remote._runtime.worker_pids()[1], signal.SIGKILL)
+        local.advance()
+        if epoch == 5:
+            with pytest.warns(RuntimeWarning, match=r"part-1.state does not match its "
+                                                    r"manifest.*the checkpoint before it "
+                                                    r"\(epoch 2"):
+                remote.advance()
+        else:
+            remote.advance()
+        assert outs[1][1].snapshot() == outs[0][1].snapshot(), epoch
+        assert outs[1][1].changes() == outs[0][1].changes(), epoch
+    assert remote._runtime.recoveries == 1
+    remote.close()
+
+
 def test_operator_failure_in_a_worker_names_the_operator():
     flow = dd.Dataflow(partitions=2, runtime="processes")
     nums = flow.input("nums", ["x"])
