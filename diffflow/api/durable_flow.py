@@ -9,8 +9,15 @@ from __future__ import annotations
 from diffflow.common import failpoints
 
 
-def check_options(checkpoint_dir, durable: bool, resume: bool) -> None:
+def check_options(checkpoint_dir, durable: bool, resume: bool, runtime: str = "local",
+                  checkpoint_every=None) -> None:
     """Refuse durability options that cannot work together, saying what to pass."""
+    if runtime == "local" and checkpoint_every is not None and not (durable or resume):
+        raise ValueError("checkpoint_every= on the local runtime needs durable=True: there a "
+                         "checkpoint serves a resume after a crash, which needs the log of "
+                         "the epochs after it, e.g. Dataflow(checkpoint_dir='state', "
+                         "durable=True, checkpoint_every=100) (without durable=True, "
+                         "checkpoints protect the workers of runtime='processes' or 'spark')")
     if (durable or resume) and checkpoint_dir is None:
         which = "resume=True" if resume else "durable=True"
         raise ValueError(f"{which} needs checkpoint_dir=: the folder (or storage URI) that "

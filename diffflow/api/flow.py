@@ -128,7 +128,7 @@ class Dataflow:
             raise ValueError(f"checkpoint_every must be a positive int or None, "
                              f"got {checkpoint_every!r}")
         self.memory_limit = memory_budget.parse_size(memory_limit)
-        durable_flow.check_options(checkpoint_dir, durable, resume)
+        durable_flow.check_options(checkpoint_dir, durable, resume, runtime, checkpoint_every)
         self.durable, self._resume = bool(durable or resume), bool(resume)
         self.explain = bool(explain)
         self._features = {}

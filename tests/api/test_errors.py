@@ -101,3 +101,6 @@ def test_runtime_arguments_are_checked():
         dd.Dataflow(spark=object())
     with pytest.raises(ValueError, match=r"checkpoint_every must be a positive int"):
         dd.Dataflow(runtime="processes", checkpoint_every=0)
+    with pytest.raises(ValueError, match=r"checkpoint_every= on the local runtime needs "
+                                         r"durable=True"):
+        dd.Dataflow(checkpoint_every=5)  # (it was ignored: no checkpoint was ever written)
