@@ -53,6 +53,7 @@ def _make_runtime(flow):
     kw = dict(checkpoint_every=flow.checkpoint_every, checkpoint_dir=flow.checkpoint_dir)
     if flow.durable:  # (checkpoints come when the durable flow says: durable_flow)
         kw["checkpoint_every"] = None
+        kw["auto_checkpoint"] = False
     kw["trace"] = getattr(flow, "_trace", None)  # a Dataflow pickled before tracing existed
     if flow.runtime_name == "local":
         from diffflow.runtime.local import LocalRuntime
@@ -76,8 +77,9 @@ class Dataflow:
     ``"spark"`` (partition workers placed by Spark; pass ``spark=session``,
     see :mod:`diffflow.runtime.spark`).  Multi-process runtimes write a
     checkpoint every ``checkpoint_every`` epochs (into ``checkpoint_dir``, a
-    temporary folder by default) and recover from a lost worker by restoring
-    it and replaying the inputs since.  ``trace`` records what every
+    temporary folder by default; without ``checkpoint_every``, once the inputs
+    kept since the last reach 1,000 epochs or a million rows) and recover from a
+    lost worker by restoring it and replaying the inputs since.  ``trace`` records what every
     partition worker does: a file path (JSON lines of raw events, see
     :mod:`diffflow.runtime.tracing`) or a function called with the
     :class:`~diffflow.runtime.events.Events` of every run; off by default.

@@ -58,16 +58,27 @@ from diffflow.runtime.tracing import BARRIER, ProgressExchange, WorkerLog
 from diffflow.runtime.transports import InMemoryTransport, SocketTransport, process_pool
 
 
+#: epochs, and input rows, of the recovery log after which a runtime without
+#: ``checkpoint_every`` checkpoints by itself: a lost worker then replays at most that much,
+#: and the driver keeps at most about twice that (the log before the previous checkpoint)
+AUTO_EPOCHS = 1000
+AUTO_ROWS = 1_000_000
+
+
 class ClusterRuntime(Runtime):
     """Drives ``parts`` partition workers through a transport (see the module docstring).
 
     ``checkpoint_every`` epochs (after a run that leaves nothing staged) every
-    worker writes its state under ``checkpoint_dir``; ``None`` never
-    checkpoints, so recovery replays every input from the start.
+    worker writes its state under ``checkpoint_dir``.  With ``None`` and
+    ``auto_checkpoint``, it does once the input log kept for recovery holds
+    :data:`AUTO_EPOCHS` epochs or :data:`AUTO_ROWS` rows, so that log (and a
+    recovery's replay) stays bounded however long the run; without
+    ``auto_checkpoint`` (a durable dataflow, whose checkpoints its durability
+    decides) never.
     """
 
     def __init__(self, graph, parts: int, symbols, transport, checkpoint_every: int | None = None,
-                 checkpoint_dir: str | None = None, trace=None):
+                 checkpoint_dir: str | None = None, trace=None, auto_checkpoint: bool = True):
         self.graph, self.parts, self.symbols = graph, parts, symbols
         self.routing = Routing(parts)
         self._plan = (None, None)  # the rescaling plan announced to partitions
@@ -75,6 +86,8 @@ class ClusterRuntime(Runtime):
         self.frontiers = self.topology.initial_frontiers()  # as the last run left them
         self.transport = transport
         self.checkpoint_every = checkpoint_every
+        self.auto_checkpoint = auto_checkpoint and checkpoint_every is None
+        self.log_rows = 0  # input rows in log_closed (the automatic checkpoints' measure)
         self._own_checkpoint_dir = checkpoint_dir is None and checkpoint_every is not None
         self.checkpoint_dir = checkpoint_dir
         if self._own_checkpoint_dir:
@@ -142,6 +155,7 @@ class ClusterRuntime(Runtime):
     def close_epoch(self, node_ids) -> None:
         entries, self.log_open = self.log_open, []
         self.log_closed.append((list(node_ids), entries))
+        self.log_rows += sum(len(e[3]) for e in entries if e[0] == "rows")
         self.closed += 1
         self._applying(self.transport.call_all, "close_epoch",
                        [(list(node_ids),)] * self.parts)
@@ -266,10 +280,20 @@ class ClusterRuntime(Runtime):
 
     # -- checkpoints and recovery --------------------------------------------------------------
     def _maybe_checkpoint(self) -> None:
-        if (self.checkpoint_every is None or self.log_open
-                or self.closed - self.checkpoint_epoch < self.checkpoint_every):
+        if self.log_open:
             return
-        self.checkpoint()
+        if self.checkpoint_every is not None:
+            due = self.closed - self.checkpoint_epoch >= self.checkpoint_every
+        else:
+            due = self.auto_checkpoint and self._can_checkpoint() and (
+                len(self.log_closed) >= AUTO_EPOCHS or self.log_rows >= AUTO_ROWS)
+        if due:
+            self.checkpoint()
+
+    def _can_checkpoint(self) -> bool:
+        """Whether a checkpoint can go where every worker reads it (Spark says otherwise
+        on a cluster without shared storage)."""
+        return True
 
     def checkpoint(self) -> str:
         """Write every partition's state now (after a run, nothing staged) as a committed
@@ -293,7 +317,7 @@ class ClusterRuntime(Runtime):
         self.checkpoint_path = manifest.folder
         self.checkpoint_files = manifest.partition_files()
         self.checkpoint_epoch = manifest.epoch
-        self.log_closed = []
+        self.log_closed, self.log_rows = [], 0
 
     def restore_checkpoint(self, manifest) -> None:
         """Start from a committed checkpoint (a resumed dataflow): every worker restores its
@@ -333,6 +357,8 @@ class ClusterRuntime(Runtime):
                       f"{folder})", RuntimeWarning, stacklevel=2)
         self.checkpoint_files, self.checkpoint_epoch, self.checkpoint_path = files, epoch, folder
         self.log_closed, self.previous_checkpoint = log + self.log_closed, None
+        self.log_rows = sum(len(e[3]) for _, entries in self.log_closed for e in entries
+                            if e[0] == "rows")
         self._fresh_workers()  # (some may have restored part of the damaged one)
         self.transport.call_all("restore", [(files,)] * self.parts)
 

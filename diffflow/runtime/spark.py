@@ -33,15 +33,18 @@ Design (measured choices; figures in ``bench/README.md``)
   the worker's rows as Arrow batches; the result is materialised
   (``localCheckpoint``) so it is the snapshot of that moment.
 * **Fault tolerance is ours.**  Every ``checkpoint_every`` epochs each worker
-  writes its state to ``checkpoint_dir`` (a pickle per partition; on a
+  writes its state to ``checkpoint_dir`` (a file per partition in a data format,
+  committed by a manifest: :mod:`diffflow.runtime.durable.checkpoints`; on a
   cluster this must be storage every executor and the driver can reach).
   The driver keeps the inputs of later epochs (rows, or the DataFrames to
   re-read).  When a worker dies the driver takes fresh workers, restores the
   checkpoint, replays the inputs and drops output changes a reader already
   took.  Checkpoints write the whole state, so they trade run time for
-  shorter replays: the default (``None``) never checkpoints and replays
-  everything, ``checkpoint_every=k`` adds one state write every ``k``
-  epochs.
+  shorter replays: ``checkpoint_every=k`` adds one state write every ``k``
+  epochs; the default (``None``) checkpoints once the kept inputs reach 1,000
+  epochs or a million rows (:data:`~diffflow.runtime.cluster.AUTO_EPOCHS`),
+  where it can (on a cluster only with a shared ``checkpoint_dir``; without
+  one the driver keeps every input and a recovery replays them all).
 
 Example (tests/runtime/test_spark.py runs these paths against one shared session)::
 
@@ -445,6 +448,10 @@ class SparkRuntime(ClusterRuntime):
         self.spark = spark
         self.pool = spark_pool(spark)
         super().__init__(graph, parts, symbols, SocketTransport(parts, self.pool), **kw)
+
+    def _can_checkpoint(self) -> bool:
+        return checkpoint_dir_problem(self.checkpoint_dir,
+                                      self.spark.sparkContext.master) is None
 
     def checkpoint(self) -> str:
         """Write every partition's state now (see :meth:`ClusterRuntime.checkpoint`); on a

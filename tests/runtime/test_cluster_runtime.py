@@ -116,6 +116,42 @@ def test_a_lost_worker_recovers_from_the_checkpoint_before_a_damaged_one(tmp_pat
     remote.close()
 
 
+@pytest.mark.slow
+def test_without_checkpoint_every_the_recovery_log_stays_bounded(monkeypatch, tmp_path):
+    from diffflow.runtime import cluster
+
+    monkeypatch.setattr(cluster, "AUTO_EPOCHS", 3)
+    monkeypatch.setattr(cluster, "AUTO_ROWS", 5)
+    local, remote = dd.Dataflow(partitions=2), dd.Dataflow(partitions=2, runtime="processes")
+    outs = []
+    for flow in (local, remote):
+        words = flow.input("words", [("w", str), ("n", int)])
+        outs.append((words, words.aggregate(by=["w"], total=dd.sum("n")).output()))
+    kept = []
+    for epoch in range(12):
+        batch = [(f"w{epoch % 4}", epoch)] * (6 if epoch == 7 else 1)  # (epoch 7: 6 rows)
+        for words, _ in outs:
+            words.insert(batch)
+        if epoch == 10:
+            os.kill(remote._runtime.worker_pids()[0], signal.SIGKILL)
+        local.advance()
+        remote.advance()
+        runtime = remote._runtime
+        kept.append((len(runtime.log_closed), runtime.checkpoint_epoch))
+        assert outs[1][1].snapshot() == outs[0][1].snapshot(), epoch
+        assert outs[1][1].changes() == outs[0][1].changes(), epoch
+    # a checkpoint once 3 epochs (or 5 rows: epoch 7) are logged, so at most 2 stay logged
+    assert [k for k, _ in kept] == [1, 2, 0, 1, 2, 0, 1, 0, 1, 2, 0, 1]
+    assert [c for _, c in kept][-1] == 11 and runtime.recoveries == 1
+    durable = dd.Dataflow(partitions=2, runtime="processes", durable=True,
+                          checkpoint_dir=str(tmp_path))
+    durable.input("x", ["a"]).insert([1])
+    durable.advance()  # (its checkpoints are the durable flow's: checkpoint_every, 100)
+    assert not durable._runtime.auto_checkpoint
+    remote.close()
+    durable.close()
+
+
 def test_operator_failure_in_a_worker_names_the_operator():
     flow = dd.Dataflow(partitions=2, runtime="processes")
     nums = flow.input("nums", ["x"])
