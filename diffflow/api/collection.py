@@ -285,18 +285,24 @@ class Collection:
             raise TypeError(f"inspect needs a callable, got {callback!r}")
         return self._add("inspect", [self], self.schema, params={"callback": callback})
 
-    def output(self, name: str | None = None) -> "Output":
+    def output(self, name: str | None = None, *, changes: bool = True) -> "Output":
         """A handle to read the collection: ``snapshot()``, ``changes()``, ``to_pandas()``.
 
+        The change feed keeps every change until ``changes()`` reads it; an output whose
+        feed no one reads (a long run that only takes snapshots) is cheaper with
+        ``changes=False``, which keeps the contents only.
+
         >>> import diffflow as dd
-        >>> flow = dd.Dataflow(); a = flow.input("a", ["x"]); out = a.output()
-        >>> a.insert([(1,), (1,)]); flow.advance(); out.snapshot()
-        {(1,): 2}
+        >>> flow = dd.Dataflow(); a = flow.input("a", ["x"])
+        >>> out, latest = a.output(), a.output(changes=False)
+        >>> a.insert([(1,), (1,)]); flow.advance(); out.snapshot(), latest.snapshot()
+        ({(1,): 2}, {(1,): 2})
         """
         if self.scope.parent is not None:
             raise GraphError(f"output() of a collection inside {self.scope.describe()}: leave "
                              f"the loop first (iterate() returns the left result)")
-        c = self._add("output", [self], self.schema, label=f"output {name or ''}".strip())
+        c = self._add("output", [self], self.schema, label=f"output {name or ''}".strip(),
+                      params={} if changes else {"changes": False})
         return Output(self.flow, c.node, name)
 
     # -- arrangements, joins, reductions -------------------------------------------------

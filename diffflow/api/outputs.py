@@ -65,6 +65,7 @@ class Output:
         >>> out.changes()
         [((1,), 0, 1), ((1,), 1, -1), ((2,), 1, 1)]
         """
+        self._check_feed("changes")
         runtime = self.flow._reader()
         if runtime is None:  # not run yet, or closed
             return []
@@ -75,6 +76,12 @@ class Output:
         items = list(zip(self._decode(merged.rows), merged.times[:, 0].tolist(),
                          merged.diffs.tolist()))
         return sorted(items, key=lambda item: (item[1], item[0]))
+
+    def _check_feed(self, method: str) -> None:
+        if not self.node.params.get("changes", True):
+            raise ValueError(f"{method}(): this output keeps no change feed (it was made with "
+                             f"output(changes=False)); read snapshot(), or make it with "
+                             f"output() to read its changes")
 
     def explain(self, rows):
         """Why ``rows`` are in this output: the input rows (per input, with multiplicities)
@@ -161,6 +168,7 @@ class Output:
         >>> len(out.changes_dataframe())    # each change is handed out once
         0
         """
+        self._check_feed("changes_dataframe")
         schema = self.node.schema
         clash = [c for c in ("epoch", "diff") if c in schema.names]
         if clash:

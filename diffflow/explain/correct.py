@@ -47,7 +47,7 @@ class Differences:
         observed = sorted({i for positive, s in self.items for i in (*positive, s)})
         self.observed = observed
         self.reference = {nid: final(provenance.flow, provenance.heights.collection(nid))
-                          .output() for nid in observed}
+                          .output(changes=False) for nid in observed}
 
     def correct(self, provenance, ex) -> bool:
         """Grow ``ex.inputs`` until a replay reproduces ``ex.rows``; ``False`` when a round

@@ -38,7 +38,7 @@ class Provenance(Reading):
         # differences outside the loop variables' own bookkeeping make replays diverge
         self.subtracts = any(n.kind == "negate" and n.id not in negated_initials
                              for n in self.heights.user)
-        self._contents = {n.id: self.heights.collection(n.id).output()
+        self._contents = {n.id: self.heights.collection(n.id).output(changes=False)
                           for n in self.heights.user if n.kind == "input"} \
             if self.subtracts else {}
         if self.subtracts:

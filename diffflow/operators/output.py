@@ -108,10 +108,12 @@ class OutputOp(_CompleteFilter):
         super().__init__(node, ctx)
         self.accumulated = Accumulator(node.schema.width)
         self.changes: list[Updates] = []
+        self.keeps_changes = node.params.get("changes", True)  # (output(changes=False))
 
     def apply(self, chunk):
         self.accumulated.add(chunk.rows, chunk.diffs)
-        self.changes.append(chunk)
+        if self.keeps_changes:
+            self.changes.append(chunk)
         return []
 
     def take_changes(self) -> list[Updates]:

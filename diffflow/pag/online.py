@@ -63,34 +63,34 @@ class PagFlow:
         self.received = flow.input("received", _KEY + ["rw_r", "rt", "rk"])
         self.invocations = flow.input("invocations", ["snap", "w", "op", "start", "end", "n"])
         # what each input holds, so that retire() can take old snapshots out again
-        self._inputs = [(inp, inp.output()) for inp in (self.chains, self.sent, self.received, self.invocations)]
+        self._inputs = [(inp, inp.output(changes=False)) for inp in (self.chains, self.sent, self.received, self.invocations)]
         col = dd.col
         pairs = self.sent.join(self.received, on=_KEY)
         messages = (pairs.filter(((col("rw") == col("rw_r")) | (col("rw") < 0)) & (col("rw_r") != col("sw")))
                     .select("snap", src_w="sw", src_t="st", src_k="sk", dst_w="rw_r", dst_t="rt", dst_k="rk",
                             type="act", op=dd.lit(-1), n="n", block=dd.lit(0)))
         edges = self.chains.concat(messages)
-        self._edges = edges.output("edges")
+        self._edges = edges.output("edges", changes=False)
         duration = col("dst_t") - col("src_t")
         self._metrics = (edges.select("snap", "src_w", "dst_w", "type", d=(duration + abs(duration)) // 2,
                                       r=(col("n") + abs(col("n"))) // 2)
                          .aggregate(by=["snap", "src_w", "dst_w", "type"], count=dd.count(),
                                     duration_ns=dd.sum("d"), records=dd.sum("r"))
-                         .output("metrics"))
+                         .output("metrics", changes=False))
         vertices = edges.select("snap", w="src_w", t="src_t").concat(edges.select("snap", w="dst_w", t="dst_t"))
         spans = vertices.aggregate(by=["snap"], start=dd.min("t"), end=dd.max("t"))
-        self._spans = spans.output("spans")
+        self._spans = spans.output("spans", changes=False)
         self._cp = edges.reduce(critical_rows, by=["snap"], columns=EDGE_COLUMNS[1:],
                                 out={"summary": int, "key": int, "cp": float, "paths": float, "start": int,
-                                     "end": int}).output("cp")
+                                     "end": int}).output("cp", changes=False)
         self._checks = {}
         if message_max_ns is not None:
-            self._checks["message"] = edges.filter((col("src_w") != col("dst_w")) & (duration > message_max_ns)).output()
+            self._checks["message"] = edges.filter((col("src_w") != col("dst_w")) & (duration > message_max_ns)).output(changes=False)
         if epoch_max_ns is not None:
-            self._checks["epoch"] = spans.filter(col("end") - col("start") > epoch_max_ns).output()
+            self._checks["epoch"] = spans.filter(col("end") - col("start") > epoch_max_ns).output(changes=False)
         if operator_max_ns is not None:
             self._checks["operator"] = self.invocations.filter(
-                col("end") - col("start") > operator_max_ns).output()
+                col("end") - col("start") > operator_max_ns).output(changes=False)
         if progress:
             control = edges.filter((col("type") == ACTIVITY["ControlMessage"]) & (col("src_w") != col("dst_w")))
             talking = control.select("snap", w="src_w").distinct()
@@ -98,7 +98,7 @@ class PagFlow:
             # alone in a snapshot, a worker has no one to send progress to
             crowded = active.aggregate(by=["snap"], workers=dd.count()).filter(col("workers") > 1)
             self._checks["progress"] = active.semijoin(crowded, on="snap").antijoin(
-                talking, on=["snap", "w"]).output()
+                talking, on=["snap", "w"]).output(changes=False)
 
     # -- input -----------------------------------------------------------------------------------
     def feed(self, events: Events) -> None:

@@ -264,3 +264,26 @@ def test_with_closes_the_dataflow():
         assert sorted(out.snapshot()) == [(1,)]
     with pytest.raises(dd.GraphError, match="closed"):
         a.insert([(2,)])
+
+
+@pytest.mark.parametrize("runtime", ["local", "processes"])
+def test_an_output_without_a_change_feed_keeps_its_contents_only(runtime):
+    flow = dd.Dataflow(partitions=2, runtime=runtime)
+    words = flow.input("words", [("w", str)])
+    counts = words.aggregate(by=["w"], n=dd.count())
+    fed, latest = counts.output(), counts.output(changes=False)
+    for epoch in range(20):
+        words.insert([f"w{epoch % 3}"])
+        if epoch % 2:
+            words.remove([f"w{(epoch - 1) % 3}"])
+        flow.advance()
+        assert latest.snapshot() == fed.snapshot()
+    assert len(fed.changes()) > 20
+    with pytest.raises(ValueError, match=r"changes\(\): this output keeps no change feed"):
+        latest.changes()
+    with pytest.raises(ValueError, match=r"changes_dataframe\(\): this output keeps no"):
+        latest.changes_dataframe()
+    if runtime == "local":  # (nothing held for a reader that never comes)
+        assert all(engine.ops[latest.node.id].changes == []
+                   for engine in flow._runtime.engines.values())
+    flow.close()

@@ -338,7 +338,7 @@ class _ProvenanceCompiler(_Compiler):
             names = [c for c, _ in cols]
             asked = request.join(self.values[HEIGHTS + name], on=names)
         self.requests[name] = request
-        self.asked[name] = asked.output(f"#asked:{name}")
+        self.asked[name] = asked.output(f"#asked:{name}", changes=False)
         numbers = rule_numbers(relation)
         self.witnesses[name] = []
         for clause in relation.clauses:
@@ -381,7 +381,7 @@ class _ProvenanceCompiler(_Compiler):
         self.plan.append(f"  witness R{rule} of {relation.name}: " + " → ".join(steps))
         label = f"{relation.name}:R{rule}"
         groups = self._groups_of(lifted, variables, types, label, top.name)
-        return Witness(clause, rule, out.output(f"#witness:{label}"), variables, head,
+        return Witness(clause, rule, out.output(f"#witness:{label}", changes=False), variables, head,
                        literals + pending, groups, [*assignments, *below], dict(bind),
                        top.name, types)
 
@@ -470,7 +470,7 @@ class _ProvenanceCompiler(_Compiler):
         name = f"{label}:{aggregate.function}{self._groups}"
         self.plan.append(f"  group {name}: " + " → ".join(steps))
         groups = self._groups_of(lifted, variables, types, label, top)
-        return Group(aggregate, value, key, request, out.output(f"#group:{name}"), variables,
+        return Group(aggregate, value, key, request, out.output(f"#group:{name}", changes=False), variables,
                      literals, groups, conditions, types)
 
 
