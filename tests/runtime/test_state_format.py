@@ -301,13 +301,14 @@ def test_an_old_pickled_checkpoint_is_refused_unread(monkeypatch):
 
 
 def test_the_format_module_uses_no_pickle():
-    from diffflow.runtime.durable import state_format
+    from diffflow.runtime.durable import state_decoder, state_encoder, state_format, state_types
 
-    with open(state_format.__file__, encoding="utf-8") as fh:
-        source = fh.read()
-    assert "import pickle" not in source and "allow_pickle" not in source
-    assert "importlib" not in source and "__import__" not in source and "getattr(module" \
-        not in source
+    for module in (state_format, state_types, state_encoder, state_decoder):
+        with open(module.__file__, encoding="utf-8") as fh:
+            source = fh.read()
+        assert "import pickle" not in source and "allow_pickle" not in source
+        assert "importlib" not in source and "__import__" not in source and \
+            "getattr(module" not in source
 
 
 def test_not_a_state_and_short_inputs():
