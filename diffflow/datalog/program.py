@@ -28,6 +28,8 @@ from diffflow.datalog.analysis.pragmas import jobs_value
 from diffflow.datalog.lower.compiler import compile_program
 from diffflow.datalog.lower.rows import (encode_facts, record_values, structured_positions)
 from diffflow.datalog.passes import analyse, front_end, magic_sets
+from diffflow.datalog.program_files import ProgramFiles
+from diffflow.datalog.program_queries import ProgramQueries
 from diffflow.datalog.syntax.errors import DatalogError, decode_utf8, did_you_mean
 
 
@@ -48,7 +50,7 @@ def read_program_text(path) -> str:
     return decode_utf8(data, str(path), "the program")
 
 
-class Program:
+class Program(ProgramQueries, ProgramFiles):
     """A compiled Datalog program over the local runtime.
 
     ``source`` is Soufflé-style Datalog text.  Input relations (``.input``,
@@ -431,109 +433,6 @@ class Program:
         from diffflow.datalog.values.structures import row_order
         return sorted(items, key=lambda item: (row_order(item[0]), item[1]))
 
-    # -- queries (see .query) ---------------------------------------------------------------
-    def query(self, pattern: str, live: bool = False):
-        """The facts of a relation that match ``pattern`` -- constants, variables and ``_``,
-        as in a rule body -- as sorted tuples, as of the last commit.  A relation the program
-        computes whole is filtered; any other (not among ``outputs``) is computed only as
-        far as the constants demand (magic sets: for ``tc(30, y)``, the paths from 30).
-        ``live=True`` returns a :class:`~diffflow.datalog.query.StandingQuery` kept current
-        by every commit (``rows()``, ``changes()``, ``close()``).
-
-        >>> p = Program(".decl e(x: number, y: number)\\n.decl tc(x: number, y: number)\\n"
-        ...             "tc(x, y) :- e(x, y).\\ntc(x, z) :- tc(x, y), e(y, z).", outputs=[])
-        >>> _ = p.insert("e", [(1, 2), (2, 3), (4, 5)]); p.commit()
-        >>> p.query("tc(1, y)"), p.query("tc(_, 5)")
-        ([(1, 2), (1, 3)], [(4, 5)])
-        """
-        from diffflow.datalog.query import answer
-
-        return answer(self, pattern, live)
-
-    def _engine(self, relation: str, adornment: str):
-        """The query engine of a relation and adornment, built on first use."""
-        from diffflow.datalog.query import QueryEngine
-
-        key = (relation, adornment)
-        if key not in self._engines:  # (it shares the symbols even if the program re-plans)
-            self._engines[key] = QueryEngine(self, relation, adornment)
-        return self._engines[key]
-
-    # -- explanations ---------------------------------------------------------------------------
-    def explain(self, relation: str, fact):
-        """Why ``fact`` is in ``relation``: an :class:`~diffflow.datalog.explain.derived.Explanation` with
-        a proof tree of minimal height (``.tree``; ``print`` it for Soufflé's layout) and the
-        input facts it rests on (``.inputs``), as of the last commit.  Needs a program built
-        with ``provenance=True`` (or ``.pragma "provenance" "explain"``).
-
-        >>> p = Program(".decl e(x: number)\\n.decl r(x: number)\\nr(x + 1) :- e(x).",
-        ...             provenance=True)
-        >>> _ = p.insert("e", [(1,), (5,)]); p.commit()
-        >>> p.explain("r", (2,)).inputs
-        {'e': {(1,)}}
-        """
-        from diffflow.datalog.explain.derived import explain
-        return explain(self, relation, fact)
-
-    def watch(self, relation: str, facts):
-        """Live explanations of ``facts`` of ``relation``, kept current by every
-        :meth:`commit` (:class:`~diffflow.datalog.explain.watch.LiveExplanations`: index it by fact;
-        ``changes()`` lists input facts entering and leaving each explanation).
-
-        >>> p = Program(".decl e(x: number)\\n.decl r(x: number)\\nr(x) :- e(x).",
-        ...             provenance=True)
-        >>> _ = p.insert("e", [(1,)]); p.commit()
-        >>> live = p.watch("r", [(1,)]); _ = p.remove("e", [(1,)]); p.commit()
-        >>> live.changes()
-        [Change(target=(1,), input='e', row=(1,), diff=1), Change(target=(1,), input=None, row=None, diff=-1), Change(target=(1,), input='e', row=(1,), diff=-1)]
-        """
-        from diffflow.datalog.explain.watch import LiveExplanations
-
-        return LiveExplanations(self, relation, facts)
-
-    def explain_absent(self, relation: str, fact, rule: int | None = None,
-                       bindings: dict | None = None):
-        """Why ``fact`` is *not* in ``relation``: for each rule that could derive it, the
-        body literal that fails (an :class:`~diffflow.datalog.explain.absent.Absence`; ``print`` it for
-        Soufflé's ``explainnegation`` layout).  ``rule=`` with ``bindings=`` (a value for
-        every body variable) marks each literal of that rule instead.
-
-        >>> p = Program(".decl e(x: number)\\n.decl r(x: number)\\nr(x) :- e(x), x > 1.")
-        >>> _ = p.insert("e", [(1,)]); p.commit()
-        >>> [c.failing for c in p.explain_absent("r", (1,)).checks]
-        [['1 > 1']]
-        """
-        from diffflow.datalog.explain.absent import explain_absent
-        from diffflow.datalog.explain.derived import ExplainError, target_fact
-
-        fact = target_fact(self, relation, fact)
-        if fact in self.relation(relation):
-            raise ExplainError(f"{relation}{fact!r} is in {relation}: use explain() to see "
-                               f"why it holds")
-        return explain_absent(self, relation, fact, rule, bindings)
-
-    def rules(self) -> dict:
-        """``relation -> {rule number: rule text}``, numbered and written as in Soufflé's
-        proofs (a relation's facts and rules from 1 in source order; a body literal a line).
-
-        >>> Program(".decl e(x: number)\\ne(1).\\ne(x + 1) :- e(x), x < 5.").rules()
-        {'e': {2: 'e((x+1)) :- \\n   e(x),\\n   x < 5.'}}
-        """
-        from diffflow.datalog.explain.rule_text import clause_text
-        from diffflow.datalog.lower.provenance import rule_numbers
-
-        numbered = {}
-        for name, relation in self.relations.items():
-            numbers = rule_numbers(relation)
-            numbered[name] = {numbers[id(c)]: clause_text(c) for c in relation.clauses}
-        return numbered
-
-    def _replica(self, provenance: bool = False) -> "Program":
-        """The same program, compiled afresh with no facts committed (the replay of
-        :meth:`Explanation.check` and of the correction loop)."""
-        return Program(self.source, filename=self.filename, provenance=provenance,
-                       **self._text_options)
-
     def plan(self) -> str:
         """The compiled plan: strata, join orders, shared arrangements.
 
@@ -552,68 +451,3 @@ class Program:
         if loops:  # which path each recursive stratum's rounds take
             lines += ["loops"] + [f"  {line}" for line in loops]
         return "\n".join(lines)
-
-    # -- Soufflé-style files ---------------------------------------------------------------------
-    def input_files(self, facts_dir) -> dict:
-        """``{relation: [(path, delimiter, headers, rfc4180, io), ...]}``: one entry per
-        ``.input`` directive (a relation read from several files has the union of their
-        facts, as in Soufflé); ``io`` is ``"file"`` or ``"jsonfile"``.
-
-        >>> p = Program(".decl e(x: number)\\n.input e\\n.input e(IO=jsonfile)")
-        >>> files = p.input_files("in")
-        >>> [(path, io) for path, *_, io in files["e"]]
-        [('in/e.facts', 'file'), ('in/e.json', 'jsonfile')]
-        """
-        from diffflow.datalog.values.facts import fact_file_path, io_options
-
-        files = {}
-        for relation in self.relations.values():
-            for d in relation.inputs:
-                delimiter, headers, rfc4180, _compress = io_options(d.params)
-                files.setdefault(relation.name, []).append(
-                    (fact_file_path(facts_dir, relation, d), delimiter, headers, rfc4180,
-                     d.params.get("IO", "file")))
-        return files
-
-    def load_facts(self, facts_dir, progress=None, missing_ok: bool = False) -> dict:
-        """Insert every ``.input`` relation's file, as Soufflé's ``-F facts_dir`` reads them.
-
-        A file that cannot be opened is an error (Soufflé: "Cannot open fact file"), unless
-        ``missing_ok`` (Soufflé's ``-w``), which reads it as an empty relation.  Every file
-        is read and checked before any fact is inserted, so bad input changes nothing.
-        Returns ``{relation: facts read}``; ``progress(message)`` is told about large files.
-
-        >>> p = Program(".decl e(x: number)\\n.input e")
-        >>> p.load_facts("no/such/folder", missing_ok=True)
-        {'e': 0}
-        """
-        return self.insert_read(self.read_facts(facts_dir, progress, missing_ok))
-
-    def read_facts(self, facts_dir, progress=None, missing_ok: bool = False) -> dict:
-        """``{relation: rows}`` of every ``.input`` relation's file, read and checked but not
-        inserted (:meth:`insert_read` does that; :meth:`load_facts` is both).
-
-        >>> Program(".decl e(x: number)\\n.input e").read_facts("no/such/folder", missing_ok=True)
-        {'e': []}
-        """
-        from diffflow.datalog.values.small_facts import read_input_files
-
-        return read_input_files(self.input_files(facts_dir), self.relations,
-                                self.analysed.structures, self.filename, progress, missing_ok)
-
-    def insert_read(self, loaded: dict) -> dict:
-        """Insert what :meth:`read_facts` read (of this program's text, possibly another
-        build of it); returns ``{relation: facts read}``."""
-        from diffflow.datalog.values.small_facts import Parts
-
-        encoded = {}
-        for name, rows in loaded.items():  # (all encoded, so bad input changes nothing)
-            if isinstance(rows, Parts):  # several files: their union
-                parts = [self.encode(name, part) for part in rows]
-                encoded[name] = np.concatenate(parts) if parts else self.encode(name, [])
-            else:
-                encoded[name] = self.encode(name, rows)
-        for name, rows in encoded.items():
-            self._change(name, rows, +1)
-        return {name: sum(map(len, rows)) if isinstance(rows, Parts) else len(rows)
-                for name, rows in loaded.items()}
