@@ -42,7 +42,7 @@ Design (measured choices; figures in ``bench/README.md``)
   took.  Checkpoints write the whole state, so they trade run time for
   shorter replays: ``checkpoint_every=k`` adds one state write every ``k``
   epochs; the default (``None``) checkpoints once the kept inputs reach 1,000
-  epochs or a million rows (:data:`~diffflow.runtime.cluster.AUTO_EPOCHS`),
+  epochs or a million rows (:data:`~diffflow.runtime.cluster_recovery.AUTO_EPOCHS`),
   where it can (on a cluster only with a shared ``checkpoint_dir``; without
   one the driver keeps every input and a recovery replays them all).
 

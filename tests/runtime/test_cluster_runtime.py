@@ -118,10 +118,10 @@ def test_a_lost_worker_recovers_from_the_checkpoint_before_a_damaged_one(tmp_pat
 
 @pytest.mark.slow
 def test_without_checkpoint_every_the_recovery_log_stays_bounded(monkeypatch, tmp_path):
-    from diffflow.runtime import cluster
+    from diffflow.runtime import cluster_recovery
 
-    monkeypatch.setattr(cluster, "AUTO_EPOCHS", 3)
-    monkeypatch.setattr(cluster, "AUTO_ROWS", 5)
+    monkeypatch.setattr(cluster_recovery, "AUTO_EPOCHS", 3)
+    monkeypatch.setattr(cluster_recovery, "AUTO_ROWS", 5)
     local, remote = dd.Dataflow(partitions=2), dd.Dataflow(partitions=2, runtime="processes")
     outs = []
     for flow in (local, remote):
