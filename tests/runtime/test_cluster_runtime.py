@@ -52,6 +52,21 @@ def test_operator_cases_in_worker_processes(runtime, case):
     getattr(operator_cases, case)(seed=0, parts=2)
 
 
+def _word_totals(*flows) -> list:
+    """``(words input, output of the total per word)`` of each flow."""
+    outs = []
+    for flow in flows:
+        words = flow.input("words", [("w", str), ("n", int)])
+        outs.append((words, words.aggregate(by=["w"], total=dd.sum("n")).output()))
+    return outs
+
+
+def _agree(outs, epoch) -> None:
+    """The second flow's output has the first's contents and changes."""
+    assert outs[1][1].snapshot() == outs[0][1].snapshot(), epoch
+    assert outs[1][1].changes() == outs[0][1].changes(), epoch
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("checkpoint_every, uri", [(None, False), (1, False), (1, True)])
 def test_worker_process_killed_between_epochs(checkpoint_every, uri, tmp_path):
@@ -59,10 +74,7 @@ def test_worker_process_killed_between_epochs(checkpoint_every, uri, tmp_path):
     local = dd.Dataflow(partitions=2)
     remote = dd.Dataflow(partitions=2, runtime="processes", checkpoint_every=checkpoint_every,
                          checkpoint_dir=f"file://{tmp_path}/shared" if uri else None)
-    outs = []
-    for flow in (local, remote):
-        words = flow.input("words", [("w", str), ("n", int)])
-        outs.append((words, words.aggregate(by=["w"], total=dd.sum("n")).output()))
+    outs = _word_totals(local, remote)
     for epoch, batch in enumerate([[("a", 1), ("b", 2)], [("a", 3)], [("c", 4), ("b", 5)]]):
         for words, _ in outs:
             words.insert(batch)
@@ -70,8 +82,7 @@ def test_worker_process_killed_between_epochs(checkpoint_every, uri, tmp_path):
             os.kill(remote._runtime.worker_pids()[0], signal.SIGKILL)
         local.advance()
         remote.advance()
-        assert outs[1][1].snapshot() == outs[0][1].snapshot(), epoch
-        assert outs[1][1].changes() == outs[0][1].changes(), epoch
+        _agree(outs, epoch)
     assert remote._runtime.recoveries == 1
     if uri:  # the last two checkpoints are where the URI says, each committed by a manifest
         shared = tmp_path / "shared"
@@ -87,10 +98,7 @@ def test_a_lost_worker_recovers_from_the_checkpoint_before_a_damaged_one(tmp_pat
     local = dd.Dataflow(partitions=2)
     remote = dd.Dataflow(partitions=2, runtime="processes", checkpoint_every=2,
                          checkpoint_dir=str(tmp_path))
-    outs = []
-    for flow in (local, remote):
-        words = flow.input("words", [("w", str), ("n", int)])
-        outs.append((words, words.aggregate(by=["w"], total=dd.sum("n")).output()))
+    outs = _word_totals(local, remote)
     batches = [[("a", 1), ("b", 2)], [("a", 3)], [("c", 4), ("b", 5)], [("a", -1)],
                [("d", 7)], [("c", 1)]]
     for epoch, batch in enumerate(batches):
@@ -110,8 +118,7 @@ def test_a_lost_worker_recovers_from_the_checkpoint_before_a_damaged_one(tmp_pat
                 remote.advance()
         else:
             remote.advance()
-        assert outs[1][1].snapshot() == outs[0][1].snapshot(), epoch
-        assert outs[1][1].changes() == outs[0][1].changes(), epoch
+        _agree(outs, epoch)
     assert remote._runtime.recoveries == 1
     remote.close()
 
@@ -123,10 +130,7 @@ def test_without_checkpoint_every_the_recovery_log_stays_bounded(monkeypatch, tm
     monkeypatch.setattr(cluster_recovery, "AUTO_EPOCHS", 3)
     monkeypatch.setattr(cluster_recovery, "AUTO_ROWS", 5)
     local, remote = dd.Dataflow(partitions=2), dd.Dataflow(partitions=2, runtime="processes")
-    outs = []
-    for flow in (local, remote):
-        words = flow.input("words", [("w", str), ("n", int)])
-        outs.append((words, words.aggregate(by=["w"], total=dd.sum("n")).output()))
+    outs = _word_totals(local, remote)
     kept = []
     for epoch in range(12):
         batch = [(f"w{epoch % 4}", epoch)] * (6 if epoch == 7 else 1)  # (epoch 7: 6 rows)
@@ -138,8 +142,7 @@ def test_without_checkpoint_every_the_recovery_log_stays_bounded(monkeypatch, tm
         remote.advance()
         runtime = remote._runtime
         kept.append((len(runtime.log_closed), runtime.checkpoint_epoch))
-        assert outs[1][1].snapshot() == outs[0][1].snapshot(), epoch
-        assert outs[1][1].changes() == outs[0][1].changes(), epoch
+        _agree(outs, epoch)
     # a checkpoint once 3 epochs (or 5 rows: epoch 7) are logged, so at most 2 stay logged
     assert [k for k, _ in kept] == [1, 2, 0, 1, 2, 0, 1, 0, 1, 2, 0, 1]
     assert [c for _, c in kept][-1] == 11 and runtime.recoveries == 1
