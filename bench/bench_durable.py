@@ -6,7 +6,9 @@ at single-row epochs, resume of a 1M-row dataflow <= 5 s).
     NUMBA_NUM_THREADS=1 PYTHONPATH=. python bench/bench_durable.py --cases resume --rows 1000000
 
 ``epochs``: the same dataflow (a count per key and the distinct keys) fed the same epochs,
-plain and durable (``checkpoint_every`` 100, the default), alternating runs; printed per
+plain and durable (``checkpoint_every`` 100, the default), both in one process, epoch by
+epoch in turn (so both see the machine at the same moment: this 2-core VM's speed drifts
+by a third between runs); printed per
 epoch size: the median epoch time of each and the overhead.  ``resume``: a durable dataflow
 holding ``--rows`` rows checkpointed, then a new one resumes it (restore and replay of
 ``--replay`` logged epochs); printed: the checkpoint's size and write time, and the resume
@@ -38,36 +40,42 @@ def build(**kw):
     return flow, rows, (counts, keys)
 
 
-def epoch_times(size: int, epochs: int, durable: bool, folder: str, seed: int) -> list:
+def epoch_times(size: int, epochs: int, folder: str, seed: int) -> tuple:
+    """Per-epoch seconds of a plain and a durable dataflow fed the same epochs in turn, in
+    one process (epoch by epoch, so both see the same machine at the same moment)."""
     rng = np.random.default_rng(seed)
-    kw = dict(checkpoint_dir=folder, durable=True) if durable else {}
-    flow, rows, outputs = build(**kw)
-    held = []
-    times = []
-    for _ in range(epochs):
+    runs = [build(), build(checkpoint_dir=folder, durable=True)]
+    held, times = [], ([], [])
+    for epoch in range(epochs):
         add = rng.integers(0, 1 << 20, size=(size, 2))
-        started = time.perf_counter()
-        rows.insert(add)
-        if held and len(held) > 3:
-            rows.remove(held.pop(0))
-        flow.advance()
-        for out in outputs:
-            out.changes()
-        times.append(time.perf_counter() - started)
+        gone = held.pop(0) if len(held) > 3 else None
+        turns = list(zip(runs, times))
+        for (flow, rows, outputs), into in turns[::1 if epoch % 2 else -1]:  # (who goes
+            # first alternates: the one that goes second may pay for the first's garbage)
+            started = time.perf_counter()
+            rows.insert(add)
+            if gone is not None:
+                rows.remove(gone)
+            flow.advance()
+            for out in outputs:
+                out.changes()
+            into.append(time.perf_counter() - started)
         held.append(add)
-    flow.close()
-    return times[5:]  # (the first epochs load kernels)
+    for flow, _rows, _outputs in runs:
+        flow.close()
+    return times[0][5:], times[1][5:]  # (the first epochs load kernels)
 
 
 def case_epochs(args) -> None:
     print(f"{'rows/epoch':>10}  {'plain ms':>9}  {'durable ms':>10}  {'overhead':>12}")
     for size, epochs in ((1, args.small_epochs), (10_000, args.epochs)):
         plain, durable = [], []
-        for repeat in range(args.repeats):  # alternating, so both see the same machine
-            for which, into in ((False, plain), (True, durable)):
-                folder = tempfile.mkdtemp(dir=args.dir)
-                into += epoch_times(size, epochs, which, folder, seed=repeat)
-                shutil.rmtree(folder, ignore_errors=True)
+        for repeat in range(args.repeats):
+            folder = tempfile.mkdtemp(dir=args.dir)
+            p, d = epoch_times(size, epochs, folder, seed=repeat)
+            plain += p
+            durable += d
+            shutil.rmtree(folder, ignore_errors=True)
         p, d = statistics.median(plain) * 1e3, statistics.median(durable) * 1e3
         mean_p, mean_d = statistics.mean(plain) * 1e3, statistics.mean(durable) * 1e3
         print(f"{size:>10,}  {p:>9.3f}  {d:>10.3f}  {d - p:>+8.3f} ms ({(d - p) / p:+.0%} median; "

@@ -151,11 +151,15 @@ def test_a_checkpoint_without_its_manifest_was_interrupted_and_is_never_read(tmp
 
 
 def test_a_torn_log_record_loses_only_the_epoch_being_logged(tmp_path):
+    from diffflow.runtime.durable import wal
+
     batches = epochs(seed=4, count=5)
     _crashed_run(tmp_path, batches, every=10)  # (no checkpoint: everything from the log)
     (segment,) = (tmp_path / "wal").iterdir()
     data = segment.read_bytes()
-    segment.write_bytes(data[:-3])  # the process died while appending epoch 4's record
+    end = sum(wal._HEAD.size + len(payload) for _, payload in wal._records(data))
+    assert not data[end:].strip(b"\0")  # (the space the segment reserved: zeros)
+    segment.write_bytes(data[:end - 3])  # the process died while appending epoch 4's record
     flow, found = _resumed(tmp_path)
     assert flow.epoch == 4
     assert found == uninterrupted(batches[:4])[0]
@@ -189,14 +193,17 @@ def test_durability_needs_a_checkpoint_dir():
 
 
 def test_a_full_disk_is_a_clear_error_and_loses_nothing(tmp_path, monkeypatch):
+    from diffflow.runtime.durable import wal
+
+    monkeypatch.setattr(wal, "RESERVE", 64)  # (every append reserves its space)
     batches = epochs(seed=7, count=4)
     flow, inputs, outputs = build(checkpoint_dir=str(tmp_path), durable=True)
     feed(flow, inputs, batches[0])
 
-    def full(fd):
+    def full(fd, offset, length):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "fdatasync", full)
+    monkeypatch.setattr(os, "posix_fallocate", full)
     with pytest.raises(dd.DiffflowError, match="epoch 1 could not be logged.*No space left"):
         feed(flow, inputs, batches[1])
     assert flow.epoch == 1  # nothing of it was applied
@@ -207,6 +214,30 @@ def test_a_full_disk_is_a_clear_error_and_loses_nothing(tmp_path, monkeypatch):
     del flow
     resumed, found = _resumed(tmp_path)
     assert resumed.epoch == 3 and found == uninterrupted(batches[:3])[0]
+
+
+def test_a_failed_flush_logs_nothing_and_the_next_epoch_starts_a_new_segment(
+        tmp_path, monkeypatch):
+    batches = epochs(seed=8, count=3)
+    flow, inputs, outputs = build(checkpoint_dir=str(tmp_path), durable=True)
+    feed(flow, inputs, batches[0])
+    sync = os.fdatasync
+
+    def broken(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fdatasync", broken)
+    with pytest.raises(dd.DiffflowError, match="epoch 1 could not be logged.*Input/output "
+                                               "error.*nothing of it was applied"):
+        feed(flow, inputs, batches[1])
+    assert flow.epoch == 1
+    monkeypatch.setattr(os, "fdatasync", sync)
+    flow.advance()  # (its rows were still staged: logged again, in a new segment)
+    feed(flow, inputs, batches[2])
+    assert len(list((tmp_path / "wal").iterdir())) == 2
+    del flow
+    resumed, found = _resumed(tmp_path)
+    assert resumed.epoch == 3 and found == uninterrupted(batches)[0]
 
 
 def test_a_program_resumes_from_its_checkpoint_dir(tmp_path):

@@ -3,9 +3,16 @@ epoch is computed.
 
 A log lives in ``ROOT/wal``.  On a local disk it is a sequence of *segments*, each a file
 ``segment-E-STAMP.log`` started at epoch ``E`` (a new one on every start, so a torn tail
-left by a crash is never appended to) holding one *record* per epoch, appended and flushed with
-``fdatasync``: one small write and one flush per epoch.  On an object store (which cannot
-append) each record is an object ``epoch-E.rec`` of its own.  A record is framed as::
+left by a crash is never appended to) holding one *record* per epoch, written and flushed
+with ``fdatasync`` before the epoch runs: one small write and one flush per epoch.  A
+segment reserves its space on disk ahead (:data:`RESERVE` bytes at a time; zeros after the
+last record end it), so an append never grows the file: a full disk fails the reservation,
+before anything is written, and a flush does not wait for the file system to record a new
+size (~0.03 ms for a small record here, against ~0.07 ms when every append grows the
+file).  After a failed write or flush the next record starts a new segment (what the
+failed file holds is no longer trusted; a record in both is read once).  On an object store
+(which cannot append) each record is an object ``epoch-E.rec`` of its own.  A record is
+framed as::
 
     b"DFWL" | epoch (u64) | length (u64) | CRC-32 of the payload (u32) | payload
 
@@ -21,12 +28,16 @@ dropped, never read.  See docs/DURABILITY.md.
 """
 from __future__ import annotations
 
+import errno
 import os
 import struct
 import time
 import zlib
 
 from diffflow.runtime import storage
+
+#: bytes a segment reserves on disk at a time (see the module docstring)
+RESERVE = 4 << 20
 
 _HEAD = struct.Struct("<4sQQI")
 _MAGIC = b"DFWL"
@@ -59,31 +70,63 @@ class WriteAheadLog:
         self.folder = storage.join(root, "wal")
         storage.make_folder(self.folder)
         self._file = self.path = None
-        if not storage.is_uri(root):
-            # (named by its first epoch, then a unique stamp: a process resumed at the same
-            # epoch as a crashed one starts a segment of its own)
-            path = storage.join(self.folder, f"segment-{start:012d}-{time.time_ns()}.log")
-            self.path = path
-            self._file = open(path, "ab", buffering=0)
-            storage.sync_folder(self.folder)
+        self._local = not storage.is_uri(root)
+        if self._local:
+            self._open_segment(start)
+
+    def _open_segment(self, start: int) -> None:
+        # (named by its first epoch, then a unique stamp: a process resumed at the same
+        # epoch as a crashed one starts a segment of its own)
+        self.path = storage.join(self.folder, f"segment-{start:012d}-{time.time_ns()}.log")
+        self._file = open(self.path, "xb", buffering=0)
+        self._end = 0        # where the next record goes
+        self._allocated = 0  # bytes reserved on disk (None: the file system cannot)
+        storage.sync_folder(self.folder)
 
     def append(self, epoch: int, payload: bytes) -> None:
-        """Log ``epoch``'s record, on stable storage when this returns."""
+        """Log ``epoch``'s record, on stable storage when this returns.  Raises OSError
+        (a full disk, a failed flush) with the record not logged: appending it again later
+        is safe."""
         record = _frame(epoch, payload)
-        if self._file is None:
+        if not self._local:
             storage.write_durably(storage.join(self.folder, f"epoch-{epoch:012d}.rec"), record)
             return
-        at = self._file.tell()
+        if self._file is None:  # (the segment before failed)
+            self._open_segment(epoch)
+        fd, at = self._file.fileno(), self._end
         try:
-            self._file.write(record)
-            os.fdatasync(self._file.fileno())
+            if self._allocated is not None and at + len(record) > self._allocated:
+                self._reserve(fd, at + len(record))
+            os.pwrite(fd, record, at)
+            os.fdatasync(fd)
         except BaseException:
-            # (a full disk: cut the partial record off, so a later append is read after it)
-            try:
-                self._file.truncate(at)
-            except OSError:
-                pass
+            self._abandon(fd, at, len(record))
             raise
+        self._end = at + len(record)
+
+    def _reserve(self, fd: int, needed: int) -> None:
+        """Reserve the segment's space on disk up to ``needed`` bytes and more (raises
+        OSError on a full disk); where the file system cannot, appends grow the file."""
+        size = max(needed, self._allocated + RESERVE)
+        try:
+            os.posix_fallocate(fd, self._allocated, size - self._allocated)
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                raise
+            self._allocated = None
+            return
+        os.fsync(fd)  # (the file's new size and extents: once per RESERVE bytes)
+        self._allocated = size
+
+    def _abandon(self, fd: int, at: int, length: int) -> None:
+        """After a failed append: zero what was written of the record (so a reader of this
+        segment stops before it) and start the next record in a new segment."""
+        try:
+            os.pwrite(fd, bytes(length), at)
+            os.fdatasync(fd)
+        except OSError:
+            pass
+        self.close()
 
     def close(self) -> None:
         if self._file is not None:
