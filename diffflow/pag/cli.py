@@ -253,6 +253,9 @@ def _serve(args) -> int:
 
     if args.window is not None:
         parse_duration(args.window)   # a bad duration fails here, before any serving
+    if args.retain is not None and args.retain < 1:
+        raise ValueError(f"--retain is how many snapshots the dashboard keeps: at least 1, "
+                         f"got {args.retain}")
     check_port(args.host, args.port)
     dashboard = Dashboard(live=args.follow, retain=RETAIN if args.retain is None else args.retain,
                           **_thresholds(args, pag_flow=False))
