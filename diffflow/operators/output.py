@@ -103,12 +103,14 @@ class OutputOp(_CompleteFilter):
 
     kind = "output"
     frontier_blind = True
+    keeps_changes = True  # (output(changes=False) sets it False; also what older pickles get)
 
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
         self.accumulated = Accumulator(node.schema.width)
         self.changes: list[Updates] = []
-        self.keeps_changes = node.params.get("changes", True)  # (output(changes=False))
+        if not node.params.get("changes", True):
+            self.keeps_changes = False
 
     def apply(self, chunk):
         self.accumulated.add(chunk.rows, chunk.diffs)

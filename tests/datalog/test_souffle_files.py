@@ -548,8 +548,11 @@ def test_ctrl_c_stops_quietly(tmp_path):
     # 5 million rounds, ~15 s in compiled rounds: Ctrl-C comes 1 s after the start, while a
     # kernel runs them (its run pauses every BUDGET rows of work, so Python sees it)
     prog = _write(tmp_path / "p.dl", COUNT_TO.format(5_000_000))
+    # (SIGINT's default restored in the child: a run started in the background, as CI may
+    # be, inherits SIGINT ignored, and then, as Unix tools do, so does diffflow)
     proc = subprocess.Popen([sys.executable, "-m", "diffflow", "run", str(prog), "-D",
-                             str(tmp_path / "o"), "-v"], stderr=subprocess.PIPE)
+                             str(tmp_path / "o"), "-v"], stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     first = proc.stderr.readline().decode()  # ("loaded 0 facts": started, not yet computing)
     time.sleep(1)
     proc.send_signal(signal.SIGINT)
