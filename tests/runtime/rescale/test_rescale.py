@@ -353,12 +353,15 @@ def _lockstep(local, remote, epochs, on_epoch) -> None:
         rw.flow._runtime.check_traces()
 
 
-def _epochs(finished, at_least: int, cap: int = 2000):
+def _epochs(finished, at_least: int, cap: float = 300.0):
     """Epoch numbers: ``at_least`` of them, then more until ``finished()`` (a plan that adds
-    partitions waits, an epoch at a time, until its workers have started)."""
-    epoch = 0
+    partitions waits, an epoch at a time, until its workers have started: bounded by time,
+    ``cap`` seconds, not by epochs, since a loaded machine starts processes slowly)."""
+    import time
+
+    epoch, deadline = 0, time.monotonic() + cap
     while epoch < at_least or not finished():
-        assert epoch < cap, "the plan never finished"
+        assert time.monotonic() < deadline, f"the plan never finished ({epoch} epochs)"
         yield epoch
         epoch += 1
 
