@@ -69,6 +69,7 @@ def compiled_rounds_both_ways(request, monkeypatch):
     return request.param
 
 
+@pytest.hookimpl(tryfirst=True)  # (before pytest-xdist turns xdist_group marks into nodeids)
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (``-n``), every test that starts Spark runs on one worker: they share
     the session's SparkSession and shipped archive, and two Spark clusters at once would
