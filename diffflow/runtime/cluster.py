@@ -49,7 +49,7 @@ from diffflow.arrangements.updates import Updates
 from diffflow.common import failpoints
 from diffflow.common.errors import WorkerLost, loop_overflow_error
 from diffflow.runtime.base import Runtime
-from diffflow.runtime.cluster_recovery import Recovery
+from diffflow.runtime.cluster_recovery import Recovery, logged_rows
 from diffflow.runtime.engine import Topology, merge_pointstamps, overflowed, partition_rows
 from diffflow.runtime.routing import Routing
 from diffflow.runtime.trace_sink import operator_names
@@ -147,7 +147,7 @@ class ClusterRuntime(Recovery, Runtime):
     def close_epoch(self, node_ids) -> None:
         entries, self.log_open = self.log_open, []
         self.log_closed.append((list(node_ids), entries))
-        self.log_rows += sum(len(e[3]) for e in entries if e[0] == "rows")
+        self.log_rows += logged_rows(entries)
         self.closed += 1
         self._applying(self.transport.call_all, "close_epoch",
                        [(list(node_ids),)] * self.parts)

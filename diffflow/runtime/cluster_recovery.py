@@ -22,6 +22,11 @@ AUTO_EPOCHS = 1000
 AUTO_ROWS = 1_000_000
 
 
+def logged_rows(entries) -> int:
+    """Input rows in one epoch's log entries (what :data:`AUTO_ROWS` counts)."""
+    return sum(len(entry[3]) for entry in entries if entry[0] == "rows")
+
+
 class Recovery:
     """The checkpoint and recovery methods of a cluster runtime (its attributes are set
     by :class:`~diffflow.runtime.cluster.ClusterRuntime`)."""
@@ -105,8 +110,7 @@ class Recovery:
                       f"{folder})", RuntimeWarning, stacklevel=2)
         self.checkpoint_files, self.checkpoint_epoch, self.checkpoint_path = files, epoch, folder
         self.log_closed, self.previous_checkpoint = log + self.log_closed, None
-        self.log_rows = sum(len(e[3]) for _, entries in self.log_closed for e in entries
-                            if e[0] == "rows")
+        self.log_rows = sum(logged_rows(entries) for _, entries in self.log_closed)
         self._fresh_workers()  # (some may have restored part of the damaged one)
         self.transport.call_all("restore", [(files,)] * self.parts)
 
