@@ -73,7 +73,9 @@ class Program(ProgramQueries, ProgramFiles):
     stops a rule about to allocate past it, naming the rule's ``file:line``, as for
     :class:`~diffflow.Dataflow`.  ``durable=True`` (with ``checkpoint_dir``) logs
     every commit before computing it, and ``resume=True`` continues from what a crashed
-    run left there (docs/DURABILITY.md).
+    run left there (docs/DURABILITY.md).  ``changes=False`` keeps no change feeds: a
+    feed holds each change until :meth:`changes` reads it, so a long-running program
+    that only reads contents (:meth:`rows`, :meth:`relation`) saves that memory.
 
     Text with ``#include``, ``#define``, ``#if``... goes through the C
     preprocessor first, as in Soufflé (see :mod:`~diffflow.datalog.syntax.preprocess`):
@@ -92,8 +94,9 @@ class Program(ProgramQueries, ProgramFiles):
                  checkpoint_dir: str | None = None, include_dirs=None, macros=None, trace=None,
                  provenance: bool | None = None, functors: dict | None = None,
                  memory_limit: int | str | None = None, durable: bool = False,
-                 resume: bool = False):
+                 resume: bool = False, changes: bool = True):
         self.source, self.filename = source, filename
+        self.keeps_changes = bool(changes)
         self._text_options = {"include_dirs": include_dirs, "macros": macros,
                               "functors": functors}  # (what a replica is built with)
         text, self.ast, self.analysed = front_end(source, filename, include_dirs, macros,
@@ -129,13 +132,13 @@ class Program(ProgramQueries, ProgramFiles):
             from diffflow.datalog.explain.witness import Lookups
             from diffflow.datalog.lower.provenance import compile_provenance
             self._compiled = compile_provenance(self.analysed, partitions, None, max_rounds,
-                                                options)
+                                                options, changes=self.keeps_changes)
             # witnesses read between commits from the partitions' own arrangements
             self._compiled.lookups = Lookups(self._compiled.flow,
                                              self._compiled.collections, self.relations)
         else:
             self._compiled = compile_program(self.analysed, partitions, outputs, max_rounds,
-                                             options)
+                                             options, changes=self.keeps_changes)
         # (the join order is revisited once, with the facts of the first commit)
         self._build = None if self.provenance else (partitions, outputs, max_rounds, options)
         self._engine_options = (partitions, max_rounds, options)
@@ -173,6 +176,7 @@ class Program(ProgramQueries, ProgramFiles):
         self.__dict__.update(state)
         self._engines, self._build, self._stale_analysis = {}, None, True
         self.__dict__.setdefault("_committed", dict(self._present))
+        self.__dict__.setdefault("keeps_changes", True)
         self.__dict__.setdefault("full_analysed", self.analysed)
         self.__dict__.setdefault("_engine_options", (None, None, {}))
 
@@ -358,7 +362,8 @@ class Program(ProgramQueries, ProgramFiles):
             return False  # (no facts yet: the first commit looks again)
         self._build = None
         compiled = recompiled_by_sizes(old, self.analysed, sizes, *build, always=always,
-                                       distinct=distinct_counts(self._present))
+                                       distinct=distinct_counts(self._present),
+                                       changes=self.keeps_changes)
         if compiled is None:
             return False
         self._compiled, self.flow = compiled, compiled.flow
@@ -409,16 +414,31 @@ class Program(ProgramQueries, ProgramFiles):
         return self._record_values(name, decode_rows(rows, out.node.schema, self.flow.symbols))
 
     def changes(self, name: str) -> list:
-        """Net ``[(fact, +1 or -1)]`` since the previous call (or the start), sorted."""
-        return self._net(name, self._output(name).changes())
+        """Net ``[(fact, +1 or -1)]`` since the previous call (or the start), sorted.
+
+        >>> p = Program(".decl e(x: number)\n.decl r(x: number)\nr(x + 1) :- e(x).")
+        >>> _ = p.insert("e", [(1,), (2,)]); p.commit(); p.changes("r")
+        [((2,), 1), ((3,), 1)]
+        >>> _ = p.remove("e", [(1,)]); p.commit(); p.changes("r")
+        [((2,), -1)]
+        """
+        return self._net(name, self._feed(name).changes())
 
     def changes_by_epoch(self, name: str) -> dict:
         """What :meth:`changes` would give, per epoch: ``{epoch: [(fact, +1 or -1)]}`` (a
         resumed durable program re-emits the epochs since its checkpoint)."""
         by_epoch: dict = {}
-        for change in self._output(name).changes():
+        for change in self._feed(name).changes():
             by_epoch.setdefault(change[1], []).append(change)
         return {epoch: self._net(name, found) for epoch, found in sorted(by_epoch.items())}
+
+    def _feed(self, name: str):
+        out = self._output(name)
+        if not self.keeps_changes:
+            raise ValueError(f"changes of {name}: this program keeps no change feeds (it was "
+                             f"made with Program(..., changes=False)); read rows() or "
+                             f"relation(), or make it with changes=True")
+        return out
 
     def _net(self, name: str, changes: list) -> list:
         net: dict = {}

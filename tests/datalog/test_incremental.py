@@ -412,3 +412,31 @@ def test_a_runtime_failure_names_the_rule_that_failed():
     with pytest.raises(dd.OperatorError, match=r"built at div\.dl:3\).*division by zero") as e:
         program.commit()
     assert not str(e.value).startswith("internal error")  # (the data's, not a bug)
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_a_program_without_change_feeds_keeps_its_answers_and_holds_no_changes(partitions):
+    """``Program(changes=False)``: every commit's relations still equal the reference
+    evaluator's, no output holds a change feed (nothing waits to be read), and asking for
+    changes says why there are none."""
+    source, inputs = PROGRAMS["closure_and_negation"]
+    rng = random.Random("no-feeds")
+    program = dd.Program(source, partitions=partitions, changes=False, **RUNTIME_OPTIONS)
+    facts = {n: set() for n in inputs}
+    for ops in _schedule(rng, inputs, 6):
+        for op, relation, rows in ops:
+            getattr(program, op)(relation, rows)
+            facts[relation] = facts[relation] | set(rows) if op == "insert" \
+                else facts[relation] - set(rows)
+        program.commit()
+        expected = evaluate(source, facts)
+        for relation in program.relations:
+            assert program.relation(relation) == expected[relation], relation
+    runtime = program.flow._reader()
+    for out in program._compiled.outputs.values():
+        assert runtime.take_output_changes(out.node.id) == []
+    with pytest.raises(ValueError, match=r"changes of path: .*Program\(\.\.\., changes=False\)"):
+        program.changes("path")
+    with pytest.raises(ValueError, match="keeps no change feeds"):
+        program.changes_by_epoch("path")
+    program.close()

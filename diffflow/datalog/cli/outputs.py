@@ -41,12 +41,11 @@ def write_states(program, out_dir: str, after_step: int | None = None) -> list:
     or, with ``--updates``, after the last step (its title on stdout says so).  Returns
     ``[(file name, rows)]`` of what went to files (not stdout), for :func:`written_summary`."""
     from diffflow.datalog.values.facts import io_options
-    from diffflow.datalog.values.structures import row_order
 
     written = []
     for relation in program.relations.values():
         for d in relation.outputs:
-            rows = sorted(program.relation(relation.name), key=row_order)
+            rows = program.sorted_rows(relation.name)
             if d.params.get("IO") in ("json", "jsonfile"):
                 written += _write_json(program, relation, d, rows, out_dir)
                 continue

@@ -254,6 +254,8 @@ def run_program(args) -> int:
     if args.provenance:
         options["provenance"] = True
     options.update(durable_options(args))
+    # change feeds only where steps or a resume read them (a feed holds a copy of each change)
+    options["changes"] = bool(args.updates) or bool(options.get("durable"))
     program = compile_program(args, partitions=jobs, outputs="directives", max_rounds=args.max_rounds,
                        **options)
     resumed = program.flow.epoch  # (a durable run resumed: the epochs it holds already)
@@ -289,7 +291,7 @@ def run_program(args) -> int:
             written = write_states(program, output_dir)
             _print_sizes(program)
             for relation in program.relations.values():
-                if relation.outputs:
+                if relation.outputs and program.keeps_changes:
                     program.changes(relation.name)  # steps report changes from here on
         for number, batches in steps:
             started = time.perf_counter()

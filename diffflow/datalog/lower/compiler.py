@@ -59,8 +59,10 @@ class Compiled:
 
 def compile_program(analysed: Analysed, partitions: int = 1, outputs=None,
                     max_rounds: int | None = None, flow_options: dict | None = None,
-                    sizes: dict | None = None, symbols=None, distinct=None) -> Compiled:
-    """Build the dataflow; ``outputs`` names relations to observe (default: all).
+                    sizes: dict | None = None, symbols=None, distinct=None,
+                    changes: bool = True) -> Compiled:
+    """Build the dataflow; ``outputs`` names relations to observe (default: all), each with a
+    change feed unless ``changes`` is false (a feed holds every change until it is read).
 
     ``flow_options`` go to :class:`~diffflow.Dataflow` (runtime, spark, checkpoints);
     ``sizes`` (relation -> estimated rows) orders joins and, with ``distinct`` (see
@@ -76,7 +78,7 @@ def compile_program(analysed: Analysed, partitions: int = 1, outputs=None,
     (['e'], ['e', 'r'])
     """
     compiler = _Compiler(analysed, partitions, outputs, max_rounds, flow_options or {})
-    compiler.sizes, compiler.distinct = sizes, distinct
+    compiler.sizes, compiler.distinct, compiler.keep_changes = sizes, distinct, changes
     if symbols is not None:
         compiler.flow.symbols = symbols
     return compiler.run()
@@ -84,7 +86,8 @@ def compile_program(analysed: Analysed, partitions: int = 1, outputs=None,
 
 def recompiled_by_sizes(compiled: Compiled, analysed: Analysed, input_sizes: dict,
                         partitions, outputs, max_rounds, options,
-                        always: bool = False, distinct=None) -> Compiled | None:
+                        always: bool = False, distinct=None,
+                        changes: bool = True) -> Compiled | None:
     """The program compiled again with its joins ordered by ``input_sizes`` (relation ->
     facts), sharing ``compiled``'s symbols; ``None`` when no order would change and no
     semijoin would be added (unless ``always``) or no relation has facts."""
@@ -101,7 +104,7 @@ def recompiled_by_sizes(compiled: Compiled, analysed: Analysed, input_sizes: dic
     if not always and all(same(*order) for order in compiled.orders):
         return None
     return compile_program(analysed, partitions, outputs, max_rounds, options, sizes=sizes,
-                           symbols=compiled.flow.symbols, distinct=distinct)
+                           symbols=compiled.flow.symbols, distinct=distinct, changes=changes)
 
 
 class _Compiler(ClauseCompiler):
@@ -112,6 +115,7 @@ class _Compiler(ClauseCompiler):
         self.inputs, self.values, self.outputs = {}, {}, {}
         self.wanted = set(analysed.relations) if outputs is None else set(outputs)
         self.bodies: dict = {}  # body key -> (clause, frame): bodies joined once
+        self.keep_changes = True  # (outputs with change feeds)
 
     def run(self) -> Compiled:
         relations = self.analysed.relations
@@ -132,7 +136,8 @@ class _Compiler(ClauseCompiler):
         for name in relations:
             if name in self.wanted and name in self.values:
                 with self.building(relations[name]):
-                    self.outputs[name] = self.values[name].output(name)
+                    self.outputs[name] = self.values[name].output(
+                        name, changes=self.keep_changes)
         shared = {k: n for k, n in self.arrangement_uses.items() if n > 1}
         if shared:
             self.plan.append("shared arrangements:")

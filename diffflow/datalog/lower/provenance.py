@@ -103,7 +103,8 @@ class ProvenanceCompiled(Compiled):
 
 
 def compile_provenance(analysed, partitions: int = 1, outputs=None, max_rounds=None,
-                       flow_options: dict | None = None) -> ProvenanceCompiled:
+                       flow_options: dict | None = None,
+                       changes: bool = True) -> ProvenanceCompiled:
     """:func:`~diffflow.datalog.lower.compiler.compile_program` with heights and witness queries."""
     for relation in analysed.relations.values():
         structured = [t for t in relation.types if t in analysed.structures]
@@ -133,8 +134,9 @@ def compile_provenance(analysed, partitions: int = 1, outputs=None, max_rounds=N
                     nested.line, nested.column,
                     hint="compute the inner aggregate in a relation of its own, or run the "
                          "program without provenance")
-    return _ProvenanceCompiler(analysed, partitions, outputs, max_rounds,
-                               flow_options or {}).run()
+    compiler = _ProvenanceCompiler(analysed, partitions, outputs, max_rounds, flow_options or {})
+    compiler.keep_changes = changes
+    return compiler.run()
 
 
 def rule_numbers(relation) -> dict:
