@@ -416,7 +416,7 @@ class Program(ProgramQueries, ProgramFiles):
     def changes(self, name: str) -> list:
         """Net ``[(fact, +1 or -1)]`` since the previous call (or the start), sorted.
 
-        >>> p = Program(".decl e(x: number)\n.decl r(x: number)\nr(x + 1) :- e(x).")
+        >>> p = Program(".decl e(x: number)\\n.decl r(x: number)\\nr(x + 1) :- e(x).")
         >>> _ = p.insert("e", [(1,), (2,)]); p.commit(); p.changes("r")
         [((2,), 1), ((3,), 1)]
         >>> _ = p.remove("e", [(1,)]); p.commit(); p.changes("r")

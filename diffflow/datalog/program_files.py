@@ -96,18 +96,25 @@ class ProgramFiles:
         [(-2, 'z'), (10, 'a'), (10, 'b')]
         """
         from diffflow.common.schema import decode_rows
-        from diffflow.datalog.lower.rows import structured_positions
         from diffflow.datalog.values.structures import row_order
+
+        codes = self._sorted_codes(name)
+        if codes is None:
+            return sorted(self.relation(name), key=row_order)
+        return decode_rows(codes, self._output(name).node.schema, self.flow.symbols)
+
+    def _sorted_codes(self, name: str):
+        """The relation's encoded facts in value order (see :meth:`sorted_rows`), or
+        ``None`` for a relation with record or ADT attributes or none at all."""
+        from diffflow.datalog.lower.rows import structured_positions
 
         relation = self.relations[name]
         if relation.arity == 0 or structured_positions(relation, self.analysed.structures):
-            return sorted(self.relation(name), key=row_order)
+            return None
         rows = self._encoded(name)
-        schema = self._output(name).node.schema
         keys = [self._symbol_ranks(rows[:, j]) if kind == "str" else rows[:, j]
-                for j, kind in enumerate(schema.types)]  # (int and float codes sort by value)
-        order = np.lexsort(keys[::-1])
-        return decode_rows(rows[order], schema, self.flow.symbols)
+                for j, kind in enumerate(self._output(name).node.schema.types)]
+        return rows[np.lexsort(keys[::-1])]  # (int and float codes sort by value)
 
     def _symbol_ranks(self, ids: np.ndarray) -> np.ndarray:
         """Each symbol id's rank among the column's distinct texts (in text order)."""

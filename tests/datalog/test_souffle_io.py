@@ -10,6 +10,8 @@ import os
 import random
 import textwrap
 
+import numpy as np
+
 import diffflow as dd
 from diffflow.cli import main
 
@@ -176,3 +178,29 @@ def test_output_order_is_value_order_however_symbols_hash():
         p.commit()
         assert p.sorted_rows("r") == sorted(p.relation("r"))
     assert len(p.sorted_rows("r")) > 50
+
+
+def test_numbers_are_written_as_python_writes_them_with_any_delimiter(tmp_path):
+    """The numba writer of number-only outputs gives the text ``str`` gives, extremes and
+    a many-character delimiter included; a program's number and unsigned outputs, written
+    by it, list the facts in value order."""
+    from diffflow.datalog.values.facts import format_int_rows
+
+    rng = np.random.default_rng(3)
+    rows = np.concatenate([rng.integers(-2**63, 2**63 - 1, (200, 3), dtype=np.int64,
+                                        endpoint=True),
+                           np.array([[0, -1, 9], [-2**63, 2**63 - 1, 10]], np.int64)])
+    for delimiter in ["\t", ",", " :: ", "é"]:
+        assert format_int_rows(rows, delimiter) == \
+            [delimiter.join(map(str, row)) for row in rows.tolist()]
+    assert format_int_rows(np.zeros((0, 2), np.int64)) == []
+    _write(tmp_path / "facts" / "e.facts", "10\t4294967295\n-3\t0\n-20\t7\n10\t5\n")
+    code, out = _run(tmp_path, """
+        .decl e(x: number, u: unsigned)
+        .input e
+        .decl r(x: number, u: unsigned)
+        .output r(delimiter=";")
+        r(x, u) :- e(x, u).
+    """)
+    assert code == 0
+    assert (out / "r.csv").read_text() == "-20;7\n-3;0\n10;5\n10;4294967295\n"

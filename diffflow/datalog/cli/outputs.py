@@ -40,17 +40,19 @@ def write_states(program, out_dir: str, after_step: int | None = None) -> list:
     """Write every output relation's state: after the initial run (``after_step=None``)
     or, with ``--updates``, after the last step (its title on stdout says so).  Returns
     ``[(file name, rows)]`` of what went to files (not stdout), for :func:`written_summary`."""
-    from diffflow.datalog.values.facts import io_options
+    from diffflow.datalog.values.facts import format_int_rows, io_options
 
     written = []
     for relation in program.relations.values():
         for d in relation.outputs:
-            rows = program.sorted_rows(relation.name)
             if d.params.get("IO") in ("json", "jsonfile"):
+                rows = program.sorted_rows(relation.name)
                 written += _write_json(program, relation, d, rows, out_dir)
                 continue
             delimiter, headers, rfc4180, compress = io_options(d.params)
-            lines = _lines(program, relation, rows, delimiter, rfc4180=rfc4180)
+            rows = _numbers(program, relation) or program.sorted_rows(relation.name)
+            lines = format_int_rows(rows.codes, delimiter) if isinstance(rows, _Codes) else \
+                _lines(program, relation, rows, delimiter, rfc4180=rfc4180)
             # Soufflé's -D - prints the attribute names too
             header = delimiter.join(relation.attributes) if headers or out_dir == "-" else None
             if _to_stdout(d, out_dir):
@@ -62,6 +64,25 @@ def write_states(program, out_dir: str, after_step: int | None = None) -> list:
                 write_file(os.path.join(out_dir, filename), header, lines, compress)
                 written.append((filename, len(rows)))
     return written
+
+
+class _Codes:
+    """A relation of numbers' encoded facts in value order (their text needs no decoding)."""
+
+    def __init__(self, codes):
+        self.codes = codes
+
+    def __len__(self):
+        return len(self.codes)
+
+
+def _numbers(program, relation):
+    """:class:`_Codes` of a relation whose attributes are all numbers or unsigned, else None."""
+    kinds = program._output(relation.name).node.schema.types
+    if relation.arity == 0 or any(kind != "int" for kind in kinds):
+        return None
+    codes = program._sorted_codes(relation.name)
+    return None if codes is None else _Codes(codes)
 
 
 def _write_json(program, relation, directive, rows, out_dir: str) -> list:
