@@ -118,6 +118,12 @@ class OutputOp(_CompleteFilter):
             self.changes.append(chunk)
         return []
 
+    def restored(self) -> None:
+        """After a checkpoint's state is put back: a dataflow without a change feed drops
+        the unread changes the checkpoint held (it was written with one)."""
+        if not self.keeps_changes:
+            self.changes = []
+
     def take_changes(self) -> list[Updates]:
         out, self.changes = self.changes, []
         return out

@@ -60,7 +60,9 @@ INTERNAL = "internal error (a bug in diffflow; please report it): "
 # attributes rebuilt from the graph when an engine is restored (never checkpointed): the
 # graph node, context and user reducer, and a reduce's kept search states (caches rebuilt
 # from its input trace on demand; they name their tactic's class, code not data)
-_REBUILT = frozenset({"node", "ctx", "reducer", "kept"})
+# from its input trace on demand; they name their tactic's class, code not data); an
+# output's choice of a change feed is the resumed dataflow's, not the checkpoint's
+_REBUILT = frozenset({"node", "ctx", "reducer", "kept", "keeps_changes"})
 
 
 class Topology:
@@ -421,7 +423,10 @@ class PartitionEngine:
     def restore(self, state: dict) -> None:
         """Put back what :meth:`state` returned (operators rebuilt from the same graph)."""
         for nid, attrs in state.items():
-            self.ops[nid].__dict__.update(attrs)
+            op = self.ops[nid]
+            op.__dict__.update({k: v for k, v in attrs.items() if k not in _REBUILT})
+            if hasattr(op, "restored"):
+                op.restored()
         self._held = {}
 
 

@@ -251,6 +251,24 @@ def test_gzip_fact_files_are_read_transparently(program_file, tmp_path, capsys):
     assert not (tmp_path / "o2").exists()
 
 
+def test_compressed_outputs_are_gzip_named_as_the_file_and_repeatable(tmp_path):
+    """``compress=true`` writes gzip whose header names the output (not the temporary file
+    it is written through) and no time: the same facts give the same bytes."""
+    prog = _write(tmp_path / "p.dl", """
+        .decl e(x: number, s: symbol)
+        .output e(compress=true)
+        e(2, "b"). e(1, "a").
+    """)
+    written = []
+    for out in ("o1", "o2"):
+        assert main(["run", str(prog), "-D", str(tmp_path / out)]) == 0
+        written.append((tmp_path / out / "e.csv").read_bytes())
+    assert written[0] == written[1]
+    assert gzip.decompress(written[0]) == b"1\ta\n2\tb\n"
+    flags, name = written[0][3], written[0][10:].split(b"\0")[0]
+    assert flags & 0x08 and name == b"e.csv"  # (FNAME: the original file name)
+
+
 def test_io_stdout_outputs_print_to_standard_output(tmp_path, capsys):
     prog = _write(tmp_path / "p.dl", """
         .decl e(x: number)

@@ -262,6 +262,40 @@ def test_a_program_resumes_from_its_checkpoint_dir(tmp_path):
     assert resumed.relation("t") == {(a, b) for a in range(2, 6) for b in range(a + 1, 6)}
 
 
+@pytest.mark.parametrize("before, after", [(False, True), (True, False)])
+def test_a_program_resumes_with_or_without_change_feeds(tmp_path, before, after):
+    """Whether outputs keep change feeds is the resumed program's choice: a checkpoint
+    written with feeds resumes without them (its unread changes dropped) and the other way
+    round (the replayed epochs' changes are read)."""
+    source = """
+        .decl e(x: number, y: number)
+        .decl t(x: number, y: number)
+        t(x, y) :- e(x, y).
+        t(x, z) :- t(x, y), e(y, z).
+    """
+    program = dd.Program(source, checkpoint_dir=str(tmp_path), durable=True,
+                         checkpoint_every=2, changes=before)
+    for edges in ([(1, 2)], [(2, 3)], [(3, 4)]):
+        program.insert("e", edges)
+        program.commit()
+    del program
+    resumed = dd.Program(source, checkpoint_dir=str(tmp_path), resume=True, changes=after)
+    assert resumed.relation("t") == {(a, b) for a in range(1, 5) for b in range(a + 1, 5)}
+    runtime = resumed.flow._reader()
+    out = resumed._compiled.outputs["t"]
+    if after:  # epoch 2 was logged after the checkpoint: replayed, its changes re-emitted
+        assert resumed.changes_by_epoch("t") == {2: [((1, 4), 1), ((2, 4), 1), ((3, 4), 1)]}
+    else:
+        assert runtime.take_output_changes(out.node.id) == []
+        with pytest.raises(ValueError, match="keeps no change feeds"):
+            resumed.changes("t")
+    resumed.insert("e", [(4, 5)])
+    resumed.commit()
+    assert resumed.relation("t") == {(a, b) for a in range(1, 6) for b in range(a + 1, 6)}
+    if after:
+        assert resumed.changes("t") == [((a, 5), 1) for a in range(1, 5)]
+
+
 def test_no_warning_when_nothing_was_passed_over(tmp_path):
     _crashed_run(tmp_path, epochs(seed=8, count=3))
     with warnings.catch_warnings():

@@ -28,6 +28,9 @@ x,y,diff
 """
 from __future__ import annotations
 
+import contextlib
+import gzip
+import io
 import os
 import sys
 
@@ -76,10 +79,17 @@ class _Codes:
         return len(self.codes)
 
 
+#: the facts from which a relation of numbers is written by the numba writer: loading
+#: numba costs a small program more than Python's formatting of fewer facts
+NUMBA_WRITER_FROM = 100_000
+
+
 def _numbers(program, relation):
-    """:class:`_Codes` of a relation whose attributes are all numbers or unsigned, else None."""
+    """:class:`_Codes` of a large relation whose attributes are all numbers or unsigned,
+    else None."""
     kinds = program._output(relation.name).node.schema.types
-    if relation.arity == 0 or any(kind != "int" for kind in kinds):
+    if relation.arity == 0 or any(kind != "int" for kind in kinds) or \
+            program.size(relation.name) < NUMBA_WRITER_FROM:
         return None
     codes = program._sorted_codes(relation.name)
     return None if codes is None else _Codes(codes)
@@ -172,15 +182,12 @@ def write_file(path: str, header, lines, compress: bool = False) -> None:
     >>> write_file(path, "x", ["1", "2"]); open(path).read(), os.listdir(os.path.dirname(path))
     ('x\\n1\\n2\\n', ['r.csv'])
     """
-    import gzip
-
     folder, name = os.path.split(path)
     os.makedirs(folder or ".", exist_ok=True)  # filename="sub/out.csv"
     temporary = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
     _remove_stale_temporaries(folder or ".", name)
-    opener = gzip.open if compress else open  # Soufflé's compress=true writes gzip
     try:
-        with opener(temporary, "wt", encoding="utf-8", newline="\n") as f:
+        with _text_file(temporary, name, compress) as f:
             if header is not None:
                 f.write(header + "\n")
             if lines:
@@ -191,6 +198,22 @@ def write_file(path: str, header, lines, compress: bool = False) -> None:
         if os.path.exists(temporary):
             os.remove(temporary)
         raise
+
+
+@contextlib.contextmanager
+def _text_file(temporary: str, name: str, compress: bool):
+    """A text file written at ``temporary``; with ``compress`` gzip (as Soufflé's
+    ``compress=true``), naming ``name`` (not the temporary) and no time, so that the same
+    facts give the same bytes."""
+    if not compress:
+        with open(temporary, "w", encoding="utf-8", newline="\n") as f:
+            yield f
+        return
+    with open(temporary, "wb") as raw, \
+            gzip.GzipFile(filename=name.removesuffix(".gz"), mode="wb", fileobj=raw,
+                          mtime=0) as packed, \
+            io.TextIOWrapper(packed, encoding="utf-8", newline="\n") as f:
+        yield f
 
 
 def print_block(title: str, header, lines) -> None:

@@ -31,10 +31,9 @@ def int_rows_text(rows, delimiter):
                     at += 1
             value = rows[i, j]
             end = at + _width(value)
-            magnitude = np.uint64(value)
+            magnitude = _magnitude(value)
             if value < 0:
                 out[at] = 45  # '-'
-                magnitude = np.uint64(0) - magnitude  # (two's complement: int64 min too)
             k = end
             while True:
                 k -= 1
@@ -51,12 +50,17 @@ def int_rows_text(rows, delimiter):
 @kernel
 def _width(value):
     """Characters of ``value`` in decimal, its sign included."""
-    magnitude = np.uint64(value)
-    width = 1
-    if value < 0:
-        magnitude = np.uint64(0) - magnitude
-        width = 2
+    magnitude = _magnitude(value)
+    width = 1 if value >= 0 else 2
     while magnitude >= np.uint64(10):
         magnitude //= np.uint64(10)
         width += 1
     return width
+
+
+@kernel
+def _magnitude(value):
+    """``|value|`` as uint64, int64's least value too (-(v + 1) + 1 never overflows)."""
+    if value >= 0:
+        return np.uint64(value)
+    return np.uint64(-(value + 1)) + np.uint64(1)

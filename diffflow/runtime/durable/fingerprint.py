@@ -35,8 +35,16 @@ def graph_fingerprint(graph) -> str:
                             tuple(node.schema.names), tuple(node.schema.types),
                             _canonical(node.exchange), _canonical(node.input_widths),
                             node.dim, node.scope.id if node.scope is not None else None,
-                            _canonical(node.params))).encode())
+                            _canonical(_computing(node)))).encode())
     return digest.hexdigest()
+
+
+def _computing(node) -> dict:
+    """A node's parameters that say what it computes: an output's ``changes`` (whether it
+    keeps a change feed) only says what can be read, so a dataflow resumes with either."""
+    if node.kind == "output":
+        return {k: v for k, v in node.params.items() if k != "changes"}
+    return node.params
 
 
 def _canonical(value, depth: int = 0):
