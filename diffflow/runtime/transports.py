@@ -28,7 +28,8 @@ import sys
 import threading
 import time
 
-from diffflow.common.errors import DiffflowError, WorkerLost
+from diffflow.common.errors import DiffflowError, WorkerLost, WorkerTimeout
+from diffflow.runtime.reply_wait import await_reply, reply_timeout
 from diffflow.runtime.start_ahead import StartAhead
 from diffflow.runtime.wire import no_delay
 from diffflow.runtime.worker_commands import WorkerCommands
@@ -343,6 +344,9 @@ class SocketTransport:
         self._graph = None
         self.ahead: StartAhead | None = None  # workers started ahead of a step (prepare)
         self.taken_ahead = 0  # workers steps took ready-made from a start ahead
+        # seconds a reply may take (None: no bound; DIFFFLOW_REPLY_TIMEOUT, reply_wait)
+        self.reply_timeout = reply_timeout()
+        self.awaiting: dict = {}  # partition -> (command, when sent) of replies not read yet
 
     @property
     def conns(self) -> list:
@@ -430,6 +434,13 @@ class SocketTransport:
             self.pool.give_back(retired)
 
     def _reply(self, p: int):
+        cmd, since = self.awaiting.pop(p, ("?", time.monotonic()))
+        try:
+            await_reply(self.conns[p], self.reply_timeout, since, p, cmd, self.workers[p][1],
+                        self.pool.authkey)
+        except WorkerTimeout:
+            self._let_go(p)
+            raise
         try:
             reply = self.conns[p].recv()
         except (EOFError, OSError) as exc:
@@ -446,6 +457,15 @@ class SocketTransport:
             self.conns[p].send((cmd, tuple(args)))
         except (EOFError, OSError) as exc:
             raise WorkerLost(f"partition worker {p} is gone ({type(exc).__name__})") from None
+        self.awaiting[p] = (cmd, time.monotonic())
+
+    def _let_go(self, silent: int) -> None:
+        """After worker ``silent`` timed out: close its connection and those of every
+        worker whose reply is still unread, so none goes back to the pool out of step
+        (the workers end; a next command finds them gone and recovers)."""
+        for p in {silent, *self.awaiting}:
+            self.conns[p].close()
+        self.awaiting = {}
 
     def call(self, p: int, cmd: str, *args):
         self._send(p, cmd, args)
@@ -475,6 +495,8 @@ class SocketTransport:
                 replies[p] = self._reply(p)
                 if exchange is not None:
                     exchange.reply(p, replies[p][2])
+            except WorkerTimeout:
+                raise  # (the workers were let go: no reply is left to read)
             except Exception as exc:  # noqa: BLE001 - read every reply before raising
                 # a lost worker explains the others' errors, so it wins
                 if failure is None or (isinstance(exc, WorkerLost)
@@ -495,7 +517,7 @@ class SocketTransport:
         if ahead is not None and ahead.init is None:  # (it goes on filling the pool)
             self.ahead = None
         self.pool.give_back(self.workers)
-        self.workers = []
+        self.workers, self.awaiting = [], {}
         if parts is not None:
             self.parts = parts
         self.start(self._graph, symbols)
@@ -503,4 +525,4 @@ class SocketTransport:
     def close(self) -> None:
         self.cancel_ahead()
         self.pool.give_back(self.workers)
-        self.workers = []
+        self.workers, self.awaiting = [], {}
