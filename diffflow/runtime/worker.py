@@ -275,7 +275,7 @@ def main(argv=None) -> None:
     """Run a worker: ``python -m diffflow.runtime.worker HOST PORT AUTHKEY_HEX BIND_HOST
     [PARENT_PID]``.
 
-    Started by a launcher (:class:`~diffflow.runtime.transports.ProcessLauncher`, a
+    Started by a launcher (:class:`~diffflow.runtime.worker_pool.ProcessLauncher`, a
     Spark task of :mod:`~diffflow.runtime.spark_slots`), never by hand; it serves until
     the coordinator hangs up, or until ``PARENT_PID`` (its Spark task) is gone.
     """

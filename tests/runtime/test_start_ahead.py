@@ -16,7 +16,7 @@ import pytest
 import diffflow as dd
 from diffflow import graphs
 from diffflow.runtime import transports
-from diffflow.runtime.transports import ProcessLauncher, WorkerPool
+from diffflow.runtime.worker_pool import ProcessLauncher, WorkerPool
 
 pytestmark = pytest.mark.local_runtime  # (each test picks its runtime)
 
