@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import collections
 import math
+import time
 
 import numpy as np
 import pytest
@@ -114,7 +115,12 @@ def _traced_rescaled_run(path, options: dict) -> list:
         for _ in range(2):
             epoch()
         flow.rescale(partitions=3, strategy="batched", bins_per_step=BINS // 6)
-        while flow.migration is not None and len(counts) < 400:  # (its worker starts first)
+        # its steps wait for the worker it adds, started at the lowest priority: on a busy
+        # machine hundreds of epochs, so bounded by time (a step starts its own worker
+        # after start_ahead.PATIENCE, 60 s), not by epochs
+        deadline = time.monotonic() + 300
+        while flow.migration is not None:
+            assert time.monotonic() < deadline, f"the plan never finished ({len(counts)} epochs)"
             epoch()
         epoch()
         flow.rescale(partitions=1, strategy="all_at_once")
