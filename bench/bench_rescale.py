@@ -522,11 +522,11 @@ def explain_workload(args) -> dict:
 def fresh_pool(runtime: str, session) -> None:
     """End the pooled workers, so that the next run's plan launches its worker again."""
     if runtime == "processes":
-        from diffflow.runtime import transports
+        from diffflow.runtime import worker_pool
 
-        if transports._PROCESS_POOL is not None:
-            transports._PROCESS_POOL.close()
-            transports._PROCESS_POOL = None
+        if worker_pool._PROCESS_POOL is not None:
+            worker_pool._PROCESS_POOL.close()
+            worker_pool._PROCESS_POOL = None
     elif runtime == "spark":
         from diffflow.runtime.spark import release_workers
 

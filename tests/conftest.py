@@ -2,6 +2,10 @@ import os
 
 # Spark (later) and anything else must bind to loopback only in tests.
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# A worker that never answers fails its test after 300 s, naming its partition and its
+# stacks (diffflow.runtime.reply_wait), before pytest-timeout (600 s) ends the test with
+# only the coordinator's stack.
+os.environ.setdefault("DIFFFLOW_REPLY_TIMEOUT", "300")
 
 import pytest  # noqa: E402
 

@@ -13,6 +13,7 @@ failures while computing), so older ``except ValueError`` code keeps working.
   ``OperatorError`` and a ``MemoryError``; :mod:`diffflow.common.memory_budget`);
 * :class:`NonConvergenceError` -- a loop still changed after its round limit;
 * :class:`WorkerLost` -- a partition worker process or Spark task died;
+* :class:`WorkerTimeout` -- a partition worker, alive, did not answer a command in time;
 * :class:`ExplainError` -- a row or fact that cannot be explained (not in its output, or
   explanations not switched on);
 * :class:`StateFormatError` -- engine state that cannot be saved, or saved bytes that cannot
@@ -90,6 +91,22 @@ class CheckpointError(DiffflowError, ValueError):
 
 class WorkerLost(DiffflowError, RuntimeError):
     """A partition worker stopped answering (its process or Spark task died)."""
+
+
+class WorkerTimeout(DiffflowError, RuntimeError):
+    """A partition worker did not answer a command within the coordinator's bound, though
+    its connection stayed open (:mod:`diffflow.runtime.reply_wait`).  Not a
+    :class:`WorkerLost`: a recovery would replay into the same wait.
+
+    ``partition`` is the silent worker's partition, ``command`` what it was asked.
+    """
+
+    def __init__(self, message: str, partition: int | None = None, command: str | None = None):
+        super().__init__(message)
+        self.partition, self.command = partition, command
+
+    def __reduce__(self):
+        return type(self), (self.args[0], self.partition, self.command)
 
 
 class NonConvergenceError(DiffflowError, RuntimeError):

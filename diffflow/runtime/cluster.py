@@ -54,7 +54,8 @@ from diffflow.runtime.engine import Topology, merge_pointstamps, overflowed, par
 from diffflow.runtime.routing import Routing
 from diffflow.runtime.trace_sink import operator_names
 from diffflow.runtime.tracing import BARRIER, ProgressExchange, WorkerLog
-from diffflow.runtime.transports import InMemoryTransport, SocketTransport, process_pool
+from diffflow.runtime.transports import InMemoryTransport, SocketTransport
+from diffflow.runtime.worker_pool import process_pool
 
 
 class ClusterRuntime(Recovery, Runtime):

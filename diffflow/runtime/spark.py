@@ -68,7 +68,8 @@ import numpy as np
 from diffflow.runtime.cluster import ClusterRuntime
 from diffflow.runtime.spark_slots import SparkLauncher, task_error
 from diffflow.runtime.storage import checkpoint_dir_problem
-from diffflow.runtime.transports import SocketTransport, WorkerPool
+from diffflow.runtime.transports import SocketTransport
+from diffflow.runtime.worker_pool import WorkerPool
 
 _POOLS: dict = {}
 

@@ -33,7 +33,8 @@ from __future__ import annotations
 import threading
 import time
 
-from diffflow.common.errors import WorkerLost
+from diffflow.common.errors import WorkerLost, WorkerTimeout
+from diffflow.runtime.reply_wait import await_reply, reply_timeout
 
 #: seconds a step waits (an epoch at a time) for workers started ahead before it starts its
 #: own: the start runs at the lowest priority, and a machine kept busy may not run it at all
@@ -68,8 +69,10 @@ class StartAhead:
                 with self._lock:
                     self.workers = workers
                 blob, first, parts, symbols = self.init
-                _call_each(workers, first, "init", lambda p: (blob, p, parts, symbols, True))
-                _call_each(workers, first, "warm", lambda p: ())
+                authkey = self.pool.authkey
+                _call_each(workers, first, "init", lambda p: (blob, p, parts, symbols, True),
+                           authkey)
+                _call_each(workers, first, "warm", lambda p: (), authkey)
         except BaseException as exc:  # noqa: BLE001 - told by take() at the step
             self.error = exc
         finally:
@@ -120,12 +123,21 @@ class StartAhead:
         self.pool.give_back(workers)
 
 
-def _call_each(workers: list, first: int, cmd: str, args_of) -> None:
-    """Send every worker ``cmd``, then read every reply (partition ``first + i``)."""
+def _call_each(workers: list, first: int, cmd: str, args_of, authkey: bytes) -> None:
+    """Send every worker ``cmd``, then read every reply (partition ``first + i``; each
+    within the coordinator's bound, :mod:`~diffflow.runtime.reply_wait`: a worker silent
+    past it is named, with its stacks, and it and the others not read yet are let go)."""
     for i, (conn, _, _) in enumerate(workers):
         conn.send((cmd, tuple(args_of(first + i))))
+    sent, bound = time.monotonic(), reply_timeout()
     failure = None
-    for i, (conn, _, _) in enumerate(workers):
+    for i, (conn, address, _) in enumerate(workers):
+        try:
+            await_reply(conn, bound, sent, first + i, cmd, address, authkey)
+        except WorkerTimeout:
+            for unread, _, _ in workers[i:]:
+                unread.close()
+            raise
         try:
             reply = conn.recv()
         except (EOFError, OSError) as exc:

@@ -15,7 +15,9 @@ Three kinds of connection reach a worker:
 * **I/O tasks** (Spark tasks of bulk loads and reads): ``push`` rows under a
   transaction token, committed or dropped later by the coordinator, and
   ``pull`` an output's rows as an Arrow table.  They run in threads and take
-  the worker's lock, so they never see a half-finished command.
+  the worker's lock, so they never see a half-finished command.  The coordinator
+  asks here for the ``stacks`` of a worker that did not answer in time
+  (:mod:`diffflow.runtime.reply_wait`): no lock, the main thread may be stuck.
 
 :class:`~diffflow.runtime.worker_commands.WorkerCommands` is the command set without sockets
 (:mod:`.worker_commands`); the in-memory transport of :mod:`diffflow.runtime.transports` drives
@@ -36,6 +38,7 @@ from diffflow.common.schema import SymbolTable
 from diffflow.lattice.frontiers import times_frontier
 from diffflow.lattice.times import minimal_tuples
 from diffflow.runtime.engine import merge_pointstamps
+from diffflow.runtime.reply_wait import thread_stacks
 from diffflow.runtime.wire import (decode_arrays, no_delay, recv_header, recv_pieces,
                                    send_chunks, small_batch)
 from diffflow.runtime.worker_commands import WorkerCommands, error_reply
@@ -56,6 +59,7 @@ class WorkerServer(WorkerCommands):
         self.incoming: dict = {}
         self.outgoing: dict = {}
         self.peers_ready = threading.Condition()
+        self.serving = None  # (command, since) the main thread serves; None: between commands
         threading.Thread(target=self._accept, daemon=True).start()
         self.conn = no_delay(Client(coordinator, authkey=authkey))
         self.conn.send(("hello", self.listener.address, os.getpid()))
@@ -86,6 +90,8 @@ class WorkerServer(WorkerCommands):
                     conn.send("ok")
                 elif request[0] == "pull":
                     conn.send(self.pull(request[1], request[2]))
+                elif request[0] == "stacks":
+                    conn.send(thread_stacks(self.serving))
         except (EOFError, OSError):
             pass
         except Exception as exc:  # noqa: BLE001 - report to the I/O task, keep serving others
@@ -224,12 +230,14 @@ class WorkerServer(WorkerCommands):
                 break
             if cmd == "shutdown":
                 break
+            self.serving = (cmd, time.monotonic())
             try:
                 with self.lock:
                     result = getattr(self, "cmd_" + cmd)(*args)
                 reply = ("ok", result)
             except Exception as exc:  # noqa: BLE001 - every failure goes back to the coordinator
                 reply = error_reply(exc, traceback.format_exc())
+            self.serving = None
             try:
                 self.conn.send(reply)
             except (OSError, pickle.PicklingError, TypeError, AttributeError) as exc:
@@ -267,7 +275,7 @@ def main(argv=None) -> None:
     """Run a worker: ``python -m diffflow.runtime.worker HOST PORT AUTHKEY_HEX BIND_HOST
     [PARENT_PID]``.
 
-    Started by a launcher (:class:`~diffflow.runtime.transports.ProcessLauncher`, a
+    Started by a launcher (:class:`~diffflow.runtime.worker_pool.ProcessLauncher`, a
     Spark task of :mod:`~diffflow.runtime.spark_slots`), never by hand; it serves until
     the coordinator hangs up, or until ``PARENT_PID`` (its Spark task) is gone.
     """

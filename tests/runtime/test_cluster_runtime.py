@@ -168,6 +168,32 @@ def test_operator_failure_in_a_worker_names_the_operator():
     assert out.snapshot() == {}
 
 
+def test_a_worker_silent_past_the_reply_bound_is_named_with_its_stacks(monkeypatch):
+    """The coordinator waits for a reply at most DIFFFLOW_REPLY_TIMEOUT seconds: then it
+    names the partition and the command, with what the worker was doing (here: a map
+    that sleeps far longer than the bound), instead of waiting for ever."""
+    import time
+
+    from diffflow.common.errors import WorkerTimeout
+
+    monkeypatch.setenv("DIFFFLOW_REPLY_TIMEOUT", "1")
+
+    def dawdle(row):
+        time.sleep(60)
+        return row
+
+    flow = dd.Dataflow(partitions=2, runtime="processes")
+    nums = flow.input("nums", ["x"])
+    nums.map(dawdle, ["y"]).output()
+    nums.insert(list(range(20)))
+    with pytest.raises(WorkerTimeout, match=r"partition worker [01] did not answer the "
+                                            r"coordinator's 'run' within 1 s") as caught:
+        flow.advance()
+    assert caught.value.partition in (0, 1) and caught.value.command == "run"
+    assert "serving 'run'" in str(caught.value) and "in dawdle" in str(caught.value)
+    flow.close()  # (the silent workers were let go: nothing goes back to the pool)
+
+
 def test_worker_connections_send_small_messages_at_once():
     """TCP_NODELAY on the coordinator's connections: a reply between 16 and 64 KiB
     (two writes in multiprocessing) would otherwise wait up to 40 ms for a delayed ACK."""

@@ -15,8 +15,8 @@ import pytest
 
 import diffflow as dd
 from diffflow import graphs
-from diffflow.runtime import transports
-from diffflow.runtime.transports import ProcessLauncher, WorkerPool
+from diffflow.runtime import worker_pool
+from diffflow.runtime.worker_pool import ProcessLauncher, WorkerPool
 
 pytestmark = pytest.mark.local_runtime  # (each test picks its runtime)
 
@@ -64,7 +64,7 @@ def own_pool(monkeypatch):
 
     def make(launcher=None, **kw):
         pool = WorkerPool(launcher or ProcessLauncher(), **kw)
-        monkeypatch.setattr(transports, "_PROCESS_POOL", pool)
+        monkeypatch.setattr(worker_pool, "_PROCESS_POOL", pool)
         pools.append(pool)
         return pool
 
