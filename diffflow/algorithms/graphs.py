@@ -39,6 +39,14 @@ def _edges(edges: Collection) -> Collection:
     return edges.select(src=src, dst=dst)
 
 
+def _present(e: Collection) -> Collection:
+    """``e`` as a set, for a loop: an edge counts once, and one removed more often than
+    inserted (a negative count) not at all.  The loops settle because labels and distances
+    only fall; a negative count would cancel a real path's candidate and let them rise
+    again, round after round, for ever."""
+    return e.distinct()
+
+
 def _roots(roots: Collection) -> Collection:
     return roots.select(node=roots.columns[0])
 
@@ -62,7 +70,7 @@ def reachable(edges: Collection, roots: Collection) -> Collection:
     e, start = _edges(edges), _roots(roots)
     if _by_search(e) and _by_search(start):
         return _reached_by_search(e, start)
-    start = start.distinct()
+    start, e = start.distinct(), _present(e)
     return start.iterate(
         lambda reached: start.concat(_step(reached, e).select(node="dst")).distinct(),
         name="reachable", max_rounds=None)  # (settles: a chain of n nodes needs n rounds)
@@ -79,7 +87,7 @@ def bfs_distances(edges: Collection, roots: Collection) -> Collection:
     >>> sorted(out.snapshot())
     [(1, 0), (2, 1), (3, 0)]
     """
-    e = _edges(edges)
+    e = _present(_edges(edges))
     start = _roots(roots).distinct().select("node", dist=0)
     return start.iterate(
         lambda d: start.concat(_step(d, e).select(node="dst", dist=col("dist") + 1))
@@ -106,7 +114,7 @@ def sssp(weighted_edges: Collection, roots: Collection) -> Collection:
         raise ValueError(f"weighted edges need (source, target, weight), got "
                          f"{weighted_edges.columns}")
     src, dst, weight = weighted_edges.columns[:3]
-    e = weighted_edges.select(src=src, dst=dst, w=weight)
+    e = _present(weighted_edges.select(src=src, dst=dst, w=weight))
     start = _roots(roots).distinct().select("node", dist=0)
     return start.iterate(
         lambda d: start.concat(_step(d, e).select(node="dst", dist=col("dist") + col("w")))
@@ -159,8 +167,9 @@ def connected_components(edges: Collection) -> Collection:
     e = _edges(edges)
     if _by_search(e):
         return _components_by_search(e)
-    # no distinct of the two directions: min ignores how often a candidate label arrives,
-    # and a distinct would hold every edge twice more (its input and output traces)
+    # a distinct of one direction, not of both: min ignores how often a candidate label
+    # arrives, and each distinct holds its edges twice (its input and output traces)
+    e = _present(e)
     both = e.concat(e.select(src="dst", dst="src"))
     return _propagate(both, _nodes(e), "connected_components")
 

@@ -96,6 +96,24 @@ def test_sssp_against_networkx(seed, parts):
           parts=parts, domain=6, batch=8, epochs=6)
 
 
+@pytest.mark.parametrize("parts", [1, 3])
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("name", sorted(ALGORITHMS) + ["sssp"])
+def test_an_edge_removed_more_often_than_inserted_counts_as_absent(name, seed, parts):
+    """Negative counts (a removal of an edge that is not there, a difference of two
+    collections) mean absent to every algorithm, as to the oracles: the loops settle (a
+    negative count cancelling a real path's candidate once kept labels rising and falling
+    for ever) and agree with the search tactics."""
+    if name == "sssp":
+        inputs = {"edges": ["src", "dst", "w"], "roots": ["node"]}
+        build, oracle = (lambda f, i: graphs.sssp(i["edges"], i["roots"])), sssp_oracle
+    else:
+        build, oracle, with_roots = ALGORITHMS[name]
+        inputs = {"edges": ["src", "dst"], **({"roots": ["node"]} if with_roots else {})}
+    drive(inputs, build, oracle, seed=100 + seed, parts=parts, domain=7, batch=10, epochs=8,
+          allow_negative=True)
+
+
 def load_edges(name):
     with gzip.open(os.path.join(DATA, name), "rt") as fh:
         rows = [line.split() for line in fh if line.strip() and not line.startswith("#")]
