@@ -2,7 +2,9 @@
 
 Every function takes collections whose first two columns are (source,
 target) -- other columns are ignored unless stated -- and returns a
-collection that stays exact as edges and roots change.  ``reachable`` and
+collection that stays exact as edges and roots change.  Edges are a set: one present
+several times counts once, and one removed more often than inserted (a negative count)
+not at all.  ``reachable`` and
 ``connected_components`` built for the local runtime or one partition are each one
 ``reduce`` whose search tactic keeps its state between epochs
 (:mod:`diffflow.operators.reduce_reach`, :mod:`~diffflow.operators.reduce_components`);

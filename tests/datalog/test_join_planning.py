@@ -15,7 +15,7 @@ import pytest
 
 import diffflow as dd
 from diffflow.cli import main
-from tests.datalog.test_incremental import NODE, _schedule
+from tests.datalog.test_incremental import NODE, check_random_commits
 from tests.support.datalog_reference import evaluate
 from tests.support.helpers import RUNTIME_OPTIONS
 
@@ -44,22 +44,6 @@ def _joins(plan: str) -> list:
     return re.findall(r"join ([^→]*?) on \(([^)]*)\)", plan)
 
 
-def _check_random(source, inputs, relations, partitions, seed):
-    rng = random.Random(seed)
-    program = dd.Program(source, partitions=partitions, **RUNTIME_OPTIONS)
-    facts = {n: set() for n in inputs}
-    for step, ops in enumerate(_schedule(rng, inputs, 4)):
-        for op, relation, rows in ops:
-            getattr(program, op)(relation, rows)
-            facts[relation] = facts[relation] | set(rows) if op == "insert" \
-                else facts[relation] - set(rows)
-        program.commit()
-        expected = evaluate(source, facts)
-        for relation in relations:
-            assert program.relation(relation) == expected[relation], (step, relation)
-    return program
-
-
 def test_record_patterns_shared_by_two_atoms_are_the_join_key():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no cross-product warning either
@@ -77,7 +61,7 @@ def test_record_keyed_joins_compute_the_rule(partitions):
         s([a, b], [p, q]) :- flat(a, b, p, q).
     """
     inputs = {"flat": [NODE, ("num", range(0, 2)), NODE, ("num", range(0, 3))]}
-    _check_random(source, inputs, ["r2"], partitions, f"records-{partitions}").close()
+    check_random_commits(source, inputs, ["r2"], partitions, f"records-{partitions}").close()
 
 
 def test_equalities_join_on_what_one_side_computes():
@@ -94,7 +78,7 @@ def test_equalities_join_on_what_one_side_computes():
 @pytest.mark.parametrize("partitions", [1, 3])
 def test_equality_keyed_joins_compute_the_rules(partitions):
     inputs = {"a": [NODE, NODE], "b": [NODE, NODE]}
-    _check_random(EQUALITIES, inputs, ["next", "same", "either"], partitions,
+    check_random_commits(EQUALITIES, inputs, ["next", "same", "either"], partitions,
                   f"equalities-{partitions}").close()
 
 
@@ -184,7 +168,8 @@ def test_filtered_joins_compute_the_rules(partitions):
               "r(x, z) :- a(x, y), b(y, z), c(z), d(x, z), !c(x).\n"
               "loop(y) :- c(y).\nloop(y) :- loop(x), a(x, y), c(x).\n")
     inputs = {"a": [NODE, NODE], "b": [NODE, NODE], "c": [NODE], "d": [NODE, NODE]}
-    program = _check_random(source, inputs, ["r", "loop"], partitions, f"filters-{partitions}")
+    program = check_random_commits(source, inputs, ["r", "loop"], partitions,
+                                   f"filters-{partitions}")
     assert "⋉" in program.plan()
     program.close()
 
@@ -345,7 +330,7 @@ def test_semijoins_wherever_atoms_meet_keep_the_random_programs_exact(monkeypatc
               "r(x, w) :- a(x, y), b(y, z), c(z, w), !b(w, x).\n"
               "loop(x, y) :- a(x, y).\nloop(x, z) :- loop(x, y), b(y, z), c(z, _).\n")
     inputs = {"a": [NODE, NODE], "b": [NODE, NODE], "c": [NODE, NODE]}
-    program = _check_random(source, inputs, ["r", "loop"], partitions, f"sip-{partitions}")
+    program = check_random_commits(source, inputs, ["r", "loop"], partitions, f"sip-{partitions}")
     assert "⋉ c(z, _)" in program.plan()
     assert len(reduced) >= 8  # (eqrel's, same_generation's and the rules above)
 
@@ -384,7 +369,7 @@ def test_rules_that_start_alike_join_their_first_atoms_once():
 @pytest.mark.parametrize("partitions", [1, 3])
 def test_shared_first_joins_keep_every_rule_exact(partitions):
     inputs = {"a": [NODE, NODE], "b": [NODE, NODE], "c": [NODE, NODE], "d": [NODE, NODE]}
-    program = _check_random(STARTING_ALIKE, inputs, ["r1", "r2", "q", "r3"], partitions,
+    program = check_random_commits(STARTING_ALIKE, inputs, ["r1", "r2", "q", "r3"], partitions,
                             f"prefixes-{partitions}")
     assert "shared" in program.plan()
     program.close()
@@ -436,7 +421,7 @@ def test_an_atom_only_asked_whether_it_holds_joins_as_one_row(partitions):
     # r needs nothing of c(y), d(y, _) but that they hold (Soufflé's independent_body shape):
     # one row, no product and no warning; s needs y, so its join is a real product.
     with pytest.warns(dd.DatalogWarning) as caught:
-        program = _check_random(EXISTS, {"a": [NODE, NODE], "c": [NODE], "d": [NODE, NODE]},
+        program = check_random_commits(EXISTS, {"a": [NODE, NODE], "c": [NODE], "d": [NODE, NODE]},
                                 ["r", "s"], partitions, f"exists-{partitions}")
     assert [str(w.message).split(":")[1] for w in caught] == ["8"]   # s only
     (r_joins,) = [j for j in _joins(program.plan().split("r(x) :-")[1].split("\n  s(")[0])]
