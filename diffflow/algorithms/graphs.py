@@ -45,8 +45,15 @@ def _present(e: Collection) -> Collection:
     """``e`` as a set, for a loop: an edge counts once, and one removed more often than
     inserted (a negative count) not at all.  The loops settle because labels and distances
     only fall; a negative count would cancel a real path's candidate and let them rise
-    again, round after round, for ever."""
-    return e.distinct()
+    again, round after round, for ever.  One distinct per edge collection serves every
+    algorithm of the dataflow that reads it (each costs an update ~1 ms)."""
+    node = e.node  # (_edges' select of the user's collection: a new node per call)
+    key = (node.inputs[0], repr(node.params.get("exprs")), e.schema.names) \
+        if node.kind == "select" and len(node.inputs) == 1 else node.id
+    shared = e.flow.__dict__.setdefault("_edge_sets", {})  # (like flow._arrangements)
+    if key not in shared:
+        shared[key] = e.distinct()
+    return shared[key]
 
 
 def _roots(roots: Collection) -> Collection:
