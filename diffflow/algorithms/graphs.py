@@ -41,16 +41,15 @@ def _edges(edges: Collection) -> Collection:
     return edges.select(src=src, dst=dst)
 
 
-def _present(e: Collection) -> Collection:
-    """``e`` as a set, for a loop: an edge counts once, and one removed more often than
-    inserted (a negative count) not at all.  The loops settle because labels and distances
-    only fall; a negative count would cancel a real path's candidate and let them rise
-    again, round after round, for ever.  One distinct per edge collection serves every
-    algorithm of the dataflow that reads it (each costs an update ~1 ms)."""
-    node = e.node  # (_edges' select of the user's collection: a new node per call)
-    key = (node.inputs[0], repr(node.params.get("exprs")), e.schema.names) \
-        if node.kind == "select" and len(node.inputs) == 1 else node.id
-    shared = e.flow.__dict__.setdefault("_edge_sets", {})  # (like flow._arrangements)
+def _present(e: Collection, source: Collection) -> Collection:
+    """``e`` (a projection of ``source``'s leading columns) as a set, for a loop: an edge
+    counts once, and one removed more often than inserted (a negative count) not at all.
+    The loops settle because labels and distances only fall; a negative count would cancel
+    a real path's candidate and let them rise again, round after round, for ever.  One
+    distinct per source and projection serves every algorithm of the dataflow reading it
+    (each costs an update ~1 ms)."""
+    key = (source.node.id, tuple(source.columns[:len(e.columns)]), tuple(e.columns))
+    shared = e.flow.__dict__.setdefault("_edge_sets", {})  # (as flow._arrangements)
     if key not in shared:
         shared[key] = e.distinct()
     return shared[key]
@@ -79,7 +78,7 @@ def reachable(edges: Collection, roots: Collection) -> Collection:
     e, start = _edges(edges), _roots(roots)
     if _by_search(e) and _by_search(start):
         return _reached_by_search(e, start)
-    start, e = start.distinct(), _present(e)
+    start, e = start.distinct(), _present(e, edges)
     return start.iterate(
         lambda reached: start.concat(_step(reached, e).select(node="dst")).distinct(),
         name="reachable", max_rounds=None)  # (settles: a chain of n nodes needs n rounds)
@@ -96,7 +95,7 @@ def bfs_distances(edges: Collection, roots: Collection) -> Collection:
     >>> sorted(out.snapshot())
     [(1, 0), (2, 1), (3, 0)]
     """
-    e = _present(_edges(edges))
+    e = _present(_edges(edges), edges)
     start = _roots(roots).distinct().select("node", dist=0)
     return start.iterate(
         lambda d: start.concat(_step(d, e).select(node="dst", dist=col("dist") + 1))
@@ -123,7 +122,7 @@ def sssp(weighted_edges: Collection, roots: Collection) -> Collection:
         raise ValueError(f"weighted edges need (source, target, weight), got "
                          f"{weighted_edges.columns}")
     src, dst, weight = weighted_edges.columns[:3]
-    e = _present(weighted_edges.select(src=src, dst=dst, w=weight))
+    e = _present(weighted_edges.select(src=src, dst=dst, w=weight), weighted_edges)
     start = _roots(roots).distinct().select("node", dist=0)
     return start.iterate(
         lambda d: start.concat(_step(d, e).select(node="dst", dist=col("dist") + col("w")))
@@ -178,7 +177,7 @@ def connected_components(edges: Collection) -> Collection:
         return _components_by_search(e)
     # a distinct of one direction, not of both: min ignores how often a candidate label
     # arrives, and each distinct holds its edges twice (its input and output traces)
-    e = _present(e)
+    e = _present(e, edges)
     both = e.concat(e.select(src="dst", dst="src"))
     return _propagate(both, _nodes(e), "connected_components")
 

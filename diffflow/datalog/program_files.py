@@ -82,12 +82,13 @@ class ProgramFiles:
         return {name: sum(map(len, rows)) if isinstance(rows, Parts) else len(rows)
                 for name, rows in loaded.items()}
 
-    def sorted_rows(self, name: str) -> list:
+    def sorted_rows(self, name: str, codes=None) -> list:
         """The relation's facts as tuples in value order, as output files list them:
         numbers by value, symbols as text, records and ADTs as
         :func:`~diffflow.datalog.values.structures.row_order` orders them.  Facts without
         records or ADTs are ordered by a numpy sort of their columns (symbols ranked by
-        their distinct texts), so a large relation costs no Python per row to order.
+        their distinct texts), so a large relation costs no Python per row to order;
+        ``codes``: what :meth:`sorted_codes` gave already.
 
         >>> import diffflow as dd
         >>> p = dd.Program(".decl e(x: number, s: symbol)")
@@ -98,28 +99,28 @@ class ProgramFiles:
         from diffflow.common.schema import decode_rows
         from diffflow.datalog.values.structures import row_order
 
-        codes = self._sorted_codes(name)
+        codes = self.sorted_codes(name) if codes is None else codes
         if codes is None:
             return sorted(self.relation(name), key=row_order)
         return decode_rows(codes, self._output(name).node.schema, self.flow.symbols)
 
-    def _sorted_codes(self, name: str):
-        """The relation's encoded facts in value order (see :meth:`sorted_rows`), or
-        ``None`` for a relation with record or ADT attributes or none at all."""
+    def sorted_codes(self, name: str):
+        """The relation's encoded facts (an int64 array) in the order of
+        :meth:`sorted_rows`, or ``None`` for a relation with record or ADT attributes or
+        none at all (their order needs the values).
+
+        >>> import diffflow as dd
+        >>> p = dd.Program(".decl e(x: number)"); _ = p.insert("e", [(3,), (-1,)]); p.commit()
+        >>> p.sorted_codes("e").tolist()
+        [[-1], [3]]
+        """
+        from diffflow.common.schema import text_ranks
         from diffflow.datalog.lower.rows import structured_positions
 
         relation = self.relations[name]
         if relation.arity == 0 or structured_positions(relation, self.analysed.structures):
             return None
         rows = self._encoded(name)
-        keys = [self._symbol_ranks(rows[:, j]) if kind == "str" else rows[:, j]
+        keys = [text_ranks(rows[:, j], self.flow.symbols) if kind == "str" else rows[:, j]
                 for j, kind in enumerate(self._output(name).node.schema.types)]
         return rows[np.lexsort(keys[::-1])]  # (int and float codes sort by value)
-
-    def _symbol_ranks(self, ids: np.ndarray) -> np.ndarray:
-        """Each symbol id's rank among the column's distinct texts (in text order)."""
-        distinct, where = np.unique(ids, return_inverse=True)
-        texts = np.array(self.flow.symbols.decode(distinct), dtype=object)
-        ranks = np.empty(len(distinct), np.int64)
-        ranks[np.argsort(texts, kind="stable")] = np.arange(len(distinct))
-        return ranks[where.reshape(-1)]

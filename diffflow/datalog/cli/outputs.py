@@ -53,9 +53,12 @@ def write_states(program, out_dir: str, after_step: int | None = None) -> list:
                 written += _write_json(program, relation, d, rows, out_dir)
                 continue
             delimiter, headers, rfc4180, compress = io_options(d.params)
-            rows = _numbers(program, relation) or program.sorted_rows(relation.name)
-            lines = format_int_rows(rows.codes, delimiter) if isinstance(rows, _Codes) else \
-                _lines(program, relation, rows, delimiter, rfc4180=rfc4180)
+            codes = program.sorted_codes(relation.name)
+            if _numba_writes(program, relation, codes):
+                rows, lines = codes, format_int_rows(codes, delimiter)
+            else:
+                rows = program.sorted_rows(relation.name, codes)
+                lines = _lines(program, relation, rows, delimiter, rfc4180=rfc4180)
             # Soufflé's -D - prints the attribute names too
             header = delimiter.join(relation.attributes) if headers or out_dir == "-" else None
             if _to_stdout(d, out_dir):
@@ -69,30 +72,16 @@ def write_states(program, out_dir: str, after_step: int | None = None) -> list:
     return written
 
 
-class _Codes:
-    """A relation of numbers' encoded facts in value order (their text needs no decoding)."""
-
-    def __init__(self, codes):
-        self.codes = codes
-
-    def __len__(self):
-        return len(self.codes)
-
-
 #: the facts from which a relation of numbers is written by the numba writer: loading
 #: numba costs a small program more than Python's formatting of fewer facts
 NUMBA_WRITER_FROM = 100_000
 
 
-def _numbers(program, relation):
-    """:class:`_Codes` of a large relation whose attributes are all numbers or unsigned,
-    else None."""
-    kinds = program._output(relation.name).node.schema.types
-    if relation.arity == 0 or any(kind != "int" for kind in kinds) or \
-            program.size(relation.name) < NUMBA_WRITER_FROM:
-        return None
-    codes = program._sorted_codes(relation.name)
-    return None if codes is None else _Codes(codes)
+def _numba_writes(program, relation, codes) -> bool:
+    """Whether the numba writer writes ``codes`` (:meth:`Program.sorted_codes`): many
+    facts, every attribute a number or unsigned (their codes are their values)."""
+    return codes is not None and len(codes) >= NUMBA_WRITER_FROM and \
+        all(kind == "int" for kind in program._output(relation.name).node.schema.types)
 
 
 def _write_json(program, relation, directive, rows, out_dir: str) -> list:

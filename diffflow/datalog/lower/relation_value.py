@@ -49,7 +49,7 @@ from __future__ import annotations
 import numpy as np
 
 from diffflow.api.arranged import reduce_with
-from diffflow.common.schema import Schema, decode_floats
+from diffflow.common.schema import Schema, decode_floats, text_ranks
 from diffflow.dataflow.expr import Lit
 from diffflow.operators.reducers import Reducer, segment_starts
 
@@ -274,11 +274,7 @@ class ValueOrder(Reducer):
             return decode_floats(column)
         if kind != "symbol":
             return column
-        ids, inverse = np.unique(column, return_inverse=True)
-        texts = np.array(self.symbols.decode(ids), dtype=object)  # code point = UTF-8 order
-        rank = np.empty(len(ids), np.int64)
-        rank[np.argsort(texts, kind="stable")] = np.arange(len(ids))
-        return rank[inverse]
+        return text_ranks(column, self.symbols)
 
 
 def _dense(columns: np.ndarray) -> np.ndarray:
