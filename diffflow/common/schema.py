@@ -18,10 +18,13 @@ Invariant: ``decode(encode(x)) == x`` for every supported value.
 """
 from __future__ import annotations
 
+import sys
+import time
 from typing import Iterable, Sequence
 
 import numpy as np
 
+from diffflow.common import string_hash
 from diffflow.common.fields import FrozenFields
 
 COLUMN_TYPES = {"int": int, "float": float, "bool": bool, "str": str}
@@ -132,9 +135,24 @@ def hash_strings(values: np.ndarray) -> np.ndarray:
     >>> bool(hash_strings(np.array(["a"], dtype=object))[0] == SymbolTable().encode(["a"])[0])
     True
     """
+    global _hashed_without_pandas
+    values = values.astype(object)
+    if _hashed_without_pandas < PANDAS_IMPORT_SECONDS and "pandas" not in sys.modules:
+        # Rent or buy: numpy pays no import but is slower per string, so it serves until
+        # its hashing has cost about what importing pandas costs.
+        started = time.perf_counter()
+        ids = string_hash.hash_small_batch(values)
+        _hashed_without_pandas += time.perf_counter() - started
+        if ids is not None:
+            return ids.view(np.int64)
     import pandas as pd  # vectorised, process-independent SipHash with a fixed key
 
-    return pd.util.hash_array(values.astype(object), categorize=False).view(np.int64)
+    return pd.util.hash_array(values, categorize=False).view(np.int64)
+
+
+# what hashing strings without pandas has cost this process (seconds), against its import
+_hashed_without_pandas = 0.0
+PANDAS_IMPORT_SECONDS = 0.3
 
 
 class SymbolTable:

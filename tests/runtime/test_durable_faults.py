@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from tests.runtime.test_durable import build, epochs, feed
+from tests.support.durable_flow import build, epochs, feed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EPOCHS = 8

@@ -1,7 +1,7 @@
 """A durable dataflow run the fault tests kill (tests/runtime/test_durable_faults.py).
 
 ``python -m tests.support.durable_victim ROOT SINK RUNTIME PARTITIONS SEED EPOCHS``
-resumes the dataflow of tests/runtime/test_durable.py under ``ROOT`` (or starts it), feeds
+resumes the dataflow of tests/support/durable_flow.py under ``ROOT`` (or starts it), feeds
 the seeded epochs it does not hold yet, rescales by one partition at epoch 4, and after
 every epoch appends the changes it took to ``SINK`` as an exactly-once consumer does:
 JSON lines of changes, then a ``done`` line, each flushed to disk; at start it drops what
@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-from tests.runtime.test_durable import build, epochs, feed
+from tests.support.durable_flow import build, epochs, feed
 
 
 def _taken(sink: str) -> int:
