@@ -9,14 +9,15 @@ import os
 import subprocess
 import sys
 import tarfile
+from pathlib import Path
 
 import pytest
 
 from diffflow.cli import main
 from diffflow.runtime.spark import _executor_python, _ship
 from diffflow.runtime.spark_slots import executor_python_problem
-from diffflow.runtime.spark_pack import ENV_FOLDER, pack, packed_distributions, \
-    shipping_settings
+from diffflow.runtime.spark_pack import (ENV_FOLDER, KEEP_ARCHIVES, pack, packed_distributions,
+                                         shipping_settings)
 from tests.support.standalone import python_without_diffflow
 
 
@@ -91,14 +92,30 @@ def test_the_archive_runs_diffflow_on_a_python_without_packages(packed, tmp_path
     assert manifest["python"][:2] == list(sys.version_info[:2])
     assert "pyspark" not in manifest["packages"] and "numpy" in manifest["packages"]
     # built once per content: the same archive again, without packing, and kept the longest
-    said = []
     older = [cache / f"diffflow-env-{n}.tar.gz" for n in ("a", "b", "c")]
     for stale in older:
         stale.write_bytes(b"")
-    assert pack(cache=cache, progress=said.append) == archive
-    assert said == [f"reusing {archive} (same content)"]
-    assert archive.exists() and sum(p.exists() for p in older) == 2  # (the oldest went)
-    assert archive.stat().st_mode & 0o777 == 0o644
+    current, _ = reused(lambda said: pack(cache=cache, progress=said.append))
+    assert current.exists() and not older[0].exists()  # (the oldest went)
+    assert len(list(cache.glob("diffflow-env-*.tar.gz"))) <= KEEP_ARCHIVES
+    assert current.stat().st_mode & 0o777 == 0o644
+
+
+def reused(pack_once, tries: int = 5):
+    """``pack_once(said)`` twice in a row: the second reuses the first's archive, saying so
+    (in ``said``, returned with the archive).
+
+    The content is this checkout's files *and its cached kernels*, which the suite's other
+    processes add to as they compile (a fresh clone starts with none): a kernel cached
+    between the two calls makes a new archive, rightly, and the pair is tried again.
+    """
+    for _ in range(tries):
+        first = pack_once([])
+        said: list = []
+        if pack_once(said) == first:
+            assert said[0] == f"reusing {first} (same content)", said
+            return first, said
+    raise AssertionError(f"the archive was packed anew on each of {tries} tries")
 
 
 @pytest.mark.slow
@@ -118,15 +135,21 @@ def test_a_host_without_the_right_python_is_told_what_to_install(packed, tmp_pat
 @pytest.mark.slow
 def test_the_command_reuses_the_cached_archive_and_prints_how_to_use_it(packed, tmp_path,
                                                                         monkeypatch, capsys):
-    archive, cache, _ = packed
+    _, cache, _ = packed
     monkeypatch.setenv("DIFFFLOW_CACHE_DIR", str(cache.parent))
     copy = tmp_path / "env.tar.gz"
-    assert main(["spark-pack", str(copy)]) == 0
-    out, err = capsys.readouterr()
-    assert out == f"{copy}\n"
-    assert f"reusing {archive} (same content)" in err
+
+    def command(said: list):
+        assert main(["spark-pack", str(copy)]) == 0
+        out, err = capsys.readouterr()
+        assert out == f"{copy}\n"
+        said += err.splitlines()
+        (made,) = [line.split()[1] for line in said if line.split()[0] in ("reusing", "packed")]
+        return Path(made)
+
+    archive, said = reused(command)
     assert f"--conf spark.archives={copy}#{ENV_FOLDER} " \
-           f"--conf spark.pyspark.python=./{ENV_FOLDER}/bin/python" in err
+           f"--conf spark.pyspark.python=./{ENV_FOLDER}/bin/python" in "\n".join(said)
     assert copy.read_bytes() == archive.read_bytes()
 
 
