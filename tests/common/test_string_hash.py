@@ -1,9 +1,8 @@
 """Symbol ids hashed without pandas equal pandas' own, bit for bit (checkpoints store ids and
 workers exchange them, so a process that hashed with numpy must agree with one that used
-pandas); and a first query with strings does not import pandas."""
+pandas).  That a first query with strings imports no pandas: tests/test_import.py."""
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import numpy as np
@@ -58,19 +57,3 @@ def test_the_symbol_table_gives_pandas_ids_on_both_paths(monkeypatch):
     large = schema.SymbolTable().encode(values)        # the pandas path
     expected = np.array(pandas_ids(values), dtype=np.uint64).view(np.int64).tolist()
     assert small.tolist() == large.tolist() == expected
-
-
-@pytest.mark.slow
-def test_a_first_query_with_strings_imports_no_pandas():
-    code = (
-        "import sys\n"
-        "import diffflow as dd\n"
-        "flow = dd.Dataflow()\n"
-        "words = flow.input('words', [('w', str), ('n', int)])\n"
-        "out = words.aggregate(by=['w'], total=dd.sum('n')).output()\n"
-        "words.insert([('a', 1), ('b', 2), ('a', 3)]); flow.advance()\n"
-        "print(sorted(out.snapshot()), 'pandas' in sys.modules)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[('a', 4), ('b', 2)] False"
