@@ -1,10 +1,10 @@
 """Cold start: what a fresh process pays before its first answer, once caches are filled.
 
-    PYTHONPATH=. python bench/bench_cold.py                  # both cases, median of 5
+    PYTHONPATH=. python bench/bench_cold.py                  # every case, median of 5
     PYTHONPATH=. python bench/bench_cold.py --repeats 3 --cases rmat
     PYTHONPATH=. python bench/bench_cold.py --no-bytecode    # keep PYTHONDONTWRITEBYTECODE
 
-Two cases, each run in fresh subprocesses after one untimed warm-up run that fills numba's
+Three cases, each run in fresh subprocesses after one untimed warm-up run that fills numba's
 on-disk cache (and Python's ``__pycache__``, as an installed package has it):
 
 ``rmat``  ``import diffflow`` (timed from before ``import numpy``), then reachability from one
@@ -17,6 +17,8 @@ on-disk cache (and Python's ``__pycache__``, as an installed package has it):
           kernels' specialisations load from numba's cache) and again (the kernels warm).
 ``cli``   wall time of ``python -m diffflow run queries/transitive_closure/prog.dl
           -F queries/transitive_closure/facts -D <tmp>`` from start to exit.
+``symbols`` the same for ``queries/andersen`` (points-to over symbols: its facts are
+          interned, so it pays for hashing strings to symbol ids).
 
 The children inherit the environment, with ``PYTHONDONTWRITEBYTECODE`` removed unless
 ``--no-bytecode`` is given: an installed package has its bytecode compiled, and a source
@@ -90,8 +92,8 @@ def run_rmat(path: str, root: int, env: dict) -> dict:
     raise RuntimeError(proc.stderr.strip()[-2000:] or "no output")
 
 
-def run_cli(out_dir: str, env: dict) -> float:
-    q = os.path.join(ROOT, "queries", "transitive_closure")
+def run_cli(out_dir: str, env: dict, query: str = "transitive_closure") -> float:
+    q = os.path.join(ROOT, "queries", query)
     cmd = [sys.executable, "-m", "diffflow", "run", os.path.join(q, "prog.dl"),
            "-F", os.path.join(q, "facts"), "-D", out_dir]
     t0 = time.perf_counter()
@@ -105,7 +107,7 @@ def run_cli(out_dir: str, env: dict) -> float:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--cases", default="rmat,cli")
+    p.add_argument("--cases", default="rmat,cli,symbols")
     p.add_argument("--scale", type=int, default=15)
     p.add_argument("--edge-factor", type=int, default=8)
     p.add_argument("--no-bytecode", action="store_true",
@@ -138,11 +140,13 @@ def main() -> None:
                   f"query {med['kernels_first']:5.0f} ms | warm {med['kernels_warm']:5.0f} ms")
             print("  runs (import/first/warm/load/kernels first/kernels warm ms): " + ", ".join(
                 "/".join(f"{r[k] * 1e3:.0f}" for k in keys) for r in runs))
-        if "cli" in cases:
+        for case, query in (("cli", "transitive_closure"), ("symbols", "andersen")):
+            if case not in cases:
+                continue
             out = os.path.join(tmp, "out")
-            run_cli(out, env)                             # warm-up
-            walls = [run_cli(out, env) for _ in range(args.repeats)]
-            print(f"cli diffflow run transitive_closure: wall median "
+            run_cli(out, env, query)                      # warm-up
+            walls = [run_cli(out, env, query) for _ in range(args.repeats)]
+            print(f"{case} diffflow run {query}: wall median "
                   f"{statistics.median(walls) * 1e3:.0f} ms "
                   f"(runs {', '.join(f'{w * 1e3:.0f}' for w in walls)})")
 
