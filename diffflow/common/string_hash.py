@@ -28,6 +28,7 @@ _INIT = (_K0 ^ 0x736F6D6570736575, _K1 ^ 0x646F72616E646F6D,
 # as the longest): ``hash_strings`` hands the batch over.
 NUMPY_MAX_STRINGS = 20_000
 NUMPY_MAX_CELLS = 4_000_000   # rows x the longest string's bytes
+MAX_BYTES = 1024              # one step per 8 bytes of the longest string, however few share it
 PYTHON_MAX_STRINGS = 24       # below, plain Python integers beat numpy's per-call costs
 
 
@@ -110,8 +111,9 @@ def _words(encoded: list) -> tuple:
 
 def hash_small_batch(values) -> np.ndarray | None:
     """:func:`siphash_strings` of a batch of ``str`` small enough for numpy; ``None`` for
-    any other batch (too large, or holding other objects or text UTF-8 cannot encode), which
-    pandas then hashes -- or reports, as it always has.
+    any other batch (too many strings, a string over :data:`MAX_BYTES` of UTF-8, other
+    objects, or text UTF-8 cannot encode), which pandas then hashes -- or reports, as it
+    always has.
 
     >>> hash_small_batch(["a"]).tolist(), hash_small_batch([b"a"])
     ([13950350942979735504], None)
@@ -122,7 +124,8 @@ def hash_small_batch(values) -> np.ndarray | None:
         encoded = [value.encode("utf-8") for value in values]
     except (AttributeError, UnicodeError):
         return None
-    if len(encoded) * (max(map(len, encoded), default=0) + 8) > NUMPY_MAX_CELLS:
+    longest = max(map(len, encoded), default=0)
+    if longest > MAX_BYTES or len(encoded) * (longest + 8) > NUMPY_MAX_CELLS:
         return None
     return _hash_encoded(encoded)
 

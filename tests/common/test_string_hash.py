@@ -43,6 +43,9 @@ def test_batches_numpy_does_not_serve_go_to_pandas_with_its_errors():
     assert string_hash.hash_small_batch(["\ud800"]) is None
     assert string_hash.hash_small_batch(["a"] * (string_hash.NUMPY_MAX_STRINGS + 1)) is None
     assert string_hash.hash_small_batch(["a" * string_hash.NUMPY_MAX_CELLS]) is None
+    # (numpy steps once per 8 bytes of the longest string: a long one goes to pandas)
+    assert string_hash.hash_small_batch(["a" * (string_hash.MAX_BYTES + 1)]) is None
+    assert string_hash.hash_small_batch(["a" * string_hash.MAX_BYTES]) is not None
     with pytest.raises(UnicodeEncodeError):  # (as before: pandas names the bad character)
         schema.hash_strings(np.array(["ok", "\ud800"], dtype=object))
 
