@@ -220,7 +220,7 @@ def encode_column(values, kind: str, symbols: SymbolTable, where: str) -> np.nda
             return arr.astype(np.int64)
         if arr.dtype.kind not in "US":
             raise TypeError(f"{where}: expected str values, got an array of {arr.dtype}")
-        return symbols.encode(arr.astype(object))
+        return _encode_text(arr.astype(object), symbols, where)
     values = list(values)
     checkers = {
         "int": lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool),
@@ -233,7 +233,7 @@ def encode_column(values, kind: str, symbols: SymbolTable, where: str) -> np.nda
         if not ok(v):
             raise TypeError(f"{where}: row {i} has {v!r} ({type(v).__name__}); expected {kind}")
     if kind == "str":
-        return symbols.encode(values)
+        return _encode_text(values, symbols, where)
     if kind == "float":
         return encode_floats(np.array(values, dtype=np.float64))
     try:
@@ -241,6 +241,24 @@ def encode_column(values, kind: str, symbols: SymbolTable, where: str) -> np.nda
     except OverflowError:
         bad = next(i for i, v in enumerate(values) if not -2**63 <= int(v) < 2**63)
         raise ValueError(f"{where}: row {bad} value {values[bad]!r} does not fit in int64") from None
+
+
+def _encode_text(values, symbols: SymbolTable, where: str) -> np.ndarray:
+    """``symbols.encode(values)``, with text UTF-8 cannot hold named by its row."""
+    try:
+        return symbols.encode(values)
+    except UnicodeEncodeError:
+        for i, value in enumerate(values):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ValueError(
+                    f"{where}: row {i} value {value!r} is not text UTF-8 can hold: "
+                    f"{exc.object[exc.start:exc.end]!r} at position {exc.start} ({exc.reason}); "
+                    "a lone surrogate usually comes from bytes decoded with "
+                    "errors='surrogateescape': decode them with their real encoding, or with "
+                    "errors='replace'") from None
+        raise
 
 
 def decode_column(codes: np.ndarray, kind: str, symbols: SymbolTable) -> list:

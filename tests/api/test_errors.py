@@ -32,6 +32,24 @@ def test_wrong_type_names_input_column_and_row_and_applies_nothing():
     assert out.snapshot() == {}
 
 
+def test_text_utf8_cannot_hold_names_its_row_and_applies_nothing():
+    # (a lone surrogate: what bytes decoded with errors='surrogateescape' leave behind; a
+    # small batch and one numpy would hash, both handed to pandas, which refuses it)
+    flow, c, out = make()
+    for rows in ([(1, "a"), (2, "b\udcff")], [(i, f"n{i}") for i in range(40)] + [(9, "\ud800")]):
+        with pytest.raises(ValueError, match=r"input 'people' column 'name': row \d+ value "
+                                             r".* is not text UTF-8 can hold: .* at position"):
+            c.insert(rows)
+    prog = dd.Program(".decl e(a: symbol)\n.decl q(a: symbol)\nq(x) :- e(x).\n")
+    with pytest.raises(ValueError, match=r"e: attribute 'a': row 1 value 'x\\udcff' is not text"):
+        prog.insert("e", [("ok",), ("x\udcff",)])
+    c.insert([(1, "a")])
+    prog.insert("e", [("ok",)])
+    flow.advance()
+    prog.commit()
+    assert out.snapshot() == {(1, "a"): 1} and prog.relation("q") == {("ok",)}
+
+
 def test_bad_diffs():
     flow, c, out = make()
     with pytest.raises(ValueError, match="1 diffs for 2 rows"):
