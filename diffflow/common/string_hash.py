@@ -110,33 +110,24 @@ def _words(encoded: list) -> tuple:
 
 
 def hash_small_batch(values) -> np.ndarray | None:
-    """:func:`siphash_strings` of a batch of ``str`` small enough for numpy; ``None`` for
-    any other batch (too many strings, a string over :data:`MAX_BYTES` of UTF-8, other
-    objects, or text UTF-8 cannot encode), which pandas then hashes -- or reports, as it
-    always has.
+    """Each string's id as ``uint64`` (SipHash-2-4 of its UTF-8 bytes, then splitmix64),
+    for a batch of ``str`` small enough for numpy; ``None`` for any other batch (too many
+    strings, a string over :data:`MAX_BYTES` of UTF-8, or other objects), which pandas then
+    hashes.  Text UTF-8 cannot encode raises ``UnicodeEncodeError``, as pandas does.
 
-    >>> hash_small_batch(["a"]).tolist(), hash_small_batch([b"a"])
-    ([13950350942979735504], None)
+    >>> hash_small_batch(["", "a"]).tolist(), hash_small_batch([b"a"])
+    ([1760245841805064774, 13950350942979735504], None)
     """
     if len(values) > NUMPY_MAX_STRINGS:
         return None
     try:
         encoded = [value.encode("utf-8") for value in values]
-    except (AttributeError, UnicodeError):
+    except AttributeError:  # (not a str: pandas knows what to make of it)
         return None
     longest = max(map(len, encoded), default=0)
     if longest > MAX_BYTES or len(encoded) * (longest + 8) > NUMPY_MAX_CELLS:
         return None
     return _hash_encoded(encoded)
-
-
-def siphash_strings(values) -> np.ndarray:
-    """Each string's id as ``uint64``: SipHash-2-4 of its UTF-8 bytes, then splitmix64.
-
-    >>> siphash_strings(["", "a"]).tolist()
-    [1760245841805064774, 13950350942979735504]
-    """
-    return _hash_encoded([value.encode("utf-8") for value in values])
 
 
 def _hash_encoded(encoded: list) -> np.ndarray:
